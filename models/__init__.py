@@ -1,0 +1,1 @@
+"""Model backends behind one small interface; heavy imports happen inside functions."""

@@ -1,0 +1,65 @@
+"""The backend registry: a backend name -> a factory that builds a ``Scorer`` for some rubric specs.
+
+Rubric specs (``rubric.specs``) name their backend; the runner groups the requested specs by
+backend and calls each factory once, so one engine serves all the rubrics that share it.
+Factories import their heavy modules lazily so ``import models.backends`` stays cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from rubric.config import ScoringConfig
+from rubric.registry import Registry
+from rubric.scoring import Scorer
+from rubric.specs import RubricSpec
+
+__all__ = ["BACKENDS", "BackendFactory", "register_backend", "build_scorers"]
+
+BackendFactory = Callable[[tuple[RubricSpec, ...], ScoringConfig], Scorer]
+
+BACKENDS: Registry[BackendFactory] = Registry("backend")
+
+
+def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
+    def deco(fn: BackendFactory) -> BackendFactory:
+        BACKENDS.register(name, fn)
+        return fn
+
+    return deco
+
+
+def build_scorers(specs: Sequence[RubricSpec], config: ScoringConfig) -> list[Scorer]:
+    """One scorer per backend, in the order the backends first appear in ``specs``."""
+    groups: dict[str, list[RubricSpec]] = {}
+    for s in specs:
+        groups.setdefault(s.backend, []).append(s)
+    return [BACKENDS.get(name)(tuple(group), config) for name, group in groups.items()]
+
+
+@register_backend("spacy")
+def _spacy(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
+    from models.text import ConcisenessScorer
+
+    return ConcisenessScorer(specs, spacy_model=config.spacy_model)
+
+
+@register_backend("harper")
+def _harper(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
+    from models.grammar import HarperGrammarScorer
+
+    return HarperGrammarScorer(specs)
+
+
+@register_backend("languagetool")
+def _languagetool(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
+    from models.grammar import LanguageToolGrammarScorer
+
+    return LanguageToolGrammarScorer(specs, url=config.languagetool_url, threads=config.languagetool_threads)
+
+
+@register_backend("llm")
+def _llm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
+    from models.llm.scorer import LLMRubricScorer
+
+    return LLMRubricScorer.from_config(specs, config)

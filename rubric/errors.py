@@ -1,0 +1,46 @@
+"""One error hierarchy for the whole project.
+
+Each class also inherits the matching built-in (as scikit-learn does), so callers that
+catch ``ValueError`` or ``ImportError`` keep working.
+"""
+
+__all__ = [
+    "RubricError",
+    "ConfigError",
+    "InputError",
+    "UnknownNameError",
+    "BackendUnavailableError",
+    "EngineError",
+    "BatchMismatchError",
+]
+
+
+class RubricError(Exception):
+    """Base class of every error raised on purpose by lfqa-rubric."""
+
+
+class ConfigError(RubricError, ValueError):
+    """A configuration value is invalid (raised at construction, never mid-run)."""
+
+
+class InputError(RubricError, ValueError):
+    """An input file cannot be read at all (a row-level problem becomes a reject instead)."""
+
+
+class UnknownNameError(RubricError, KeyError):
+    """A registry lookup failed; the message lists what exists."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class BackendUnavailableError(RubricError, ImportError):
+    """A backend's package or model is missing; the message says how to install it."""
+
+
+class EngineError(RubricError, RuntimeError):
+    """An engine failed as a whole (dead process, out of memory): re-raised, never swallowed."""
+
+
+class BatchMismatchError(RubricError, RuntimeError):
+    """A scorer returned a different number of results than it was given items."""

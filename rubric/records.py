@@ -1,0 +1,104 @@
+"""The normalised record types every reader produces and every scorer consumes."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Literal
+
+__all__ = ["Label", "LABELS", "PairRecord", "AnswerItem", "Reject", "content_id", "question_id", "explode"]
+
+Label = Literal["a", "b", "tie"]
+LABELS: tuple[str, ...] = ("a", "b", "tie")
+
+
+def _hash(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.hexdigest()[:16]
+
+
+def question_id(question: str) -> str:
+    """Stable id of a question (whitespace-normalised), used to keep a question in one split."""
+    return _hash(" ".join(question.split()))
+
+
+def content_id(question: str, answer: str) -> str:
+    """Stable id of a (question, answer) item: the same answer to the same question is scored once."""
+    return _hash(question, answer)
+
+
+@dataclass(frozen=True)
+class PairRecord:
+    """One human preference judgement between two answers to one question.
+
+    ``row`` is the index of the input record the pair came from (several pairs share it
+    for graded lists), so every output can be traced back to its input.
+    """
+
+    pair_id: str
+    question: str
+    answer_a: str
+    answer_b: str
+    label: Label
+    source: str = ""
+    domain: str = ""
+    expert: bool | None = None
+    docs_a: tuple[str, ...] = ()
+    docs_b: tuple[str, ...] = ()
+    row: int = -1
+
+    @property
+    def question_id(self) -> str:
+        return question_id(self.question)
+
+    @property
+    def answer_id_a(self) -> str:
+        return content_id(self.question, self.answer_a)
+
+    @property
+    def answer_id_b(self) -> str:
+        return content_id(self.question, self.answer_b)
+
+
+@dataclass(frozen=True)
+class AnswerItem:
+    """A unique (question, answer) to score, with any evidence documents attached to it."""
+
+    answer_id: str
+    question: str
+    answer: str
+    docs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Reject:
+    """An input row (or a field of it) that could not become a pair, and why."""
+
+    row: int | None
+    reason: str
+    field: str | None = None
+    pair_id: str | None = None
+    source_file: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        out = {"row": self.row, "pair_id": self.pair_id, "field": self.field, "reason": self.reason,
+               "source_file": self.source_file}
+        out.update(self.extra)
+        return out
+
+
+def explode(pairs: list[PairRecord]) -> list[AnswerItem]:
+    """Unique answers of ``pairs`` in first-seen order; an answer shared by many pairs appears once.
+
+    Documents attached to an answer are taken from its first occurrence.
+    """
+    seen: dict[str, AnswerItem] = {}
+    for p in pairs:
+        for aid, ans, docs in ((p.answer_id_a, p.answer_a, p.docs_a), (p.answer_id_b, p.answer_b, p.docs_b)):
+            if aid not in seen:
+                seen[aid] = AnswerItem(answer_id=aid, question=p.question, answer=ans, docs=docs)
+    return list(seen.values())
