@@ -101,10 +101,12 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
         return self.scaler_.transform(X)
 
     def predict_proba(self, X) -> np.ndarray:
-        return self.lr_.predict_proba(self._scaled(X))
+        Xs = self._scaled(X)  # checks fitted state first
+        return self.lr_.predict_proba(Xs)
 
     def predict(self, X) -> np.ndarray:
-        return self.lr_.predict(self._scaled(X))
+        Xs = self._scaled(X)
+        return self.lr_.predict(Xs)
 
     def weights(self) -> dict[str, float]:
         """Per-rubric weight on standardised differences, signed so that > 0 favours the answer

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Literal
 
 __all__ = ["Label", "LABELS", "PairRecord", "AnswerItem", "Reject", "content_id", "question_id", "explode"]
@@ -82,7 +83,7 @@ class Reject:
     field: str | None = None
     pair_id: str | None = None
     source_file: str = ""
-    extra: dict = field(default_factory=dict)
+    extra: dict = dc_field(default_factory=dict)
 
     def to_dict(self) -> dict:
         out = {"row": self.row, "pair_id": self.pair_id, "field": self.field, "reason": self.reason,

@@ -1,0 +1,28 @@
+import numpy as np
+import pytest
+
+from rubric.metrics import always_a, evaluate_predictions, longer_answer_wins
+
+
+def test_perfect_and_ci_contains_point():
+    y = np.array(["a", "b"] * 50, dtype=object)
+    row = evaluate_predictions("x", y, y, n_boot=200)
+    assert row.values == {"accuracy": 1.0, "precision": 1.0, "recall": 1.0, "f1": 1.0}
+    assert row.ci["accuracy"] == (1.0, 1.0)
+
+
+def test_known_values():
+    y = np.array(["a", "a", "b", "b"], dtype=object)
+    p = np.array(["a", "b", "b", "b"], dtype=object)
+    row = evaluate_predictions("x", y, p, n_boot=300, seed=1)
+    assert row.values["accuracy"] == pytest.approx(0.75)
+    # macro precision: a 1/1, b 2/3 ; macro recall: a 1/2, b 1
+    assert row.values["precision"] == pytest.approx((1 + 2 / 3) / 2)
+    assert row.values["recall"] == pytest.approx(0.75)
+    lo, hi = row.ci["accuracy"]
+    assert lo <= 0.75 <= hi
+
+
+def test_baselines():
+    assert list(longer_answer_wins([10, 3, 5], [2, 9, 5])) == ["a", "b", "a"]
+    assert list(always_a(2)) == ["a", "a"]

@@ -1,0 +1,59 @@
+import pytest
+
+from rubric.errors import ConfigError, UnknownNameError
+from rubric.registry import Registry
+from rubric.specs import DEFAULT_VERSIONS, RUBRICS, RubricSpec, resolve_rubrics
+
+# Snapshot: an entry must not vanish silently. Extend this list when a version is added.
+EXPECTED_VERSIONS = {
+    "coherence.geval.v1", "completeness.geval.v1", "conciseness.lexical_density.v1", "fluency.geval.v1",
+    "grammar.harper.v1", "grammar.languagetool.v1", "relevance.geval.v1", "use_of_examples.yesno.v1",
+}
+
+
+def test_registry_snapshot():
+    assert EXPECTED_VERSIONS <= set(RUBRICS.names())
+    for name, version in DEFAULT_VERSIONS.items():
+        assert RUBRICS.get(version).name == name
+
+
+def test_registry_duplicate_and_unknown():
+    reg: Registry[int] = Registry("thing")
+    reg.register("a.v1", 1)
+    with pytest.raises(ConfigError, match="already registered"):
+        reg.register("a.v1", 2)
+    with pytest.raises(UnknownNameError, match="known: a.v1"):
+        reg.get("b.v1")
+
+
+@pytest.mark.parametrize("raw,lo,hi,want", [
+    (0.0, 0, 1, 1.0), (1.0, 0, 1, 5.0), (0.5, 0, 1, 3.0),   # 0-1 -> 1+4x
+    (1.0, 1, 3, 1.0), (2.0, 1, 3, 3.0), (3.0, 1, 3, 5.0),   # fluency 1-3 -> 1+2(x-1)
+    (4.0, 1, 5, 4.0),                                        # already 1-5: identity
+    (1.7, 0, 1, 5.0), (-0.2, 0, 1, 1.0),                     # clipped
+])
+def test_rescale(raw, lo, hi, want):
+    spec = RubricSpec("x", "x.t.v1", "b", lo, hi)
+    assert spec.rescale(raw) == pytest.approx(want)
+
+
+def test_resolve_bare_and_versioned():
+    specs = resolve_rubrics("conciseness, grammar.languagetool.v1")
+    assert [s.version for s in specs] == ["conciseness.lexical_density.v1", "grammar.languagetool.v1"]
+
+
+@pytest.mark.parametrize("names,err,msg", [
+    ("nonsense", UnknownNameError, "unknown rubric 'nonsense'"),
+    ("grammar,grammar.languagetool.v1", ConfigError, "given twice"),
+    ("", ConfigError, "no rubrics"),
+])
+def test_resolve_errors(names, err, msg):
+    with pytest.raises(err, match=msg):
+        resolve_rubrics(names)
+
+
+def test_bad_spec():
+    with pytest.raises(ConfigError, match="must start with"):
+        RubricSpec("a", "b.x.v1", "be", 0, 1)
+    with pytest.raises(ConfigError, match="'raw_max' must be > 'raw_min'"):
+        RubricSpec("a", "a.x.v1", "be", 1, 1)
