@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
 
-__all__ = ["METRICS", "MetricRow", "evaluate_predictions", "longer_answer_wins", "always_a"]
+__all__ = ["METRICS", "MetricRow", "evaluate_predictions", "longer_answer_wins", "always_a", "per_question_kendall"]
 
 MetricFn = Callable[[np.ndarray, np.ndarray], float]
 
@@ -63,3 +63,32 @@ def longer_answer_wins(n_words_a, n_words_b) -> np.ndarray:
 def always_a(n: int) -> np.ndarray:
     """Baseline: the first answer is always preferred (exposes position effects in the labels)."""
     return np.array(["a"] * n, dtype=object)
+
+
+def per_question_kendall(groups: dict[str, list[tuple[float, float | None]]]) -> dict[str, float | int]:
+    """Mean Kendall tau-b between a score and graded labels, computed within each question.
+
+    Args:
+        groups: question -> list of (grade, score) for its answers; a None score is skipped.
+
+    Returns:
+        ``mean_tau`` over the questions where tau is defined (at least two answers with different
+        grades and a non-constant score), ``n_questions`` used, and ``n_undefined``.
+    """
+    from scipy.stats import kendalltau
+
+    taus, undefined = [], 0
+    for pairs in groups.values():
+        kept = [(g, s) for g, s in pairs if s is not None]
+        grades = [g for g, _ in kept]
+        scores = [s for _, s in kept]
+        if len(kept) < 2 or len(set(grades)) < 2 or len(set(scores)) < 2:
+            undefined += 1
+            continue
+        tau = kendalltau(grades, scores).statistic
+        if np.isnan(tau):
+            undefined += 1
+            continue
+        taus.append(float(tau))
+    return {"mean_tau": float(np.mean(taus)) if taus else float("nan"), "n_questions": len(taus),
+            "n_undefined": undefined}

@@ -116,6 +116,7 @@ def write_outputs(out: Path, *, read: ReadResult, specs: Sequence[RubricSpec], i
         "inputs": inputs,
         "counts": {
             "rows_in": read.rows_in,
+            "rows_ok": read.rows_ok,
             "pairs": len(read.pairs),
             "rejected": len(read.rejects),
             "unique_answers": len(items),

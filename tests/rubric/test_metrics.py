@@ -26,3 +26,17 @@ def test_known_values():
 def test_baselines():
     assert list(longer_answer_wins([10, 3, 5], [2, 9, 5])) == ["a", "b", "a"]
     assert list(always_a(2)) == ["a", "a"]
+
+
+def test_per_question_kendall():
+    from rubric.metrics import per_question_kendall
+
+    groups = {
+        "q1": [(3, 5.0), (2, 4.0), (1, 1.0)],      # perfectly concordant: 1.0
+        "q2": [(3, 1.0), (1, 5.0)],                # discordant: -1.0
+        "q3": [(2, 3.0), (2, 4.0)],                # one grade only: undefined
+        "q4": [(3, 2.0), (1, 2.0)],                # constant score: undefined
+        "q5": [(3, None), (1, 2.0)],               # a missing score leaves one answer: undefined
+    }
+    out = per_question_kendall(groups)
+    assert out["mean_tau"] == pytest.approx(0.0) and out["n_questions"] == 2 and out["n_undefined"] == 3

@@ -1,0 +1,808 @@
+"""Dataset readers: every input format becomes a list of :class:`~rubric.records.PairRecord`.
+
+A reader never dies on a bad row: the row becomes a :class:`~rubric.records.Reject` whose reason
+names the row and the field ("row 7: field 'answer_2' is empty"). Only a file that cannot be read at
+all (missing, a directory, corrupt Parquet, JSON that does not parse, a graded file of the wrong
+shape) raises :class:`~rubric.errors.InputError`.
+
+Files are decoded as UTF-8 with ``errors="surrogateescape"`` so that stray non-UTF-8 bytes survive
+decoding as lone surrogates (U+DC80..U+DCFF); a row carrying one in any text field is rejected with
+the field named, and the rest of the file is still read.
+
+Every :class:`ReadResult` satisfies ``rows_in == rows_ok + len(rejects)``. For the pair formats the
+unit is an input record and ``rows_ok == len(pairs)``; for graded lists the unit is one graded
+answer (see :func:`read_graded`).
+"""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import itertools
+import json
+import logging
+import random
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rubric.config import ScoringConfig
+from rubric.errors import ConfigError, InputError
+from rubric.records import LABELS, PairRecord, Reject, question_id
+
+__all__ = [
+    "ReadResult",
+    "DEFAULT_MAX_ANSWER_CHARS",
+    "TABLE_FIELDS",
+    "DEFAULT_LABEL_VALUES",
+    "GRADES",
+    "read_lfqa_hp",
+    "read_lfqa_eval",
+    "read_graded",
+    "read_table",
+    "parse_mapping",
+    "READERS",
+    "FORMATS",
+    "read_input",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_ANSWER_CHARS: int = ScoringConfig().max_answer_chars
+
+#: Our field names that ``read_table`` can map onto a file's columns.
+TABLE_FIELDS: tuple[str, ...] = (
+    "question", "answer_a", "answer_b", "label", "pair_id", "source", "domain", "expert", "docs_a", "docs_b",
+)
+_TABLE_REQUIRED: tuple[str, ...] = ("question", "answer_a", "answer_b", "label")
+
+#: Label spellings ``read_table`` accepts when no ``label_values`` is given (matched case-insensitively).
+#: "1"/"2" mean answer 1 / answer 2 here, not lfqa_eval's -1/0/1 (use ``read_lfqa_eval`` for that).
+DEFAULT_LABEL_VALUES: Mapping[str, str] = {
+    "a": "a", "answer_a": "a", "answer_1": "a", "1": "a",
+    "b": "b", "answer_b": "b", "answer_2": "b", "2": "b",
+    "tie": "tie", "0": "tie", "draw": "tie",
+}
+
+#: Grades accepted in graded answer lists (TREC-DL uses 0-3, WebGLM 1-3 plus reference answers 0-3).
+GRADES: tuple[int, ...] = (0, 1, 2, 3)
+
+_HP_LABELS: Mapping[str, str] = {"answer_1": "a", "answer_2": "b", "tie": "tie"}
+_EVAL_LABELS: Mapping[int, str] = {-1: "a", 0: "tie", 1: "b"}
+_TRUE = frozenset({"true", "yes", "1", "t", "y"})
+_FALSE = frozenset({"false", "no", "0", "f", "n"})
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """What a reader returns.
+
+    Attributes:
+        pairs: the valid preference pairs, in input order.
+        rejects: one entry per input row (in the unit of ``rows_in``) that could not be used.
+        rows_in: input rows read: records for the pair formats, graded answers for ``read_graded``.
+            Blank JSONL lines are not rows.
+        source_file: the path that was read, as given.
+        rows_ok: input rows (same unit) that were accepted; ``rows_in == rows_ok + len(rejects)``.
+            Left as None it is derived from the other fields.
+    """
+
+    pairs: list[PairRecord]
+    rejects: list[Reject]
+    rows_in: int
+    source_file: str
+    rows_ok: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.rows_ok is None:
+            object.__setattr__(self, "rows_ok", self.rows_in - len(self.rejects))
+        if self.rows_ok + len(self.rejects) != self.rows_in or self.rows_ok < 0:
+            raise ValueError(
+                f"row accounting is broken for {self.source_file}: rows_in={self.rows_in}, "
+                f"rows_ok={self.rows_ok}, rejects={len(self.rejects)}"
+            )
+
+
+class _RowError(Exception):
+    """Internal: one row (or answer) is unusable; carries the field and the reason without the prefix."""
+
+    def __init__(self, field: str | None, reason: str) -> None:
+        super().__init__(reason)
+        self.field = field
+        self.reason = reason
+
+
+# ---------------------------------------------------------------------------------------------
+# File access
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_path(path: str | Path) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"input file not found: {str(path)!r}")
+    if p.is_dir():
+        raise InputError(f"input path is a directory, expected a file: {str(path)!r}")
+    return p
+
+
+def _read_text(p: Path) -> str:
+    # surrogateescape keeps bad bytes as lone surrogates so the row holding them can be rejected
+    # by name instead of the whole file failing to decode.
+    try:
+        return p.read_bytes().decode("utf-8-sig", errors="surrogateescape")
+    except OSError as e:
+        raise InputError(f"cannot read {str(p)!r}: {e}") from e
+
+
+def _iter_jsonl(text: str) -> Iterator[tuple[int, int, Any]]:
+    """Yield (row, line_number, record-or-_RowError) for each non-blank line."""
+    row = 0
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec: Any = json.loads(line)
+        except json.JSONDecodeError as e:
+            rec = _RowError(None, f"line {lineno} is not valid JSON ({e.msg} at column {e.colno})")
+        yield row, lineno, rec
+        row += 1
+
+
+def _load_json_records(p: Path) -> list[Any]:
+    """Records of a .json/.jsonl file: a JSON list, or one JSON object per line."""
+    text = _read_text(p)
+    if p.suffix.lower() != ".jsonl":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            # A ".json" file that is really JSON Lines is common; anything else is a broken file.
+            first = next((ln for ln in text.splitlines() if ln.strip()), "")
+            try:
+                looks_jsonl = isinstance(json.loads(first), dict)
+            except json.JSONDecodeError:
+                looks_jsonl = False
+            if not looks_jsonl:
+                raise InputError(
+                    f"{str(p)!r} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"
+                ) from e
+        else:
+            if isinstance(data, list):
+                return data
+            raise InputError(
+                f"{str(p)!r} must hold a JSON list of records (or one JSON object per line), "
+                f"got a JSON {type(data).__name__}"
+            )
+    return [rec for _, _, rec in _iter_jsonl(text)]
+
+
+def _load_parquet(p: Path) -> list[Any]:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as e:  # pragma: no cover - pyarrow is a core dependency
+        raise InputError(f"reading Parquet needs pyarrow (pip install pyarrow): {e}") from e
+    try:
+        return pq.read_table(p).to_pylist()
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise InputError(f"cannot read Parquet file {str(p)!r} (truncated or corrupt?): {e}") from e
+
+
+def _load_csv(p: Path) -> list[Any]:
+    text = _read_text(p)
+    # Long answers exceed csv's default 128 KiB field limit; the length check below gives the
+    # user the actionable message instead of a csv.Error for the whole file.
+    old = csv.field_size_limit()
+    csv.field_size_limit(max(old, 2**31 - 1))
+    try:
+        return list(csv.DictReader(text.splitlines(keepends=True)))
+    except csv.Error as e:
+        raise InputError(f"cannot parse CSV file {str(p)!r}: {e}") from e
+    finally:
+        csv.field_size_limit(old)
+
+
+def _load_records(p: Path, kind: str) -> list[Any]:
+    if kind == "parquet":
+        return _load_parquet(p)
+    if kind == "csv":
+        return _load_csv(p)
+    return _load_json_records(p)
+
+
+def _kind_of(p: Path, fmt: str | None = None) -> str:
+    if fmt is not None:
+        return fmt
+    ext = p.suffix.lower()
+    if ext == ".parquet":
+        return "parquet"
+    if ext == ".csv":
+        return "csv"
+    if ext in (".json", ".jsonl"):
+        return "jsonl"
+    raise InputError(
+        f"cannot tell the format of {str(p)!r} from its extension {ext!r}; "
+        "expected .jsonl, .json, .parquet or .csv"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Field validation
+# ---------------------------------------------------------------------------------------------
+
+
+def _has_bad_bytes(s: str) -> bool:
+    return any("\udc80" <= ch <= "\udcff" for ch in s)
+
+
+def _check_utf8(value: str, name: str) -> str:
+    if _has_bad_bytes(value):
+        raise _RowError(name, f"field {name!r} contains bytes that are not valid UTF-8")
+    return value
+
+
+def _text(rec: Mapping[str, Any], name: str, max_chars: int | None = None, label: str | None = None) -> str:
+    """A required non-empty string field. ``label`` is how the field is named in the message."""
+    shown = label or repr(name)
+    if name not in rec or rec[name] is None:
+        raise _RowError(name, f"missing field {shown}")
+    value = rec[name]
+    if not isinstance(value, str):
+        raise _RowError(name, f"field {shown} must be a string, got {type(value).__name__}")
+    if _has_bad_bytes(value):
+        raise _RowError(name, f"field {shown} contains bytes that are not valid UTF-8")
+    if not value.strip():
+        raise _RowError(name, f"field {shown} is empty")
+    if max_chars is not None and len(value) > max_chars:
+        raise _RowError(
+            name,
+            f"field {shown} is {len(value):,} characters long, over the limit of {max_chars:,} "
+            "(raise it with --max-answer-chars / max_answer_chars)",
+        )
+    return value
+
+
+def _meta(rec: Mapping[str, Any], name: str | None, default: str = "") -> str:
+    """An optional metadata string (source, domain, id); numbers are stringified."""
+    if name is None or rec.get(name) is None:
+        return default
+    value = rec[name]
+    if isinstance(value, (list, dict)):
+        raise _RowError(name, f"field {name!r} must be a string, got {type(value).__name__}")
+    return _check_utf8(str(value), name)
+
+
+def _expert(rec: Mapping[str, Any], *names: str) -> bool | None:
+    for name in names:
+        if name not in rec:
+            continue
+        value = rec[name]
+        if value is None or value == "":
+            return None
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+            return value.strip().lower() in _TRUE
+        raise _RowError(name, f"field {name!r} must be a boolean, got {value!r}")
+    return None
+
+
+def _docs(rec: Mapping[str, Any], name: str | None) -> tuple[str, ...]:
+    """Evidence documents: a string, or a list of strings / dicts with a 'text' or 'content' field."""
+    if name is None or rec.get(name) is None:
+        return ()
+    value = rec[name]
+    items = [value] if isinstance(value, (str, dict)) else value
+    if not isinstance(items, (list, tuple)):
+        raise _RowError(name, f"field {name!r} must be a string or a list of strings, got {type(value).__name__}")
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, dict):
+            item = item.get("text", item.get("content", str(item)))
+        if item is None:
+            continue
+        if not isinstance(item, str):
+            item = str(item)
+        _check_utf8(item, name)
+        if item.strip():
+            out.append(item)
+    return tuple(out)
+
+
+def _check_max(max_answer_chars: int) -> None:
+    if isinstance(max_answer_chars, bool) or not isinstance(max_answer_chars, int) or max_answer_chars < 1:
+        raise ConfigError(f"'max_answer_chars' must be an integer >= 1, got {max_answer_chars!r}")
+
+
+def _as_int(value: Any) -> int | None:
+    """An integer label from an int, an integral float or a numeric string; None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Pair formats: one record -> one pair
+# ---------------------------------------------------------------------------------------------
+
+
+def _read_pairs(
+    p: Path,
+    records: list[Any],
+    build: Callable[[Mapping[str, Any], int], PairRecord],
+    id_fields: tuple[str, ...] = ("pair_id", "id"),
+) -> ReadResult:
+    """Run ``build`` over records, turning failures and duplicate ids into rejects."""
+    src = str(p)
+    pairs: list[PairRecord] = []
+    rejects: list[Reject] = []
+    first_row: dict[str, int] = {}
+    for row, rec in enumerate(records):
+        try:
+            if isinstance(rec, _RowError):
+                raise rec
+            if not isinstance(rec, Mapping):
+                raise _RowError(None, f"record is a JSON {type(rec).__name__}, expected an object")
+            pair = build(rec, row)
+            # Only accepted rows claim an id: a good row is not lost to a broken earlier one.
+            if pair.pair_id in first_row:
+                raise _RowError(
+                    "pair_id", f"duplicate pair_id {pair.pair_id!r} (first seen at row {first_row[pair.pair_id]})"
+                )
+        except _RowError as e:
+            pid = next((rec[f] for f in id_fields if isinstance(rec, Mapping) and rec.get(f) is not None), None)
+            rejects.append(Reject(
+                row=row, field=e.field, reason=f"row {row}: {e.reason}",
+                pair_id=None if pid is None else str(pid), source_file=src,
+            ))
+            continue
+        first_row[pair.pair_id] = row
+        pairs.append(pair)
+    result = ReadResult(pairs=pairs, rejects=rejects, rows_in=len(records), source_file=src, rows_ok=len(pairs))
+    _log_result(result)
+    return result
+
+
+def _log_result(result: ReadResult) -> None:
+    logger.info("read %d pairs from %s (%d rows in, %d rejected)",
+                len(result.pairs), result.source_file, result.rows_in, len(result.rejects))
+    if result.rejects:
+        logger.warning("%d rows of %s rejected; first: %s",
+                       len(result.rejects), result.source_file, result.rejects[0].reason)
+
+
+def _pair_id(rec: Mapping[str, Any], row: int, *names: str) -> str:
+    for name in names:
+        if rec.get(name) is not None:
+            pid = _meta(rec, name)
+            if not pid.strip():
+                raise _RowError(name, f"field {name!r} is empty")
+            return pid
+    return f"row{row}"
+
+
+def read_lfqa_hp(path: str | Path, *, max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> ReadResult:
+    """Read LFQA-HP-1M records (JSONL, a JSON list, or Parquet).
+
+    Fields: ``question_text``, ``answer_1``, ``answer_2``, ``human_judgment`` ("answer_1", "answer_2"
+    or "tie" -> label "a", "b", "tie"), optional ``human_expert``, ``domain``, ``source``, ``id`` or
+    ``pair_id`` (default ``f"row{index}"``), ``doc_1``/``doc_2`` (a string or a list of strings).
+
+    Args:
+        path: a ``.jsonl``, ``.json`` or ``.parquet`` file.
+        max_answer_chars: longer answers are rejected.
+
+    Returns:
+        The pairs and rejects; ``rows_in`` counts records (non-blank lines for JSONL).
+
+    Raises:
+        InputError: the file is missing, a directory, corrupt Parquet, or JSON that does not parse.
+        ConfigError: ``max_answer_chars`` is not a positive integer.
+    """
+    _check_max(max_answer_chars)
+    p = _check_path(path)
+    records = _load_records(p, "parquet" if p.suffix.lower() == ".parquet" else "jsonl")
+
+    def build(rec: Mapping[str, Any], row: int) -> PairRecord:
+        question = _text(rec, "question_text")
+        answer_a = _text(rec, "answer_1", max_answer_chars)
+        answer_b = _text(rec, "answer_2", max_answer_chars)
+        judgment = rec.get("human_judgment")
+        if judgment is None:
+            raise _RowError("human_judgment", "missing field 'human_judgment'")
+        label = _HP_LABELS.get(judgment) if isinstance(judgment, str) else None
+        if label is None:
+            raise _RowError("human_judgment", f"field 'human_judgment' has value {judgment!r}; "
+                                              "expected 'answer_1', 'answer_2' or 'tie'")
+        return PairRecord(
+            pair_id=_pair_id(rec, row, "pair_id", "id"), question=question, answer_a=answer_a,
+            answer_b=answer_b, label=label, source=_meta(rec, "source"), domain=_meta(rec, "domain"),
+            expert=_expert(rec, "human_expert"), docs_a=_docs(rec, "doc_1"), docs_b=_docs(rec, "doc_2"),
+            row=row,
+        )
+
+    return _read_pairs(p, records, build)
+
+
+def read_lfqa_eval(path: str | Path, *, max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> ReadResult:
+    """Read the lfqa_eval format of Xu et al. (JSONL or a JSON list).
+
+    Fields: ``question``, ``answer_a``, ``answer_b``, ``overall_preference`` (-1: a wins, 0: tie,
+    1: b wins), optional ``doc_a``/``doc_b`` (a string, a list of strings, or a list of dicts whose
+    ``text``/``content`` is taken), ``source`` (default "lfqa_eval"), ``expert``/``human_expert``,
+    ``domain``, ``pair_id``/``id``.
+
+    Args:
+        path: a ``.jsonl`` or ``.json`` file.
+        max_answer_chars: longer answers are rejected.
+
+    Returns:
+        The pairs and rejects; ``rows_in`` counts records.
+
+    Raises:
+        InputError: the file is missing, a directory, or JSON that does not parse.
+        ConfigError: ``max_answer_chars`` is not a positive integer.
+    """
+    _check_max(max_answer_chars)
+    p = _check_path(path)
+    records = _load_records(p, "jsonl")
+
+    def build(rec: Mapping[str, Any], row: int) -> PairRecord:
+        question = _text(rec, "question")
+        answer_a = _text(rec, "answer_a", max_answer_chars)
+        answer_b = _text(rec, "answer_b", max_answer_chars)
+        if rec.get("overall_preference") is None:
+            raise _RowError("overall_preference", "missing field 'overall_preference'")
+        raw = rec["overall_preference"]
+        label = _EVAL_LABELS.get(_as_int(raw))  # type: ignore[arg-type]
+        if label is None:
+            raise _RowError("overall_preference",
+                            f"field 'overall_preference' has value {raw!r}; expected -1, 0 or 1")
+        return PairRecord(
+            pair_id=_pair_id(rec, row, "pair_id", "id"), question=question, answer_a=answer_a,
+            answer_b=answer_b, label=label, source=_meta(rec, "source", "lfqa_eval"),
+            domain=_meta(rec, "domain"), expert=_expert(rec, "expert", "human_expert"),
+            docs_a=_docs(rec, "doc_a"), docs_b=_docs(rec, "doc_b"), row=row,
+        )
+
+    return _read_pairs(p, records, build)
+
+
+def _label_table(label_values: Mapping[str, str] | None) -> dict[str, str]:
+    if label_values is None:
+        return dict(DEFAULT_LABEL_VALUES)
+    table: dict[str, str] = {}
+    for key, value in label_values.items():
+        if value not in LABELS:
+            raise ConfigError(f"label_values[{key!r}] must be one of {', '.join(LABELS)}, got {value!r}")
+        table[str(key).strip().lower()] = value
+    if not table:
+        raise ConfigError("'label_values' must not be empty")
+    return table
+
+
+def _label_key(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip().lower()
+
+
+def read_table(
+    path: str | Path,
+    mapping: Mapping[str, str] | str,
+    label_values: Mapping[str, str] | None = None,
+    *,
+    fmt: str | None = None,
+    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+) -> ReadResult:
+    """Read a generic JSONL / JSON-list / Parquet / CSV table through a column mapping.
+
+    Args:
+        path: the file; its extension (.jsonl, .json, .parquet, .csv) picks the parser unless ``fmt``.
+        mapping: our field name -> the file's column name. Required: question, answer_a, answer_b,
+            label; optional: pair_id, source, domain, expert, docs_a, docs_b. A string is parsed
+            with :func:`parse_mapping`.
+        label_values: file label value (as a string, matched case-insensitively) -> "a"/"b"/"tie".
+            Default :data:`DEFAULT_LABEL_VALUES`.
+        fmt: "jsonl", "parquet" or "csv" to override the extension.
+        max_answer_chars: longer answers are rejected.
+
+    Returns:
+        The pairs and rejects; ``rows_in`` counts records.
+
+    Raises:
+        ConfigError: the mapping or ``label_values`` is invalid.
+        InputError: the file is missing, a directory, unparseable or of an unknown extension.
+    """
+    _check_max(max_answer_chars)
+    cols = parse_mapping(mapping) if isinstance(mapping, str) else _check_mapping(mapping)
+    labels = _label_table(label_values)
+    if fmt is not None and fmt not in ("jsonl", "parquet", "csv"):
+        raise ConfigError(f"'fmt' must be 'jsonl', 'parquet' or 'csv', got {fmt!r}")
+    p = _check_path(path)
+    records = _load_records(p, _kind_of(p, fmt))
+    expected = ", ".join(repr(k) for k in labels)
+
+    def build(rec: Mapping[str, Any], row: int) -> PairRecord:
+        def named(f: str) -> str:
+            return f"{f!r}" if cols[f] == f else f"{f!r} (column {cols[f]!r})"
+
+        question = _text(rec, cols["question"], label=named("question"))
+        answer_a = _text(rec, cols["answer_a"], max_answer_chars, label=named("answer_a"))
+        answer_b = _text(rec, cols["answer_b"], max_answer_chars, label=named("answer_b"))
+        raw = rec.get(cols["label"])
+        if raw is None or raw == "":
+            raise _RowError(cols["label"], f"missing field {named('label')}")
+        label = labels.get(_label_key(raw))
+        if label is None:
+            raise _RowError(cols["label"], f"field {named('label')} has value {raw!r}; expected one of {expected}")
+        pid_col = cols.get("pair_id")
+        return PairRecord(
+            pair_id=_pair_id(rec, row, pid_col) if pid_col else f"row{row}",
+            question=question, answer_a=answer_a, answer_b=answer_b, label=label,  # type: ignore[arg-type]
+            source=_meta(rec, cols.get("source"), p.stem), domain=_meta(rec, cols.get("domain")),
+            expert=_expert(rec, cols["expert"]) if "expert" in cols else None,
+            docs_a=_docs(rec, cols.get("docs_a")), docs_b=_docs(rec, cols.get("docs_b")), row=row,
+        )
+
+    return _read_pairs(p, records, build, (cols["pair_id"],) if "pair_id" in cols else ())
+
+
+def _check_mapping(mapping: Mapping[str, str]) -> dict[str, str]:
+    unknown = sorted(set(mapping) - set(TABLE_FIELDS))
+    if unknown:
+        raise ConfigError(f"unknown mapping field(s) {', '.join(map(repr, unknown))}; "
+                          f"known: {', '.join(TABLE_FIELDS)}")
+    missing = [f for f in _TABLE_REQUIRED if f not in mapping]
+    if missing:
+        raise ConfigError(f"mapping is missing required field(s) {', '.join(map(repr, missing))}; "
+                          f"required: {', '.join(_TABLE_REQUIRED)}")
+    for key, col in mapping.items():
+        if not isinstance(col, str) or not col.strip():
+            raise ConfigError(f"mapping[{key!r}] must be a non-empty column name, got {col!r}")
+    return dict(mapping)
+
+
+def parse_mapping(text: str) -> dict[str, str]:
+    """Parse a CLI column mapping such as ``"question=q,answer_a=resp1,answer_b=resp2,label=winner"``.
+
+    Args:
+        text: comma-separated ``field=column`` entries; spaces around names are ignored.
+
+    Returns:
+        Our field name -> the file's column name.
+
+    Raises:
+        ConfigError: an entry is malformed, a field is unknown or repeated, or a required one is missing.
+    """
+    out: dict[str, str] = {}
+    for entry in text.split(","):
+        if not entry.strip():
+            continue
+        key, sep, col = entry.partition("=")
+        key, col = key.strip(), col.strip()
+        if not sep or not key or not col:
+            raise ConfigError(f"mapping entry {entry.strip()!r} must look like field=column")
+        if key in out:
+            raise ConfigError(f"mapping field {key!r} is given twice")
+        out[key] = col
+    return _check_mapping(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Graded answer lists: one question with graded answers -> pairs of differently graded answers
+# ---------------------------------------------------------------------------------------------
+
+
+def _graded_answers(
+    question: str, value: Any, include_references: bool, src: str,
+) -> list[tuple[str, Any]]:
+    """(answer key, raw item) for one question, in file order; raises InputError on a wrong shape."""
+    if isinstance(value, list):  # TREC-DL style: [{"docid", "passage", "label"}, ...]
+        return [(str(i), item) for i, item in enumerate(value)]
+    if isinstance(value, dict) and isinstance(value.get("doc_list"), list):  # WebGLM style
+        items: list[tuple[str, Any]] = [(str(i), item) for i, item in enumerate(value["doc_list"])]
+        if include_references:
+            for k in GRADES:
+                key = f"ground{k}"
+                if key in value:
+                    items.append((key, {"answer": value[key], "label": k}))
+        return items
+    raise InputError(
+        f"{src!r} is not a graded answer list: question {question[:60]!r} maps to a "
+        f"{type(value).__name__}; expected a list of {{'passage', 'label'}} items or "
+        "{'doc_list': [{'answer', 'label'}, ...]}"
+    )
+
+
+def _graded_item(item: Any, max_answer_chars: int) -> tuple[str, int]:
+    if not isinstance(item, Mapping):
+        raise _RowError(None, f"answer is a {type(item).__name__}, expected an object")
+    name = next((n for n in ("passage", "answer", "text") if n in item), "answer")
+    text = _text(item, name, max_answer_chars)
+    raw = item.get("label")
+    grade = _as_int(raw) if not isinstance(raw, str) else None
+    if raw is None:
+        raise _RowError("label", "missing field 'label'")
+    if grade not in GRADES:
+        raise _RowError("label", f"field 'label' has value {raw!r}; expected an integer grade in "
+                                 f"{GRADES[0]}..{GRADES[-1]}")
+    return text, grade  # type: ignore[return-value]
+
+
+def read_graded(
+    path: str | Path,
+    max_pairs_per_question: int = 50,
+    seed: int = 0,
+    *,
+    include_references: bool = False,
+    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+) -> ReadResult:
+    """Read graded answer lists and pair answers of different grades.
+
+    Two shapes are recognised, per question: TREC-DL style ``{question: [{"docid", "passage",
+    "label"}, ...]}`` and WebGLM style ``{question: {"doc_list": [{"answer", "model", "label"}, ...],
+    "ground0": str, ..., "ground3": str}}`` where ``groundK`` is a reference answer of grade K.
+    Grades are integers in :data:`GRADES` (higher is better).
+
+    Every two valid answers of one question with different grades make a candidate pair labelled
+    with the higher-graded one; which answer is "a" is drawn from a per-question RNG so that
+    "always a" is not trivially right. More than ``max_pairs_per_question`` candidates are
+    subsampled with the same RNG. The RNG is seeded from ``seed`` and the question, so a question
+    gets the same pairs whatever else is in the file.
+
+    Row accounting: the unit of ``rows_in`` is one graded answer. An invalid answer is a reject
+    naming the question index and the answer key (``Reject.row`` is the question index, the answer
+    key is in ``Reject.extra["answer"]``); the other answers still pair. ``rows_ok`` counts valid
+    answers, some of which may be in no pair (all others share its grade, or the cap left it out).
+    ``PairRecord.row`` is the question's index in the file.
+
+    Args:
+        path: a JSON file of one of the shapes above.
+        max_pairs_per_question: cap on pairs per question (>= 1).
+        seed: seed of the pair sampling and of the a/b order.
+        include_references: also pair WebGLM's ``groundK`` reference answers.
+        max_answer_chars: longer answers are rejected.
+
+    Returns:
+        Pairs with ids ``f"{question_id}:{i}:{j}"`` (``i``, ``j`` the answer keys in file order:
+        list indices, or ``groundK``), ``source`` the file stem and ``domain`` "".
+
+    Raises:
+        InputError: the file is missing, a directory, not JSON, or not of a graded shape.
+        ConfigError: an option is out of range.
+    """
+    _check_max(max_answer_chars)
+    if isinstance(max_pairs_per_question, bool) or not isinstance(max_pairs_per_question, int) \
+            or max_pairs_per_question < 1:
+        raise ConfigError(f"'max_pairs_per_question' must be an integer >= 1, got {max_pairs_per_question!r}")
+    p = _check_path(path)
+    src = str(p)
+    try:
+        data = json.loads(_read_text(p))
+    except json.JSONDecodeError as e:
+        raise InputError(f"{src!r} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
+    if not isinstance(data, dict):
+        raise InputError(f"{src!r} is not a graded answer list: expected a JSON object mapping "
+                         f"questions to graded answers, got a JSON {type(data).__name__}")
+
+    pairs: list[PairRecord] = []
+    rejects: list[Reject] = []
+    rows_in = rows_ok = 0
+    for q_index, (question, value) in enumerate(data.items()):
+        items = _graded_answers(question, value, include_references, src)
+        rows_in += len(items)
+        qid = question_id(question)
+        valid: list[tuple[str, str, int]] = []
+        for key, item in items:
+            try:
+                _text({"question": question}, "question")
+                text, grade = _graded_item(item, max_answer_chars)
+            except _RowError as e:
+                rejects.append(Reject(
+                    row=q_index, field=e.field, source_file=src,
+                    reason=f"question {q_index} ({question[:60]!r}) answer {key}: {e.reason}",
+                    extra={"answer": key},
+                ))
+                continue
+            valid.append((key, text, grade))
+        rows_ok += len(valid)
+
+        candidates = [
+            (x, y) for x, y in itertools.combinations(valid, 2) if x[2] != y[2] and x[1] != y[1]
+        ]
+        # Seeded per question (str seeds hash deterministically) so pairs do not shift when
+        # another question is added or removed.
+        rng = random.Random(f"{seed}:{qid}")
+        if len(candidates) > max_pairs_per_question:
+            keep = sorted(rng.sample(range(len(candidates)), max_pairs_per_question))
+            candidates = [candidates[k] for k in keep]
+        for x, y in candidates:
+            pid = f"{qid}:{x[0]}:{y[0]}"
+            if rng.random() < 0.5:
+                x, y = y, x
+            pairs.append(PairRecord(
+                pair_id=pid, question=question, answer_a=x[1], answer_b=y[1],
+                label="a" if x[2] > y[2] else "b", source=p.stem, domain="", row=q_index,
+            ))
+    result = ReadResult(pairs=pairs, rejects=rejects, rows_in=rows_in, source_file=src, rows_ok=rows_ok)
+    _log_result(result)
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Dispatch
+# ---------------------------------------------------------------------------------------------
+
+
+def _read_jsonl_table(path: str | Path, mapping: Mapping[str, str] | str, **options: Any) -> ReadResult:
+    return read_table(path, mapping, fmt="jsonl", **options)
+
+
+def _read_parquet_table(path: str | Path, mapping: Mapping[str, str] | str, **options: Any) -> ReadResult:
+    return read_table(path, mapping, fmt="parquet", **options)
+
+
+def _read_csv_table(path: str | Path, mapping: Mapping[str, str] | str, **options: Any) -> ReadResult:
+    return read_table(path, mapping, fmt="csv", **options)
+
+
+#: Input format name -> reader, for the CLI's ``--format``.
+READERS: Mapping[str, Callable[..., ReadResult]] = {
+    "lfqa-hp": read_lfqa_hp,
+    "lfqa-eval": read_lfqa_eval,
+    "graded": read_graded,
+    "jsonl": _read_jsonl_table,
+    "parquet": _read_parquet_table,
+    "csv": _read_csv_table,
+}
+FORMATS: tuple[str, ...] = tuple(READERS)
+
+# Options each table format accepts (the wrappers above take **options, so list them here).
+_TABLE_OPTIONS = ("mapping", "label_values", "max_answer_chars")
+
+
+def read_input(path: str | Path, fmt: str, **options: Any) -> ReadResult:
+    """Read ``path`` with the reader registered for ``fmt``.
+
+    Args:
+        path: the input file.
+        fmt: one of :data:`FORMATS`.
+        **options: passed to the reader (e.g. ``mapping=`` for the table formats,
+            ``max_pairs_per_question=`` for "graded", ``max_answer_chars=`` for all).
+
+    Returns:
+        The reader's :class:`ReadResult`.
+
+    Raises:
+        ConfigError: ``fmt`` is unknown, or an option is unknown to that reader or invalid.
+        InputError: the file cannot be read at all.
+    """
+    try:
+        reader = READERS[fmt]
+    except KeyError:
+        raise ConfigError(f"unknown input format {fmt!r}; known: {', '.join(FORMATS)}") from None
+    if reader in (_read_jsonl_table, _read_parquet_table, _read_csv_table):
+        accepted = _TABLE_OPTIONS
+        if "mapping" not in options:
+            raise ConfigError(f"format {fmt!r} needs a column mapping (mapping='question=...,answer_a=...,"
+                              "answer_b=...,label=...')")
+    else:
+        accepted = tuple(n for n in inspect.signature(reader).parameters if n != "path")
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise ConfigError(f"unknown option(s) {', '.join(map(repr, unknown))} for format {fmt!r}; "
+                          f"accepted: {', '.join(accepted)}")
+    return reader(path, **options)
