@@ -63,3 +63,23 @@ def _llm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.llm.scorer import LLMRubricScorer
 
     return LLMRubricScorer.from_config(specs, config)
+
+
+@register_backend("subjectiveqa")
+def _subjectiveqa(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
+    from models.specificity import SubjectiveQAScorer
+
+    return SubjectiveQAScorer(specs, model=config.specificity_model, batch_size=config.batch_size)
+
+
+@register_backend("factuality")
+def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
+    from models.evidence import AttachedDocs, BM25Corpus
+    from models.factuality import FactualityScorer, SpacySentenceSplitter
+    from models.llm.scorer import build_engine
+
+    evidence = (BM25Corpus.from_file(config.factuality_corpus, text_field=config.factuality_text_field,
+                                     id_field=config.factuality_id_field, cache_dir=config.evidence_cache_dir)
+                if config.factuality_corpus else AttachedDocs())
+    return FactualityScorer(specs, build_engine(config), SpacySentenceSplitter(config.spacy_model), evidence,
+                            k=config.factuality_k, f1_k=config.factuality_f1_k, ternary=config.factuality_ternary)

@@ -24,6 +24,14 @@ class ScoringConfig:
         llm_backend: "vllm" or "transformers".
         llm_model: overrides the profile's model (a Hub id or a local folder).
         engine_kwargs: passed through to the engine constructor unchanged.
+        specificity_model: Hub id or folder of the SubjECTive-QA SPECIFIC classifier.
+        factuality_corpus: a JSONL/Parquet corpus for BM25 evidence; None uses the documents
+            attached to each answer.
+        factuality_text_field / factuality_id_field: the corpus's text and id columns.
+        factuality_k: evidence passages per claim.
+        factuality_f1_k: K of VeriScore's F1@K.
+        factuality_ternary: verify as supported / contradicted / unknown instead of yes / no.
+        evidence_cache_dir: on-disk cache of retrieval results (None: no cache).
     """
 
     batch_size: int = 32
@@ -35,6 +43,14 @@ class ScoringConfig:
     llm_backend: str = "vllm"
     llm_model: str | None = None
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    specificity_model: str = "gtfintechlab/SubjECTiveQA-SPECIFIC"
+    factuality_corpus: str | None = None
+    factuality_text_field: str = "text"
+    factuality_id_field: str | None = None
+    factuality_k: int = 3
+    factuality_f1_k: int = 10
+    factuality_ternary: bool = False
+    evidence_cache_dir: str | None = None
 
     def __post_init__(self) -> None:
         if self.batch_size < 1:
@@ -43,5 +59,7 @@ class ScoringConfig:
             raise ConfigError(f"'max_answer_chars' must be >= 1, got {self.max_answer_chars}")
         if self.languagetool_threads < 1:
             raise ConfigError(f"'languagetool_threads' must be >= 1, got {self.languagetool_threads}")
+        if self.factuality_k < 1 or self.factuality_f1_k < 1:
+            raise ConfigError(f"'factuality_k' and 'factuality_f1_k' must be >= 1, got {self.factuality_k}, {self.factuality_f1_k}")
         if self.llm_backend not in ("vllm", "transformers"):
             raise ConfigError(f"'llm_backend' must be 'vllm' or 'transformers', got {self.llm_backend!r}")

@@ -77,6 +77,13 @@ _add(RubricSpec("completeness", "completeness.geval.v1", "llm", 1.0, 5.0,
 _add(RubricSpec("use_of_examples", "use_of_examples.yesno.v1", "llm", 0.0, 1.0, kind="binary",
                 description="P(yes) / (P(yes) + P(no)) that the answer uses a concrete example"))
 
+_add(RubricSpec("specificity", "specificity.subjectiveqa.v1", "subjectiveqa", 0.0, 1.0, kind="ordinal",
+                description="SubjECTive-QA SPECIFIC classifier: 0.5*p_neutral + p_high over 512-token windows"))
+_add(RubricSpec("specificity", "specificity.geval.v1", "llm", 1.0, 5.0,
+                description="G-Eval-style specificity (1-5), probability-weighted score"))
+_add(RubricSpec("factuality", "factuality.veriscore.v1", "factuality", 0.0, 1.0,
+                description="VeriScore-style: supported / extracted claims (precision); F1@K in extras"))
+
 #: What a bare rubric name means on the embedded (CPU, offline) default.
 DEFAULT_VERSIONS: dict[str, str] = {
     "conciseness": "conciseness.lexical_density.v1",
@@ -86,6 +93,8 @@ DEFAULT_VERSIONS: dict[str, str] = {
     "fluency": "fluency.geval.v1",
     "completeness": "completeness.geval.v1",
     "use_of_examples": "use_of_examples.yesno.v1",
+    "specificity": "specificity.geval.v1",
+    "factuality": "factuality.veriscore.v1",
 }
 
 #: The paper's nine rubrics, in Table 2's order.

@@ -8,6 +8,7 @@ from rubric.specs import DEFAULT_VERSIONS, RUBRICS, RubricSpec, resolve_rubrics
 EXPECTED_VERSIONS = {
     "coherence.geval.v1", "completeness.geval.v1", "conciseness.lexical_density.v1", "fluency.geval.v1",
     "grammar.harper.v1", "grammar.languagetool.v1", "relevance.geval.v1", "use_of_examples.yesno.v1",
+    "specificity.subjectiveqa.v1", "specificity.geval.v1", "factuality.veriscore.v1",
 }
 
 

