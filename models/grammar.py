@@ -1,0 +1,229 @@
+"""Grammar scorers: Harper (offline, in-process, the default) and LanguageTool (the paper's tool).
+
+Both count the findings that ``rubric.grammar`` says are grammar errors and turn the count into
+the paper's 1-5 score with ``rubric.grammar.grammar_score``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import urllib.parse
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from importlib import metadata
+from typing import Any
+
+from rubric.errors import BackendUnavailableError, ConfigError, EngineError, UnknownNameError
+from rubric.grammar import count_harper_lints, count_languagetool_matches, grammar_score
+from rubric.records import AnswerItem
+from rubric.scoring import Provenance, Score, ScoreSet
+from rubric.specs import RUBRICS, RubricSpec
+
+__all__ = ["HarperGrammarScorer", "LanguageToolGrammarScorer", "HARPER_VERSION", "LANGUAGETOOL_VERSION",
+           "HARPER_LANGUAGE", "LANGUAGETOOL_URL_ENV"]
+
+log = logging.getLogger(__name__)
+
+HARPER_VERSION = "grammar.harper.v1"
+LANGUAGETOOL_VERSION = "grammar.languagetool.v1"
+
+#: Harper parses its input as this markup. Plain text, because LanguageTool (the tool the
+#: paper used) checks the raw answer too; Markdown mode would skip code spans and blocks.
+HARPER_LANGUAGE = "plaintext"
+
+#: Environment variable naming a LanguageTool server when no ``url`` is given.
+LANGUAGETOOL_URL_ENV = "LANGUAGETOOL_URL"
+
+_LT_OPTIONS = (
+    "Options: run a LanguageTool server (e.g. `docker run -p 8010:8010 erikvl87/languagetool`) and pass "
+    f"its URL (ScoringConfig.languagetool_url or ${LANGUAGETOOL_URL_ENV}); or install Java >= 17 and the "
+    "LanguageTool jars (language_tool_python downloads them into ~/.cache/language_tool_python, or point "
+    "$LTP_JAR_DIR_PATH at an unpacked LanguageTool); or use the offline grammar.harper.v1 instead."
+)
+
+
+def _check_specs(cls: str, specs: tuple[RubricSpec, ...], version: str) -> tuple[RubricSpec, ...]:
+    want = RUBRICS.get(version)
+    if tuple(specs) != (want,):
+        raise ConfigError(f"{cls} serves exactly ({version!r},), got {[s.version for s in specs]}")
+    return tuple(specs)
+
+
+def _provenance(cls: str, spec: RubricSpec, rubric: str, backend: str, model_id: str, revision: str) -> Provenance:
+    if rubric != spec.name:
+        raise UnknownNameError(f"{cls} has no rubric {rubric!r}; it serves {spec.name!r}")
+    return Provenance(rubric_version=spec.version, backend=backend, model_id=model_id, model_revision=revision)
+
+
+def _ok(n_errors: int, text: str, **extras: Any) -> Score:
+    return Score.ok(grammar_score(n_errors, text), n_errors=n_errors, n_words=len(text.split()), **extras)
+
+
+class HarperGrammarScorer:
+    """``grammar.harper.v1``: Harper lints of the kinds in ``HARPER_COUNTED_KINDS``, scored 1-5.
+
+    One ``harper.Linter`` is built in the constructor (building it loads the dictionary) and
+    reused; a ``Linter`` is not thread-safe, so texts are linted one after another. Harper has
+    no batch API: one ``lint`` call per answer is all there is, so batching buys nothing here.
+
+    Args:
+        specs: exactly ``(RUBRICS.get("grammar.harper.v1"),)``.
+
+    Raises:
+        ConfigError: wrong specs.
+        BackendUnavailableError: harper-py is not installed.
+    """
+
+    def __init__(self, specs: tuple[RubricSpec, ...]) -> None:
+        self.specs: tuple[RubricSpec, ...] = _check_specs(type(self).__name__, specs, HARPER_VERSION)
+        try:
+            from harper import Linter
+        except ImportError as e:
+            raise BackendUnavailableError(
+                "harper-py is not installed; install the [cpu] extra (pip install 'lfqa-rubric[cpu]') "
+                "or pip install 'harper-py==0.2.0'") from e
+        self._linter = Linter()
+        self._revision = metadata.version("harper-py")
+
+    def provenance(self, rubric: str) -> Provenance:
+        return _provenance(type(self).__name__, self.specs[0], rubric, "harper", "harper-py", self._revision)
+
+    def count_errors(self, text: str) -> tuple[int, int]:
+        """``(grammar errors, all lints)`` Harper finds in ``text``."""
+        lints = self._linter.lint(text, language=HARPER_LANGUAGE)
+        return count_harper_lints(lint.lint_kind for lint in lints), len(lints)
+
+    def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
+        """One ``{"grammar": Score}`` per item, in order; a text Harper fails on gets ``Score.failed``."""
+        name = self.specs[0].name
+        out: list[ScoreSet] = []
+        for it in items:
+            try:
+                n, n_lints = self.count_errors(it.answer)
+                score = _ok(n, it.answer, n_lints=n_lints)
+            except Exception as e:  # noqa: BLE001 - recorded on the row, the batch goes on
+                score = Score.failed(f"harper failed: {type(e).__name__}: {e}")
+            out.append({name: score})
+        return out
+
+
+class LanguageToolGrammarScorer:
+    """``grammar.languagetool.v1``: LanguageTool matches of issue type "grammar", scored 1-5.
+
+    With ``url`` (or ``$LANGUAGETOOL_URL``) it talks to that LanguageTool server; without, it
+    starts a local one through language_tool_python, which needs Java and the LanguageTool jars
+    already on disk (this class never triggers the 259 MB download). Up to ``threads`` checks
+    run at once: each check is one HTTP request, so threads overlap the server's work.
+
+    Args:
+        specs: exactly ``(RUBRICS.get("grammar.languagetool.v1"),)``.
+        url: a LanguageTool server, e.g. ``http://localhost:8010``.
+        threads: the most concurrent checks.
+        language: LanguageTool language code.
+
+    Raises:
+        ConfigError: wrong specs or ``threads < 1``.
+        BackendUnavailableError: language_tool_python, Java or the jars are missing, or the
+            server cannot be reached; the message lists the options.
+    """
+
+    def __init__(self, specs: tuple[RubricSpec, ...], *, url: str | None = None, threads: int = 2,
+                 language: str = "en-US") -> None:
+        self.specs: tuple[RubricSpec, ...] = _check_specs(type(self).__name__, specs, LANGUAGETOOL_VERSION)
+        if threads < 1:
+            raise ConfigError(f"'threads' must be >= 1, got {threads}")
+        self.threads = threads
+        self.language = language
+        self.url = url or os.environ.get(LANGUAGETOOL_URL_ENV) or None
+        try:
+            import language_tool_python
+            from language_tool_python.exceptions import LanguageToolError
+        except ImportError as e:
+            raise BackendUnavailableError(
+                "language_tool_python is not installed; install the [cpu] extra "
+                "(pip install 'lfqa-rubric[cpu]'). " + _LT_OPTIONS) from e
+        self._lt_error: type[Exception] = LanguageToolError
+        if self.url:
+            try:
+                self._tool = language_tool_python.LanguageTool(language, remote_server=self.url)
+            except (LanguageToolError, OSError, ValueError) as e:
+                raise BackendUnavailableError(
+                    f"LanguageTool server at {self.url} is not usable: {type(e).__name__}: {e}. {_LT_OPTIONS}") from e
+            self._revision = _remote_version(self.url, language)
+        else:
+            version = _local_languagetool_version()
+            try:
+                self._tool = language_tool_python.LanguageTool(language, language_tool_download_version=version)
+            except (LanguageToolError, OSError, ValueError) as e:
+                raise BackendUnavailableError(
+                    f"a local LanguageTool {version} could not start: {type(e).__name__}: {e}. {_LT_OPTIONS}") from e
+            self._revision = version
+
+    def provenance(self, rubric: str) -> Provenance:
+        return _provenance(type(self).__name__, self.specs[0], rubric, "languagetool", "LanguageTool",
+                           self._revision)
+
+    def close(self) -> None:
+        """Stop the local LanguageTool server, if this scorer started one."""
+        self._tool.close()
+
+    def _score_one(self, text: str) -> Score:
+        from language_tool_python.exceptions import RateLimitError
+
+        try:
+            matches = self._tool.check(text)
+        except RateLimitError as e:
+            raise EngineError(f"LanguageTool rate limit at {self.url}: {e}") from e
+        except self._lt_error as e:
+            if isinstance(e.__cause__, OSError):  # connection refused / reset: the server is gone
+                raise EngineError(f"LanguageTool server unreachable: {e}") from e
+            return Score.failed(f"languagetool failed: {type(e).__name__}: {e}")
+        return _ok(count_languagetool_matches(matches), text, n_matches=len(matches))
+
+    def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
+        """One ``{"grammar": Score}`` per item, in order.
+
+        Raises:
+            EngineError: the server went away or rate-limited us (a dead engine re-raises).
+        """
+        name = self.specs[0].name
+        with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="languagetool") as pool:
+            # map() yields in input order, whatever order the checks finish in.
+            scores = list(pool.map(self._score_one, [it.answer for it in items]))
+        return [{name: s} for s in scores]
+
+
+def _local_languagetool_version() -> str:
+    """The LanguageTool version a local server would run, or an actionable error if it cannot."""
+    if shutil.which("java") is None:
+        raise BackendUnavailableError("LanguageTool needs Java (>= 17), and `java` is not on PATH. " + _LT_OPTIONS)
+    from language_tool_python.download_lt import LTP_DOWNLOAD_VERSION, LocalLanguageTool
+    from language_tool_python.utils import LTP_JAR_DIR_PATH_ENV_VAR, get_language_tool_download_path
+
+    if os.environ.get(LTP_JAR_DIR_PATH_ENV_VAR):
+        return LTP_DOWNLOAD_VERSION
+    installed = LocalLanguageTool.get_installed_versions()
+    if not installed:
+        raise BackendUnavailableError(
+            f"no LanguageTool jars in {get_language_tool_download_path()} and ${LTP_JAR_DIR_PATH_ENV_VAR} is unset; "
+            "they are not downloaded automatically here (259 MB). " + _LT_OPTIONS)
+    return max(installed).version_name
+
+
+def _remote_version(url: str, language: str) -> str:
+    """The server's LanguageTool version from one tiny check (best effort: "" if it says nothing)."""
+    from language_tool_python.utils import parse_url
+
+    # The same URL arithmetic language_tool_python applies to remote_server.
+    endpoint = urllib.parse.urljoin(urllib.parse.urljoin(parse_url(url), "v2/"), "check")
+    body = urllib.parse.urlencode({"text": "Hello.", "language": language}).encode()
+    try:
+        with urllib.request.urlopen(endpoint, data=body, timeout=30) as resp:  # noqa: S310 - user-given server
+            return str(json.load(resp).get("software", {}).get("version", ""))
+    except (OSError, ValueError) as e:
+        log.warning("could not read the LanguageTool version from %s: %s", endpoint, e)
+        return ""

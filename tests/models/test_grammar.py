@@ -1,0 +1,211 @@
+"""Grammar scorers: the real Harper linter; LanguageTool against a local stand-in server or skipped."""
+
+import json
+import random
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs
+
+import pytest
+
+from models.grammar import HarperGrammarScorer, LanguageToolGrammarScorer
+from rubric.errors import BackendUnavailableError, ConfigError, EngineError
+from rubric.grammar import HARPER_KIND_TO_LT_ISSUE_TYPE
+from rubric.records import AnswerItem
+from rubric.scoring import Scorer, check_batch
+from rubric.specs import RUBRICS
+
+HARPER = RUBRICS.get("grammar.harper.v1")
+LT = RUBRICS.get("grammar.languagetool.v1")
+
+CLEAN = "The committee published its report in March. Most members agreed with the findings."
+BROKEN = "He go to school every day. They was happy. She don't like it. He has went home."
+# Only spelling / typography / formatting problems: Harper flags them, none counts as grammar.
+NON_GRAMMAR = "Teh quick brown fox jumpd over the lazzy dog.  i think so"
+
+
+def items(*texts: str) -> list[AnswerItem]:
+    return [AnswerItem(answer_id=str(i), question="q", answer=t) for i, t in enumerate(texts)]
+
+
+# --- Harper -----------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def harper() -> HarperGrammarScorer:
+    pytest.importorskip("harper")
+    return HarperGrammarScorer((HARPER,))
+
+
+def test_harper_erroneous_text_scores_lower(harper):
+    clean, broken = (r["grammar"] for r in harper.score_batch(items(CLEAN, BROKEN)))
+    assert clean.raw == 5.0 and clean.extras["n_errors"] == 0
+    assert broken.extras["n_errors"] >= 3
+    assert broken.raw < clean.raw
+    assert broken.extras["n_words"] == len(BROKEN.split())
+
+
+def test_harper_counts_only_grammar_kinds(harper):
+    s = harper.score_batch(items(NON_GRAMMAR))[0]["grammar"]
+    assert s.extras["n_lints"] >= 3        # Harper did find things ...
+    assert s.extras["n_errors"] == 0       # ... but spelling, typos, spacing, capitals are not grammar
+    assert s.raw == 5.0
+
+
+def test_every_kind_harper_emits_is_classified(harper):
+    # A newer Harper with a new lint kind would silently not count it; make that visible.
+    texts = [BROKEN, NON_GRAMMAR, "This is an test of the the linter. Alot of people could of come.",
+             "On the other hand we should discuss about it, irregardless. Me and him went.",
+             "I bought modems, mice and keyboards on my mobile phone and also my cell phone."]
+    kinds = {lint.lint_kind for t in texts for lint in harper._linter.lint(t, language="plaintext")}
+    assert kinds, "Harper found nothing at all"
+    assert kinds <= set(HARPER_KIND_TO_LT_ISSUE_TYPE), kinds - set(HARPER_KIND_TO_LT_ISSUE_TYPE)
+
+
+def test_harper_protocol_order_and_provenance(harper):
+    assert isinstance(harper, Scorer)
+    batch = items(BROKEN, CLEAN, "", BROKEN)
+    results = harper.score_batch(batch)
+    check_batch(harper, batch, results)
+    raws = [r["grammar"].raw for r in results]
+    assert raws[0] == raws[3] < raws[1] == raws[2] == 5.0
+    p = harper.provenance("grammar")
+    assert (p.rubric_version, p.backend, p.model_id) == ("grammar.harper.v1", "harper", "harper-py")
+    assert p.model_revision
+
+
+def test_harper_bad_row_does_not_sink_batch(harper):
+    bad = AnswerItem(answer_id="x", question="q", answer=None)  # type: ignore[arg-type]
+    results = harper.score_batch([*items(CLEAN), bad])
+    assert results[0]["grammar"].raw == 5.0
+    assert results[1]["grammar"].error.startswith("harper failed")
+
+
+def test_harper_wrong_specs():
+    with pytest.raises(ConfigError, match="exactly"):
+        HarperGrammarScorer((LT,))
+
+
+# --- LanguageTool: pure parts and a stand-in server -------------------------------------------
+
+class _FakeLanguageTool(BaseHTTPRequestHandler):
+    """Answers /v2/languages and /v2/check like a LanguageTool server: every "ERR" in the text is
+    a grammar match and every "SPELL" a misspelling, so expected counts are known."""
+
+    def _send(self, payload) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):  # noqa: N802 - http.server's naming
+        if self.path.startswith("/v2/languages"):
+            self._send([{"name": "English (US)", "code": "en", "longCode": "en-US"}])
+        else:
+            self.send_error(404)
+
+    def do_POST(self):  # noqa: N802
+        form = parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+        text = form.get("text", [""])[0]
+        time.sleep(random.uniform(0, 0.02))  # finish out of order
+        matches = []
+        for word in text.split():
+            kind = {"ERR": "grammar", "SPELL": "misspelling"}.get(word.strip(".,"))
+            if kind:
+                matches.append({
+                    "message": "m", "replacements": [], "offset": 0, "length": 1,
+                    "context": {"text": text[:40], "offset": 0, "length": 1}, "sentence": text[:40],
+                    "rule": {"id": "R", "issueType": kind, "category": {"id": "C", "name": "c"}},
+                })
+        self._send({"software": {"name": "LanguageTool", "version": "6.6-fake"}, "matches": matches})
+
+    def log_message(self, *args):  # keep test output quiet
+        pass
+
+
+@pytest.fixture
+def fake_lt_url():
+    pytest.importorskip("language_tool_python")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeLanguageTool)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", server
+    server.shutdown()
+    server.server_close()
+
+
+def test_languagetool_remote_counts_grammar_only_in_order(fake_lt_url, monkeypatch):
+    url, _ = fake_lt_url
+    monkeypatch.setenv("LANGUAGETOOL_URL", url)  # picked up when no url is passed
+    lt = LanguageToolGrammarScorer((LT,), threads=4)
+    assert isinstance(lt, Scorer)
+    texts = [f"word {'ERR ' * i}{'SPELL ' * (5 - i)}end" for i in range(6)] * 3
+    batch = items(*texts)
+    results = lt.score_batch(batch)
+    check_batch(lt, batch, results)
+    assert [r["grammar"].extras["n_errors"] for r in results] == [0, 1, 2, 3, 4, 5] * 3
+    assert [r["grammar"].extras["n_matches"] for r in results] == [5, 5, 5, 5, 5, 5] * 3
+    words = len(texts[0].split())
+    assert results[1]["grammar"].raw == pytest.approx(5 - 4 / 5) and words <= 100
+    p = lt.provenance("grammar")
+    assert (p.rubric_version, p.backend, p.model_id, p.model_revision) == (
+        "grammar.languagetool.v1", "languagetool", "LanguageTool", "6.6-fake")
+
+
+def test_languagetool_dead_server_is_an_engine_error(fake_lt_url):
+    url, server = fake_lt_url
+    lt = LanguageToolGrammarScorer((LT,), url=url, threads=2)
+    server.shutdown()
+    server.server_close()
+    with pytest.raises(EngineError, match="unreachable"):
+        lt.score_batch(items("some text"))
+
+
+def test_languagetool_unreachable_server_is_actionable():
+    pytest.importorskip("language_tool_python")
+    with pytest.raises(BackendUnavailableError, match="not usable.*docker run") as e:
+        LanguageToolGrammarScorer((LT,), url="http://127.0.0.1:9")  # discard port: refused at once
+    assert isinstance(e.value, ImportError)
+
+
+def test_languagetool_wrong_arguments():
+    with pytest.raises(ConfigError, match="exactly"):
+        LanguageToolGrammarScorer((HARPER,))
+    with pytest.raises(ConfigError, match="'threads' must be >= 1, got 0"):
+        LanguageToolGrammarScorer((LT,), url="http://127.0.0.1:9", threads=0)
+
+
+# --- LanguageTool: the real local server (Java + jars) --------------------------------------------
+
+def _local_languagetool_or_skip(monkeypatch) -> LanguageToolGrammarScorer:
+    pytest.importorskip("language_tool_python")
+    monkeypatch.delenv("LANGUAGETOOL_URL", raising=False)
+    try:
+        return LanguageToolGrammarScorer((LT,))
+    except BackendUnavailableError as e:
+        pytest.skip(f"no local LanguageTool: {str(e).split('. Options')[0]}")
+
+
+def test_languagetool_local_without_jars_says_what_to_do(monkeypatch):
+    pytest.importorskip("language_tool_python")
+    monkeypatch.delenv("LANGUAGETOOL_URL", raising=False)
+    try:
+        lt = LanguageToolGrammarScorer((LT,))
+    except BackendUnavailableError as e:
+        assert "Options:" in str(e) and "grammar.harper.v1" in str(e)
+    else:
+        lt.close()
+        pytest.skip("a local LanguageTool is installed here; nothing is unavailable")
+
+
+@pytest.mark.slow
+def test_languagetool_local_real(monkeypatch):
+    lt = _local_languagetool_or_skip(monkeypatch)
+    try:
+        clean, broken = (r["grammar"] for r in lt.score_batch(items(CLEAN, BROKEN)))
+        assert broken.raw < clean.raw
+        assert lt.provenance("grammar").model_revision
+    finally:
+        lt.close()
