@@ -29,7 +29,7 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
-from rubric.records import LABELS, PairRecord, Reject, question_id
+from rubric.records import LABELS, PairRecord, Reject, content_id, question_id
 
 __all__ = [
     "ReadResult",
@@ -40,6 +40,7 @@ __all__ = [
     "read_lfqa_hp",
     "read_lfqa_eval",
     "read_graded",
+    "read_graded_labels",
     "read_table",
     "parse_mapping",
     "READERS",
@@ -740,6 +741,33 @@ def read_graded(
     result = ReadResult(pairs=pairs, rejects=rejects, rows_in=rows_in, source_file=src, rows_ok=rows_ok)
     _log_result(result)
     return result
+
+
+def read_graded_labels(path: str | Path, *, include_references: bool = False) -> dict[str, tuple[str, int]]:
+    """The grade of every valid answer of a graded file, keyed by its content id.
+
+    Used to correlate per-answer rubric scores with graded labels (Kendall tau per question);
+    invalid answers are skipped here (``read_graded`` reports them as rejects).
+
+    Returns:
+        answer_id -> (question_id, grade).
+    """
+    p = _check_path(path)
+    try:
+        data = json.loads(_read_text(p))
+    except json.JSONDecodeError as e:
+        raise InputError(f"{str(p)!r} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
+    if not isinstance(data, dict):
+        raise InputError(f"{str(p)!r} is not a graded answer list (expected a JSON object)")
+    out: dict[str, tuple[str, int]] = {}
+    for question, value in data.items():
+        for _key, item in _graded_answers(question, value, include_references, str(p)):
+            try:
+                text, grade = _graded_item(item, DEFAULT_MAX_ANSWER_CHARS)
+            except _RowError:
+                continue
+            out[content_id(question, text)] = (question_id(question), grade)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
