@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rubric.errors import RubricError
 
-__all__ = ["main"]
+__all__ = ["main", "build_parser", "add_scoring_args", "scoring_config", "reader_options", "FORMATS"]
 
 log = logging.getLogger("lfqa_rubric")
 
@@ -18,7 +18,7 @@ FORMATS = ("lfqa-hp", "lfqa-eval", "graded", "jsonl", "parquet", "csv")
 DEMO_RUBRICS = "conciseness,grammar,coherence,relevance,fluency,completeness,use_of_examples"
 
 
-def _add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
+def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
     p.add_argument("--rubrics", default=default_rubrics,
                    help="comma-separated rubric names or versions (see 'lfqa-rubric rubrics')")
     p.add_argument("--batch-size", type=int, default=32)
@@ -32,7 +32,7 @@ def _add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
-def _config(args):
+def scoringscoring_config(args):
     import os
 
     from rubric.config import ScoringConfig
@@ -42,7 +42,7 @@ def _config(args):
                          llm_profile=args.llm_profile, llm_backend=args.llm_backend, llm_model=args.llm_model)
 
 
-def _reader_options(args) -> dict:
+def reader_options(args) -> dict:
     from rubric.readers import parse_mapping
 
     opts: dict = {"max_answer_chars": args.max_answer_chars}
@@ -66,8 +66,16 @@ def _score(args) -> int:
     if not path.exists():
         raise RubricError(f"input {path} does not exist")
     specs = resolve_rubrics(args.rubrics)
-    manifest = run_score_job(path, args.format, specs, args.out, config=_config(args),
-                             reader_options=_reader_options(args), seed=args.seed, progress=not args.quiet)
+    if getattr(args, "ray", False):
+        from workers.ray_pipeline import config_for_pools, pools_from_args, run_ray_job
+
+        summary = run_ray_job([args.input], args.format, specs, args.out,
+                              config=config_for_pools(scoring_config(args), args),
+                              reader_options=reader_options(args), seed=args.seed, pools=pools_from_args(args),
+                              address=args.address, global_dedupe=args.global_dedupe, progress=not args.quiet)
+        return 1 if summary["shards_failed"] else 0
+    manifest = run_score_job(path, args.format, specs, args.out, config=scoring_config(args),
+                             reader_options=reader_options(args), seed=args.seed, progress=not args.quiet)
     c = manifest["counts"]
     log.info("wrote %s: %d rows in, %d pairs, %d rejected, %d unique answers; errors by rubric: %s",
              args.out, c["rows_in"], c["pairs"], c["rejected"], c["unique_answers"], c["errors_by_rubric"])
@@ -107,10 +115,10 @@ def _export(args) -> int:
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
-    src = Path(args.outdir) / f"{args.table}.parquet"
-    if not src.is_file():
-        raise RubricError(f"{src} not found: run 'lfqa-rubric score' first")
-    table = pq.read_table(src)
+    from rubric.evaluate import read_output_table
+
+    table = read_output_table(args.outdir, args.table)
+    src = f"{args.outdir} ({args.table})"
     dest = Path(args.to)
     suffix = dest.suffix.lower()
     if suffix == ".parquet":
@@ -125,7 +133,7 @@ def _export(args) -> int:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
     else:
         raise RubricError(f"cannot export to {dest.name!r}: use .parquet, .csv or .jsonl")
-    log.info("exported %d rows of %s to %s", table.num_rows, src.name, dest)
+    log.info("exported %d rows of %s to %s", table.num_rows, src, dest)
     return 0
 
 
@@ -172,7 +180,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--labels", default=None, help="label value mapping, e.g. 1=a,2=b,0=tie")
     s.add_argument("--max-pairs-per-question", type=int, default=50, help="graded lists: cap per question")
     s.add_argument("--include-references", action="store_true", help="graded lists: also pair reference answers")
-    _add_scoring_args(s, "conciseness,grammar")
+    add_scoring_args(s, "conciseness,grammar")
+    s.add_argument("--ray", action="store_true", help="run the Ray Data pipeline (local Ray or $RAY_ADDRESS; docs/ray.md)")
+    from workers.ray_pipeline import add_ray_arguments
+
+    add_ray_arguments(s)
     s.set_defaults(func=_score)
 
     f = sub.add_parser("fit", help="train the preference model on the train split")
@@ -200,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     d = sub.add_parser("demo", help="score the bundled sample, fit and report")
     d.add_argument("--out", default="demo-out")
-    _add_scoring_args(d, DEMO_RUBRICS)
+    add_scoring_args(d, DEMO_RUBRICS)
     d.set_defaults(func=_demo)
 
     r = sub.add_parser("rubrics", help="list the registered rubric versions")

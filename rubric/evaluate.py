@@ -13,20 +13,47 @@ from rubric.metrics import MetricRow, always_a, evaluate_predictions, longer_ans
 from rubric.preference import PreferenceModel
 from rubric.report import plot_weights, render_report
 
-__all__ = ["read_pairs", "fit_model", "Evaluation", "evaluate_model", "write_report"]
+__all__ = ["read_output_table", "read_pairs", "fit_model", "Evaluation", "evaluate_model", "write_report"]
+
+
+def read_output_table(out_dir: str | Path, table: str = "pairs") -> pa.Table:
+    """Read a ``score`` output table, from either layout, with a clear message when absent or broken.
+
+    The single-process path writes ``OUT/<table>.parquet``; a Ray job writes one folder per shard
+    plus ``OUT/summary.json``, whose complete shards are concatenated here in shard order.
+    """
+    import json
+
+    import pyarrow.parquet as pq
+
+    out = Path(out_dir)
+    single = out / f"{table}.parquet"
+    if single.is_file():
+        paths = [single]
+    elif (out / "summary.json").is_file():
+        try:
+            summary = json.loads((out / "summary.json").read_text())
+            names = [n for n, v in summary["per_shard"].items() if v["status"] != "failed"]
+        except (OSError, ValueError, KeyError, AttributeError) as e:
+            raise InputError(f"{out / 'summary.json'} is not a job summary: {e}") from None
+        paths = [out / n / f"{table}.parquet" for n in names]
+        missing = [str(p) for p in paths if not p.is_file()]
+        if missing:
+            raise InputError(f"missing shard tables: {', '.join(missing[:5])}")
+        if not paths:
+            raise InputError(f"{out} has no complete shards")
+    else:
+        raise InputError(f"{single} not found: run 'lfqa-rubric score ... --out {out_dir}' first")
+    try:
+        tables = [pq.read_table(p) for p in paths]
+    except Exception as e:  # pyarrow raises several types for a damaged file
+        raise InputError(f"cannot read {table} table under {out}: {e}") from None
+    return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="default")
 
 
 def read_pairs(out_dir: str | Path) -> pa.Table:
-    """Read ``OUTDIR/pairs.parquet`` with a clear message when it is absent or broken."""
-    import pyarrow.parquet as pq
-
-    path = Path(out_dir) / "pairs.parquet"
-    if not path.is_file():
-        raise InputError(f"{path} not found: run 'lfqa-rubric score ... --out {out_dir}' first")
-    try:
-        return pq.read_table(path)
-    except Exception as e:  # pyarrow raises several types for a damaged file
-        raise InputError(f"cannot read {path}: {e}") from None
+    """The pairs table of a ``score`` output folder (either layout)."""
+    return read_output_table(out_dir, "pairs")
 
 
 def fit_model(pairs: pa.Table, *, split: str = "train", C: float = 1.0, ties: str = "drop",

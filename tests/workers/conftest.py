@@ -1,0 +1,47 @@
+"""Shared fixtures for the worker tests: a small local Ray, and shards cut from real graded data."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+#: Where CI mounts the public test data (never shipped with the project).
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    """A 2-CPU local Ray with a small object store, shut down (and its temp dir removed) after the module."""
+    ray = pytest.importorskip("ray")
+    from workers.ray_pipeline import init_local_ray
+
+    if ray.is_initialized():
+        ray.shutdown()
+    temp_dir = init_local_ray(num_cpus=2, object_store_mb=256)
+    yield ray
+    ray.shutdown()
+    shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def graded_shards(tmp_path_factory):
+    """Three graded-format shards of two TREC-DL questions each (10 passages per question).
+
+    Shard 1 also carries one empty passage, so one row is rejected and row accounting is exercised.
+    """
+    src = DATA / "TREC-DL-NF.json"
+    if not src.is_file():
+        pytest.skip(f"test data not found at {src}")
+    data = json.loads(src.read_text(encoding="utf-8"))
+    questions = list(data)[:6]
+    folder = tmp_path_factory.mktemp("shards")
+    paths = []
+    for k in range(3):
+        shard = {q: data[q][:10] for q in questions[2 * k:2 * k + 2]}
+        if k == 1:
+            shard[questions[2]] = shard[questions[2]] + [{"docid": "empty", "passage": " ", "label": 1}]
+        path = folder / f"trec_{k}.json"
+        path.write_text(json.dumps(shard), encoding="utf-8")
+        paths.append(path)
+    return folder, paths
