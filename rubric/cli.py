@@ -28,6 +28,8 @@ def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
     p.add_argument("--llm-backend", choices=("vllm", "transformers"), default="vllm")
     p.add_argument("--llm-profile", default="cpu", help="model profile for the LLM rubrics (cpu, gpu)")
     p.add_argument("--llm-model", default=None, help="override the profile's model (Hub id or folder)")
+    p.add_argument("--llm-layout", choices=("paper", "answer_first"), default="paper",
+                   help="prompt layout: the paper's, or answer-first (shares the cached prefix across rubrics)")
     p.add_argument("--languagetool-url", default=None, help="LanguageTool server for grammar.languagetool.v1")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -39,7 +41,8 @@ def scoringscoring_config(args):
 
     return ScoringConfig(batch_size=args.batch_size, max_answer_chars=args.max_answer_chars,
                          languagetool_url=args.languagetool_url or os.environ.get("LANGUAGETOOL_URL"),
-                         llm_profile=args.llm_profile, llm_backend=args.llm_backend, llm_model=args.llm_model)
+                         llm_profile=args.llm_profile, llm_backend=args.llm_backend, llm_model=args.llm_model,
+                         llm_layout=args.llm_layout)
 
 
 def reader_options(args) -> dict:

@@ -24,6 +24,10 @@ class ScoringConfig:
         llm_backend: "vllm" or "transformers".
         llm_model: overrides the profile's model (a Hub id or a local folder).
         engine_kwargs: passed through to the engine constructor unchanged.
+        llm_layout: prompt layout, "paper" (the paper's prompts) or "answer_first" (question and
+            answer first, so the rubric prompts of one answer share a cached prefix).
+        llm_logprobs_k: top-K log-probabilities read per prompt from vLLM.
+        llm_min_mass: below this total probability on score tokens a row gets an error reason.
         specificity_model: Hub id or folder of the SubjECTive-QA SPECIFIC classifier.
         factuality_corpus: a JSONL/Parquet corpus for BM25 evidence; None uses the documents
             attached to each answer.
@@ -43,6 +47,9 @@ class ScoringConfig:
     llm_backend: str = "vllm"
     llm_model: str | None = None
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    llm_layout: str = "paper"
+    llm_logprobs_k: int = 20
+    llm_min_mass: float = 0.01
     specificity_model: str = "gtfintechlab/SubjECTiveQA-SPECIFIC"
     factuality_corpus: str | None = None
     factuality_text_field: str = "text"
@@ -61,5 +68,11 @@ class ScoringConfig:
             raise ConfigError(f"'languagetool_threads' must be >= 1, got {self.languagetool_threads}")
         if self.factuality_k < 1 or self.factuality_f1_k < 1:
             raise ConfigError(f"'factuality_k' and 'factuality_f1_k' must be >= 1, got {self.factuality_k}, {self.factuality_f1_k}")
+        if self.llm_layout not in ("paper", "answer_first"):
+            raise ConfigError(f"'llm_layout' must be 'paper' or 'answer_first', got {self.llm_layout!r}")
+        if self.llm_logprobs_k < 1:
+            raise ConfigError(f"'llm_logprobs_k' must be >= 1, got {self.llm_logprobs_k}")
+        if not 0.0 <= self.llm_min_mass < 1.0:
+            raise ConfigError(f"'llm_min_mass' must be in [0, 1), got {self.llm_min_mass}")
         if self.llm_backend not in ("vllm", "transformers"):
             raise ConfigError(f"'llm_backend' must be 'vllm' or 'transformers', got {self.llm_backend!r}")

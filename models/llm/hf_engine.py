@@ -117,6 +117,36 @@ class TransformersEngine:
             raise EngineError(f"transformers forward pass failed: {e}") from e
         return out  # type: ignore[return-value]
 
+    def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int) -> list[str]:
+        """Greedy continuation of each prompt (after its pre-fill), up to ``max_tokens`` tokens, in order."""
+        if max_tokens < 1:
+            raise ConfigError(f"'max_tokens' must be >= 1, got {max_tokens}")
+        torch = self._torch
+        ids = [self.prompt_ids(p) for p in prompts]
+        for i, x in enumerate(ids):
+            if len(x) + max_tokens > self.max_context:
+                raise ConfigError(f"prompt {i} has {len(x)} tokens + {max_tokens} new > max_context {self.max_context}")
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        out: list[str | None] = [None] * len(ids)
+        try:
+            for chunk in self._chunks(order, ids):
+                batch = [ids[i] for i in chunk]
+                width = max(len(x) for x in batch)
+                input_ids = torch.full((len(batch), width), self._pad_id, dtype=torch.long)
+                mask = torch.zeros((len(batch), width), dtype=torch.long)
+                for r, x in enumerate(batch):
+                    input_ids[r, width - len(x):] = torch.tensor(x, dtype=torch.long)
+                    mask[r, width - len(x):] = 1
+                with torch.inference_mode():
+                    gen = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
+                                              max_new_tokens=max_tokens, do_sample=False,
+                                              pad_token_id=self._pad_id)
+                for i, row in zip(chunk, gen[:, width:].cpu().tolist()):
+                    out[i] = self.tokenizer.decode(row, skip_special_tokens=True)
+        except (RuntimeError, MemoryError) as e:
+            raise EngineError(f"transformers generate failed: {e}") from e
+        return out  # type: ignore[return-value]
+
     def _chunks(self, order: list[int], ids: list[list[int]]) -> list[list[int]]:
         chunks: list[list[int]] = []
         cur: list[int] = []

@@ -90,9 +90,9 @@ class LLMRubricScorer:
             BackendUnavailableError: the backend's package or the model is missing (says what to install).
             ConfigError: the profile does not offer the backend, or a setting is out of range.
         """
-        layout = layout or getattr(config, "llm_layout", None) or "paper"
-        k = logprobs_k if logprobs_k is not None else getattr(config, "llm_logprobs_k", None)
-        mm = min_mass if min_mass is not None else getattr(config, "llm_min_mass", None)
+        layout = layout or config.llm_layout or "paper"
+        k = logprobs_k if logprobs_k is not None else config.llm_logprobs_k
+        mm = min_mass if min_mass is not None else config.llm_min_mass
         engine = build_engine(config, logprobs_k=k)
         return cls(specs, engine, layout=layout, min_mass=DEFAULT_MIN_MASS if mm is None else mm)
 

@@ -157,3 +157,20 @@ class VLLMEngine:
             top = out.outputs[0].logprobs[0] if out.outputs and out.outputs[0].logprobs else {}
             result.append({cand[t]: math.exp(lp.logprob) for t, lp in top.items() if t in cand})
         return result
+
+    def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int) -> list[str]:
+        """Greedy continuation of each prompt (after its pre-fill), up to ``max_tokens`` tokens, in order."""
+        if max_tokens < 1:
+            raise ConfigError(f"'max_tokens' must be >= 1, got {max_tokens}")
+        ids = [self.prompt_ids(p) for p in prompts]
+        for i, x in enumerate(ids):
+            if len(x) + max_tokens > self.max_context:
+                raise ConfigError(f"prompt {i} has {len(x)} tokens + {max_tokens} new > max_context {self.max_context}")
+        params = self._vllm.SamplingParams(max_tokens=max_tokens, temperature=0.0, seed=0)
+        try:
+            outs = self.llm.generate([self._tokens_prompt(prompt_token_ids=x) for x in ids], params, use_tqdm=False)
+        except (RuntimeError, MemoryError) as e:
+            raise EngineError(f"vLLM generate failed: {e}") from e
+        if len(outs) != len(ids):
+            raise EngineError(f"vLLM returned {len(outs)} outputs for {len(ids)} prompts")
+        return [o.outputs[0].text if o.outputs else "" for o in outs]
