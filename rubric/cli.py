@@ -34,7 +34,7 @@ def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
-def scoringscoring_config(args):
+def scoring_config(args):
     import os
 
     from rubric.config import ScoringConfig

@@ -1,0 +1,70 @@
+"""The command line end to end on the bundled sample, with the CPU rubrics (fast), and its error exits."""
+
+import json
+from importlib import resources
+
+import pyarrow.parquet as pq
+import pytest
+
+from rubric.cli import main
+
+SAMPLE = str(resources.files("rubric") / "data" / "sample_pairs.jsonl")
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    out = tmp_path_factory.mktemp("scored")
+    assert main(["score", SAMPLE, "--format", "lfqa-hp", "--rubrics", "conciseness,grammar",
+                 "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def test_score_writes_tables_and_accounts_for_every_row(scored):
+    manifest = json.loads((scored / "manifest.json").read_text())
+    c = manifest["counts"]
+    rejects = (scored / "rejects.jsonl").read_text().splitlines()
+    pairs = pq.read_table(scored / "pairs.parquet")
+    answers = pq.read_table(scored / "answers.parquet")
+    assert c["rows_in"] == pairs.num_rows + len(rejects) == 33
+    assert c["unique_answers"] == answers.num_rows < 2 * pairs.num_rows  # shared answers scored once
+    assert manifest["rubrics"]["grammar"]["rubric_version"] == "grammar.harper.v1"
+    assert set(pairs.column("split").to_pylist()) <= {"train", "dev", "test"}
+    assert all(1.0 <= v <= 5.0 for v in answers.column("conciseness").to_pylist())
+
+
+def test_fit_evaluate_export(scored, tmp_path, capsys):
+    model = tmp_path / "m.json"
+    assert main(["fit", str(scored), "--out", str(model)]) == 0
+    assert json.loads(model.read_text())["features"] == ["conciseness", "grammar"]
+    report = tmp_path / "r.md"
+    assert main(["evaluate", str(scored), "--model", str(model), "--split", "all", "--report", str(report),
+                 "--n-boot", "50"]) == 0
+    text = report.read_text()
+    assert "baseline: longer answer wins" in text and "baseline: always a" in text
+    assert (tmp_path / "r.png").stat().st_size > 1000
+    for ext in ("csv", "jsonl", "parquet"):
+        assert main(["export", str(scored), "--to", str(tmp_path / f"p.{ext}")]) == 0
+    assert len((tmp_path / "p.jsonl").read_text().splitlines()) == 30
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["score", "/nonexistent.jsonl", "--format", "lfqa-hp", "--out", "X"], "does not exist"),
+    (["score", SAMPLE, "--format", "lfqa-hp", "--rubrics", "beauty", "--out", "X"], "unknown rubric 'beauty'"),
+    (["fit", "/nonexistent-dir", "--out", "m.json"], "not found"),
+    (["export", "/nonexistent-dir", "--to", "x.csv"], "not found"),
+])
+def test_clear_error_exits(argv, msg, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert msg in capsys.readouterr().err
+
+
+def test_unknown_format_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["score", SAMPLE, "--format", "yaml", "--out", "X"])
+    assert e.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_export_to_unknown_suffix(scored, tmp_path, capsys):
+    assert main(["export", str(scored), "--to", str(tmp_path / "x.xlsx")]) == 2
+    assert "use .parquet, .csv or .jsonl" in capsys.readouterr().err
