@@ -15,7 +15,8 @@ __all__ = ["main", "build_parser", "add_scoring_args", "scoring_config", "reader
 log = logging.getLogger("lfqa_rubric")
 
 FORMATS = ("lfqa-hp", "lfqa-eval", "graded", "jsonl", "parquet", "csv")
-DEMO_RUBRICS = "conciseness,grammar,coherence,relevance,fluency,completeness,use_of_examples"
+DEMO_RUBRICS = ("conciseness,grammar,coherence,relevance,fluency,completeness,use_of_examples,specificity,"
+                "factuality")
 
 
 def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
@@ -31,6 +32,12 @@ def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
     p.add_argument("--llm-layout", choices=("paper", "answer_first"), default="paper",
                    help="prompt layout: the paper's, or answer-first (shares the cached prefix across rubrics)")
     p.add_argument("--languagetool-url", default=None, help="LanguageTool server for grammar.languagetool.v1")
+    p.add_argument("--factuality-corpus", default=None,
+                   help="JSONL/Parquet corpus for BM25 evidence (default: documents attached to each answer)")
+    p.add_argument("--corpus-text-field", default="text", help="the corpus's text field")
+    p.add_argument("--corpus-id-field", default=None, help="the corpus's id field")
+    p.add_argument("--specificity-model", default="gtfintechlab/SubjECTiveQA-SPECIFIC",
+                   help="Hub id or folder of the SubjECTive-QA classifier (specificity.subjectiveqa.v1)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -42,7 +49,9 @@ def scoring_config(args):
     return ScoringConfig(batch_size=args.batch_size, max_answer_chars=args.max_answer_chars,
                          languagetool_url=args.languagetool_url or os.environ.get("LANGUAGETOOL_URL"),
                          llm_profile=args.llm_profile, llm_backend=args.llm_backend, llm_model=args.llm_model,
-                         llm_layout=args.llm_layout)
+                         llm_layout=args.llm_layout, specificity_model=args.specificity_model,
+                         factuality_corpus=args.factuality_corpus, factuality_text_field=args.corpus_text_field,
+                         factuality_id_field=args.corpus_id_field)
 
 
 def reader_options(args) -> dict:
@@ -141,20 +150,23 @@ def _export(args) -> int:
 
 
 def _demo(args) -> int:
-    sample = resources.files("rubric") / "data" / "sample_pairs.jsonl"
+    data = resources.files("rubric") / "data"
     out = Path(args.out)
-    with resources.as_file(sample) as path:
+    with resources.as_file(data / "sample_pairs.jsonl") as path, \
+            resources.as_file(data / "sample_corpus.jsonl") as corpus:
         ns = argparse.Namespace(**{**vars(args), "input": str(path), "format": "lfqa-hp", "out": str(out),
                                    "map": None, "labels": None, "max_pairs_per_question": 50,
-                                   "include_references": False})
+                                   "include_references": False,
+                                   "factuality_corpus": args.factuality_corpus or str(corpus),
+                                   "corpus_id_field": args.corpus_id_field or "id"})
         _score(ns)
     model_path = out / "model.json"
     _fit(argparse.Namespace(outdir=out, out=model_path, split="train", C=1.0, ties="drop", features=None))
     # The sample is tiny, so the demo reports on every pair (labelled in-sample in the report).
     _evaluate(argparse.Namespace(outdir=out, model=model_path, split="all", n_boot=1000,
                                  report=str(out / "report.md")))
-    log.info("demo outputs in %s: answers.parquet, pairs.parquet, rejects.jsonl, manifest.json, model.json, "
-             "report.md, report.png", out)
+    log.info("demo outputs in %s: answers.parquet, pairs.parquet, claims.parquet, rejects.jsonl, manifest.json, "
+             "model.json, report.md, report.png", out)
     return 0
 
 

@@ -150,7 +150,7 @@ class DesignMatrix:
 
 
 def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequence[str] | None = None,
-                  keep_ties: bool = False) -> DesignMatrix:
+                  keep_ties: bool = False, max_missing: float = 0.5) -> DesignMatrix:
     """Select a split's rows and the rubric differences to model.
 
     Args:
@@ -158,6 +158,8 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
         split: "train", "dev", "test", or None for all rows.
         features: rubrics to use (a fitted model's); None uses every rubric that has values.
         keep_ties: keep "tie" rows (3-way model) instead of dropping them.
+        max_missing: when choosing features, a rubric missing on more than this share of the
+            split's pairs is excluded (and reported) rather than dropping most pairs.
 
     Raises:
         ConfigError: a requested feature is not in the table, or the split is empty.
@@ -172,8 +174,12 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
         use = []
         for r in rubrics:
             vals = pairs.column(f"d_{r}").to_pylist()
-            if all(vals[i] is None for i in rows):
+            n_missing_r = sum(1 for i in rows if vals[i] is None)
+            if n_missing_r == len(rows):
                 excluded[r] = "no values (every answer failed or the rubric was not scored)"
+            elif n_missing_r > max_missing * len(rows):
+                excluded[r] = (f"missing for {n_missing_r} of {len(rows)} pairs (over {max_missing:.0%}); "
+                               f"see the {r}_error column of answers.parquet")
             else:
                 use.append(r)
     else:

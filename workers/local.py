@@ -97,7 +97,8 @@ def _write_parquet(table, path: Path) -> None:
 def write_outputs(out: Path, *, read: ReadResult, specs: Sequence[RubricSpec], items: Sequence[AnswerItem],
                   run: ScoreRun, config: ScoringConfig, inputs: dict, seed: int,
                   timings: dict[str, float]) -> dict:
-    """Write answers.parquet, pairs.parquet, rejects.jsonl and manifest.json into ``out``.
+    """Write answers.parquet, pairs.parquet, rejects.jsonl, manifest.json (and claims.parquet when
+    factuality was scored) into ``out``.
 
     Returns:
         The manifest dict.
@@ -108,6 +109,10 @@ def write_outputs(out: Path, *, read: ReadResult, specs: Sequence[RubricSpec], i
     pairs = pairs_table(read.pairs, splits, answers)
     _write_parquet(answers, out / "answers.parquet")
     _write_parquet(pairs, out / "pairs.parquet")
+    if "factuality" in run.scores:  # the claims behind each factuality score, one row per claim
+        from rubric.claims import claims_table
+
+        _write_parquet(claims_table([it.answer_id for it in items], run.scores["factuality"]), out / "claims.parquet")
     atomic_write_bytes(out / "rejects.jsonl",
                        "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in read.rejects).encode())
     errors = {n: sum(1 for s in run.scores[n] if s.error is not None) for n in run.scores}

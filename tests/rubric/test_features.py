@@ -56,10 +56,10 @@ def test_pairs_table_differences_and_order():
 def test_design_matrix_drops_missing_and_ties_and_excludes_empty_rubrics():
     pairs, _, answers = _setup(fail_flu_for=("short",))
     t = pairs_table(pairs, ["train", "train", "train"], answers)
-    dm = design_matrix(t, split="train")
+    dm = design_matrix(t, split="train", max_missing=1.0)
     # p1, p2 miss fluency ("short" failed); p3 is a tie
     assert dm.n_ties_dropped == 1 and dm.n_missing_rows == 2 and len(dm.y) == 0
-    dm3 = design_matrix(t, split="train", keep_ties=True)
+    dm3 = design_matrix(t, split="train", keep_ties=True, max_missing=1.0)
     assert list(dm3.y) == ["tie"] and dm3.features == ["conciseness", "fluency"]
     # a rubric with no values at all is excluded, not zero-filled
     _, items, _ = _setup()
@@ -71,3 +71,14 @@ def test_design_matrix_drops_missing_and_ties_and_excludes_empty_rubrics():
     assert np.all(np.isfinite(dm2.X)) and not any(math.isnan(x) for x in dm2.X.ravel())
     with pytest.raises(ConfigError, match="not in this table"):
         design_matrix(t, features=["coherence"])
+
+
+def test_mostly_missing_rubric_is_excluded_not_shrinking_the_data():
+    pairs, items, _ = _setup()
+    # fluency fails on the 3 answers of p1 and p2 -> missing on 2 of 3 pairs: excluded; conciseness kept
+    flu = [Score.failed("no evidence")] * 3 + [Score.ok(2.0)] * 2
+    answers = answers_table(items, [CONC, FLU], {"conciseness": [Score.ok(0.5)] * 5, "fluency": flu},
+                            {"conciseness": Provenance("c", "spacy"), "fluency": Provenance("f", "vllm")})
+    dm = design_matrix(pairs_table(pairs, ["train"] * 3, answers), keep_ties=True)
+    assert dm.features == ["conciseness"] and "missing for" in dm.excluded["fluency"]
+    assert len(dm.y) == 3 and dm.n_missing_rows == 0
