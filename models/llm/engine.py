@@ -101,3 +101,44 @@ def render_prompt_ids(tokenizer: Any, prompt: ChatPrompt) -> list[int]:
         text = tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
     # The chat template already holds any BOS the model wants.
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+class TokenizerMixin:
+    """Tokenizer-side methods shared by the engines (they feed the model the same prompt ids).
+
+    Needs ``self.tokenizer``, ``self.max_context`` and ``self._cand_cache`` (a dict).
+    """
+
+    tokenizer: Any
+    max_context: int
+    _cand_cache: dict
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids))
+
+    def prompt_ids(self, prompt: ChatPrompt) -> list[int]:
+        return render_prompt_ids(self.tokenizer, prompt)
+
+    def count_tokens(self, prompts: Sequence[ChatPrompt]) -> list[int]:
+        return [len(self.prompt_ids(p)) for p in prompts]
+
+    def candidate_ids(self, candidates: Sequence[str]) -> dict[int, str]:
+        key = tuple(candidates)
+        if key not in self._cand_cache:
+            self._cand_cache[key] = candidate_token_ids(self.tokenizer, candidates)
+        return self._cand_cache[key]
+
+    def fitting_prompt_ids(self, prompts: Sequence[ChatPrompt], new_tokens: int) -> list[list[int]]:
+        """Prompt ids, refusing (ConfigError) any prompt that leaves no room for ``new_tokens``."""
+        from rubric.errors import ConfigError
+
+        if new_tokens < 1:
+            raise ConfigError(f"'max_tokens' must be >= 1, got {new_tokens}")
+        ids = [self.prompt_ids(p) for p in prompts]
+        for i, x in enumerate(ids):
+            if len(x) + new_tokens > self.max_context:
+                raise ConfigError(f"prompt {i} has {len(x)} tokens + {new_tokens} new; max_context is {self.max_context}")
+        return ids

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from models.llm.engine import candidate_token_ids, check_chat_template, render_prompt_ids
+from models.llm.engine import TokenizerMixin, check_chat_template
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError
 from rubric.geval import ChatPrompt
 
@@ -15,7 +15,7 @@ __all__ = ["TransformersEngine"]
 log = logging.getLogger(__name__)
 
 
-class TransformersEngine:
+class TransformersEngine(TokenizerMixin):
     """A causal LM through transformers, on CPU or GPU.
 
     Prompts are run in micro-batches of similar length (left-padded), and only the last
@@ -82,30 +82,9 @@ class TransformersEngine:
         #: Of the last ``score_token_probs`` call (no prefix cache here, so nothing is ever cached).
         self.last_stats: dict[str, int] = {"prompt_tokens": 0, "cached_tokens": 0}
 
-    def encode(self, text: str) -> list[int]:
-        return list(self.tokenizer.encode(text, add_special_tokens=False))
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids))
-
-    def prompt_ids(self, prompt: ChatPrompt) -> list[int]:
-        return render_prompt_ids(self.tokenizer, prompt)
-
-    def count_tokens(self, prompts: Sequence[ChatPrompt]) -> list[int]:
-        return [len(self.prompt_ids(p)) for p in prompts]
-
-    def candidate_ids(self, candidates: Sequence[str]) -> dict[int, str]:
-        key = tuple(candidates)
-        if key not in self._cand_cache:
-            self._cand_cache[key] = candidate_token_ids(self.tokenizer, candidates)
-        return self._cand_cache[key]
-
     def score_token_probs(self, prompts: Sequence[ChatPrompt], candidates: Sequence[str]) -> list[dict[str, float]]:
         cand = self.candidate_ids(candidates)
-        ids = [self.prompt_ids(p) for p in prompts]
-        for i, x in enumerate(ids):
-            if len(x) + 1 > self.max_context:
-                raise ConfigError(f"prompt {i} has {len(x)} tokens; max_context is {self.max_context}")
+        ids = self.fitting_prompt_ids(prompts, 1)
         self.last_stats = {"prompt_tokens": sum(len(x) for x in ids), "cached_tokens": 0}
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out: list[dict[str, float] | None] = [None] * len(ids)
@@ -119,24 +98,14 @@ class TransformersEngine:
 
     def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int) -> list[str]:
         """Greedy continuation of each prompt (after its pre-fill), up to ``max_tokens`` tokens, in order."""
-        if max_tokens < 1:
-            raise ConfigError(f"'max_tokens' must be >= 1, got {max_tokens}")
         torch = self._torch
-        ids = [self.prompt_ids(p) for p in prompts]
-        for i, x in enumerate(ids):
-            if len(x) + max_tokens > self.max_context:
-                raise ConfigError(f"prompt {i} has {len(x)} tokens + {max_tokens} new > max_context {self.max_context}")
+        ids = self.fitting_prompt_ids(prompts, max_tokens)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out: list[str | None] = [None] * len(ids)
         try:
             for chunk in self._chunks(order, ids):
-                batch = [ids[i] for i in chunk]
-                width = max(len(x) for x in batch)
-                input_ids = torch.full((len(batch), width), self._pad_id, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for r, x in enumerate(batch):
-                    input_ids[r, width - len(x):] = torch.tensor(x, dtype=torch.long)
-                    mask[r, width - len(x):] = 1
+                input_ids, mask = self._left_pad([ids[i] for i in chunk])
+                width = input_ids.shape[1]
                 with torch.inference_mode():
                     gen = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
                                               max_new_tokens=max_tokens, do_sample=False,
@@ -159,15 +128,20 @@ class TransformersEngine:
             chunks.append(cur)
         return chunks
 
-    def _forward(self, batch: list[list[int]], cand: dict[int, str]) -> list[dict[str, float]]:
+    def _left_pad(self, batch: list[list[int]]):
+        """(input_ids, attention_mask); left padding keeps every prompt's last token in the last column."""
         torch = self._torch
         width = max(len(x) for x in batch)
-        # Left padding keeps every prompt's last token in the last column.
         input_ids = torch.full((len(batch), width), self._pad_id, dtype=torch.long)
         mask = torch.zeros((len(batch), width), dtype=torch.long)
         for r, x in enumerate(batch):
             input_ids[r, width - len(x):] = torch.tensor(x, dtype=torch.long)
             mask[r, width - len(x):] = 1
+        return input_ids, mask
+
+    def _forward(self, batch: list[list[int]], cand: dict[int, str]) -> list[dict[str, float]]:
+        torch = self._torch
+        input_ids, mask = self._left_pad(batch)
         position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
         with torch.inference_mode():
             logits = self.model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),

@@ -17,7 +17,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from models.llm.engine import candidate_token_ids, check_chat_template, render_prompt_ids
+from models.llm.engine import TokenizerMixin, check_chat_template
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError
 from rubric.geval import ChatPrompt
 
@@ -44,7 +44,7 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-class VLLMEngine:
+class VLLMEngine(TokenizerMixin):
     """A ``vllm.LLM`` engine reading score-token probabilities from the top-K logprobs.
 
     Args:
@@ -119,30 +119,9 @@ class VLLMEngine:
         """Forget cached prefixes (for benchmarks that compare layouts from a cold cache)."""
         self.llm.reset_prefix_cache()
 
-    def encode(self, text: str) -> list[int]:
-        return list(self.tokenizer.encode(text, add_special_tokens=False))
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.tokenizer.decode(list(ids))
-
-    def prompt_ids(self, prompt: ChatPrompt) -> list[int]:
-        return render_prompt_ids(self.tokenizer, prompt)
-
-    def count_tokens(self, prompts: Sequence[ChatPrompt]) -> list[int]:
-        return [len(self.prompt_ids(p)) for p in prompts]
-
-    def candidate_ids(self, candidates: Sequence[str]) -> dict[int, str]:
-        key = tuple(candidates)
-        if key not in self._cand_cache:
-            self._cand_cache[key] = candidate_token_ids(self.tokenizer, candidates)
-        return self._cand_cache[key]
-
     def score_token_probs(self, prompts: Sequence[ChatPrompt], candidates: Sequence[str]) -> list[dict[str, float]]:
         cand = self.candidate_ids(candidates)
-        ids = [self.prompt_ids(p) for p in prompts]
-        for i, x in enumerate(ids):
-            if len(x) + 1 > self.max_context:
-                raise ConfigError(f"prompt {i} has {len(x)} tokens; max_context is {self.max_context}")
+        ids = self.fitting_prompt_ids(prompts, 1)
         try:
             outs = self.llm.generate([self._tokens_prompt(prompt_token_ids=x) for x in ids], self._params,
                                      use_tqdm=False)
@@ -160,12 +139,7 @@ class VLLMEngine:
 
     def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int) -> list[str]:
         """Greedy continuation of each prompt (after its pre-fill), up to ``max_tokens`` tokens, in order."""
-        if max_tokens < 1:
-            raise ConfigError(f"'max_tokens' must be >= 1, got {max_tokens}")
-        ids = [self.prompt_ids(p) for p in prompts]
-        for i, x in enumerate(ids):
-            if len(x) + max_tokens > self.max_context:
-                raise ConfigError(f"prompt {i} has {len(x)} tokens + {max_tokens} new > max_context {self.max_context}")
+        ids = self.fitting_prompt_ids(prompts, max_tokens)
         params = self._vllm.SamplingParams(max_tokens=max_tokens, temperature=0.0, seed=0)
         try:
             outs = self.llm.generate([self._tokens_prompt(prompt_token_ids=x) for x in ids], params, use_tqdm=False)
