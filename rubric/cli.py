@@ -170,6 +170,36 @@ def _demo(args) -> int:
     return 0
 
 
+def _lfq(args) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from models.llm.lfq import classify_questions
+    from models.llm.scorer import build_engine
+    from rubric.readers import read_input
+    read = read_input(args.input, args.format, **reader_options(args))
+    questions: dict[str, str] = {}
+    n_pairs: dict[str, int] = {}
+    for p in read.pairs:
+        questions.setdefault(p.question_id, p.question)
+        n_pairs[p.question_id] = n_pairs.get(p.question_id, 0) + 1
+    engine = build_engine(scoring_config(args))
+    qids = list(questions)
+    decisions = classify_questions(engine, [questions[q] for q in qids])
+    table = pa.table({
+        "question_id": qids, "question": [questions[q] for q in qids], "n_pairs": [n_pairs[q] for q in qids],
+        "is_lfq": [d.is_lfq for d in decisions], "p_yes": [d.p_yes for d in decisions],
+        "log_score": [d.log_score for d in decisions], "confident": [d.confident for d in decisions],
+        "error": [d.error for d in decisions],
+        "model": [engine.model_id] * len(qids), "template": ["lfq_filter.fewshot.v1"] * len(qids),
+    })
+    pq.write_table(table, args.out)
+    kept = sum(1 for d in decisions if d.is_lfq and d.confident)
+    log.info("%d questions: %d long-form with confidence (log_score = 0), %d long-form, %d errors -> %s",
+             len(qids), kept, sum(1 for d in decisions if d.is_lfq), sum(1 for d in decisions if d.error), args.out)
+    return 0
+
+
 def _rubrics(args) -> int:
     from rubric.specs import DEFAULT_VERSIONS, RUBRICS
 
@@ -229,6 +259,17 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", default="demo-out")
     add_scoring_args(d, DEMO_RUBRICS)
     d.set_defaults(func=_demo)
+
+    q = sub.add_parser("lfq", help="classify the input's questions as long-form or not (paper appendix A.4)")
+    q.add_argument("input")
+    q.add_argument("--format", required=True, choices=FORMATS)
+    q.add_argument("--out", required=True, help="questions table (Parquet): is_lfq, p_yes, log_score, confident")
+    q.add_argument("--map", default=None)
+    q.add_argument("--labels", default=None)
+    q.add_argument("--max-pairs-per-question", type=int, default=50)
+    q.add_argument("--include-references", action="store_true")
+    add_scoring_args(q, "")
+    q.set_defaults(func=_lfq)
 
     r = sub.add_parser("rubrics", help="list the registered rubric versions")
     r.set_defaults(func=_rubrics)

