@@ -81,5 +81,7 @@ def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     evidence = (BM25Corpus.from_file(config.factuality_corpus, text_field=config.factuality_text_field,
                                      id_field=config.factuality_id_field, cache_dir=config.evidence_cache_dir)
                 if config.factuality_corpus else AttachedDocs())
-    return FactualityScorer(specs, build_engine(config), SpacySentenceSplitter(config.spacy_model), evidence,
+    # same logprobs_k as the LLM rubrics, so both get the one shared engine
+    engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
+    return FactualityScorer(specs, engine, SpacySentenceSplitter(config.spacy_model), evidence,
                             k=config.factuality_k, f1_k=config.factuality_f1_k, ternary=config.factuality_ternary)

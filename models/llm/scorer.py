@@ -220,7 +220,24 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+#: Engines built in this process, keyed by what determines them: the LLM rubrics and the claim
+#: checker share one engine instead of loading the model twice (two vLLM engines on one GPU would
+#: each claim most of its memory).
+_ENGINES: dict[str, Engine] = {}
+
+
 def build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> Engine:
+    """The engine ``config`` names, built once per process and then shared (see :func:`_build_engine`)."""
+    import json
+
+    key = json.dumps([config.llm_profile, config.llm_backend, config.llm_model, logprobs_k,
+                      config.engine_kwargs], sort_keys=True, default=str)
+    if key not in _ENGINES:
+        _ENGINES[key] = _build_engine(config, logprobs_k=logprobs_k)
+    return _ENGINES[key]
+
+
+def _build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> Engine:
     """The engine ``config`` names: profile (``cpu``/``gpu``), backend, optional model override.
 
     ``config.engine_kwargs`` override the profile's per-backend defaults and go to the engine

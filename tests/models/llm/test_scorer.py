@@ -171,3 +171,13 @@ def test_lfq_filter_on_smollm2(hf_engine):
     for d in out:
         assert d.error is None and 0.0 <= d.p_yes <= 1.0 and d.log_score <= 0.0
         assert d.is_lfq == (d.p_yes >= 0.5)
+
+
+def test_llm_rubrics_and_claim_checker_share_one_engine(smollm2_path):
+    from models.backends import build_scorers
+    from rubric.config import ScoringConfig
+    from rubric.specs import resolve_rubrics
+
+    cfg = ScoringConfig(llm_backend="transformers", engine_kwargs={"max_model_len": 640})
+    llm, fact = build_scorers(resolve_rubrics("coherence,factuality"), cfg)
+    assert llm.engine is fact.engine
