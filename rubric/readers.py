@@ -643,6 +643,20 @@ def _graded_item(item: Any, max_answer_chars: int) -> tuple[str, int]:
     return text, grade  # type: ignore[return-value]
 
 
+def _load_graded(path: str | Path) -> tuple[Path, dict]:
+    """A graded file's path and top-level JSON object, or an InputError naming the file."""
+    p = _check_path(path)
+    src = str(p)
+    try:
+        data = json.loads(_read_text(p))
+    except json.JSONDecodeError as e:
+        raise InputError(f"{src!r} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
+    if not isinstance(data, dict):
+        raise InputError(f"{src!r} is not a graded answer list: expected a JSON object mapping "
+                         f"questions to graded answers, got a JSON {type(data).__name__}")
+    return p, data
+
+
 def read_graded(
     path: str | Path,
     max_pairs_per_question: int = 50,
@@ -689,15 +703,8 @@ def read_graded(
     if isinstance(max_pairs_per_question, bool) or not isinstance(max_pairs_per_question, int) \
             or max_pairs_per_question < 1:
         raise ConfigError(f"'max_pairs_per_question' must be an integer >= 1, got {max_pairs_per_question!r}")
-    p = _check_path(path)
+    p, data = _load_graded(path)
     src = str(p)
-    try:
-        data = json.loads(_read_text(p))
-    except json.JSONDecodeError as e:
-        raise InputError(f"{src!r} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
-    if not isinstance(data, dict):
-        raise InputError(f"{src!r} is not a graded answer list: expected a JSON object mapping "
-                         f"questions to graded answers, got a JSON {type(data).__name__}")
 
     pairs: list[PairRecord] = []
     rejects: list[Reject] = []
@@ -752,13 +759,7 @@ def read_graded_labels(path: str | Path, *, include_references: bool = False) ->
     Returns:
         answer_id -> (question_id, grade).
     """
-    p = _check_path(path)
-    try:
-        data = json.loads(_read_text(p))
-    except json.JSONDecodeError as e:
-        raise InputError(f"{str(p)!r} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
-    if not isinstance(data, dict):
-        raise InputError(f"{str(p)!r} is not a graded answer list (expected a JSON object)")
+    p, data = _load_graded(path)
     out: dict[str, tuple[str, int]] = {}
     for question, value in data.items():
         for _key, item in _graded_answers(question, value, include_references, str(p)):
