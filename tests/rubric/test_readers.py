@@ -418,3 +418,15 @@ def test_csv_with_a_200k_answer_is_a_reject_not_a_crash(tmp_path):
     assert rej.row == 1 and rej.field == "x" and "'answer_a' (column 'x')" in rej.reason
     assert "200,000" in rej.reason
     _check_accounting(res)
+
+
+def test_read_graded_labels_keys_answers_by_content_id(tmp_path):
+    from rubric.readers import read_graded_labels
+    from rubric.records import content_id, question_id
+
+    f = tmp_path / "g.json"
+    f.write_text(json.dumps({"Why?": [{"passage": "good one", "label": 3}, {"passage": " ", "label": 1},
+                                      {"passage": "weak one", "label": 0}]}))
+    labels = read_graded_labels(f)
+    assert labels == {content_id("Why?", "good one"): (question_id("Why?"), 3),
+                      content_id("Why?", "weak one"): (question_id("Why?"), 0)}  # the empty answer is skipped
