@@ -38,6 +38,8 @@ def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
     p.add_argument("--corpus-id-field", default=None, help="the corpus's id field")
     p.add_argument("--specificity-model", default="gtfintechlab/SubjECTiveQA-SPECIFIC",
                    help="Hub id or folder of the SubjECTive-QA classifier (specificity.subjectiveqa.v1)")
+    p.add_argument("--rescale", choices=("declared", "fitted"), default="declared",
+                   help="1-5 by each rubric's declared range (paper) or by min-max fitted on the train split")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -49,7 +51,7 @@ def scoring_config(args):
     return ScoringConfig(batch_size=args.batch_size, max_answer_chars=args.max_answer_chars,
                          languagetool_url=args.languagetool_url or os.environ.get("LANGUAGETOOL_URL"),
                          llm_profile=args.llm_profile, llm_backend=args.llm_backend, llm_model=args.llm_model,
-                         llm_layout=args.llm_layout, specificity_model=args.specificity_model,
+                         llm_layout=args.llm_layout, rescale=args.rescale, specificity_model=args.specificity_model,
                          factuality_corpus=args.factuality_corpus, factuality_text_field=args.corpus_text_field,
                          factuality_id_field=args.corpus_id_field)
 

@@ -24,6 +24,9 @@ class ScoringConfig:
         llm_backend: "vllm" or "transformers".
         llm_model: overrides the profile's model (a Hub id or a local folder).
         engine_kwargs: passed through to the engine constructor unchanged.
+        rescale: "declared" maps raw scores to 1-5 by each rubric's declared range (the paper's
+            reference); "fitted" by min-max bounds learned from the training split's answers
+            (saved as ``rescale.json``), for raw scores without a meaningful fixed range.
         llm_layout: prompt layout, "paper" (the paper's prompts) or "answer_first" (question and
             answer first, so the rubric prompts of one answer share a cached prefix).
         llm_logprobs_k: top-K log-probabilities read per prompt from vLLM.
@@ -47,6 +50,7 @@ class ScoringConfig:
     llm_backend: str = "vllm"
     llm_model: str | None = None
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    rescale: str = "declared"
     llm_layout: str = "paper"
     llm_logprobs_k: int = 20
     llm_min_mass: float = 0.01
@@ -68,6 +72,8 @@ class ScoringConfig:
             raise ConfigError(f"'languagetool_threads' must be >= 1, got {self.languagetool_threads}")
         if self.factuality_k < 1 or self.factuality_f1_k < 1:
             raise ConfigError(f"'factuality_k' and 'factuality_f1_k' must be >= 1, got {self.factuality_k}, {self.factuality_f1_k}")
+        if self.rescale not in ("declared", "fitted"):
+            raise ConfigError(f"'rescale' must be 'declared' or 'fitted', got {self.rescale!r}")
         if self.llm_layout not in ("paper", "answer_first"):
             raise ConfigError(f"'llm_layout' must be 'paper' or 'answer_first', got {self.llm_layout!r}")
         if self.llm_logprobs_k < 1:

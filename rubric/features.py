@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from rubric.errors import ConfigError, InputError
 from rubric.records import AnswerItem, PairRecord
+from rubric.rescale import FittedMinMax
 from rubric.scoring import Provenance, Score
 from rubric.specs import RubricSpec
 
@@ -47,8 +48,12 @@ def table_rubrics(table: pa.Table) -> list[str]:
 
 
 def answers_table(items: Sequence[AnswerItem], specs: Sequence[RubricSpec],
-                  scores: Mapping[str, Sequence[Score]], provenance: Mapping[str, Provenance]) -> pa.Table:
-    """Lay out per-answer scores. ``scores[r][i]`` is rubric ``r``'s score of ``items[i]``."""
+                  scores: Mapping[str, Sequence[Score]], provenance: Mapping[str, Provenance],
+                  fitted: FittedMinMax | None = None) -> pa.Table:
+    """Lay out per-answer scores. ``scores[r][i]`` is rubric ``r``'s score of ``items[i]``.
+
+    The 1-5 column uses each rubric's declared range, or its ``fitted`` bounds where it has them.
+    """
     cols: dict[str, list] = {
         "answer_id": [it.answer_id for it in items],
         "question": [it.question for it in items],
@@ -61,7 +66,11 @@ def answers_table(items: Sequence[AnswerItem], specs: Sequence[RubricSpec],
         rs = scores[r]
         if len(rs) != len(items):
             raise ConfigError(f"rubric {r!r} has {len(rs)} scores for {len(items)} answers")
-        cols[r] = [None if s.raw is None else spec.rescale(s.raw) for s in rs]
+        if fitted is not None and r in fitted.bounds:
+            to_1_5 = lambda x, _r=r: fitted.transform(_r, x)  # noqa: E731
+        else:
+            to_1_5 = spec.rescale
+        cols[r] = [None if s.raw is None else to_1_5(s.raw) for s in rs]
         cols[f"{r}_raw"] = [s.raw for s in rs]
         cols[f"{r}_error"] = [s.error for s in rs]
         extra_keys = sorted({k for s in rs for k in s.extras})

@@ -50,8 +50,12 @@ class FittedMinMax:
         lo, hi = self.bounds[name]
         return minmax_1_5(raw, lo, hi)
 
+    def to_json_bytes(self) -> bytes:
+        doc = {"kind": "fitted_minmax", "bounds": {k: list(v) for k, v in self.bounds.items()}}
+        return json.dumps(doc, indent=2).encode()
+
     def to_json(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps({"kind": "fitted_minmax", "bounds": {k: list(v) for k, v in self.bounds.items()}}, indent=2))
+        Path(path).write_bytes(self.to_json_bytes())
 
     @classmethod
     def from_json(cls, path: str | Path) -> "FittedMinMax":

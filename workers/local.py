@@ -94,6 +94,19 @@ def _write_parquet(table, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def _fit_rescale(pairs, splits: Sequence[str], items: Sequence[AnswerItem], run: ScoreRun):
+    """Min-max bounds from the raw scores of the answers in training pairs (never dev/test).
+
+    A rubric with no value on any training answer gets no bounds and keeps its declared range.
+    """
+    from rubric.rescale import FittedMinMax
+
+    train_ids = {aid for p, s in zip(pairs, splits) if s == "train" for aid in (p.answer_id_a, p.answer_id_b)}
+    rows = [i for i, it in enumerate(items) if it.answer_id in train_ids]
+    columns = {r: [scores[i].raw for i in rows] for r, scores in run.scores.items()}
+    return FittedMinMax.fit({r: v for r, v in columns.items() if any(x is not None for x in v)})
+
+
 def write_outputs(out: Path, *, read: ReadResult, specs: Sequence[RubricSpec], items: Sequence[AnswerItem],
                   run: ScoreRun, config: ScoringConfig, inputs: dict, seed: int,
                   timings: dict[str, float]) -> dict:
@@ -104,8 +117,12 @@ def write_outputs(out: Path, *, read: ReadResult, specs: Sequence[RubricSpec], i
         The manifest dict.
     """
     out.mkdir(parents=True, exist_ok=True)
-    answers = answers_table(items, specs, run.scores, run.provenance)
     splits = assign_splits(read.pairs, seed=seed)
+    fitted = None
+    if config.rescale == "fitted":
+        fitted = _fit_rescale(read.pairs, splits, items, run)
+        atomic_write_bytes(out / "rescale.json", fitted.to_json_bytes())
+    answers = answers_table(items, specs, run.scores, run.provenance, fitted=fitted)
     pairs = pairs_table(read.pairs, splits, answers)
     _write_parquet(answers, out / "answers.parquet")
     _write_parquet(pairs, out / "pairs.parquet")
@@ -131,6 +148,7 @@ def write_outputs(out: Path, *, read: ReadResult, specs: Sequence[RubricSpec], i
         "rubrics": {s.name: {**asdict(run.provenance[s.name]), "raw_range": [s.raw_min, s.raw_max]} for s in specs},
         "config": {k: v for k, v in asdict(config).items()},
         "split_seed": seed,
+        "rescale": config.rescale,
         "timings_s": {**timings, **{f"score:{k}": round(v, 3) for k, v in run.seconds.items()}},
         "platform": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
     }

@@ -68,3 +68,20 @@ def test_unknown_format_is_a_usage_error(capsys):
 def test_export_to_unknown_suffix(scored, tmp_path, capsys):
     assert main(["export", str(scored), "--to", str(tmp_path / "x.xlsx")]) == 2
     assert "use .parquet, .csv or .jsonl" in capsys.readouterr().err
+
+
+def test_fitted_rescale_uses_train_bounds(tmp_path):
+    from rubric.rescale import FittedMinMax
+
+    out = tmp_path / "o"
+    assert main(["score", SAMPLE, "--format", "lfqa-hp", "--rubrics", "conciseness", "--rescale", "fitted",
+                 "--out", str(out), "--quiet"]) == 0
+    bounds = FittedMinMax.from_json(out / "rescale.json").bounds["conciseness"]
+    pairs = pq.read_table(out / "pairs.parquet").to_pylist()
+    answers = {r["answer_id"]: r for r in pq.read_table(out / "answers.parquet").to_pylist()}
+    train = {p[k] for p in pairs if p["split"] == "train" for k in ("answer_id_a", "answer_id_b")}
+    raws = [answers[a]["conciseness_raw"] for a in train]
+    assert bounds == (min(raws), max(raws))
+    lo = next(a for a in train if answers[a]["conciseness_raw"] == bounds[0])
+    assert answers[lo]["conciseness"] == 1.0
+    assert json.loads((out / "manifest.json").read_text())["rescale"] == "fitted"
