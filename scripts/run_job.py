@@ -18,7 +18,7 @@ from pathlib import Path
 # `python scripts/run_job.py` puts scripts/ on sys.path, not the checkout (or Ray's --working-dir).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rubric.cli import FORMATS, add_scoring_args, reader_options, scoring_config  # noqa: E402
+from workers.cli import FORMATS, add_scoring_args, reader_options, scoring_config  # noqa: E402
 from rubric.errors import RubricError  # noqa: E402
 
 log = logging.getLogger("lfqa_rubric.run_job")

@@ -6,7 +6,7 @@ from importlib import resources
 import pyarrow.parquet as pq
 import pytest
 
-from rubric.cli import main
+from workers.cli import main
 
 SAMPLE = str(resources.files("rubric") / "data" / "sample_pairs.jsonl")
 
