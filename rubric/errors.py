@@ -12,6 +12,7 @@ __all__ = [
     "BackendUnavailableError",
     "EngineError",
     "BatchMismatchError",
+    "ProvenanceError",
 ]
 
 
@@ -44,3 +45,9 @@ class EngineError(RubricError, RuntimeError):
 
 class BatchMismatchError(RubricError, RuntimeError):
     """A scorer returned a different number of results than it was given items."""
+
+
+class ProvenanceError(RubricError, ValueError):
+    """Results made in different ways (rubric version, backend, model, template, rescaling) would be
+    combined: a table mixes provenances, or a model is applied to a table made differently from the
+    one it was fitted on. The message lists every difference, field by field."""

@@ -7,12 +7,17 @@ Per-answer columns: ids and text, then for each rubric ``r``: ``r`` (1-5), ``r_r
 any extras as ``r_<extra>``, and provenance ``r_version``, ``r_backend``, ``r_model``,
 ``r_model_revision``, ``r_template_hash``.
 Per-pair columns: ids, label, source, domain, expert, split, word counts, and for each rubric
-``a_r``, ``b_r`` and ``d_r = a_r - b_r``.
+``a_r``, ``b_r``, ``d_r = a_r - b_r`` and ``prov_r`` (the key of the rubric's provenance record).
+
+Both tables carry in their schema metadata the rubric list and ``{rubric: provenance record}``
+(see :mod:`rubric.provenance`), so a table says how each column was made, and the per-row
+``prov_r`` keys expose tables made differently that were concatenated.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,12 +26,18 @@ import numpy as np
 import pyarrow as pa
 
 from rubric.errors import ConfigError, InputError
+from rubric.provenance import (PROVENANCE_INDEX_META_KEY, PROVENANCE_META_KEY, provenance_column,
+                               provenance_key, provenance_metadata, rubric_provenance, table_provenance,
+                               table_provenance_index)
 from rubric.records import AnswerItem, PairRecord
 from rubric.rescale import FittedMinMax
 from rubric.scoring import Provenance, Score
 from rubric.specs import RubricSpec
 
-__all__ = ["answers_table", "pairs_table", "table_rubrics", "DesignMatrix", "design_matrix", "word_count"]
+__all__ = ["answers_table", "pairs_table", "table_rubrics", "concat_feature_tables", "DesignMatrix",
+           "design_matrix", "word_count"]
+
+log = logging.getLogger(__name__)
 
 _META_KEY = b"lfqa_rubric.rubrics"
 
@@ -52,7 +63,8 @@ def answers_table(items: Sequence[AnswerItem], specs: Sequence[RubricSpec],
                   fitted: FittedMinMax | None = None) -> pa.Table:
     """Lay out per-answer scores. ``scores[r][i]`` is rubric ``r``'s score of ``items[i]``.
 
-    The 1-5 column uses each rubric's declared range, or its ``fitted`` bounds where it has them.
+    The 1-5 column uses each rubric's declared range, or its ``fitted`` bounds where it has them;
+    the schema metadata records which, with the rest of each rubric's provenance.
     """
     cols: dict[str, list] = {
         "answer_id": [it.answer_id for it in items],
@@ -87,14 +99,23 @@ def answers_table(items: Sequence[AnswerItem], specs: Sequence[RubricSpec],
             table = table.set_column(i, name, table.column(name).cast(pa.float64()))
         i = table.schema.get_field_index(f"{spec.name}_error")
         table = table.set_column(i, f"{spec.name}_error", table.column(f"{spec.name}_error").cast(pa.string()))
-    return table.replace_schema_metadata(_meta([s.name for s in specs]))
+    records = {spec.name: rubric_provenance(provenance[spec.name], spec, fitted) for spec in specs}
+    return table.replace_schema_metadata({**_meta([s.name for s in specs]), **provenance_metadata(records)})
 
 
 def pairs_table(pairs: Sequence[PairRecord], splits: Sequence[str], answers: pa.Table) -> pa.Table:
-    """Join per-answer 1-5 scores onto pairs; one output row per pair, in input order."""
+    """Join per-answer 1-5 scores onto pairs; one output row per pair, in input order.
+
+    The answers table's provenance is copied into the metadata, and each row gets ``prov_<rubric>``.
+
+    Raises:
+        ConfigError: splits and pairs differ in length, or a pair's answer is not in ``answers``.
+        ProvenanceError: ``answers`` records no provenance.
+    """
     if len(splits) != len(pairs):
         raise ConfigError(f"{len(splits)} splits for {len(pairs)} pairs")
     rubrics = table_rubrics(answers)
+    records = table_provenance(answers)
     index = {aid: i for i, aid in enumerate(answers.column("answer_id").to_pylist())}
     n_words = answers.column("n_words").to_pylist()
     cols: dict[str, list] = {
@@ -124,12 +145,41 @@ def pairs_table(pairs: Sequence[PairRecord], splits: Sequence[str], answers: pa.
         cols[f"a_{r}"] = a
         cols[f"b_{r}"] = b
         cols[f"d_{r}"] = [None if x is None or y is None else x - y for x, y in zip(a, b)]
+        cols[provenance_column(r)] = [provenance_key(records[r])] * len(pairs)
     table = pa.table(cols)
     for r in rubrics:
         for name in (f"a_{r}", f"b_{r}", f"d_{r}"):
             i = table.schema.get_field_index(name)
             table = table.set_column(i, name, table.column(name).cast(pa.float64()))
-    return table.replace_schema_metadata(_meta(rubrics))
+        col = provenance_column(r)
+        table = table.set_column(table.schema.get_field_index(col), col, table.column(col).cast(pa.string()))
+    return table.replace_schema_metadata({**_meta(rubrics), **provenance_metadata(records)})
+
+
+def concat_feature_tables(tables: Sequence[pa.Table]) -> pa.Table:
+    """Concatenate feature tables (e.g. a Ray job's shards) keeping what their metadata says.
+
+    The result has the first table's metadata, plus every part's provenance records in its index, so
+    rows made differently (their ``prov_<rubric>`` keys differ) can still be described field by field.
+    Concatenating does not check anything: fitting and evaluating do.
+
+    Raises:
+        ConfigError: no tables.
+    """
+    if not tables:
+        raise ConfigError("no tables to concatenate")
+    if len(tables) == 1:
+        return tables[0]
+    merged = pa.concat_tables(tables, promote_options="default")
+    meta = dict(tables[0].schema.metadata or {})
+    index: dict[str, dict] = {}
+    for t in tables:
+        index.update(table_provenance_index(t))
+    if PROVENANCE_META_KEY in meta:
+        meta.update(provenance_metadata(table_provenance(tables[0]), index))
+    elif index:  # the first part predates provenance; keep what the others say without inventing records
+        meta[PROVENANCE_INDEX_META_KEY] = json.dumps(index, sort_keys=True).encode()
+    return merged.replace_schema_metadata(meta)
 
 
 @dataclass(frozen=True)
@@ -145,6 +195,7 @@ class DesignMatrix:
         n_ties_dropped: ties dropped (when ties are not modelled).
         n_words_a / n_words_b: answer lengths, for the "longer answer wins" baseline.
         pair_id: the pair ids of the kept rows.
+        question_id: the question ids of the kept rows (the clusters of the bootstrap).
     """
 
     X: np.ndarray
@@ -156,6 +207,7 @@ class DesignMatrix:
     n_words_a: np.ndarray
     n_words_b: np.ndarray
     pair_id: np.ndarray
+    question_id: np.ndarray
 
 
 def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequence[str] | None = None,
@@ -165,7 +217,8 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
     Args:
         pairs: a table from :func:`pairs_table`.
         split: "train", "dev", "test", or None for all rows.
-        features: rubrics to use (a fitted model's); None uses every rubric that has values.
+        features: rubrics to use (a fitted model's), taken as given; None chooses them: every rubric
+            that has values on enough of the split's pairs and is not constant on its kept rows.
         keep_ties: keep "tie" rows (3-way model) instead of dropping them.
         max_missing: when choosing features, a rubric missing on more than this share of the
             split's pairs is excluded (and reported) rather than dropping most pairs.
@@ -174,7 +227,8 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
         ConfigError: a requested feature is not in the table, or the split is empty.
     """
     rubrics = table_rubrics(pairs)
-    cols = {name: pairs.column(name).to_pylist() for name in ("label", "split", "n_words_a", "n_words_b", "pair_id")}
+    cols = {name: pairs.column(name).to_pylist()
+            for name in ("label", "split", "n_words_a", "n_words_b", "pair_id", "question_id")}
     rows = [i for i, s in enumerate(cols["split"]) if split in (None, "all") or s == split]
     if not rows:
         raise ConfigError(f"split {split!r} has no pairs")
@@ -197,15 +251,37 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
             raise ConfigError(f"features {missing} are not in this table (it has {rubrics})")
         use = list(features)
     diffs = {r: pairs.column(f"d_{r}").to_pylist() for r in use}
-    kept, n_missing, n_ties = [], 0, 0
-    for i in rows:
-        if not keep_ties and cols["label"][i] == "tie":
-            n_ties += 1
-            continue
-        if any(diffs[r][i] is None or not math.isfinite(diffs[r][i]) for r in use):
-            n_missing += 1
-            continue
-        kept.append(i)
+
+    def kept_rows(used: Sequence[str]) -> tuple[list[int], int, int]:
+        kept, n_missing, n_ties = [], 0, 0
+        for i in rows:
+            if not keep_ties and cols["label"][i] == "tie":
+                n_ties += 1
+                continue
+            if any(diffs[r][i] is None or not math.isfinite(diffs[r][i]) for r in used):
+                n_missing += 1
+                continue
+            kept.append(i)
+        return kept, n_missing, n_ties
+
+    kept, n_missing, n_ties = kept_rows(use)
+    if features is None:
+        # A rubric whose difference never varies (grammar 5.0 on every answer) carries no information:
+        # the scaler maps it to 0 and its weight would be reported as a measured -0.0000. Dropping it can
+        # bring back rows it was missing on, which can make another rubric vary, so repeat until stable.
+        # One kept row is "constant" by definition and says nothing about the rubric: leave that case to
+        # the fit, which refuses it anyway.
+        while len(kept) >= 2:
+            constant = [r for r in use if len({diffs[r][i] for i in kept}) == 1]
+            if not constant:
+                break
+            for r in constant:
+                value = diffs[r][kept[0]]
+                excluded[r] = (f"constant on the {split or 'all'} split (every difference is {value:g}): "
+                               "nothing to learn")
+                log.warning("rubric %s left out: %s", r, excluded[r])
+            use = [r for r in use if r not in constant]
+            kept, n_missing, n_ties = kept_rows(use)
     X = np.array([[diffs[r][i] for r in use] for i in kept], dtype=float).reshape(len(kept), len(use))
     return DesignMatrix(
         X=X,
@@ -217,4 +293,5 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
         n_words_a=np.array([cols["n_words_a"][i] for i in kept], dtype=float),
         n_words_b=np.array([cols["n_words_b"][i] for i in kept], dtype=float),
         pair_id=np.array([cols["pair_id"][i] for i in kept], dtype=object),
+        question_id=np.array([cols["question_id"][i] for i in kept], dtype=object),
     )

@@ -1,4 +1,4 @@
-"""Evaluation metrics with bootstrap confidence intervals, and the baselines the model must beat."""
+"""Evaluation metrics with question-clustered bootstrap confidence intervals, and the baselines the model must beat."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
+
+from rubric.errors import ConfigError
 
 __all__ = ["METRICS", "MetricRow", "evaluate_predictions", "longer_answer_wins", "always_a", "per_question_kendall"]
 
@@ -28,30 +30,101 @@ METRICS: dict[str, MetricFn] = {
 
 @dataclass(frozen=True)
 class MetricRow:
-    """One system's metrics: ``values[m]`` and ``ci[m] = (low, high)`` (bootstrap 95%)."""
+    """One system's metrics on one set of pairs.
+
+    Attributes:
+        system: the system's name.
+        n: pairs evaluated.
+        n_questions: distinct questions among them (the bootstrap's clusters).
+        values: metric name -> point value.
+        ci: metric name -> (low, high), percentile 95% CI of the question-clustered bootstrap;
+            (nan, nan) with fewer than 2 questions, where resampling questions says nothing.
+    """
 
     system: str
     n: int
+    n_questions: int
     values: dict[str, float]
     ci: dict[str, tuple[float, float]]
 
 
-def evaluate_predictions(system: str, y_true, y_pred, *, n_boot: int = 1000, seed: int = 0) -> MetricRow:
-    """Point metrics plus percentile bootstrap 95% CIs (pairs resampled with replacement)."""
+def _confusion_metrics(conf: np.ndarray) -> dict[str, np.ndarray]:
+    """METRICS computed from stacked confusion matrices ``conf[..., true, pred]``.
+
+    Matches scikit-learn's macro averaging: the average runs over the labels present in the true or
+    predicted labels of that sample, and an undefined precision/recall/F1 counts as 0.
+    """
+    tp = np.diagonal(conf, axis1=-2, axis2=-1)
+    true_n = conf.sum(axis=-1)
+    pred_n = conf.sum(axis=-2)
+    present = (true_n + pred_n) > 0
+    n_present = present.sum(axis=-1)
+    total = true_n.sum(axis=-1)
+
+    def ratio(num, den):
+        return np.divide(num, den, out=np.zeros(np.broadcast(num, den).shape), where=den > 0)
+
+    def macro(per_label):
+        return (per_label * present).sum(axis=-1) / np.maximum(n_present, 1)
+
+    return {
+        "accuracy": ratio(tp.sum(axis=-1), total),
+        "precision": macro(ratio(tp, pred_n)),
+        "recall": macro(ratio(tp, true_n)),
+        "f1": macro(ratio(2 * tp, true_n + pred_n)),
+    }
+
+
+def evaluate_predictions(system: str, y_true, y_pred, *, groups, n_boot: int = 1000, seed: int = 0) -> MetricRow:
+    """Point metrics plus question-clustered bootstrap 95% CIs.
+
+    Pairs about one question share an answer set and a rater, so they are not independent: resampling
+    pairs would give CIs as if every pair were a new question. Each replicate instead draws questions
+    with replacement and takes all their pairs. It is vectorised: per-question confusion counts are
+    computed once, and a replicate's confusion matrix is their sum weighted by how often each question
+    was drawn.
+
+    Args:
+        system: the system's name for the table.
+        y_true: true labels, one per pair.
+        y_pred: predicted labels, same order.
+        groups: the question id of each pair.
+        n_boot: bootstrap replicates.
+        seed: seed of the replicates.
+
+    Raises:
+        ConfigError: the three sequences differ in length, or ``n_boot < 1``.
+    """
     y_true = np.asarray(y_true, dtype=object).astype(str)
     y_pred = np.asarray(y_pred, dtype=object).astype(str)
+    groups = np.asarray(groups, dtype=object)
+    if not len(y_true) == len(y_pred) == len(groups):
+        raise ConfigError(f"y_true, y_pred and groups must have one entry per pair, got lengths "
+                          f"{len(y_true)}, {len(y_pred)} and {len(groups)}")
+    if n_boot < 1:
+        raise ConfigError(f"'n_boot' must be >= 1, got {n_boot}")
     n = len(y_true)
-    values = {m: fn(y_true, y_pred) for m, fn in METRICS.items()} if n else {m: float("nan") for m in METRICS}
-    ci: dict[str, tuple[float, float]] = {}
-    if n:
-        rng = np.random.default_rng(seed)
-        idx = rng.integers(0, n, size=(n_boot, n))
-        for m, fn in METRICS.items():
-            stats = np.array([fn(y_true[i], y_pred[i]) for i in idx])
-            ci[m] = (float(np.percentile(stats, 2.5)), float(np.percentile(stats, 97.5)))
-    else:
-        ci = {m: (float("nan"), float("nan")) for m in METRICS}
-    return MetricRow(system=system, n=n, values=values, ci=ci)
+    nan_ci = {m: (float("nan"), float("nan")) for m in METRICS}
+    if n == 0:
+        return MetricRow(system=system, n=0, n_questions=0, values={m: float("nan") for m in METRICS}, ci=nan_ci)
+    values = {m: fn(y_true, y_pred) for m, fn in METRICS.items()}
+    _, g = np.unique(groups.astype(str), return_inverse=True)
+    n_q = int(g.max()) + 1
+    if n_q < 2:
+        return MetricRow(system=system, n=n, n_questions=n_q, values=values, ci=nan_ci)
+    labels, yi = np.unique(np.concatenate([y_true, y_pred]), return_inverse=True)
+    k = len(labels)
+    t, p = yi[:n], yi[n:]
+    per_q = np.zeros((n_q, k * k))
+    np.add.at(per_q, (g, t * k + p), 1.0)
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n_q, size=(n_boot, n_q))
+    # how many times each question was drawn in each replicate, as one flat bincount
+    weights = np.bincount((draws + n_q * np.arange(n_boot)[:, None]).ravel(),
+                          minlength=n_boot * n_q).reshape(n_boot, n_q)
+    stats = _confusion_metrics((weights @ per_q).reshape(n_boot, k, k))
+    ci = {m: (float(np.percentile(stats[m], 2.5)), float(np.percentile(stats[m], 97.5))) for m in METRICS}
+    return MetricRow(system=system, n=n, n_questions=n_q, values=values, ci=ci)
 
 
 def longer_answer_wins(n_words_a, n_words_b) -> np.ndarray:

@@ -64,7 +64,7 @@ def test_design_matrix_drops_missing_and_ties_and_excludes_empty_rubrics():
     # a rubric with no values at all is excluded, not zero-filled
     _, items, _ = _setup()
     answers2 = answers_table(items, [CONC, FLU],
-                             {"conciseness": [Score.ok(0.5)] * 5, "fluency": [Score.failed("x")] * 5},
+                             {"conciseness": [Score.ok(0.1 * i) for i in range(5)], "fluency": [Score.failed("x")] * 5},
                              {"conciseness": Provenance("c", "spacy"), "fluency": Provenance("f", "vllm")})
     dm2 = design_matrix(pairs_table(pairs, ["train"] * 3, answers2))
     assert dm2.features == ["conciseness"] and "fluency" in dm2.excluded
@@ -77,8 +77,68 @@ def test_mostly_missing_rubric_is_excluded_not_shrinking_the_data():
     pairs, items, _ = _setup()
     # fluency fails on the 3 answers of p1 and p2 -> missing on 2 of 3 pairs: excluded; conciseness kept
     flu = [Score.failed("no evidence")] * 3 + [Score.ok(2.0)] * 2
-    answers = answers_table(items, [CONC, FLU], {"conciseness": [Score.ok(0.5)] * 5, "fluency": flu},
+    answers = answers_table(items, [CONC, FLU], {"conciseness": [Score.ok(0.1 * i) for i in range(5)], "fluency": flu},
                             {"conciseness": Provenance("c", "spacy"), "fluency": Provenance("f", "vllm")})
     dm = design_matrix(pairs_table(pairs, ["train"] * 3, answers), keep_ties=True)
     assert dm.features == ["conciseness"] and "missing for" in dm.excluded["fluency"]
     assert len(dm.y) == 3 and dm.n_missing_rows == 0
+
+
+def test_tables_record_provenance_in_metadata_and_per_row():
+    from rubric.provenance import provenance_key, table_provenance
+
+    pairs, _, answers = _setup()
+    records = table_provenance(answers)
+    assert records["fluency"] == {"rubric_version": "fluency.geval.v1", "backend": "vllm", "model_id": "smollm2",
+                                  "model_revision": "r", "template_hash": "abc123",
+                                  "rescale": {"kind": "declared", "lo": 1.0, "hi": 3.0}}
+    t = pairs_table(pairs, ["train", "train", "test"], answers)
+    assert table_provenance(t) == records
+    assert t.column("prov_fluency").to_pylist() == [provenance_key(records["fluency"])] * 3
+    assert provenance_key(records["fluency"]) != provenance_key(records["conciseness"])
+
+
+def test_fitted_rescale_is_recorded_with_its_bounds():
+    from rubric.provenance import table_provenance
+    from rubric.rescale import FittedMinMax
+
+    _, items, _ = _setup()
+    conc = [Score.ok(0.1 * (i + 1)) for i in range(len(items))]
+    answers = answers_table(items, [CONC], {"conciseness": conc}, {"conciseness": Provenance("c", "spacy")},
+                            fitted=FittedMinMax({"conciseness": (0.1, 0.5)}))
+    assert table_provenance(answers)["conciseness"]["rescale"] == {"kind": "fitted", "lo": 0.1, "hi": 0.5}
+    assert answers.column("conciseness").to_pylist()[-1] == pytest.approx(5.0)
+
+
+def test_design_matrix_returns_question_ids_and_drops_constant_rubrics(caplog):
+    pairs, items, _ = _setup()
+    answers = answers_table(items, [CONC, FLU], {"conciseness": [Score.ok(0.1 * i) for i in range(5)],
+                                                 "fluency": [Score.ok(2.0)] * 5},
+                            {"conciseness": Provenance("c", "spacy"), "fluency": Provenance("f", "vllm")})
+    t = pairs_table(pairs, ["train"] * 3, answers)
+    with caplog.at_level("WARNING", logger="rubric.features"):
+        dm = design_matrix(t, split="train", keep_ties=True)
+    assert dm.features == ["conciseness"]
+    assert dm.excluded["fluency"] == "constant on the train split (every difference is 0): nothing to learn"
+    assert "fluency" in caplog.text
+    assert list(dm.question_id) == [p.question_id for p in pairs] and dm.question_id[0] == dm.question_id[1]
+    # a model's features are used as given, constant or not
+    assert design_matrix(t, split="train", features=["fluency"]).features == ["fluency"]
+
+
+def test_concat_feature_tables_keeps_every_parts_provenance():
+    from rubric.features import concat_feature_tables
+    from rubric.provenance import table_provenance, table_provenance_index
+
+    pairs, items, answers = _setup()
+    other = answers_table(items, [CONC, FLU], {"conciseness": [Score.ok(0.5)] * 5, "fluency": [Score.ok(2.0)] * 5},
+                          {"conciseness": Provenance("conciseness.lexical_density.v1", "spacy", "en_core_web_md"),
+                           "fluency": Provenance("fluency.geval.v1", "vllm", "smollm2", "r", "abc123")})
+    t1 = pairs_table(pairs, ["train"] * 3, answers)
+    t2 = pairs_table(pairs, ["train"] * 3, other)
+    both = concat_feature_tables([t1, t2])
+    assert both.num_rows == 6 and table_provenance(both) == table_provenance(t1)
+    models = {rec["model_id"] for rec in table_provenance_index(both).values()}
+    assert {"en_core_web_sm", "en_core_web_md"} <= models
+    assert len(set(both.column("prov_conciseness").to_pylist())) == 2
+    assert len(set(both.column("prov_fluency").to_pylist())) == 1

@@ -74,3 +74,104 @@ def test_errors(tmp_path):
     bad.write_text("{}")
     with pytest.raises(InputError, match="not a preference model"):
         PreferenceModel.from_json(bad)
+
+
+PROV = {"rubric_version": "x.v1", "backend": "spacy", "model_id": "m", "model_revision": "r", "template_hash": "",
+        "rescale": {"kind": "declared", "lo": 0.0, "hi": 1.0}}
+
+
+def _saved(tmp_path, **kw):
+    X, y = _data()
+    m = PreferenceModel(feature_names=["x", "y", "z"], **kw).fit(X, y)
+    path = tmp_path / "m.json"
+    m.to_json(path)
+    return path, json.loads(path.read_text())
+
+
+def test_provenance_is_saved_and_loaded(tmp_path):
+    prov = {f: {**PROV, "rubric_version": f"{f}.v1"} for f in ("x", "y", "z")}
+    path, doc = _saved(tmp_path, provenance=prov)
+    assert doc["format"] == "lfqa-rubric.preference-model.v2" and doc["provenance"] == prov
+    assert PreferenceModel.from_json(path).provenance == prov
+
+
+def test_provenance_must_cover_every_feature():
+    X, y = _data()
+    with pytest.raises(ConfigError, match="missing \\['z'\\]"):
+        PreferenceModel(feature_names=["x", "y", "z"], provenance={"x": PROV, "y": PROV}).fit(X, y)
+
+
+def test_v1_file_loads_without_provenance(tmp_path):
+    path, doc = _saved(tmp_path)
+    doc["format"] = "lfqa-rubric.preference-model.v1"
+    del doc["provenance"]
+    path.write_text(json.dumps(doc))
+    m = PreferenceModel.from_json(path)
+    X, _ = _data()
+    assert m.provenance is None and m.predict(X).shape == (len(X),)
+
+
+def _damage(doc, what):
+    if what == "no coef":
+        del doc["coef"]
+    elif what == "coef shape":
+        doc["coef"] = [doc["coef"][0][:2]]
+    elif what == "coef text":
+        doc["coef"][0][1] = "big"
+    elif what == "intercept nan":
+        doc["intercept"] = [float("nan")]
+    elif what == "scaler short":
+        doc["scaler"]["mean"] = doc["scaler"]["mean"][:1]
+    elif what == "features type":
+        doc["features"] = "x,y,z"
+    elif what == "params type":
+        doc["params"]["C"] = "one"
+    elif what == "classes":
+        doc["classes"] = ["a"]
+    elif what == "provenance features":
+        doc["provenance"] = {"x": PROV}
+    elif what == "provenance record":
+        doc["provenance"] = {f: {**PROV, "rescale": {"kind": "guessed", "lo": 0, "hi": 1}} for f in "xyz"}
+    elif what == "no provenance key":
+        del doc["provenance"]
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("what,msg", [
+    ("no coef", "missing key 'coef'"),
+    ("coef shape", "'coef' must have shape (1, 3)"),
+    ("coef text", "finite numbers, got 'big'"),
+    ("intercept nan", "'intercept' must hold finite numbers"),
+    ("scaler short", "'scaler.mean' must have shape (3,)"),
+    ("features type", "'features' must be a list"),
+    ("params type", "'params.C' has the wrong type"),
+    ("classes", "'classes' must list at least two labels"),
+    ("provenance features", "one record per feature"),
+    ("provenance record", "'rescale' must be an object with 'kind'"),
+    ("no provenance key", "missing key 'provenance'"),
+])
+def test_damaged_model_file_is_one_input_error_naming_file_and_fault(tmp_path, what, msg):
+    path, doc = _saved(tmp_path, provenance={f: PROV for f in "xyz"})
+    path.write_text(_damage(doc, what))
+    with pytest.raises(InputError) as e:
+        PreferenceModel.from_json(path)
+    assert str(path) in str(e.value) and msg in str(e.value)
+
+
+@pytest.mark.parametrize("text,msg", [
+    ('{"format": "lfqa-rubric.preference-model.v2", "params": {"C": 1', "not valid JSON (truncated?)"),
+    ('[1, 2, 3]', "the top level is a list"),
+    ('"model"', "the top level is a str"),
+    ('{"format": "something else"}', "not a preference model"),
+])
+def test_unreadable_model_file(tmp_path, text, msg):
+    path = tmp_path / "m.json"
+    path.write_text(text)
+    with pytest.raises(InputError) as e:
+        PreferenceModel.from_json(path)
+    assert str(path) in str(e.value) and msg in str(e.value)
+
+
+def test_missing_model_file(tmp_path):
+    with pytest.raises(InputError, match="cannot read preference model"):
+        PreferenceModel.from_json(tmp_path / "absent.json")
