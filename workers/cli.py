@@ -105,7 +105,7 @@ def _fit(args) -> int:
     model.to_json(args.out, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
                   excluded=dm.excluded, n_missing_rows=dm.n_missing_rows)
     if dm.excluded:
-        log.warning("rubrics left out (no values): %s", dm.excluded)
+        log.warning("rubrics left out: %s", dm.excluded)
     log.info("fitted on %d %s pairs (%d ties dropped, %d with a missing rubric) -> %s", len(dm.y), args.split,
              dm.n_ties_dropped, dm.n_missing_rows, args.out)
     return 0
@@ -117,7 +117,9 @@ def _evaluate(args) -> int:
 
     model = PreferenceModel.from_json(args.model)
     pairs = read_pairs(args.outdir)
-    ev = evaluate_model(model, pairs, split=args.split, n_boot=args.n_boot)
+    # _demo builds its own Namespace without the flag, hence the default
+    allow = bool(getattr(args, "allow_provenance_mismatch", False))
+    ev = evaluate_model(model, pairs, split=args.split, n_boot=args.n_boot, allow_provenance_mismatch=allow)
     report = Path(args.report) if args.report else Path(args.outdir) / f"report_{args.split}.md"
     text = write_report(ev, model, report)
     sys.stdout.write(text + "\n")
@@ -248,7 +250,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--model", required=True)
     e.add_argument("--split", default="test", choices=("train", "dev", "test", "all"))
     e.add_argument("--report", default=None, help="Markdown path (default OUTDIR/report_<split>.md)")
-    e.add_argument("--n-boot", type=int, default=1000)
+    e.add_argument("--n-boot", type=int, default=1000, help="question-clustered bootstrap replicates")
+    e.add_argument("--allow-provenance-mismatch", action="store_true",
+                   help="evaluate even if the table's rubrics were made differently from the model's "
+                        "(the report lists every difference)")
     e.set_defaults(func=_evaluate)
 
     x = sub.add_parser("export", help="export a feature table to Parquet/CSV/JSONL")
