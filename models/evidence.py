@@ -8,6 +8,7 @@ neither re-ranks nor pays for searches again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -87,8 +88,9 @@ def _check_k(k: int) -> None:
         raise ConfigError(f"'k' must be >= 1, got {k}")
 
 
-def _bm25(tokenized: list[list[str]]) -> Any:
-    """``rank_bm25.BM25Okapi`` with Lucene's IDF, ``log(1 + (N - df + 0.5) / (df + 0.5))``.
+@functools.cache
+def _bm25_class() -> type:
+    """``rank_bm25.BM25Okapi`` with Lucene's IDF, ``log(1 + (N - df + 0.5) / (df + 0.5))``, imported once.
 
     Okapi's own IDF, ``log((N - df + 0.5) / (df + 0.5))``, is zero or negative for a term in half
     the documents or more; rank_bm25 floors it at a fraction of the *average* IDF, which is itself
@@ -96,11 +98,17 @@ def _bm25(tokenized: list[list[str]]) -> Any:
     lower a passage's score. Lucene's IDF (also Pyserini's and Elasticsearch's) is always positive:
     a passage scores > 0 exactly when it shares a term with the query, and on large corpora the
     ranking is the same as Okapi's.
+
+    Evidence sources call this in their constructors, so a missing ``rank_bm25`` fails the
+    factuality backend when it is built, never once per answer.
+
+    Raises:
+        BackendUnavailableError: rank_bm25 is not installed.
     """
     try:
         from rank_bm25 import BM25Okapi
     except ImportError as e:
-        raise BackendUnavailableError("BM25 evidence needs rank-bm25: pip install rank-bm25 "
+        raise BackendUnavailableError("BM25 evidence needs rank_bm25: pip install rank-bm25 "
                                       "(it is in the [cpu] extra)") from e
 
     class LuceneIdfBM25(BM25Okapi):
@@ -109,7 +117,12 @@ def _bm25(tokenized: list[list[str]]) -> Any:
                 self.idf[word] = math.log(1.0 + (self.corpus_size - df + 0.5) / (df + 0.5))
             self.average_idf = sum(self.idf.values()) / len(self.idf) if self.idf else 0.0
 
-    return LuceneIdfBM25(tokenized)
+    return LuceneIdfBM25
+
+
+def _bm25(tokenized: list[list[str]]) -> Any:
+    """A BM25 index (Lucene IDF, see :func:`_bm25_class`) over tokenised passages."""
+    return _bm25_class()(tokenized)
 
 
 def _top_k(scores: Sequence[float], k: int) -> list[int]:
@@ -171,6 +184,10 @@ class AttachedDocs:
 
     Args:
         passage_words: longest passage, in words.
+
+    Raises:
+        ConfigError: ``passage_words`` < 1.
+        BackendUnavailableError: rank_bm25 is not installed.
     """
 
     name = "attached"
@@ -178,6 +195,7 @@ class AttachedDocs:
     def __init__(self, *, passage_words: int = 120) -> None:
         if passage_words < 1:
             raise ConfigError(f"'passage_words' must be >= 1, got {passage_words}")
+        _bm25_class()  # fail now, not on the first answer, when rank_bm25 is missing
         self.passage_words = passage_words
 
     def retrieve(self, claims: Sequence[str], item: AnswerItem, k: int) -> list[list[str]]:
@@ -199,10 +217,16 @@ class BM25Corpus:
         ids: their ids (default: their positions), for logs.
         fingerprint: identifies the corpus in cache keys (default: a hash of the texts).
         cache_dir: where retrieval results are cached; None for no disk cache.
+
+    Raises:
+        BackendUnavailableError: rank_bm25 is not installed.
+        InputError: no document has a word in it.
+        ConfigError: ``ids`` and ``texts`` differ in length.
     """
 
     def __init__(self, texts: Sequence[str], *, ids: Sequence[str] | None = None, fingerprint: str | None = None,
                  cache_dir: str | Path | None = None) -> None:
+        _bm25_class()  # before any work on the texts: rank_bm25 missing is a setup error
         if not texts:
             raise InputError("a BM25 corpus needs at least one document")
         if ids is not None and len(ids) != len(texts):
@@ -236,9 +260,11 @@ class BM25Corpus:
             cache_dir: where retrieval results are cached; None for no disk cache.
 
         Raises:
+            BackendUnavailableError: rank_bm25 is not installed (checked before the file is read).
             InputError: the file is missing, unreadable, of an unknown type, lacks ``text_field``, or
                 holds no usable document.
         """
+        _bm25_class()  # before reading a possibly large corpus
         path = Path(path)
         if not path.is_file():
             raise InputError(f"corpus file {str(path)!r} does not exist")

@@ -243,8 +243,8 @@ class FactualityScorer:
         claims = [c for c, _ in w.claims]
         try:
             ev = self.evidence.retrieve(claims, item, self.k)
-        except EngineError:
-            raise  # a dead search backend stops the run
+        except (EngineError, BackendUnavailableError):
+            raise  # a dead search backend or a missing package stops the run; neither is about this row
         except Exception as e:  # noqa: BLE001 - one answer's retrieval failure is recorded on its row
             log.warning("evidence retrieval failed for %s: %s", item.answer_id, e, exc_info=True)
             w.error = f"evidence retrieval failed: {type(e).__name__}: {e}"

@@ -15,14 +15,18 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout without installing
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run from a checkout without installing
 
 RUBRICS = "coherence,relevance,fluency,completeness,use_of_examples"
+#: The benchmark data beside the checkout (``../shared/data``), as for the other bench scripts.
+DEFAULT_DATA = REPO.parent / "shared" / "data" / "WEBGLM_50.json"
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default="/work/shared/data/WEBGLM_50.json", help="WebGLM-style JSON file")
+    ap.add_argument("--data", type=Path, default=None,
+                    help="WebGLM-style JSON file (default: ../shared/data/WEBGLM_50.json beside the checkout)")
     ap.add_argument("--questions", type=int, default=4, help="first N questions (3 answers -> 3 pairs each)")
     ap.add_argument("--batch-size", type=int, default=32, help="answers per score_batch call in (b)")
     ap.add_argument("--profile", default="cpu", choices=("cpu", "gpu"))
@@ -30,6 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-context", type=int, default=None, help="prompt limit (default: the profile's)")
     ap.add_argument("--skip-reference", action="store_true", help="do not run (a) (slow on a GPU-sized model)")
     args = ap.parse_args(argv)
+    if args.data is None:
+        if not DEFAULT_DATA.is_file():
+            ap.error(f"no --data given and the default benchmark file {DEFAULT_DATA} is absent; "
+                     "pass --data PATH to a WebGLM-style JSON file")
+        args.data = DEFAULT_DATA
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     log = logging.getLogger("bench_llm")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rubric.errors import BackendUnavailableError
 
-__all__ = ["GGUF_NAME", "PACKAGE", "cache_root", "gguf_path", "smollm2_folder"]
+__all__ = ["GGUF_NAME", "PACKAGE", "cache_root", "converted_folder", "gguf_path", "smollm2_folder"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,16 @@ def cache_root() -> Path:
         return Path(env).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "lfqa-rubric" / "models"
+
+
+def converted_folder(root: Path | None = None) -> Path | None:
+    """The converted HF folder if a finished conversion is in the cache, else None; never converts.
+
+    Args:
+        root: cache directory; default ``cache_root()``.
+    """
+    target = (Path(root) if root is not None else cache_root()) / FOLDER_NAME
+    return target if (target / _DONE).is_file() else None
 
 
 def gguf_path() -> Path:
@@ -75,7 +85,7 @@ def smollm2_folder(root: Path | None = None) -> Path:
     """
     root = Path(root) if root is not None else cache_root()
     target = root / FOLDER_NAME
-    if (target / _DONE).is_file():
+    if converted_folder(root) is not None:
         return target
     src = gguf_path()
     try:
