@@ -25,6 +25,8 @@ def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--max-answer-chars", type=int, default=50_000,
                    help="answers longer than this are rejected with a reason")
+    p.add_argument("--max-question-chars", type=int, default=20_000,
+                   help="questions longer than this are rejected with a reason")
     p.add_argument("--seed", type=int, default=0, help="seed for the splits and graded-pair sampling")
     p.add_argument("--llm-backend", choices=("vllm", "transformers"), default="vllm")
     p.add_argument("--llm-profile", default="cpu", help="model profile for the LLM rubrics (cpu, gpu)")
@@ -49,6 +51,7 @@ def scoring_config(args):
     from rubric.config import ScoringConfig
 
     return ScoringConfig(batch_size=args.batch_size, max_answer_chars=args.max_answer_chars,
+                         max_question_chars=args.max_question_chars,
                          languagetool_url=args.languagetool_url or os.environ.get("LANGUAGETOOL_URL"),
                          llm_profile=args.llm_profile, llm_backend=args.llm_backend, llm_model=args.llm_model,
                          llm_layout=args.llm_layout, rescale=args.rescale, specificity_model=args.specificity_model,
@@ -59,7 +62,7 @@ def scoring_config(args):
 def reader_options(args) -> dict:
     from rubric.readers import parse_mapping
 
-    opts: dict = {"max_answer_chars": args.max_answer_chars}
+    opts: dict = {"max_answer_chars": args.max_answer_chars, "max_question_chars": args.max_question_chars}
     if args.format == "graded":
         opts.update(max_pairs_per_question=args.max_pairs_per_question, seed=args.seed,
                     include_references=args.include_references)
@@ -178,16 +181,21 @@ def _lfq(args) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from models.backends import check_backends
     from models.llm.lfq import classify_questions
     from models.llm.scorer import build_engine
+    from rubric.geval import LFQ_FILTER_VERSION
     from rubric.readers import read_input
+
+    config = scoring_config(args)
+    check_backends([], config, backends=["llm"])  # a missing engine package stops here, before reading
     read = read_input(args.input, args.format, **reader_options(args))
     questions: dict[str, str] = {}
     n_pairs: dict[str, int] = {}
     for p in read.pairs:
         questions.setdefault(p.question_id, p.question)
         n_pairs[p.question_id] = n_pairs.get(p.question_id, 0) + 1
-    engine = build_engine(scoring_config(args))
+    engine = build_engine(config)
     qids = list(questions)
     decisions = classify_questions(engine, [questions[q] for q in qids])
     table = pa.table({
@@ -195,7 +203,7 @@ def _lfq(args) -> int:
         "is_lfq": [d.is_lfq for d in decisions], "p_yes": [d.p_yes for d in decisions],
         "log_score": [d.log_score for d in decisions], "confident": [d.confident for d in decisions],
         "error": [d.error for d in decisions],
-        "model": [engine.model_id] * len(qids), "template": ["lfq_filter.fewshot.v1"] * len(qids),
+        "model": [engine.model_id] * len(qids), "template": [LFQ_FILTER_VERSION] * len(qids),
     })
     pq.write_table(table, args.out)
     kept = sum(1 for d in decisions if d.is_lfq and d.confident)
@@ -290,7 +298,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (RubricError, OSError) as e:
-        sys.stderr.write(f"lfqa-rubric: error: {e}\n")
+        # One line, whatever the message holds (a list of problems, a library's multi-line text),
+        # so the error is what the user sees last and a log grep finds it whole.
+        text = "; ".join(line.strip() for line in str(e).splitlines() if line.strip()) or type(e).__name__
+        sys.stderr.write(f"lfqa-rubric: error: {text}\n")
         return 2
 
 
