@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from rubric.errors import ConfigError, InputError, ProvenanceError
-from rubric.features import DesignMatrix, concat_feature_tables, design_matrix
+from rubric.features import DesignMatrix, design_matrix
 from rubric.metrics import MetricRow, always_a, evaluate_predictions, longer_answer_wins
 from rubric.preference import PreferenceModel
 from rubric.provenance import (provenance_differences, require_uniform_provenance, table_provenance,
@@ -28,43 +28,24 @@ log = logging.getLogger(__name__)
 
 
 def read_output_table(out_dir: str | Path, table: str = "pairs") -> pa.Table:
-    """Read a ``score`` output table, from either layout, with a clear message when absent or broken.
+    """Read a ``score`` output table (``OUT/<table>.parquet``), with one clear message when absent or broken.
 
-    The single-process path writes ``OUT/<table>.parquet``; a Ray job writes one folder per shard
-    plus ``OUT/summary.json``, whose complete shards are concatenated here in shard order (keeping
-    every shard's provenance records, so a mix of differently-made shards can be described).
+    Both job paths (single process and Ray) write the same layout: one table per job.
     """
-    import json
-
     import pyarrow.parquet as pq
 
     out = Path(out_dir)
-    single = out / f"{table}.parquet"
-    if single.is_file():
-        paths = [single]
-    elif (out / "summary.json").is_file():
-        try:
-            summary = json.loads((out / "summary.json").read_text())
-            names = [n for n, v in summary["per_shard"].items() if v["status"] != "failed"]
-        except (OSError, ValueError, KeyError, AttributeError) as e:
-            raise InputError(f"{out / 'summary.json'} is not a job summary: {e}") from None
-        paths = [out / n / f"{table}.parquet" for n in names]
-        missing = [str(p) for p in paths if not p.is_file()]
-        if missing:
-            raise InputError(f"missing shard tables: {', '.join(missing[:5])}")
-        if not paths:
-            raise InputError(f"{out} has no complete shards")
-    else:
-        raise InputError(f"{single} not found: run 'lfqa-rubric score ... --out {out_dir}' first")
+    path = out / f"{table}.parquet"
+    if not path.is_file():
+        raise InputError(f"{path} not found: run 'lfqa-rubric score ... --out {out_dir}' first")
     try:
-        tables = [pq.read_table(p) for p in paths]
+        return pq.read_table(path)
     except Exception as e:  # pyarrow raises several types for a damaged file
-        raise InputError(f"cannot read {table} table under {out}: {e}") from None
-    return concat_feature_tables(tables)
+        raise InputError(f"cannot read {path} (damaged or not Parquet): {e}") from None
 
 
 def read_pairs(out_dir: str | Path) -> pa.Table:
-    """The pairs table of a ``score`` output folder (either layout)."""
+    """The pairs table of a ``score`` output folder."""
     return read_output_table(out_dir, "pairs")
 
 

@@ -4,9 +4,10 @@
         --max-pairs-per-question 10 --rubrics conciseness,grammar --text-actors 1,2
 
 Shards are cut from a graded file (default ``../shared/data/TREC-DL-NF.json``). The single-process
-column runs ``workers.local.run_score_job`` once per shard, as a user without Ray would; each Ray row
-runs ``workers.ray_pipeline.run_ray_job`` over all shards into a fresh folder, on one local Ray whose
-start-up time is reported on its own. Outputs are checked to be identical before timings are printed.
+row runs ``workers.job.run_job`` over all shards; each Ray row runs ``workers.ray_pipeline.run_ray_job``
+over the same shards into a fresh folder, on one local Ray whose start-up time is reported on its
+own. Both are one job (scored, then assembled once); the tables are checked to be identical before
+timings are printed.
 
 ``--prompt-tokens`` instead counts the prompt tokens the LLM rubrics send per unique answer (both
 prompt layouts, chat template applied, and the prefix the answer-first prompts share) - the inputs of
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from rubric.config import ScoringConfig
     from rubric.specs import resolve_rubrics
-    from workers.local import run_score_job
+    from workers.job import run_job
     from workers.ray_pipeline import PoolConfig, init_local_ray, run_ray_job
 
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
@@ -75,11 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             shards.append(path)
 
         t0 = time.perf_counter()
-        answers = 0
-        for s in shards:
-            m = run_score_job(s, "graded", specs, tmp / "local" / s.stem, config=config, reader_options=options,
-                              progress=False)
-            answers += m["counts"]["unique_answers"]
+        m = run_job(shards, "graded", specs, tmp / "local", config=config, reader_options=options, progress=False)
+        answers = m["job"]["answers_scored_now"]
         single = time.perf_counter() - t0
         rows.append(("single process", "-", single, answers / single, 1.0))
 
@@ -90,15 +88,14 @@ def main(argv: list[str] | None = None) -> int:
             for n in (int(x) for x in args.text_actors.split(",")):
                 out = tmp / f"ray{n}"
                 t0 = time.perf_counter()
-                summary = run_ray_job([tmp / "in"], "graded", specs, out, config=config, reader_options=options,
-                                      pools={"text": PoolConfig(size=n, num_cpus=0.5)}, progress=False)
+                got = run_ray_job([tmp / "in"], "graded", specs, out, config=config, reader_options=options,
+                                  pools={"text": PoolConfig(size=n, num_cpus=0.5)}, progress=False)
                 wall = time.perf_counter() - t0
-                if summary["answers_out"] != answers:
-                    raise SystemExit(f"Ray scored {summary['answers_out']} answers, single process {answers}")
-                for s in shards:
-                    for name in ("answers.parquet", "pairs.parquet"):
-                        if not pq.read_table(out / s.stem / name).equals(pq.read_table(tmp / "local" / s.stem / name)):
-                            raise SystemExit(f"{s.stem}/{name} differs between Ray and the single process")
+                if got["job"]["answers_scored_now"] != answers:
+                    raise SystemExit(f"Ray scored {got['job']['answers_scored_now']} answers, single process {answers}")
+                for name in ("answers.parquet", "pairs.parquet"):
+                    if not pq.read_table(out / name).equals(pq.read_table(tmp / "local" / name)):
+                        raise SystemExit(f"{name} differs between Ray and the single process")
                 rows.append((f"local Ray, {n} text actor(s)", f"{ray_init:.1f}", wall, answers / wall, wall / single))
         finally:
             ray.shutdown()

@@ -4,8 +4,11 @@
         --rubrics conciseness,grammar,coherence --out /shared/out
 
 Inputs are shard files, directories of shards, globs, or pyarrow filesystem URIs (s3://, gs://).
-One output folder per shard under --out plus summary.json; a re-run skips finished shards.
-Exit status: 0 when every shard is complete, 1 when a shard could not be read, 2 on a usage error.
+Shards are scored on Ray; the job is then assembled once (splits over the whole job, rescaling
+fitted once) into the same --out layout as `lfqa-rubric score`: answers.parquet, pairs.parquet,
+rejects.jsonl, manifest.json, with per-shard raw scores under OUT/scores/ for resume.
+Exit status: 0 when the tables were written, 2 when they were not (an input could not be read,
+a usage error, a missing backend); the message names the cause.
 """
 
 from __future__ import annotations
@@ -50,14 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     from workers.ray_pipeline import config_for_pools, pools_from_args, run_ray_job
 
     try:
-        summary = run_ray_job(args.inputs, args.format, resolve_rubrics(args.rubrics), args.out,
-                              config=config_for_pools(scoring_config(args), args), reader_options=reader_options(args),
-                              seed=args.seed, pools=pools_from_args(args), address=args.address,
-                              global_dedupe=args.global_dedupe, progress=not args.quiet)
-    except RubricError as e:
+        run_ray_job(args.inputs, args.format, resolve_rubrics(args.rubrics), args.out,
+                    config=config_for_pools(scoring_config(args), args), reader_options=reader_options(args),
+                    seed=args.seed, pools=pools_from_args(args), address=args.address,
+                    global_dedupe=args.global_dedupe, progress=not args.quiet)
+    except (RubricError, OSError) as e:
         sys.stderr.write(f"run_job: error: {e}\n")
         return 2
-    return 1 if summary["shards_failed"] else 0
+    return 0
 
 
 if __name__ == "__main__":

@@ -17,23 +17,22 @@ import json
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
 from rubric.records import AnswerItem
-from rubric.scoring import Provenance, Score
 from rubric.specs import RUBRICS
+from workers.store import encode_provenance, encode_score
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["ScorerActor", "score_column", "provenance_column", "decode_score",
-           "decode_provenance", "encode_score"]
+__all__ = ["ScorerActor", "score_column", "provenance_column"]
 
 log = logging.getLogger(__name__)
+
 
 def score_column(rubric: str) -> str:
     return f"score__{rubric}"
@@ -41,19 +40,6 @@ def score_column(rubric: str) -> str:
 
 def provenance_column(rubric: str) -> str:
     return f"prov__{rubric}"
-
-
-def encode_score(s: Score) -> str:
-    return json.dumps({"raw": s.raw, "error": s.error, "extras": dict(s.extras)}, ensure_ascii=False)
-
-
-def decode_score(text: str) -> Score:
-    d = json.loads(text)
-    return Score(raw=d["raw"], error=d["error"], extras=d["extras"])
-
-
-def decode_provenance(text: str) -> Provenance:
-    return Provenance(**json.loads(text))
 
 
 class ScorerActor:
@@ -80,7 +66,7 @@ class ScorerActor:
         self._fault_marker = fault_marker
         self._drop = list(drop_columns)
         self._scorers = build_scorers(self._specs, config)
-        self._provenance = {s.name: json.dumps(asdict(sc.provenance(s.name)))
+        self._provenance = {s.name: encode_provenance(sc.provenance(s.name))
                             for sc in self._scorers for s in sc.specs}
         log.info("scorer actor pid %d ready for %s", os.getpid(), ", ".join(versions))
 

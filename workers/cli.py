@@ -77,25 +77,19 @@ def reader_options(args) -> dict:
 
 def _score(args) -> int:
     from rubric.specs import resolve_rubrics
-    from workers.local import run_score_job
 
-    path = Path(args.input)
-    if not path.exists():
-        raise RubricError(f"input {path} does not exist")
     specs = resolve_rubrics(args.rubrics)
     if getattr(args, "ray", False):
         from workers.ray_pipeline import config_for_pools, pools_from_args, run_ray_job
 
-        summary = run_ray_job([args.input], args.format, specs, args.out,
-                              config=config_for_pools(scoring_config(args), args),
-                              reader_options=reader_options(args), seed=args.seed, pools=pools_from_args(args),
-                              address=args.address, global_dedupe=args.global_dedupe, progress=not args.quiet)
-        return 1 if summary["shards_failed"] else 0
-    manifest = run_score_job(path, args.format, specs, args.out, config=scoring_config(args),
-                             reader_options=reader_options(args), seed=args.seed, progress=not args.quiet)
-    c = manifest["counts"]
-    log.info("wrote %s: %d rows in, %d pairs, %d rejected, %d unique answers; errors by rubric: %s",
-             args.out, c["rows_in"], c["pairs"], c["rejected"], c["unique_answers"], c["errors_by_rubric"])
+        run_ray_job(args.inputs, args.format, specs, args.out, config=config_for_pools(scoring_config(args), args),
+                    reader_options=reader_options(args), seed=args.seed, pools=pools_from_args(args),
+                    address=args.address, global_dedupe=args.global_dedupe, progress=not args.quiet)
+        return 0
+    from workers.job import run_job
+
+    run_job(args.inputs, args.format, specs, args.out, config=scoring_config(args),
+            reader_options=reader_options(args), seed=args.seed, progress=not args.quiet)
     return 0
 
 
@@ -161,7 +155,7 @@ def _demo(args) -> int:
     out = Path(args.out)
     with resources.as_file(data / "sample_pairs.jsonl") as path, \
             resources.as_file(data / "sample_corpus.jsonl") as corpus:
-        ns = argparse.Namespace(**{**vars(args), "input": str(path), "format": "lfqa-hp", "out": str(out),
+        ns = argparse.Namespace(**{**vars(args), "inputs": [str(path)], "format": "lfqa-hp", "out": str(out),
                                    "map": None, "labels": None, "max_pairs_per_question": 50,
                                    "include_references": False,
                                    "factuality_corpus": args.factuality_corpus or str(corpus),
@@ -230,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     s = sub.add_parser("score", help="score answers and write feature tables")
-    s.add_argument("input")
+    s.add_argument("inputs", nargs="+", help="input files, folders of files, globs or URIs (one job, one set of tables)")
     s.add_argument("--format", required=True, choices=FORMATS)
     s.add_argument("--out", required=True)
     s.add_argument("--map", default=None, help="column mapping for jsonl/parquet/csv: question=q,answer_a=...")

@@ -1,43 +1,27 @@
-"""The Ray Data pipeline: shards -> unique answers -> actor pools -> one output folder per shard.
+"""The Ray score step: pending shards -> unique answers -> actor pools -> each shard's score store.
 
-One input file is one shard. For every shard that has no complete output yet::
+The job itself (resume, assembly, outputs) is :mod:`workers.job`, the same as the single-process
+path; only scoring is distributed here::
 
-    read the shard (rubric.readers) -> explode unique answers (rubric.records.explode)
-      -> map_batches over one fixed-size ScorerActor pool per resource
-         (text, classifier, factuality, llm)
-      -> the driver collects each shard's scores (every answer row carries shard + input index)
-      -> rubric.features tables + splits, written by workers.local.write_outputs into OUT/<stem>/
+    read tasks (one per shard: rubric.readers -> rubric.records.explode, rows carry shard + index)
+      -> [optional: group by answer_id, so an answer shared by shards is scored once]
+      -> map_batches over one fixed-size ScorerActor pool per resource (text, classifier, factuality, llm)
+      -> the driver collects each shard's rows and writes them to its ShardStore when complete
 
-A shard is written as soon as its last answer comes back, so a killed job loses at most the shards
-in flight. ``manifest.json`` is written last (temp file + rename); a re-run skips a shard whose
-manifest exists, names the same input, format, options, seed and rubric versions, and whose table
-row counts match it (:func:`completed_manifest`).
-
-Differences from the single-process path, by design:
-
-- Deduplication and the train/dev/test split are per shard: the same answer in two shards is
-  scored twice (unless ``global_dedupe``), and splits keep questions together only inside a shard.
-  Put all pairs of a question in one shard, or merge the outputs and re-split.
-- The driver reads each shard twice (in a read task, and again when writing), so that it never
-  holds more than the shards in flight; readers are deterministic, and the answer ids that come
-  back are checked against the re-read.
-
-No scoring logic lives here: actors call ``models.backends.build_scorers`` and
-``workers.local.score_items``; tables come from ``rubric.features`` via ``workers.local.write_outputs``.
+A shard's store is finished as soon as its last answer comes back, so a killed job loses at most
+the shards in flight. No scoring logic lives here: actors call ``models.backends.build_scorers``
+and ``workers.local.score_items``.
 """
 
 from __future__ import annotations
 
-import glob
 import json
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import time
 import warnings
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -45,22 +29,18 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError, RubricError
-from rubric.readers import ReadResult, read_input
-from rubric.records import AnswerItem, explode
-from rubric.scoring import Provenance, Score
+from rubric.records import explode
+from rubric.scoring import Score
 from rubric.specs import RubricSpec
-from workers.actors import (ScorerActor, decode_provenance, decode_score, provenance_column,
-                            score_column)
-from workers.local import ScoreRun, atomic_write_bytes, write_outputs
+from workers.actors import ScorerActor, provenance_column, score_column
+from workers.job import PendingShard, StepResult, run_job
+from workers.shards import read_shard
+from workers.store import decode_provenance, decode_score
 
-__all__ = ["PoolConfig", "DEFAULT_POOLS", "SHARD_EXTENSIONS", "pool_of_backend", "list_shards", "shard_name",
-           "read_shard", "completed_manifest", "init_local_ray", "run_ray_job", "add_ray_arguments",
-           "pools_from_args", "config_for_pools", "read_job_table"]
+__all__ = ["PoolConfig", "DEFAULT_POOLS", "pool_of_backend", "init_local_ray", "ray_step", "run_ray_job",
+           "add_ray_arguments", "pools_from_args", "config_for_pools"]
 
 log = logging.getLogger(__name__)
-
-#: File extensions taken as shards when an input is a directory.
-SHARD_EXTENSIONS: tuple[str, ...] = (".jsonl", ".json", ".parquet", ".csv")
 
 _TEXT_BACKENDS = frozenset({"spacy", "harper", "languagetool"})
 _TEXT_COLUMNS = ("question", "answer", "docs")
@@ -127,147 +107,6 @@ def pool_of_backend(backend: str) -> str:
     if backend in _TEXT_BACKENDS:
         return "text"
     return "classifier"
-
-
-# ---------------------------------------------------------------------------------------------
-# Shards: discovery, reading, completed outputs
-# ---------------------------------------------------------------------------------------------
-
-
-def _is_uri(s: str) -> bool:
-    return "://" in s
-
-
-def list_shards(inputs: Sequence[str | Path]) -> list[str]:
-    """Expand inputs into shard paths: files, directories (their shard files), globs, or URIs.
-
-    A URI is anything pyarrow's ``FileSystem.from_uri`` understands (``s3://``, ``gs://``,
-    ``file://``, ...); a URI naming a directory lists its shard files (not recursively).
-
-    Raises:
-        InputError: an input matches nothing, or two shards would share an output folder name.
-    """
-    shards: list[str] = []
-    for raw in inputs:
-        s = str(raw)
-        if _is_uri(s):
-            found = _list_uri(s)
-        elif Path(s).is_dir():
-            found = sorted(str(p) for p in Path(s).iterdir() if p.is_file() and p.suffix.lower() in SHARD_EXTENSIONS)
-        elif any(c in s for c in "*?["):
-            found = sorted(p for p in glob.glob(s) if Path(p).is_file())
-        elif Path(s).is_file():
-            found = [s]
-        else:
-            raise InputError(f"input {s!r} does not exist")
-        if not found:
-            raise InputError(f"input {s!r} holds no shard files ({', '.join(SHARD_EXTENSIONS)})")
-        shards.extend(found)
-    names: dict[str, str] = {}
-    for sh in shards:
-        name = shard_name(sh)
-        if name in names:
-            raise InputError(f"shards {names[name]!r} and {sh!r} would both write to output folder {name!r}; "
-                             "rename one")
-        names[name] = sh
-    return shards
-
-
-def _list_uri(uri: str) -> list[str]:
-    import pyarrow.fs as pafs
-
-    fs, path = pafs.FileSystem.from_uri(uri)
-    info = fs.get_file_info(path)
-    if info.type == pafs.FileType.NotFound:
-        raise InputError(f"input {uri!r} does not exist")
-    if info.type == pafs.FileType.File:
-        return [uri]
-    scheme = uri.split("://", 1)[0]
-    entries = fs.get_file_info(pafs.FileSelector(path, recursive=False))
-    return sorted(f"{scheme}://{e.path}" for e in entries
-                  if e.type == pafs.FileType.File and Path(e.path).suffix.lower() in SHARD_EXTENSIONS)
-
-
-def shard_name(shard: str) -> str:
-    """The output folder of a shard: its file name without the extension."""
-    return Path(shard.split("://", 1)[-1]).stem
-
-
-def read_shard(shard: str, fmt: str, options: Mapping[str, Any]) -> ReadResult:
-    """Read one shard with ``rubric.readers``; a URI is copied to a local temp file first.
-
-    The returned ``source_file`` (and each reject's) is the shard as given, not the temp copy.
-    """
-    if not _is_uri(shard):
-        return read_input(shard, fmt, **options)
-    import pyarrow.fs as pafs
-
-    fs, path = pafs.FileSystem.from_uri(shard)
-    with tempfile.TemporaryDirectory(prefix="lfqa-shard-") as tmp:
-        # keep the file name: readers derive the extension and (graded) the source from it
-        local = Path(tmp) / Path(path).name
-        try:
-            with fs.open_input_stream(path) as src, local.open("wb") as dst:
-                shutil.copyfileobj(src, dst, length=1 << 20)
-        except OSError as e:
-            raise InputError(f"cannot read {shard!r}: {e}") from e
-        read = read_input(local, fmt, **options)
-    rejects = [replace(r, source_file=shard) for r in read.rejects]
-    return replace(read, rejects=rejects, source_file=shard)
-
-
-def _inputs_record(shard: str, fmt: str, options: Mapping[str, Any]) -> dict:
-    # exactly what workers.local.run_score_job records, so one validator serves both
-    return {"path": shard, "format": fmt, "options": dict(options)}
-
-
-def _normalised(obj: Any) -> Any:
-    return json.loads(json.dumps(obj, default=str, sort_keys=True))
-
-
-def _count_lines(path: Path) -> int:
-    with path.open("rb") as f:
-        return sum(1 for line in f if line.strip())
-
-
-def completed_manifest(shard_dir: Path, *, inputs: dict, specs: Sequence[RubricSpec], seed: int) -> dict | None:
-    """The manifest of a complete, matching shard output, or None if the shard must be (re)scored.
-
-    Complete means: ``manifest.json`` parses; it records the same inputs (path, format, options),
-    split seed and rubric versions; and answers.parquet, pairs.parquet and rejects.jsonl hold the
-    row counts it states.
-    """
-    import pyarrow.parquet as pq
-
-    path = shard_dir / "manifest.json"
-    if not path.is_file():
-        return None
-    try:
-        manifest = json.loads(path.read_text())
-        counts = manifest["counts"]
-        why = None
-        if _normalised(manifest["inputs"]) != _normalised(inputs):
-            why = "it was made from other inputs or options"
-        elif manifest.get("split_seed") != seed:
-            why = f"its split seed is {manifest.get('split_seed')}"
-        elif {n: r.get("rubric_version") for n, r in manifest["rubrics"].items()} != \
-                {s.name: s.version for s in specs}:
-            why = "it has other rubric versions"
-        elif pq.ParquetFile(shard_dir / "answers.parquet").metadata.num_rows != counts["unique_answers"]:
-            why = "answers.parquet row count differs from the manifest"
-        elif pq.ParquetFile(shard_dir / "pairs.parquet").metadata.num_rows != counts["pairs"]:
-            why = "pairs.parquet row count differs from the manifest"
-        elif _count_lines(shard_dir / "rejects.jsonl") != counts["rejected"]:
-            why = "rejects.jsonl line count differs from the manifest"
-        elif counts.get("rows_ok", counts["rows_in"] - counts["rejected"]) + counts["rejected"] != counts["rows_in"] \
-                or counts["rejected"] > counts["rows_in"]:
-            why = "its row accounting is broken (rows_in != rows_ok + rejected)"
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-        why = f"it cannot be read ({type(e).__name__}: {e})"
-    if why is not None:
-        log.warning("re-scoring %s: %s", shard_dir, why)
-        return None
-    return manifest
 
 
 # ---------------------------------------------------------------------------------------------
@@ -420,166 +259,69 @@ def _build_dataset(pending: list[tuple[int, str]], groups: dict[str, list[Rubric
 
 @dataclass
 class _Pending:
-    """Scores of one shard collected so far on the driver."""
+    """Rows of one shard collected so far on the driver."""
 
     n_items: int
     rows: dict[int, tuple[str, dict[str, str], dict[str, str]]]  # index -> (answer_id, scores, provenance)
 
 
-def _errors_by_reason(run: ScoreRun) -> Counter:
-    c: Counter = Counter()
-    for rubric, scores in run.scores.items():
-        for s in scores:
-            if s.error is not None:
-                c[f"{rubric}: {s.error[:200]}"] += 1
-    return c
+def _store_shard(sh: PendingShard, got: _Pending, specs: Sequence[RubricSpec]) -> None:
+    """Write a complete shard's rows, in input order, to its store; check one output per input."""
+    if sorted(got.rows) != list(range(got.n_items)):
+        missing = sorted(set(range(got.n_items)) - set(got.rows))
+        raise BatchMismatchError(f"shard {sh.uri}: {len(got.rows)} of {got.n_items} answers came back; "
+                                 f"missing indices {missing[:10]}")
+    ids: list[str] = []
+    scores: dict[str, list[Score]] = {s.name: [] for s in specs}
+    provenance = {}
+    for i in range(got.n_items):
+        answer_id, row_scores, row_prov = got.rows[i]
+        ids.append(answer_id)
+        for s in specs:
+            scores[s.name].append(decode_score(row_scores[s.name]))
+            p = decode_provenance(row_prov[s.name])
+            if provenance.setdefault(s.name, p) != p:
+                raise ConfigError(f"shard {sh.uri}: actors disagree on how {s.name!r} is made: "
+                                  f"{provenance[s.name]} vs {p} (mixed model revisions?)")
+    sh.store.append(ids, scores, provenance)
+    sh.store.finish(got.n_items)
 
 
-def _rejects_by_field(shard_dir: Path) -> Counter:
-    c: Counter = Counter()
-    with (shard_dir / "rejects.jsonl").open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                c[str(json.loads(line).get("field"))] += 1
-    return c
-
-
-class _ShardWriter:
-    """Turns a shard's collected scores into the single-process path's output files."""
-
-    def __init__(self, out: Path, specs: Sequence[RubricSpec], *, fmt: str, options: Mapping[str, Any],
-                 config: ScoringConfig, seed: int, pools_used: dict) -> None:
-        self.out, self.specs, self.fmt, self.options = out, specs, fmt, options
-        self.config, self.seed, self.pools_used = config, seed, pools_used
-        self.known_provenance: dict[str, Provenance] = {}
-
-    def write(self, shard_id: int, uri: str, got: _Pending | None) -> dict:
-        t0 = time.perf_counter()
-        read = read_shard(uri, self.fmt, self.options)
-        items = explode(read.pairs)
-        t_read = round(time.perf_counter() - t0, 3)
-        run = self._assemble(uri, items, got)
-        inputs = _inputs_record(uri, self.fmt, self.options)
-        shard_dir = self.out / shard_name(uri)
-        manifest = write_outputs(shard_dir, read=read, specs=self.specs, items=items, run=run, config=self.config,
-                                 inputs=inputs, seed=self.seed, timings={"read": t_read})
-        manifest["ray"] = {"shard_index": shard_id, "pools": self.pools_used,
-                           "errors_by_reason": dict(_errors_by_reason(run))}
-        atomic_write_bytes(shard_dir / "manifest.json", json.dumps(manifest, indent=2, default=str).encode())
-        # what a re-run will check, checked now: a shard reported done must also be skippable
-        if completed_manifest(shard_dir, inputs=inputs, specs=self.specs, seed=self.seed) is None:
-            raise BatchMismatchError(f"shard {uri}: the written outputs do not match their manifest")
-        return manifest
-
-    def _assemble(self, uri: str, items: list[AnswerItem], got: _Pending | None) -> ScoreRun:
-        """Order the returned scores by input index, checking one output per input."""
-        rows = got.rows if got is not None else {}
-        if got is not None and got.n_items != len(items):
-            raise BatchMismatchError(f"shard {uri}: the read task saw {got.n_items} answers, the re-read {len(items)}")
-        if sorted(rows) != list(range(len(items))):
-            missing = sorted(set(range(len(items))) - set(rows))
-            raise BatchMismatchError(f"shard {uri}: {len(rows)} of {len(items)} answers came back; "
-                                     f"missing indices {missing[:10]}")
-        scores: dict[str, list[Score]] = {s.name: [] for s in self.specs}
-        provenance: dict[str, Provenance] = {}
-        for i, item in enumerate(items):
-            answer_id, row_scores, row_prov = rows[i]
-            if answer_id != item.answer_id:
-                raise BatchMismatchError(f"shard {uri}: answer {i} came back as {answer_id}, expected {item.answer_id}")
-            for s in self.specs:
-                scores[s.name].append(decode_score(row_scores[s.name]))
-                p = decode_provenance(row_prov[s.name])
-                if provenance.setdefault(s.name, p) != p:
-                    raise ConfigError(f"shard {uri}: actors disagree on how {s.name!r} is made: "
-                                      f"{provenance[s.name]} vs {p} (mixed model revisions?)")
-        for s in self.specs:
-            if s.name not in provenance:  # an empty shard: say how the job's other shards were scored
-                provenance[s.name] = self.known_provenance.get(s.name, Provenance(s.version, s.backend))
-        self.known_provenance.update(provenance)
-        return ScoreRun(scores=scores, provenance=provenance)
-
-
-def run_ray_job(inputs: Sequence[str | Path], fmt: str, specs: Sequence[RubricSpec], out: str | Path, *,
-                config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
-                pools: Mapping[str, PoolConfig] | None = None, address: str | None = None,
-                read_cpus: float = 0.25, global_dedupe: bool = False, progress: bool = True,
-                fault_marker: str | None = None) -> dict:
-    """Score every shard on Ray, skipping shards already complete; write OUT/summary.json.
-
-    Args:
-        inputs: shard files, directories of shards, globs, or pyarrow filesystem URIs.
-        fmt: input format (``rubric.readers.FORMATS``); every shard has the same format.
-        specs: rubric specs to score.
-        out: local output folder; shard ``x.jsonl`` goes to ``OUT/x/``.
-        config: scoring settings passed to every actor.
-        reader_options: passed to ``rubric.readers.read_input`` for every shard.
-        seed: split seed (splits are assigned per shard).
-        pools: pool settings by kind ("text", "classifier", "factuality", "llm"); missing kinds use
-            ``PoolConfig()``.
-        address: Ray address. None joins ``$RAY_ADDRESS`` when set (as under ``ray job submit``) and
-            otherwise starts a local Ray; "local" starts a local Ray of at most 2 CPUs; "auto" or
-            "ray://..." joins a running cluster. Ignored if Ray is already initialised.
-        read_cpus: CPUs reserved per shard-read task.
-        global_dedupe: score an answer that occurs in several pending shards once (a shuffle by
-            answer id; shards are then written only after all have been read). Documents attached to
-            such an answer are those of its first occurrence anywhere, not per shard.
-        progress: show Ray Data's progress bars.
-        fault_marker: testing only, see :class:`workers.actors.ScorerActor`.
-
-    Returns:
-        The job summary (also written to ``OUT/summary.json``): shards (total, scored, skipped,
-        failed), rows in / ok / rejected, pairs and answers out, answers scored this run, errors
-        by reason, rejects by field, seconds and throughput.
-
-    Raises:
-        InputError: an input matches no shard.
-        BatchMismatchError: an answer was lost or doubled between the pools and the driver.
-        RubricError: an engine-level failure in an actor (after Ray's bounded retries).
-    """
-    t_start = time.perf_counter()
-    options = dict(reader_options or {})
+def ray_step(pending: Sequence[PendingShard], *, fmt: str, options: Mapping[str, Any], specs: Sequence[RubricSpec],
+             config: ScoringConfig, progress: bool, pools: Mapping[str, PoolConfig] | None = None,
+             address: str | None = None, read_cpus: float = 0.25, global_dedupe: bool = False,
+             fault_marker: str | None = None) -> StepResult:
+    """The job's score step on Ray (see the module docstring); arguments as :func:`run_ray_job`."""
     pools = {**DEFAULT_POOLS, **(pools or {})}
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    shards = list_shards(inputs)
-    done: dict[str, dict] = {}
-    pending: list[tuple[int, str]] = []
-    for i, uri in enumerate(shards):
-        m = completed_manifest(out / shard_name(uri), inputs=_inputs_record(uri, fmt, options), specs=specs, seed=seed)
-        if m is not None:
-            done[uri] = m
-        else:
-            pending.append((i, uri))
-    log.info("%d shards: %d already complete, %d to score", len(shards), len(done), len(pending))
-
     groups = _group_specs(specs)
-    pools_used = {k: asdict(pools.get(k, PoolConfig())) for k in groups}
-    writer = _ShardWriter(out, specs, fmt=fmt, options=options, config=config, seed=seed, pools_used=pools_used)
-    scored: dict[str, dict] = {}
-    failed: dict[str, str] = {}
-    sent = 0
-    if pending:
-        started, temp_dir = _connect(address)
-        try:
-            sent = _score_pending(pending, groups, writer, scored, failed, fmt=fmt, options=options, config=config,
-                                  pools=pools, read_cpus=read_cpus, progress=progress, fault_marker=fault_marker,
-                                  global_dedupe=global_dedupe)
-        finally:
-            if started:
-                import ray
+    result = StepResult(info={"pools": {k: asdict(pools.get(k, PoolConfig())) for k in groups},
+                              "global_dedupe": global_dedupe})
+    if not pending:
+        return result
+    for sh in pending:  # Ray scores a shard whole: a partial local run's chunks are not merged in
+        if sh.store.scored_ids():
+            log.info("shard %s: discarding a partial store; Ray scores shards whole", sh.name)
+            sh.store.reset()
+    started, temp_dir = _connect(address)
+    t0 = time.perf_counter()
+    try:
+        result.answers_scored = _score_pending(pending, groups, specs, result, fmt=fmt, options=options,
+                                               config=config, pools=pools, read_cpus=read_cpus, progress=progress,
+                                               fault_marker=fault_marker, global_dedupe=global_dedupe)
+    finally:
+        if started:
+            import ray
 
-                ray.shutdown()
-            if temp_dir is not None:
-                shutil.rmtree(temp_dir, ignore_errors=True)
-    summary = _summary(shards, done, scored, failed, out, sent=sent, seconds=time.perf_counter() - t_start)
-    atomic_write_bytes(out / "summary.json", json.dumps(summary, indent=2).encode())
-    _log_summary(summary)
-    return summary
+            ray.shutdown()
+        if temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+    result.seconds["ray"] = round(time.perf_counter() - t0, 3)
+    return result
 
 
-def _score_pending(pending, groups, writer: _ShardWriter, scored: dict, failed: dict, *, fmt, options, config,
+def _score_pending(pending: Sequence[PendingShard], groups, specs, result: StepResult, *, fmt, options, config,
                    pools, read_cpus, progress, fault_marker, global_dedupe) -> int:
-    """Stream the pending shards through the pools, writing each shard when complete.
+    """Stream the pending shards through the pools, storing each shard when complete.
 
     Returns:
         How many answers the pools scored (fewer than the shards' answers under global dedupe).
@@ -588,108 +330,85 @@ def _score_pending(pending, groups, writer: _ShardWriter, scored: dict, failed: 
 
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = progress
-    uri_of = dict(pending)
+    by_id = dict(enumerate(pending))
     collected: dict[int, _Pending] = {}
-    ds = _build_dataset(pending, groups, fmt=fmt, options=options, config=config, pools=pools,
-                        read_cpus=read_cpus, fault_marker=fault_marker, global_dedupe=global_dedupe)
-    names = [s.name for g in groups.values() for s in g]
+    ds = _build_dataset([(i, sh.uri) for i, sh in by_id.items()], groups, fmt=fmt, options=options, config=config,
+                        pools=pools, read_cpus=read_cpus, fault_marker=fault_marker, global_dedupe=global_dedupe)
+    names = [s.name for s in specs]
     n_scored = 0
+    finished: set[int] = set()
     for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
         cols = batch.to_pydict()
         n_scored += batch.num_rows
         for j in range(batch.num_rows):
-            result = (cols["answer_id"][j], {n: cols[score_column(n)][j] for n in names},
-                      {n: cols[provenance_column(n)][j] for n in names})
+            row = (cols["answer_id"][j], {n: cols[score_column(n)][j] for n in names},
+                   {n: cols[provenance_column(n)][j] for n in names})
             members = json.loads(cols["members"][j]) if "members" in cols else \
                 [(cols["shard"][j], cols["index"][j], cols["n_items"][j])]
             for shard_id, idx, n_items in members:
                 got = collected.setdefault(shard_id, _Pending(n_items=n_items, rows={}))
                 if idx in got.rows:
-                    raise BatchMismatchError(f"shard {uri_of[shard_id]}: answer {idx} came back twice")
-                got.rows[idx] = result
+                    raise BatchMismatchError(f"shard {by_id[shard_id].uri}: answer {idx} came back twice")
+                got.rows[idx] = row
                 if len(got.rows) == got.n_items:
-                    uri = uri_of[shard_id]
-                    scored[uri] = writer.write(shard_id, uri, collected.pop(shard_id))
-                    log.info("shard %s written (%d answers)", shard_name(uri), got.n_items)
-    # Shards with no answers (every row rejected) or that the read task could not read never
-    # produce a row: settle them here, and fail loudly if a shard with answers is still open.
-    for shard_id, uri in pending:
-        if uri in scored:
+                    _store_shard(by_id[shard_id], collected.pop(shard_id), specs)
+                    finished.add(shard_id)
+                    log.info("shard %s scored (%d answers)", by_id[shard_id].name, got.n_items)
+    # A shard with no answers (every row rejected) or that its read task could not read sends no
+    # row: read it here to tell the two apart; a shard with answers still open is a lost row.
+    for shard_id, sh in by_id.items():
+        if shard_id in finished:
             continue
-        got = collected.pop(shard_id, None)
+        if shard_id in collected:
+            got = collected[shard_id]
+            raise BatchMismatchError(f"shard {sh.uri}: {len(got.rows)} of {got.n_items} answers came back")
         try:
-            scored[uri] = writer.write(shard_id, uri, got)
+            n = len(explode(read_shard(sh.uri, fmt, options).pairs))
         except InputError as e:
-            log.error("shard %s failed: %s", uri, e)
-            failed[uri] = str(e)
+            log.error("input %s cannot be read: %s", sh.uri, e)
+            result.failed[sh.uri] = str(e)
+            continue
+        if n:
+            raise BatchMismatchError(f"shard {sh.uri}: none of its {n} answers came back")
+        sh.store.finish(0)
     return n_scored
 
 
-def _summary(shards: list[str], done: dict, scored: dict, failed: dict, out: Path, *, sent: int,
-             seconds: float) -> dict:
-    complete = {**done, **scored}
-    counts = [m["counts"] for m in complete.values()]
-    errors_by_rubric: Counter = Counter()
-    errors_by_reason: Counter = Counter()
-    rejects_by_field: Counter = Counter()
-    for uri, m in complete.items():
-        errors_by_rubric.update(m["counts"]["errors_by_rubric"])
-        errors_by_reason.update(m.get("ray", {}).get("errors_by_reason", {}))
-        rejects_by_field.update(_rejects_by_field(out / shard_name(uri)))
-    answers_scored = sum(m["counts"]["unique_answers"] for m in scored.values())
-    pairs_scored = sum(m["counts"]["pairs"] for m in scored.values())
-    return {
-        "shards": len(shards),
-        "shards_scored": len(scored),
-        "shards_skipped": len(done),
-        "shards_failed": len(failed),
-        "failed": failed,
-        "rows_in": sum(c["rows_in"] for c in counts),
-        "rows_ok": sum(c.get("rows_ok", c["rows_in"] - c["rejected"]) for c in counts),
-        "rows_rejected": sum(c["rejected"] for c in counts),
-        "pairs_out": sum(c["pairs"] for c in counts),
-        "answers_out": sum(c["unique_answers"] for c in counts),
-        "answers_scored": answers_scored,
-        "answers_sent_to_pools": sent,
-        "pairs_scored": pairs_scored,
-        "errors_by_rubric": dict(errors_by_rubric),
-        "errors_by_reason": dict(errors_by_reason.most_common()),
-        "rejects_by_field": dict(rejects_by_field.most_common()),
-        "seconds": round(seconds, 3),
-        "answers_per_s": round(answers_scored / seconds, 3) if seconds > 0 else 0.0,
-        "pairs_per_s": round(pairs_scored / seconds, 3) if seconds > 0 else 0.0,
-        "per_shard": {shard_name(u): {"status": "scored" if u in scored else "skipped" if u in done else "failed",
-                                      **({k: complete[u]["counts"][k] for k in ("rows_in", "pairs", "rejected",
-                                                                                  "unique_answers")}
-                                         if u in complete else {})}
-                      for u in shards},
-        "python": sys.version.split()[0],
-    }
+def run_ray_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence[RubricSpec], out: str | Path, *,
+                config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
+                pools: Mapping[str, PoolConfig] | None = None, address: str | None = None,
+                read_cpus: float = 0.25, global_dedupe: bool = False, progress: bool = True,
+                fault_marker: str | None = None) -> dict:
+    """The scoring job with its score step on Ray; the same outputs as :func:`workers.job.run_job`.
 
+    Args:
+        inputs: shard files, directories of shards, globs, or pyarrow filesystem URIs.
+        fmt: input format (``rubric.readers.FORMATS``); every shard has the same format.
+        specs: rubric specs to score.
+        out: local output folder (the driver writes it).
+        config: scoring settings passed to every actor.
+        reader_options: passed to ``rubric.readers.read_input`` for every shard.
+        seed: split seed (splits are assigned over the whole job).
+        pools: pool settings by kind ("text", "classifier", "factuality", "llm"); missing kinds use
+            ``PoolConfig()``.
+        address: Ray address. None joins ``$RAY_ADDRESS`` when set (as under ``ray job submit``) and
+            otherwise starts a local Ray; "local" starts a local Ray of at most 2 CPUs; "auto" or
+            "ray://..." joins a running cluster. Ignored if Ray is already initialised.
+        read_cpus: CPUs reserved per shard-read task.
+        global_dedupe: score an answer that occurs in several pending shards once (a shuffle by
+            answer id; no shard is complete before all have been read).
+        progress: show Ray Data's progress bars.
+        fault_marker: testing only, see :class:`workers.actors.ScorerActor`.
 
-def _log_summary(s: dict) -> None:
-    log.info("job summary: %d shards (%d scored, %d skipped, %d failed); %d rows in, %d rejected, %d pairs out, "
-             "%d answers out (%d scored now); %.1f answers/s over %.1f s",
-             s["shards"], s["shards_scored"], s["shards_skipped"], s["shards_failed"], s["rows_in"],
-             s["rows_rejected"], s["pairs_out"], s["answers_out"], s["answers_scored"], s["answers_per_s"],
-             s["seconds"])
-    if s["errors_by_reason"]:
-        log.warning("score errors by reason: %s", s["errors_by_reason"])
-    for uri, why in s["failed"].items():
-        log.error("shard %s failed: %s", uri, why)
-
-
-def read_job_table(out: str | Path, table: str = "pairs"):
-    """One table over all complete shards of a job folder, in shard order (for fit / evaluate / export).
-
-    Raises:
-        InputError: ``OUT/summary.json`` is missing, or a shard's table is.
+    Returns:
+        The job manifest (also ``OUT/manifest.json``).
     """
-    from rubric.evaluate import read_output_table
+    def step(pending, **kw) -> StepResult:
+        return ray_step(pending, pools=pools, address=address, read_cpus=read_cpus, global_dedupe=global_dedupe,
+                        fault_marker=fault_marker, **kw)
 
-    if not (Path(out) / "summary.json").is_file():
-        raise InputError(f"{out} is not a finished Ray job folder (no summary.json)")
-    return read_output_table(out, table)
+    return run_job(inputs, fmt, specs, out, config=config, reader_options=reader_options, seed=seed,
+                   progress=progress, runner="ray", step=step)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -42,18 +42,6 @@ def test_bootstrap_metrics_match_sklearn_on_each_replicate(labels):
         assert got[m][0] == pytest.approx(fn(y.astype(str), p.astype(str)))
 
 
-def test_bootstrap_is_fast_on_a_thousand_questions():
-    import time
-
-    rng = np.random.default_rng(0)
-    y = rng.choice(["a", "b"], 5000).astype(object)
-    p = rng.choice(["a", "b"], 5000).astype(object)
-    start = time.perf_counter()
-    row = evaluate_predictions("x", y, p, groups=rng.integers(0, 1000, 5000), n_boot=1000)
-    assert time.perf_counter() - start < 1.0
-    assert row.n_questions > 950 and row.ci["accuracy"][0] < row.values["accuracy"] < row.ci["accuracy"][1]
-
-
 def test_baselines():
     assert list(longer_answer_wins([10, 3, 5], [2, 9, 5])) == ["a", "b", "a"]
     assert list(always_a(2)) == ["a", "a"]

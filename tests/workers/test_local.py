@@ -1,4 +1,4 @@
-"""The single-process runner's contract: order kept, bad batches become row errors, lost rows raise."""
+"""The single-process score loop: order kept, a bad row is bisected out of its batch, engine failures raise."""
 
 import pytest
 
@@ -35,14 +35,15 @@ def _items(n):
     return [AnswerItem(str(i), "q", ("boom " if i == 3 else "") + "x" * i) for i in range(n)]
 
 
-def test_order_and_batch_error_becomes_row_errors():
+def test_order_kept_and_a_failing_batch_is_bisected_to_the_bad_row():
     items = _items(7)
-    run = score_items(items, [LengthScorer("raise")], batch_size=2, progress=False)
+    run = score_items(items, [LengthScorer("raise")], batch_size=4, progress=False)
     scores = run.scores["conciseness"]
     assert len(scores) == 7
     assert scores[0].raw == 0.0 and scores[6].raw == pytest.approx(0.06)
-    # items 2 and 3 share the failing batch
-    assert scores[2].error and "cannot parse" in scores[3].error and scores[4].error is None
+    # items 0-3 share the failing batch; only item 3 carries the error
+    assert [s.error is not None for s in scores] == [False, False, False, True, False, False, False]
+    assert "ValueError: cannot parse" in scores[3].error
 
 
 @pytest.mark.parametrize("mode,err", [("lose", BatchMismatchError), ("engine", EngineError)])

@@ -1,0 +1,134 @@
+"""A job's inputs: discovering shard files, hashing their content, reading them.
+
+One input file is one shard, in both job paths. A shard is named by its file stem (its folder in
+the score store); two shards with one name are refused rather than silently sharing a folder.
+Inputs may be local files, directories, globs, or pyarrow filesystem URIs (``s3://``, ``gs://``,
+``file://``).
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from rubric.errors import InputError
+from rubric.readers import ReadResult, read_input
+
+__all__ = ["SHARD_EXTENSIONS", "list_shards", "shard_name", "read_shard", "shard_sha256", "is_uri"]
+
+#: File extensions taken as shards when an input is a directory.
+SHARD_EXTENSIONS: tuple[str, ...] = (".jsonl", ".json", ".parquet", ".csv")
+
+_CHUNK = 1 << 20
+
+
+def is_uri(s: str) -> bool:
+    return "://" in s
+
+
+def list_shards(inputs: Sequence[str | Path]) -> list[str]:
+    """Expand inputs into shard paths: files, directories (their shard files), globs, or URIs.
+
+    A URI is anything pyarrow's ``FileSystem.from_uri`` understands; a URI naming a directory
+    lists its shard files (not recursively).
+
+    Raises:
+        InputError: an input matches nothing, or two shards would share a name.
+    """
+    shards: list[str] = []
+    for raw in inputs:
+        s = str(raw)
+        if is_uri(s):
+            found = _list_uri(s)
+        elif Path(s).is_dir():
+            found = sorted(str(p) for p in Path(s).iterdir() if p.is_file() and p.suffix.lower() in SHARD_EXTENSIONS)
+        elif any(c in s for c in "*?["):
+            found = sorted(p for p in glob.glob(s) if Path(p).is_file())
+        elif Path(s).is_file():
+            found = [s]
+        else:
+            raise InputError(f"input {s!r} does not exist")
+        if not found:
+            raise InputError(f"input {s!r} holds no shard files ({', '.join(SHARD_EXTENSIONS)})")
+        shards.extend(found)
+    names: dict[str, str] = {}
+    for sh in shards:
+        name = shard_name(sh)
+        if name in names:
+            raise InputError(f"shards {names[name]!r} and {sh!r} would both write to output folder {name!r}; "
+                             "rename one")
+        names[name] = sh
+    return shards
+
+
+def _list_uri(uri: str) -> list[str]:
+    import pyarrow.fs as pafs
+
+    fs, path = pafs.FileSystem.from_uri(uri)
+    info = fs.get_file_info(path)
+    if info.type == pafs.FileType.NotFound:
+        raise InputError(f"input {uri!r} does not exist")
+    if info.type == pafs.FileType.File:
+        return [uri]
+    scheme = uri.split("://", 1)[0]
+    entries = fs.get_file_info(pafs.FileSelector(path, recursive=False))
+    return sorted(f"{scheme}://{e.path}" for e in entries
+                  if e.type == pafs.FileType.File and Path(e.path).suffix.lower() in SHARD_EXTENSIONS)
+
+
+def shard_name(shard: str) -> str:
+    """A shard's name: its file name without the extension."""
+    return Path(shard.split("://", 1)[-1]).stem
+
+
+def shard_sha256(shard: str) -> str:
+    """SHA-256 of a shard's bytes (streamed), so a file changed at the same path is noticed.
+
+    Raises:
+        InputError: the file cannot be read.
+    """
+    h = hashlib.sha256()
+    try:
+        if is_uri(shard):
+            import pyarrow.fs as pafs
+
+            fs, path = pafs.FileSystem.from_uri(shard)
+            with fs.open_input_stream(path) as f:
+                while chunk := f.read(_CHUNK):
+                    h.update(chunk)
+        else:
+            with open(shard, "rb") as f:
+                while chunk := f.read(_CHUNK):
+                    h.update(chunk)
+    except OSError as e:
+        raise InputError(f"cannot read {shard!r}: {e}") from e
+    return h.hexdigest()
+
+
+def read_shard(shard: str, fmt: str, options: Mapping[str, Any]) -> ReadResult:
+    """Read one shard with ``rubric.readers``; a URI is copied to a local temp file first.
+
+    The returned ``source_file`` (and each reject's) is the shard as given, not the temp copy.
+    """
+    if not is_uri(shard):
+        return read_input(shard, fmt, **options)
+    import pyarrow.fs as pafs
+
+    fs, path = pafs.FileSystem.from_uri(shard)
+    with tempfile.TemporaryDirectory(prefix="lfqa-shard-") as tmp:
+        # keep the file name: readers derive the extension and (graded) the source from it
+        local = Path(tmp) / Path(path).name
+        try:
+            with fs.open_input_stream(path) as src, local.open("wb") as dst:
+                shutil.copyfileobj(src, dst, length=_CHUNK)
+        except OSError as e:
+            raise InputError(f"cannot read {shard!r}: {e}") from e
+        read = read_input(local, fmt, **options)
+    rejects = [replace(r, source_file=shard) for r in read.rejects]
+    return replace(read, rejects=rejects, source_file=shard)

@@ -1,0 +1,227 @@
+"""The score store: raw scores of each shard's unique answers, kept under ``OUT/scores/<shard>/``.
+
+Scoring is the expensive step, so its results are kept apart from the job's tables, which the
+assemble step rebuilds from them on every run (rescaling, splits and provenance stamps are cheap
+and always fresh). A shard's store holds:
+
+- ``key.json``: everything that changes a score: the input file's SHA-256, format and reader
+  options, the rubric versions, and every :class:`~rubric.config.ScoringConfig` field except the
+  few that cannot (:data:`NOT_SCORE_FIELDS`). A store whose key differs from the current job's is
+  emptied, and the log says which field changed;
+- ``part-NNNNN.parquet``: scored answers (``answer_id`` plus, per rubric, the JSON-encoded
+  :class:`~rubric.scoring.Score` and :class:`~rubric.scoring.Provenance`), each written
+  atomically as soon as a chunk is scored, so a run killed by an engine failure resumes from the
+  last finished chunk;
+- ``done.json``: written last, when every unique answer of the shard has a score.
+
+New config fields count as score-changing by default: a field must be listed in
+:data:`NOT_SCORE_FIELDS` to be ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rubric.config import ScoringConfig
+from rubric.errors import ConfigError
+from rubric.scoring import Provenance, Score
+from rubric.specs import RubricSpec
+
+__all__ = ["NOT_SCORE_FIELDS", "score_key", "key_differences", "ShardStore", "encode_score", "decode_score",
+           "encode_provenance", "decode_provenance", "atomic_write_bytes"]
+
+log = logging.getLogger(__name__)
+
+#: ScoringConfig fields that cannot change a score: batching, how 1-5 columns are derived (the
+#: assemble step redoes that every run), concurrency, caches, and reader limits (which are part
+#: of the reader options in the key).
+NOT_SCORE_FIELDS: frozenset[str] = frozenset({
+    "batch_size", "rescale", "languagetool_threads", "evidence_cache_dir", "max_answer_chars", "max_question_chars",
+})
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write via a temp file and rename, so a killed job never leaves a half-written file."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def encode_score(s: Score) -> str:
+    # JSON keeps a raw value, an error reason and extras of any mix of types exactly (float repr is exact)
+    return json.dumps({"raw": s.raw, "error": s.error, "extras": dict(s.extras)}, ensure_ascii=False)
+
+
+def decode_score(text: str) -> Score:
+    d = json.loads(text)
+    return Score(raw=d["raw"], error=d["error"], extras=d["extras"])
+
+
+def encode_provenance(p: Provenance) -> str:
+    return json.dumps(asdict(p), sort_keys=True)
+
+
+def decode_provenance(text: str) -> Provenance:
+    return Provenance(**json.loads(text))
+
+
+def _canonical(obj: Any) -> Any:
+    return json.loads(json.dumps(obj, default=str, sort_keys=True))
+
+
+def score_key(*, path: str, sha256: str, fmt: str, options: Mapping[str, Any], specs: Sequence[RubricSpec],
+              config: ScoringConfig) -> dict:
+    """What a shard's scores depend on, as a JSON-able dict (see the module docstring)."""
+    return _canonical({
+        "input": {"path": path, "sha256": sha256, "format": fmt, "options": dict(options)},
+        "rubrics": sorted(s.version for s in specs),
+        "config": {k: v for k, v in asdict(config).items() if k not in NOT_SCORE_FIELDS},
+    })
+
+
+def key_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
+    """Human-readable differences between two score keys ("config.llm_model: 'a' -> 'b'")."""
+    out: list[str] = []
+
+    def walk(a: Any, b: Any, where: str) -> None:
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            for k in sorted(set(a) | set(b), key=str):
+                walk(a.get(k, "<absent>"), b.get(k, "<absent>"), f"{where}.{k}" if where else str(k))
+        elif a != b:
+            if where == "input.sha256":
+                out.append("the input file's content changed (sha256 "
+                           f"{str(a)[:12]} -> {str(b)[:12]})")
+            else:
+                out.append(f"{where}: {a!r} -> {b!r}")
+
+    walk(old, new, "")
+    return out
+
+
+def _digest(key: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+class ShardStore:
+    """The score store of one shard (``root/<name>/``), opened for one score key.
+
+    Opening compares the stored key with ``key``: on any difference the folder is emptied and
+    :attr:`why` says what changed; otherwise finished parts are kept for resume.
+
+    Args:
+        root: the job's store folder (``OUT/scores``).
+        name: the shard's name.
+        key: from :func:`score_key`.
+    """
+
+    def __init__(self, root: Path, name: str, key: Mapping[str, Any]) -> None:
+        self.dir = Path(root) / name
+        self.name = name
+        self.key = dict(key)
+        self.why: str | None = None  # why earlier results were discarded, if they were
+        self._open()
+
+    def _open(self) -> None:
+        key_path = self.dir / "key.json"
+        if key_path.is_file():
+            try:
+                old = json.loads(key_path.read_text())
+            except (OSError, ValueError) as e:
+                old, diffs = None, [f"its key.json cannot be read ({e})"]
+            else:
+                diffs = key_differences(old, self.key)
+            if not diffs:
+                return
+            self.why = "; ".join(diffs)
+            log.info("re-scoring shard %s: %s", self.name, self.why)
+        elif self.dir.exists() and any(self.dir.iterdir()):
+            self.why = "its store has no key.json"
+            log.info("re-scoring shard %s: %s", self.name, self.why)
+        self.reset()
+
+    def reset(self) -> None:
+        """Discard every stored score of this shard and record the current key."""
+        if self.dir.exists():
+            shutil.rmtree(self.dir)
+        self.dir.mkdir(parents=True)
+        atomic_write_bytes(self.dir / "key.json", json.dumps(self.key, indent=2, sort_keys=True).encode())
+
+    @property
+    def done(self) -> bool:
+        """True when ``done.json`` matches the current key (every answer of the shard is scored)."""
+        path = self.dir / "done.json"
+        try:
+            return json.loads(path.read_text()).get("key") == _digest(self.key)
+        except (OSError, ValueError, AttributeError):
+            return False
+
+    def _parts(self) -> list[Path]:
+        return sorted(self.dir.glob("part-*.parquet"))
+
+    def scored_ids(self) -> set[str]:
+        """Answer ids with a stored score (finished parts only)."""
+        import pyarrow.parquet as pq
+
+        ids: set[str] = set()
+        for part in self._parts():
+            try:
+                ids.update(pq.read_table(part, columns=["answer_id"]).column("answer_id").to_pylist())
+            except Exception as e:  # a damaged part is re-scored, never trusted
+                log.warning("ignoring damaged score part %s (%s: %s); its answers are scored again",
+                            part, type(e).__name__, e)
+        return ids
+
+    def append(self, answer_ids: Sequence[str], scores: Mapping[str, Sequence[Score]],
+               provenance: Mapping[str, Provenance]) -> None:
+        """Store one finished chunk (atomically); ``scores[r][i]`` belongs to ``answer_ids[i]``."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if not answer_ids:
+            return
+        cols: dict[str, Any] = {"answer_id": pa.array(list(answer_ids), pa.string())}
+        for r, col in scores.items():
+            if len(col) != len(answer_ids):
+                raise ConfigError(f"{len(col)} {r} scores for {len(answer_ids)} answers")
+            cols[f"score__{r}"] = pa.array([encode_score(s) for s in col], pa.string())
+            cols[f"prov__{r}"] = pa.array([encode_provenance(provenance[r])] * len(answer_ids), pa.string())
+        n = len(self._parts())
+        path = self.dir / f"part-{n:05d}.parquet"
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        pq.write_table(pa.table(cols), tmp)
+        os.replace(tmp, path)
+
+    def finish(self, n_answers: int) -> None:
+        """Mark the shard complete: every one of its ``n_answers`` unique answers has a score."""
+        atomic_write_bytes(self.dir / "done.json",
+                           json.dumps({"key": _digest(self.key), "n_answers": n_answers}).encode())
+
+    def load(self, rubrics: Sequence[str]) -> tuple[dict[str, dict[str, Score]], dict[str, Provenance]]:
+        """Every stored score: answer_id -> rubric -> Score, and the one provenance per rubric.
+
+        Raises:
+            ConfigError: two parts of this shard record different provenances for one rubric.
+        """
+        import pyarrow.parquet as pq
+
+        scores: dict[str, dict[str, Score]] = {}
+        prov: dict[str, Provenance] = {}
+        for part in self._parts():
+            t = pq.read_table(part).to_pydict()
+            for r in rubrics:
+                for text in set(t[f"prov__{r}"]):
+                    p = decode_provenance(text)
+                    if prov.setdefault(r, p) != p:
+                        raise ConfigError(f"shard {self.name}: stored {r!r} scores were made two ways: {prov[r]} and "
+                                          f"{p}; delete {self.dir} to re-score")
+            for i, aid in enumerate(t["answer_id"]):
+                scores[aid] = {r: decode_score(t[f"score__{r}"][i]) for r in rubrics}
+        return scores, prov
