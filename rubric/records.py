@@ -36,7 +36,8 @@ class PairRecord:
     """One human preference judgement between two answers to one question.
 
     ``row`` is the index of the input record the pair came from (several pairs share it
-    for graded lists), so every output can be traced back to its input.
+    for graded lists), so every output can be traced back to its input. ``split`` is the split
+    the input itself assigns to the pair ("train", "dev" or "test"), or None when it assigns none.
     """
 
     pair_id: str
@@ -50,6 +51,7 @@ class PairRecord:
     docs_a: tuple[str, ...] = ()
     docs_b: tuple[str, ...] = ()
     row: int = -1
+    split: str | None = None
 
     @property
     def question_id(self) -> str:

@@ -175,7 +175,7 @@ def _graded_file(tmp_path):
             {"docid": "2", "passage": "Bluetooth is short range.", "label": 1},
             {"docid": "3", "passage": "Routers are boxes.", "label": 0},
             {"docid": "4", "passage": "   ", "label": 2},       # empty: rejected
-            {"docid": "5", "passage": "Bad grade.", "label": 7},  # out of range: rejected
+            {"docid": "5", "passage": "Bad grade.", "label": "high"},  # not an integer: rejected
             {"docid": "6", "passage": "Also grade one.", "label": 1},
         ],
         "how to cook pork": {
@@ -213,7 +213,7 @@ def test_graded_pairs_labels_ids_and_rejects(tmp_path):
     assert set(reasons) == {"3", "4", "2"}
     assert "question 0" in reasons["3"].reason and "answer 3" in reasons["3"].reason
     assert "'passage' is empty" in reasons["3"].reason
-    assert reasons["4"].field == "label" and "7" in reasons["4"].reason
+    assert reasons["4"].field == "label" and "'high'" in reasons["4"].reason
     assert reasons["2"].field == "answer" and "must be a string, got int" in reasons["2"].reason
     assert reasons["2"].row == 1 and "question 1" in reasons["2"].reason
 
@@ -249,8 +249,9 @@ def test_graded_real_trec_file():
     if not path.exists():
         pytest.skip(f"{path} not available")
     res = read_graded(path, max_pairs_per_question=20)
-    assert res.rejects == []
-    assert res.rows_in == res.rows_ok > 1000
+    # the file is clean: answers are only left out of pairs (by the cap, or a single-grade question)
+    assert {r.field for r in res.rejects} == {"pairing"}
+    assert res.rows_in == res.rows_ok + len(res.rejects) and res.rows_ok > 1000
     assert max(Counter(p.row for p in res.pairs).values()) <= 20
     assert all(p.source == "TREC-DL-NF" for p in res.pairs)
     share_a = sum(p.label == "a" for p in res.pairs) / len(res.pairs)
