@@ -93,13 +93,6 @@ def test_output_folder_without_tables(capsys, tmp_path, model_json, argv):
     assert "not found" in line and "lfqa-rubric score" in line
 
 
-def test_damaged_job_summary(capsys, tmp_path):
-    out = tmp_path / "ray-out"
-    out.mkdir()
-    (out / "summary.json").write_text('{"per_shard": {"shard-0": {"stat')
-    one_error_line(capsys, main(["export", str(out), "--to", str(tmp_path / "x.csv")]), "summary.json")
-
-
 def test_truncated_model_json(capsys, tmp_path, model_json):
     out = tmp_path / "out"
     out.mkdir()
