@@ -599,14 +599,20 @@ def _log_result(result: ReadResult) -> None:
                        len(result.rejects), result.source_file, result.rejects[0].reason)
 
 
-def _pair_id(rec: Mapping[str, Any], row: int, *names: str) -> str:
+def _default_pair_id(p: Path, row: int) -> str:
+    # The file's stem is part of a derived id so that two inputs of one job without ids do not
+    # collide (the job rejects a pair id that an earlier input already used).
+    return f"{p.stem}:row{row}"
+
+
+def _pair_id(rec: Mapping[str, Any], row: int, p: Path, *names: str) -> str:
     for name in names:
         if rec.get(name) is not None:
             pid = _meta(rec, name)
             if not pid.strip():
                 raise _RowError(name, f"field {name!r} is empty")
             return pid
-    return f"row{row}"
+    return _default_pair_id(p, row)
 
 
 def read_lfqa_hp(
@@ -619,7 +625,7 @@ def read_lfqa_hp(
 
     Fields: ``question_text``, ``answer_1``, ``answer_2``, ``human_judgment`` ("answer_1", "answer_2"
     or "tie" -> label "a", "b", "tie"), optional ``human_expert``, ``domain``, ``source``, ``id`` or
-    ``pair_id`` (default ``f"row{index}"``), ``doc_1``/``doc_2`` (a string or a list of strings),
+    ``pair_id`` (default ``f"{file stem}:row{index}"``), ``doc_1``/``doc_2`` (a string or a list of strings),
     ``split`` (train/dev/test; validation/valid/val mean dev).
 
     Args:
@@ -651,7 +657,7 @@ def read_lfqa_hp(
             raise _RowError("human_judgment", f"field 'human_judgment' has value {judgment!r}; "
                                               "expected 'answer_1', 'answer_2' or 'tie'")
         return PairRecord(
-            pair_id=_pair_id(rec, row, "pair_id", "id"), question=question, answer_a=answer_a,
+            pair_id=_pair_id(rec, row, p, "pair_id", "id"), question=question, answer_a=answer_a,
             answer_b=answer_b, label=label, source=_meta(rec, "source"), domain=_meta(rec, "domain"),
             expert=_expert(rec, "human_expert"), docs_a=_docs(rec, "doc_1"), docs_b=_docs(rec, "doc_2"),
             row=row, split=_split(rec, "split"),
@@ -702,7 +708,7 @@ def read_lfqa_eval(
             raise _RowError("overall_preference",
                             f"field 'overall_preference' has value {raw!r}; expected -1, 0 or 1")
         return PairRecord(
-            pair_id=_pair_id(rec, row, "pair_id", "id"), question=question, answer_a=answer_a,
+            pair_id=_pair_id(rec, row, p, "pair_id", "id"), question=question, answer_a=answer_a,
             answer_b=answer_b, label=label, source=_meta(rec, "source", "lfqa_eval"),
             domain=_meta(rec, "domain"), expert=_expert(rec, "expert", "human_expert"),
             docs_a=_docs(rec, "doc_a"), docs_b=_docs(rec, "doc_b"), row=row, split=_split(rec, "split"),
@@ -786,7 +792,7 @@ def read_table(
             raise _RowError(cols["label"], f"field {named('label')} has value {raw!r}; expected one of {expected}")
         pid_col = cols.get("pair_id")
         return PairRecord(
-            pair_id=_pair_id(rec, row, pid_col) if pid_col else f"row{row}",
+            pair_id=_pair_id(rec, row, p, pid_col) if pid_col else _default_pair_id(p, row),
             question=question, answer_a=answer_a, answer_b=answer_b, label=label,  # type: ignore[arg-type]
             source=_meta(rec, cols.get("source"), p.stem), domain=_meta(rec, cols.get("domain")),
             expert=_expert(rec, cols["expert"]) if "expert" in cols else None,

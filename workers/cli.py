@@ -8,7 +8,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from rubric.errors import RubricError
+from rubric.errors import ProvenanceError, RubricError
 
 __all__ = ["main", "build_parser", "add_scoring_args", "scoring_config", "reader_options", "FORMATS"]
 
@@ -98,7 +98,10 @@ def _fit(args) -> int:
 
     pairs = read_pairs(args.outdir)
     features = args.features.split(",") if args.features else None
-    model, dm = fit_model(pairs, split=args.split, C=args.C, ties=args.ties, features=features)
+    try:
+        model, dm = fit_model(pairs, split=args.split, C=args.C, ties=args.ties, features=features)
+    except ProvenanceError as e:  # the message comes from the table; say which file it is
+        raise ProvenanceError(f"{Path(args.outdir) / 'pairs.parquet'}: {e}") from None
     model.to_json(args.out, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
                   excluded=dm.excluded, n_missing_rows=dm.n_missing_rows)
     if dm.excluded:
@@ -116,7 +119,10 @@ def _evaluate(args) -> int:
     pairs = read_pairs(args.outdir)
     # _demo builds its own Namespace without the flag, hence the default
     allow = bool(getattr(args, "allow_provenance_mismatch", False))
-    ev = evaluate_model(model, pairs, split=args.split, n_boot=args.n_boot, allow_provenance_mismatch=allow)
+    try:
+        ev = evaluate_model(model, pairs, split=args.split, n_boot=args.n_boot, allow_provenance_mismatch=allow)
+    except ProvenanceError as e:
+        raise ProvenanceError(f"model {args.model} vs table {Path(args.outdir) / 'pairs.parquet'}: {e}") from None
     report = Path(args.report) if args.report else Path(args.outdir) / f"report_{args.split}.md"
     text = write_report(ev, model, report)
     sys.stdout.write(text + "\n")

@@ -82,19 +82,14 @@ def local_step(pending: Sequence[PendingShard], *, fmt: str, options: Mapping[st
     """Score pending shards in this process, resuming each from its finished chunks.
 
     Args:
-        scorers: prebuilt scorers for ``specs``; default: built here, once, only if a shard is pending.
+        scorers: prebuilt scorers for ``specs``; default: built here, once, when the first answer
+            needs scoring (so an unreadable input fails before any model loads).
     """
     from workers.local import score_chunks
 
     result = StepResult()
     if not pending:
         return result
-    if scorers is None:
-        from models.backends import build_scorers
-
-        t0 = time.perf_counter()
-        scorers = build_scorers(specs, config)
-        result.seconds["load_backends"] = round(time.perf_counter() - t0, 3)
     for sh in pending:
         try:
             read = read_shard(sh.uri, fmt, options)
@@ -106,6 +101,12 @@ def local_step(pending: Sequence[PendingShard], *, fmt: str, options: Mapping[st
         items = explode(read.pairs)
         done = sh.store.scored_ids()
         todo = [it for it in items if it.answer_id not in done]
+        if todo and scorers is None:  # built once, and only when there is something to score
+            from models.backends import build_scorers
+
+            t0 = time.perf_counter()
+            scorers = build_scorers(specs, config)
+            result.seconds["load_backends"] = round(time.perf_counter() - t0, 3)
         if len(todo) < len(items):
             log.info("shard %s: resuming, %d of %d answers already scored", sh.name, len(items) - len(todo), len(items))
         secs = score_chunks(todo, scorers, sh.store, batch_size=config.batch_size, progress=progress,

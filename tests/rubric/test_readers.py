@@ -59,7 +59,7 @@ def test_lfqa_hp_jsonl_reads_all_fields(tmp_path):
     del recs[2]["human_expert"]
     res = read_lfqa_hp(_write_jsonl(tmp_path / "hp.jsonl", recs))
     assert [p.label for p in res.pairs] == ["a", "b", "tie"]
-    assert [p.pair_id for p in res.pairs] == ["p0", "p1", "row2"]
+    assert [p.pair_id for p in res.pairs] == ["p0", "p1", "hp:row2"]
     assert [p.expert for p in res.pairs] == [True, False, None]
     p1 = res.pairs[1]
     assert (p1.docs_a, p1.docs_b, p1.source, p1.domain, p1.row) == (("evidence",), ("x", "y"), "lfqa_eval", "science", 1)

@@ -216,3 +216,14 @@ def test_a_job_with_no_usable_pair_fails_naming_the_input(tmp_path):
     src = _write(tmp_path / "in.jsonl", [{**r, "answer_1": " "} for r in _records()[:3]])
     with pytest.raises(InputError, match="no usable pair"):
         _run(src, tmp_path / "out", LengthScorer())
+
+
+def test_inputs_without_pair_ids_do_not_collide(tmp_path):
+    recs = [{k: v for k, v in r.items() if k != "id"} for r in _records()]
+    a, b = _write(tmp_path / "a.jsonl", recs[:10]), _write(tmp_path / "b.jsonl", recs[10:20])
+    m = _run([a, b], tmp_path / "out", LengthScorer())
+    ids = pq.read_table(tmp_path / "out" / "pairs.parquet").column("pair_id").to_pylist()
+    assert len(ids) == len(set(ids)) == m["counts"]["pairs"]
+    assert {i.split(":")[0] for i in ids} == {"a", "b"}
+    assert not any(r["field"] == "pair_id" for r in
+                   map(json.loads, filter(None, (tmp_path / "out" / "rejects.jsonl").read_text().split("\n"))))
