@@ -1,27 +1,12 @@
-"""Shared fixtures for the worker tests: a small local Ray, and shards cut from real graded data."""
+"""Shared fixtures for the worker tests: shards cut from real graded data (``ray_local`` is in tests/conftest.py)."""
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 #: Where CI mounts the public test data (never shipped with the project).
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
-
-
-@pytest.fixture(scope="module")
-def ray_local():
-    """A 2-CPU local Ray with a small object store, shut down (and its temp dir removed) after the module."""
-    ray = pytest.importorskip("ray")
-    from workers.ray_pipeline import init_local_ray
-
-    if ray.is_initialized():
-        ray.shutdown()
-    temp_dir = init_local_ray(num_cpus=2, object_store_mb=256)
-    yield ray
-    ray.shutdown()
-    shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
