@@ -36,14 +36,9 @@ from rubric.specs import RubricSpec
 from workers.shards import list_shards, read_shard, shard_name, shard_sha256
 from workers.store import ShardStore, atomic_write_bytes, score_key
 
-__all__ = ["PendingShard", "StepResult", "run_job", "local_step", "write_outputs", "OUTPUT_FILES"]
+__all__ = ["PendingShard", "StepResult", "run_job", "local_step", "write_outputs"]
 
 log = logging.getLogger(__name__)
-
-#: Files a job writes into OUT (claims.parquet and rescale.json only when they apply).
-OUTPUT_FILES = ("answers.parquet", "pairs.parquet", "claims.parquet", "rejects.jsonl", "rescale.json",
-                "manifest.json")
-
 
 @dataclass
 class PendingShard:
