@@ -38,13 +38,18 @@ class PairRecord:
     ``row`` is the index of the input record the pair came from (several pairs share it
     for graded lists), so every output can be traced back to its input. ``split`` is the split
     the input itself assigns to the pair ("train", "dev" or "test"), or None when it assigns none.
+    ``label`` is None for a pair without a human judgement (``predict`` scores it; ``fit`` and
+    ``evaluate`` leave it out and count it). ``reference`` is a reference answer to the question,
+    when the input has one; ``aspects`` holds per-aspect human judgements as (aspect, label) pairs,
+    e.g. ``(("coherence", "a"), ("factuality", "tie"))``; ``answer_type_a`` / ``answer_type_b``
+    say who wrote each answer ("human", a model name) when the input says.
     """
 
     pair_id: str
     question: str
     answer_a: str
     answer_b: str
-    label: Label
+    label: Label | None
     source: str = ""
     domain: str = ""
     expert: bool | None = None
@@ -52,6 +57,10 @@ class PairRecord:
     docs_b: tuple[str, ...] = ()
     row: int = -1
     split: str | None = None
+    reference: str | None = None
+    aspects: tuple[tuple[str, str], ...] = ()
+    answer_type_a: str = ""
+    answer_type_b: str = ""
 
     @property
     def question_id(self) -> str:
@@ -68,12 +77,13 @@ class PairRecord:
 
 @dataclass(frozen=True)
 class AnswerItem:
-    """A unique (question, answer) to score, with any evidence documents attached to it."""
+    """A unique (question, answer) to score, with any evidence documents and reference answer attached to it."""
 
     answer_id: str
     question: str
     answer: str
     docs: tuple[str, ...] = ()
+    reference: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,11 +107,12 @@ class Reject:
 def explode(pairs: list[PairRecord]) -> list[AnswerItem]:
     """Unique answers of ``pairs`` in first-seen order; an answer shared by many pairs appears once.
 
-    Documents attached to an answer are taken from its first occurrence.
+    Documents and the reference answer attached to an answer are taken from its first occurrence.
     """
     seen: dict[str, AnswerItem] = {}
     for p in pairs:
         for aid, ans, docs in ((p.answer_id_a, p.answer_a, p.docs_a), (p.answer_id_b, p.answer_b, p.docs_b)):
             if aid not in seen:
-                seen[aid] = AnswerItem(answer_id=aid, question=p.question, answer=ans, docs=docs)
+                seen[aid] = AnswerItem(answer_id=aid, question=p.question, answer=ans, docs=docs,
+                                       reference=p.reference)
     return list(seen.values())
