@@ -68,8 +68,9 @@ class Assembled:
         rejects: every input row that did not become a pair, with its reason, in input order.
         fitted: the fitted rescale bounds (``rescale == "fitted"``), else None.
         split_source: "assigned" (seeded, whole questions together) or "input" (the inputs' split field).
-        counts: job-level counts: rows in / ok / rejected, pairs, unique answers, per split,
-            errors per rubric, and the same per input.
+        counts: job-level counts: rows in / ok / rejected, pairs, pairs without a human judgement
+            (``unlabeled``, part of ``pairs``), unique answers, per split, errors per rubric, and the
+            same per input.
     """
 
     answers: "pa.Table"
@@ -90,7 +91,7 @@ def combine_inputs(inputs: Sequence[JobInput]) -> tuple[list[PairRecord], list[R
     one file does: that stops the job with a message naming both files.
 
     Returns:
-        (pairs, rejects, per-input counts ``{name: {rows_in, rows_ok, rejected, pairs}}``).
+        (pairs, rejects, per-input counts ``{name: {rows_in, rows_ok, rejected, pairs, unlabeled}}``).
 
     Raises:
         InputError: a graded question's pairs occur in two inputs.
@@ -121,7 +122,8 @@ def combine_inputs(inputs: Sequence[JobInput]) -> tuple[list[PairRecord], list[R
         rejects.extend(extra_rejects)
         per_input[inp.name] = {"path": read.source_file, "sha256": inp.sha256, "rows_in": read.rows_in,
                                "rows_ok": read.rows_ok - len(extra_rejects),
-                               "rejected": len(read.rejects) + len(extra_rejects), "pairs": len(kept)}
+                               "rejected": len(read.rejects) + len(extra_rejects), "pairs": len(kept),
+                               "unlabeled": sum(1 for p in kept if p.label is None)}
     return pairs, rejects, per_input
 
 
@@ -222,6 +224,7 @@ def assemble(inputs: Sequence[JobInput], scores: Mapping[str, Mapping[str, Score
         "rows_ok": sum(c["rows_ok"] for c in per_input.values()),
         "rejected": len(rejects),
         "pairs": len(pairs),
+        "unlabeled": sum(1 for p in pairs if p.label is None),
         "unique_answers": len(items),
         "splits": {s: splits.count(s) for s in SPLITS},
         "errors_by_rubric": {n: sum(1 for sc in col if sc.error is not None) for n, col in columns.items()},

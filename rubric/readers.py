@@ -22,6 +22,11 @@ not a job that succeeded.
 Every :class:`ReadResult` satisfies ``rows_in == rows_ok + len(rejects)``. For the pair formats the
 unit is an input record and ``rows_ok == len(pairs)``; for graded lists the unit is one graded
 answer and an answer that ends up in no pair is a reject too (see :func:`read_graded`).
+
+A pair without a human judgement (the label field absent or null; in the table formats also an
+empty cell, the only way CSV can leave one out) is kept as ``PairRecord(label=None)``: it can be
+scored and predicted, and ``fit``/``evaluate`` leave it out. A label that is present but not a
+valid value is still a reject. Graded lists always have labels.
 """
 
 from __future__ import annotations
@@ -73,7 +78,8 @@ TABLE_FIELDS: tuple[str, ...] = (
     "question", "answer_a", "answer_b", "label", "pair_id", "source", "domain", "expert", "docs_a", "docs_b",
     "split",
 )
-_TABLE_REQUIRED: tuple[str, ...] = ("question", "answer_a", "answer_b", "label")
+#: ``label`` is optional: without it every pair of the table is unlabeled (scored, not judged).
+_TABLE_REQUIRED: tuple[str, ...] = ("question", "answer_a", "answer_b")
 
 #: Label spellings ``read_table`` accepts when no ``label_values`` is given (matched case-insensitively).
 #: "1"/"2" mean answer 1 / answer 2 here, not lfqa_eval's -1/0/1 (use ``read_lfqa_eval`` for that).
@@ -94,6 +100,9 @@ WEBGLM_REFERENCE_GRADES: Mapping[str, int] = {"ground0": 0, "ground1": 1, "groun
 
 _HP_LABELS: Mapping[str, str] = {"answer_1": "a", "answer_2": "b", "tie": "tie"}
 _EVAL_LABELS: Mapping[int, str] = {-1: "a", 0: "tie", 1: "b"}
+#: lfqa_eval's overall judgement; every other ``<aspect>_preference`` field is a per-aspect one.
+_EVAL_OVERALL = "overall_preference"
+_PREFERENCE_SUFFIX = "_preference"
 _TRUE = frozenset({"true", "yes", "1", "t", "y"})
 _FALSE = frozenset({"false", "no", "0", "f", "n"})
 
@@ -103,7 +112,7 @@ class ReadResult:
     """What a reader returns.
 
     Attributes:
-        pairs: the valid preference pairs, in input order.
+        pairs: the valid pairs, in input order; those without a human judgement have ``label`` None.
         rejects: one entry per input row (in the unit of ``rows_in``) that could not be used.
         rows_in: input rows read: records for the pair formats, graded answers for ``read_graded``.
             Blank JSONL lines are not rows.
@@ -126,6 +135,11 @@ class ReadResult:
                 f"row accounting is broken for {self.source_file}: rows_in={self.rows_in}, "
                 f"rows_ok={self.rows_ok}, rejects={len(self.rejects)}"
             )
+
+    @property
+    def n_unlabeled(self) -> int:
+        """Pairs read without a human judgement (``label`` None); they are part of ``rows_ok``."""
+        return sum(1 for p in self.pairs if p.label is None)
 
 
 class _RowError(Exception):
@@ -592,8 +606,8 @@ def _read_pairs(
 
 
 def _log_result(result: ReadResult) -> None:
-    logger.info("read %d pairs from %s (%d rows in, %d rejected)",
-                len(result.pairs), result.source_file, result.rows_in, len(result.rejects))
+    logger.info("read %d pairs from %s (%d rows in, %d rejected, %d without a label)",
+                len(result.pairs), result.source_file, result.rows_in, len(result.rejects), result.n_unlabeled)
     if result.rejects:
         logger.warning("%d rows of %s rejected; first: %s",
                        len(result.rejects), result.source_file, result.rejects[0].reason)
@@ -624,7 +638,8 @@ def read_lfqa_hp(
     """Read LFQA-HP-1M records (JSONL, a JSON list, or Parquet).
 
     Fields: ``question_text``, ``answer_1``, ``answer_2``, ``human_judgment`` ("answer_1", "answer_2"
-    or "tie" -> label "a", "b", "tie"), optional ``human_expert``, ``domain``, ``source``, ``id`` or
+    or "tie" -> label "a", "b", "tie"; absent or null -> an unlabeled pair, label None), optional
+    ``human_expert``, ``domain``, ``source``, ``id`` or
     ``pair_id`` (default ``f"{file stem}:row{index}"``), ``doc_1``/``doc_2`` (a string or a list of strings),
     ``split`` (train/dev/test; validation/valid/val mean dev).
 
@@ -650,12 +665,12 @@ def read_lfqa_hp(
         answer_a = _text(rec, "answer_1", max_answer_chars)
         answer_b = _text(rec, "answer_2", max_answer_chars)
         judgment = rec.get("human_judgment")
-        if judgment is None:
-            raise _RowError("human_judgment", "missing field 'human_judgment'")
-        label = _HP_LABELS.get(judgment) if isinstance(judgment, str) else None
-        if label is None:
-            raise _RowError("human_judgment", f"field 'human_judgment' has value {judgment!r}; "
-                                              "expected 'answer_1', 'answer_2' or 'tie'")
+        label = None
+        if judgment is not None:  # absent or null: a pair nobody judged, kept unlabeled
+            label = _HP_LABELS.get(judgment) if isinstance(judgment, str) else None
+            if label is None:
+                raise _RowError("human_judgment", f"field 'human_judgment' has value {judgment!r}; "
+                                                  "expected 'answer_1', 'answer_2' or 'tie' (or null for no judgement)")
         return PairRecord(
             pair_id=_pair_id(rec, row, p, "pair_id", "id"), question=question, answer_a=answer_a,
             answer_b=answer_b, label=label, source=_meta(rec, "source"), domain=_meta(rec, "domain"),
@@ -675,9 +690,17 @@ def read_lfqa_eval(
     """Read the lfqa_eval format of Xu et al. (JSONL or a JSON list).
 
     Fields: ``question``, ``answer_a``, ``answer_b``, ``overall_preference`` (-1: a wins, 0: tie,
-    1: b wins), optional ``doc_a``/``doc_b`` (a string, a list of strings, or a list of dicts whose
-    ``text``/``content`` is taken), ``source`` (default "lfqa_eval"), ``expert``/``human_expert``,
-    ``domain``, ``pair_id``/``id``, ``split`` (train/dev/test; validation/valid/val mean dev).
+    1: b wins; absent or null -> an unlabeled pair, label None), optional ``doc_a``/``doc_b`` (a
+    string, a list of strings, or a list of dicts whose ``text``/``content`` is taken), ``source``
+    (default "lfqa_eval"), ``expert``/``human_expert``, ``domain``, ``pair_id``/``id``, ``split``
+    (train/dev/test; validation/valid/val mean dev), ``answer_a_type``/``answer_b_type`` (who wrote
+    each answer: a model name or "human"; into ``answer_type_a``/``answer_type_b``).
+
+    Every other ``<aspect>_preference`` field (lfqa_eval has ``coherence_preference`` and
+    ``factuality_preference``; any other name is read the same way) is a per-aspect judgement on the
+    same -1/0/1 scale, kept in ``PairRecord.aspects`` as ``(aspect, "a"/"b"/"tie")`` sorted by aspect;
+    a null one is left out. An aspect value that is present but not -1, 0 or 1 rejects the row,
+    naming the field.
 
     Args:
         path: a ``.jsonl`` or ``.json`` file.
@@ -700,21 +723,39 @@ def read_lfqa_eval(
         question = _text(rec, "question", max_question_chars, option="max_question_chars")
         answer_a = _text(rec, "answer_a", max_answer_chars)
         answer_b = _text(rec, "answer_b", max_answer_chars)
-        if rec.get("overall_preference") is None:
-            raise _RowError("overall_preference", "missing field 'overall_preference'")
-        raw = rec["overall_preference"]
-        label = _EVAL_LABELS.get(_as_int(raw))  # type: ignore[arg-type]
-        if label is None:
-            raise _RowError("overall_preference",
-                            f"field 'overall_preference' has value {raw!r}; expected -1, 0 or 1")
+        label = _eval_preference(rec, _EVAL_OVERALL)
+        aspects = []
+        for name in sorted(rec):
+            if name == _EVAL_OVERALL or not name.endswith(_PREFERENCE_SUFFIX) or len(name) == len(_PREFERENCE_SUFFIX):
+                continue
+            value = _eval_preference(rec, name)
+            if value is not None:
+                aspects.append((name[: -len(_PREFERENCE_SUFFIX)], value))
         return PairRecord(
             pair_id=_pair_id(rec, row, p, "pair_id", "id"), question=question, answer_a=answer_a,
-            answer_b=answer_b, label=label, source=_meta(rec, "source", "lfqa_eval"),
+            answer_b=answer_b, label=label, source=_meta(rec, "source", "lfqa_eval"),  # type: ignore[arg-type]
             domain=_meta(rec, "domain"), expert=_expert(rec, "expert", "human_expert"),
             docs_a=_docs(rec, "doc_a"), docs_b=_docs(rec, "doc_b"), row=row, split=_split(rec, "split"),
+            aspects=tuple(aspects), answer_type_a=_meta(rec, "answer_a_type"),
+            answer_type_b=_meta(rec, "answer_b_type"),
         )
 
     return _read_pairs(p, records, build)
+
+
+def _eval_preference(rec: Mapping[str, Any], name: str) -> str | None:
+    """An lfqa_eval -1/0/1 preference field as "a"/"tie"/"b"; None when absent or null (no judgement).
+
+    Raises:
+        _RowError: the field is present with any other value (``True`` is not 1 here).
+    """
+    raw = rec.get(name)
+    if raw is None:
+        return None
+    label = _EVAL_LABELS.get(_as_int(raw))  # type: ignore[arg-type]
+    if label is None:
+        raise _RowError(name, f"field {name!r} has value {raw!r}; expected -1, 0 or 1 (or null for no judgement)")
+    return label
 
 
 def _label_table(label_values: Mapping[str, str] | None) -> dict[str, str]:
@@ -749,12 +790,13 @@ def read_table(
 
     Args:
         path: the file; its extension (.jsonl, .json, .parquet, .csv) picks the parser unless ``fmt``.
-        mapping: our field name -> the file's column name. Required: question, answer_a, answer_b,
-            label; optional: pair_id, source, domain, expert, docs_a, docs_b, split (the split the
+        mapping: our field name -> the file's column name. Required: question, answer_a, answer_b;
+            optional: label, pair_id, source, domain, expert, docs_a, docs_b, split (the split the
             file assigns: train/dev/test, validation/valid/val mean dev). A string is parsed with
-            :func:`parse_mapping`.
+            :func:`parse_mapping`. Without a label column every pair is unlabeled (label None);
+            with one, a null or blank cell leaves that pair unlabeled.
         label_values: file label value (as a string, matched case-insensitively) -> "a"/"b"/"tie".
-            Default :data:`DEFAULT_LABEL_VALUES`.
+            Default :data:`DEFAULT_LABEL_VALUES`; only with a label column.
         fmt: "jsonl", "parquet" or "csv" to override the extension.
         max_answer_chars: longer answers are rejected.
         max_question_chars: longer questions are rejected.
@@ -763,12 +805,15 @@ def read_table(
         The pairs and rejects; ``rows_in`` counts records.
 
     Raises:
-        ConfigError: the mapping, ``label_values`` or a length limit is invalid.
+        ConfigError: the mapping, ``label_values`` or a length limit is invalid, or ``label_values``
+            is given without a label column.
         InputError: the file is missing, a directory, not UTF-8 text, unparseable, of an unknown
             extension, or holds no records.
     """
     _check_max(max_answer_chars, max_question_chars)
     cols = parse_mapping(mapping) if isinstance(mapping, str) else _check_mapping(mapping)
+    if label_values is not None and "label" not in cols:
+        raise ConfigError("'label_values' (--labels) needs a label column in the mapping (label=COLUMN)")
     labels = _label_table(label_values)
     if fmt is not None and fmt not in ("jsonl", "parquet", "csv"):
         raise ConfigError(f"'fmt' must be 'jsonl', 'parquet' or 'csv', got {fmt!r}")
@@ -784,12 +829,14 @@ def read_table(
                          option="max_question_chars")
         answer_a = _text(rec, cols["answer_a"], max_answer_chars, label=named("answer_a"))
         answer_b = _text(rec, cols["answer_b"], max_answer_chars, label=named("answer_b"))
-        raw = rec.get(cols["label"])
-        if raw is None or raw == "":
-            raise _RowError(cols["label"], f"missing field {named('label')}")
-        label = labels.get(_label_key(raw))
-        if label is None:
-            raise _RowError(cols["label"], f"field {named('label')} has value {raw!r}; expected one of {expected}")
+        label = None
+        raw = rec.get(cols["label"]) if "label" in cols else None
+        # null, or an empty cell (CSV cannot write a null): a pair nobody judged, kept unlabeled
+        if raw is not None and not (isinstance(raw, str) and not raw.strip()):
+            label = labels.get(_label_key(raw))
+            if label is None:
+                raise _RowError(cols["label"], f"field {named('label')} has value {raw!r}; expected one of "
+                                               f"{expected} (or an empty cell for no judgement)")
         pid_col = cols.get("pair_id")
         return PairRecord(
             pair_id=_pair_id(rec, row, p, pid_col) if pid_col else _default_pair_id(p, row),
@@ -811,7 +858,7 @@ def _check_mapping(mapping: Mapping[str, str]) -> dict[str, str]:
     missing = [f for f in _TABLE_REQUIRED if f not in mapping]
     if missing:
         raise ConfigError(f"mapping is missing required field(s) {', '.join(map(repr, missing))}; "
-                          f"required: {', '.join(_TABLE_REQUIRED)}")
+                          f"required: {', '.join(_TABLE_REQUIRED)} (label is optional)")
     for key, col in mapping.items():
         if not isinstance(col, str) or not col.strip():
             raise ConfigError(f"mapping[{key!r}] must be a non-empty column name, got {col!r}")
@@ -820,6 +867,8 @@ def _check_mapping(mapping: Mapping[str, str]) -> dict[str, str]:
 
 def parse_mapping(text: str) -> dict[str, str]:
     """Parse a CLI column mapping such as ``"question=q,answer_a=resp1,answer_b=resp2,label=winner"``.
+
+    ``label`` may be left out (a table of pairs to score or predict, nobody's judgement).
 
     Args:
         text: comma-separated ``field=column`` entries; spaces around names are ignored.
@@ -1195,7 +1244,7 @@ def read_input(path: str | Path, fmt: str, **options: Any) -> ReadResult:
         accepted = _TABLE_OPTIONS
         if "mapping" not in options:
             raise ConfigError(f"format {fmt!r} needs a column mapping (mapping='question=...,answer_a=...,"
-                              "answer_b=...,label=...')")
+                              "answer_b=...[,label=...]')")
     else:
         accepted = tuple(n for n in inspect.signature(reader).parameters if n != "path")
     unknown = sorted(set(options) - set(accepted))

@@ -622,3 +622,52 @@ def test_one_bad_line_among_many_costs_one_row(tmp_path):
     (rej,) = res.rejects
     assert rej.row == 3 and "line 4 is not valid JSON" in rej.reason and len(res.pairs) == 5
     _accounted(res)
+
+
+# ----------------------------------------------------------------------------- unlabeled pairs
+
+
+def test_a_file_mixing_labeled_and_unlabeled_rows_accounts_for_every_row(tmp_path):
+    no_key = _hp(3)
+    del no_key["human_judgment"]
+    recs = [_hp(0), _hp(1, human_judgment=None), _hp(2, human_judgment="answer_9"), no_key,
+            _hp(4, human_judgment="tie"), _hp(5, answer_1="")]
+    res = read_lfqa_hp(_jsonl(tmp_path / "h.jsonl", recs))
+    assert [(p.row, p.label) for p in res.pairs] == [(0, "a"), (1, None), (3, None), (4, "tie")]
+    assert [(r.row, r.field) for r in res.rejects] == [(2, "human_judgment"), (5, "answer_1")]
+    assert (res.rows_in, res.rows_ok, res.n_unlabeled) == (6, 4, 2)
+    _accounted(res)
+
+
+def test_unlabeled_rows_in_every_pair_format(tmp_path):
+    ev = read_lfqa_eval(_jsonl(tmp_path / "e.jsonl",
+                               [_ev(0), _ev(1, overall_preference=None), _ev(2, overall_preference=7)]))
+    assert [p.label for p in ev.pairs] == ["a", None] and [r.field for r in ev.rejects] == ["overall_preference"]
+    _accounted(ev)
+    tab = read_table(_csv(tmp_path / "t.csv", [_tab(0), _tab(1, l=""), _tab(2, l="nope")]), TABLE_MAP)
+    assert [p.label for p in tab.pairs] == ["a", None] and [r.row for r in tab.rejects] == [2]
+    _accounted(tab)
+    pq_ = read_table(_parquet(tmp_path / "t.parquet", [_tab(0), _tab(1, l=None)]), TABLE_MAP)
+    assert [p.label for p in pq_.pairs] == ["a", None]
+    _accounted(pq_)
+
+
+def test_the_job_counts_unlabeled_pairs_overall_and_per_input(tmp_path):
+    from rubric.assemble import JobInput, assemble
+    from rubric.records import explode
+    from rubric.scoring import Provenance, Score
+    from rubric.specs import RUBRICS
+
+    hp = read_lfqa_hp(_jsonl(tmp_path / "h.jsonl", [_hp(0), _hp(1, human_judgment=None), _hp(2, answer_2="")]))
+    ev = read_lfqa_eval(_jsonl(tmp_path / "e.jsonl", [_ev(0, overall_preference=None), _ev(1, overall_preference=None),
+                                                      _ev(2, overall_preference=1)]))
+    conc = RUBRICS.get("conciseness.lexical_density.v1")
+    items = explode(hp.pairs + ev.pairs)
+    scores = {it.answer_id: {"conciseness": Score.ok(0.1 + 0.01 * i)} for i, it in enumerate(items)}
+    job = assemble([JobInput("h", hp, "lfqa-hp"), JobInput("e", ev, "lfqa-eval")], scores,
+                   {"conciseness": Provenance(conc.version, "spacy")}, [conc])
+    c = job.counts
+    assert (c["rows_in"], c["rows_ok"], c["rejected"], c["pairs"], c["unlabeled"]) == (6, 5, 1, 5, 3)
+    assert c["rows_in"] == c["rows_ok"] + c["rejected"]
+    assert {k: (v["pairs"], v["unlabeled"]) for k, v in c["per_input"].items()} == {"h": (2, 1), "e": (3, 2)}
+    assert job.pairs.column("label").to_pylist() == ["a", None, None, None, "b"]
