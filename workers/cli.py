@@ -213,13 +213,16 @@ def _lfq(args) -> int:
 
 
 def _rubrics(args) -> int:
-    from rubric.specs import DEFAULT_VERSIONS, RUBRICS
+    from rubric.specs import DEFAULT_VERSIONS, EXTRA_SIGNALS, RUBRICS
 
-    lines = ["| version | backend | raw range | default for |", "|---|---|---|---|"]
-    defaults = {v: k for k, v in DEFAULT_VERSIONS.items()}
+    # Extra signals are opt-in (never in a default list): their bare name is shown, and the last
+    # column says they are not one of the paper's rubrics.
+    lines = ["| version | backend | raw range | default for | kind |", "|---|---|---|---|---|"]
+    defaults = {v: k for k, v in {**DEFAULT_VERSIONS, **EXTRA_SIGNALS}.items()}
     for name in RUBRICS.names():
         s = RUBRICS.get(name)
-        lines.append(f"| {name} | {s.backend} | {s.raw_min:g}-{s.raw_max:g} | {defaults.get(name, '')} |")
+        kind = "extra signal" if s.extra_signal else "rubric"
+        lines.append(f"| {name} | {s.backend} | {s.raw_min:g} to {s.raw_max:.4g} | {defaults.get(name, '')} | {kind} |")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 

@@ -42,8 +42,9 @@ __all__ = ["PoolConfig", "DEFAULT_POOLS", "pool_of_backend", "init_local_ray", "
 
 log = logging.getLogger(__name__)
 
-_TEXT_BACKENDS = frozenset({"spacy", "harper", "languagetool"})
-_TEXT_COLUMNS = ("question", "answer", "docs")
+# Cheap CPU work without a neural model: spaCy, the grammar checkers, word counts, ROUGE-L.
+_TEXT_BACKENDS = frozenset({"spacy", "harper", "languagetool", "length", "rouge"})
+_TEXT_COLUMNS = ("question", "answer", "docs", "reference")
 #: Pools whose actors host an LLM engine: one GPU each by default when the cluster has GPUs.
 _ENGINE_POOLS = ("factuality", "llm")
 _POOL_ORDER = ("text", "classifier", "factuality", "llm")
@@ -87,7 +88,8 @@ class PoolConfig:
                 raise ConfigError(f"{name!r} must be >= 0 (bounded retries), got {getattr(self, name)}")
 
 
-#: Pool per resource kind. "classifier" hosts any backend that is neither text nor an engine (specificity).
+#: Pool per resource kind. "classifier" hosts any backend that is neither text nor an engine
+#: (specificity, MiniLM similarity).
 DEFAULT_POOLS: Mapping[str, PoolConfig] = {
     "text": PoolConfig(),
     "classifier": PoolConfig(),
@@ -164,7 +166,7 @@ def _empty_items_table():
     return pa.table({"shard": pa.array([], pa.int64()), "index": pa.array([], pa.int64()),
                      "n_items": pa.array([], pa.int64()), "answer_id": pa.array([], pa.string()),
                      "question": pa.array([], pa.string()), "answer": pa.array([], pa.string()),
-                     "docs": pa.array([], pa.string())})
+                     "docs": pa.array([], pa.string()), "reference": pa.array([], pa.string())})
 
 
 def _explode_shards(batch, *, fmt: str, options: Mapping[str, Any]):
@@ -188,6 +190,7 @@ def _explode_shards(batch, *, fmt: str, options: Mapping[str, Any]):
             "question": pa.array([it.question for it in items], pa.string()),
             "answer": pa.array([it.answer for it in items], pa.string()),
             "docs": pa.array([json.dumps(list(it.docs), ensure_ascii=False) for it in items], pa.string()),
+            "reference": pa.array([it.reference for it in items], pa.string()),  # null: no reference answer
         }))
     return pa.concat_tables(tables) if tables else _empty_items_table()
 
@@ -422,8 +425,10 @@ def add_ray_arguments(p) -> None:
     g.add_argument("--address", default=None,
                    help="Ray address: 'auto' joins a running cluster (what `ray job submit` gives), 'local' "
                         "starts a 2-CPU local Ray; default: join RAY_ADDRESS if set, else start a local Ray")
-    g.add_argument("--text-actors", type=int, default=1, help="actors in the text pool (spaCy, Harper, LanguageTool)")
-    g.add_argument("--classifier-actors", type=int, default=1, help="actors in the classifier pool (specificity)")
+    g.add_argument("--text-actors", type=int, default=1,
+                   help="actors in the text pool (spaCy, Harper, LanguageTool, length, ROUGE-L)")
+    g.add_argument("--classifier-actors", type=int, default=1,
+                   help="actors in the classifier pool (specificity, MiniLM similarity)")
     g.add_argument("--llm-actors", type=int, default=1, help="actors in the LLM pool (one engine each)")
     g.add_argument("--factuality-actors", type=int, default=1, help="actors in the factuality pool (own engine)")
     g.add_argument("--cpus-per-actor", type=float, default=0.5, help="CPUs reserved per text/classifier actor")

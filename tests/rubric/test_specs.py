@@ -2,20 +2,64 @@ import pytest
 
 from rubric.errors import ConfigError, UnknownNameError
 from rubric.registry import Registry
-from rubric.specs import DEFAULT_VERSIONS, RUBRICS, RubricSpec, resolve_rubrics
+from rubric.specs import DEFAULT_VERSIONS, EXTRA_SIGNALS, PAPER_RUBRICS, RUBRICS, RubricSpec, resolve_rubrics
 
 # Snapshot: an entry must not vanish silently. Extend this list when a version is added.
 EXPECTED_VERSIONS = {
     "coherence.geval.v1", "completeness.geval.v1", "conciseness.lexical_density.v1", "fluency.geval.v1",
     "grammar.harper.v1", "grammar.languagetool.v1", "relevance.geval.v1", "use_of_examples.yesno.v1",
     "specificity.subjectiveqa.v1", "specificity.geval.v1", "factuality.veriscore.v1",
+    # extra signals (opt-in, outside the paper's nine)
+    "length.words.v1", "qa_similarity.minilm.v1", "ref_rouge_l.v1", "ref_similarity.minilm.v1",
 }
+EXPECTED_EXTRA_SIGNALS = {"length.words.v1", "qa_similarity.minilm.v1", "ref_rouge_l.v1", "ref_similarity.minilm.v1"}
 
 
 def test_registry_snapshot():
     assert EXPECTED_VERSIONS <= set(RUBRICS.names())
     for name, version in DEFAULT_VERSIONS.items():
         assert RUBRICS.get(version).name == name
+    for name, version in EXTRA_SIGNALS.items():
+        assert RUBRICS.get(version).name == name
+
+
+def test_extra_signals_are_marked_and_never_defaults():
+    marked = {v for v in RUBRICS.names() if RUBRICS.get(v).extra_signal}
+    assert marked == EXPECTED_EXTRA_SIGNALS == set(EXTRA_SIGNALS.values())
+    assert set(DEFAULT_VERSIONS) == set(PAPER_RUBRICS) and len(PAPER_RUBRICS) == 9
+    assert not marked & set(DEFAULT_VERSIONS.values())
+    assert not set(EXTRA_SIGNALS) & set(PAPER_RUBRICS)
+    for version in marked:  # a bare extra-signal name never shadows a paper rubric's default
+        assert RUBRICS.get(version).name not in DEFAULT_VERSIONS
+
+
+def test_demo_and_score_defaults_hold_no_extra_signal():
+    from workers.cli import DEMO_RUBRICS, build_parser
+
+    demo = resolve_rubrics(DEMO_RUBRICS)
+    assert sorted(s.name for s in demo) == sorted(PAPER_RUBRICS)
+    assert not any(s.extra_signal for s in demo)
+    args = build_parser().parse_args(["score", "x.jsonl", "--format", "lfqa-hp", "--out", "o"])
+    assert not any(s.extra_signal for s in resolve_rubrics(args.rubrics))
+
+
+@pytest.mark.parametrize("bare,version", sorted(EXTRA_SIGNALS.items()))
+def test_resolve_extra_signal_by_bare_name(bare, version):
+    (spec,) = resolve_rubrics(bare)
+    assert spec.version == version and spec.extra_signal
+
+
+def test_resolve_mixes_rubrics_and_extra_signals():
+    specs = resolve_rubrics("qa_similarity,conciseness,ref_rouge_l.v1")
+    assert [s.version for s in specs] == ["qa_similarity.minilm.v1", "conciseness.lexical_density.v1",
+                                          "ref_rouge_l.v1"]
+    with pytest.raises(ConfigError, match="'length' is given twice"):
+        resolve_rubrics("length,length.words.v1")
+
+
+def test_unknown_name_lists_extra_signals():
+    with pytest.raises(UnknownNameError, match="extra signals: length, qa_similarity, ref_rouge_l, ref_similarity"):
+        resolve_rubrics("qa_sim")
 
 
 def test_registry_duplicate_and_unknown():
