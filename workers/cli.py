@@ -68,7 +68,8 @@ def reader_options(args) -> dict:
                     include_references=args.include_references)
     if args.format in ("jsonl", "parquet", "csv"):
         if not args.map:
-            raise RubricError(f"format {args.format!r} needs --map question=COL,answer_a=COL,answer_b=COL,label=COL")
+            raise RubricError(f"format {args.format!r} needs --map "
+                              "question=COL,answer_a=COL,answer_b=COL[,label=COL]")
         opts["mapping"] = parse_mapping(args.map)
         if args.labels:
             opts["label_values"] = parse_mapping(args.labels)
@@ -169,8 +170,9 @@ def _demo(args) -> int:
         _score(ns)
     model_path = out / "model.json"
     _fit(argparse.Namespace(outdir=out, out=model_path, split="train", C=1.0, ties="drop", features=None))
-    # The sample is tiny, so the demo reports on every pair (labelled in-sample in the report).
-    _evaluate(argparse.Namespace(outdir=out, model=model_path, split="all", n_boot=1000,
+    # Held-out pairs only: the sample's test split is 2 questions, and the report says its CIs are
+    # unreliable. That is the honest result; reporting every pair would present in-sample numbers.
+    _evaluate(argparse.Namespace(outdir=out, model=model_path, split="test", n_boot=1000,
                                  report=str(out / "report.md")))
     log.info("demo outputs in %s: answers.parquet, pairs.parquet, claims.parquet, rejects.jsonl, manifest.json, "
              "model.json, report.md, report.png", out)
@@ -236,7 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("inputs", nargs="+", help="input files, folders of files, globs or URIs (one job, one set of tables)")
     s.add_argument("--format", required=True, choices=FORMATS)
     s.add_argument("--out", required=True)
-    s.add_argument("--map", default=None, help="column mapping for jsonl/parquet/csv: question=q,answer_a=...")
+    s.add_argument("--map", default=None,
+                   help="column mapping for jsonl/parquet/csv: question=q,answer_a=...,answer_b=...[,label=...] "
+                        "(no label column, or an empty cell: an unlabeled pair)")
     s.add_argument("--labels", default=None, help="label value mapping, e.g. 1=a,2=b,0=tie")
     s.add_argument("--max-pairs-per-question", type=int, default=50, help="graded lists: cap per question")
     s.add_argument("--include-references", action="store_true", help="graded lists: also pair reference answers")
@@ -282,7 +286,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("input")
     q.add_argument("--format", required=True, choices=FORMATS)
     q.add_argument("--out", required=True, help="questions table (Parquet): is_lfq, p_yes, log_score, confident")
-    q.add_argument("--map", default=None)
+    q.add_argument("--map", default=None, help="column mapping for jsonl/parquet/csv (label optional)")
     q.add_argument("--labels", default=None)
     q.add_argument("--max-pairs-per-question", type=int, default=50)
     q.add_argument("--include-references", action="store_true")
