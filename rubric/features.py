@@ -3,15 +3,18 @@
 Writing results into tables is kept apart from scoring (spaCy's predict / set_annotations split):
 scorers return ``Score`` lists, and these functions lay them out as Arrow tables.
 
-Per-answer columns: ids and text, then for each rubric ``r``: ``r`` (1-5), ``r_raw``, ``r_error``,
+Per-answer columns: ids and text, ``n_words`` (whitespace tokens), ``n_chars``, ``n_md`` (markdown
+elements, :func:`rubric.style.markdown_count`), then for each rubric ``r``: ``r`` (1-5), ``r_raw``, ``r_error``,
 any extras as ``r_<extra>``, and provenance ``r_version``, ``r_backend``, ``r_model``,
 ``r_model_revision``, ``r_template_hash``.
-Per-pair columns: ids, label, source, domain, expert, split, word counts, and for each rubric
-``a_r``, ``b_r``, ``d_r = a_r - b_r`` and ``prov_r`` (the key of the rubric's provenance record).
+Per-pair columns: ids, label (null for an unlabeled pair), source, domain, expert, split, word and
+markdown counts of both answers (``n_words_a``, ``n_words_b``, ``n_md_a``, ``n_md_b``), and for each
+rubric ``a_r``, ``b_r``, ``d_r = a_r - b_r`` and ``prov_r`` (the key of the rubric's provenance record).
 
 Both tables carry in their schema metadata the rubric list and ``{rubric: provenance record}``
-(see :mod:`rubric.provenance`), so a table says how each column was made, and the per-row
-``prov_r`` keys expose tables made differently that were concatenated.
+(see :mod:`rubric.provenance`) and the style covariates its counts support (``{name: version}``, see
+:mod:`rubric.style`), so a table says how each column was made, and the per-row ``prov_r`` keys expose
+tables made differently that were concatenated.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import json
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -33,9 +36,11 @@ from rubric.records import AnswerItem, PairRecord
 from rubric.rescale import FittedMinMax
 from rubric.scoring import Provenance, Score
 from rubric.specs import RubricSpec
+from rubric.style import (STYLE_COVARIATES, STYLE_META_KEY, length_decorrelation_beta, markdown_count,
+                          normalised_difference)
 
-__all__ = ["answers_table", "pairs_table", "table_rubrics", "concat_feature_tables", "DesignMatrix",
-           "design_matrix", "word_count"]
+__all__ = ["answers_table", "pairs_table", "table_rubrics", "table_style", "concat_feature_tables", "DesignMatrix",
+           "design_matrix", "fit_length_betas", "word_count"]
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +48,28 @@ _META_KEY = b"lfqa_rubric.rubrics"
 
 
 def word_count(text: str) -> int:
+    """Whitespace tokens (``str.split()``): the length behind ``n_words`` and the ``style_length`` covariate."""
     return len(text.split())
 
 
 def _meta(rubrics: Sequence[str]) -> dict[bytes, bytes]:
-    return {_META_KEY: json.dumps(list(rubrics)).encode()}
+    style = {name: version for name, (version, _) in STYLE_COVARIATES.items()}
+    return {_META_KEY: json.dumps(list(rubrics)).encode(), STYLE_META_KEY: json.dumps(style, sort_keys=True).encode()}
+
+
+def table_style(table: pa.Table) -> dict[str, str]:
+    """``{covariate: version}`` of the style covariates a feature table's counts support; empty for a
+    table written before lfqa-rubric counted markdown."""
+    meta = table.schema.metadata or {}
+    if STYLE_META_KEY not in meta:
+        return {}
+    try:
+        doc = json.loads(meta[STYLE_META_KEY])
+    except ValueError as e:
+        raise InputError(f"this table's style metadata is not JSON: {e}") from None
+    if not isinstance(doc, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in doc.items()):
+        raise InputError(f"this table's style metadata must map covariate names to versions, got {doc!r}")
+    return doc
 
 
 def table_rubrics(table: pa.Table) -> list[str]:
@@ -72,6 +94,7 @@ def answers_table(items: Sequence[AnswerItem], specs: Sequence[RubricSpec],
         "answer": [it.answer for it in items],
         "n_words": [word_count(it.answer) for it in items],
         "n_chars": [len(it.answer) for it in items],
+        "n_md": [markdown_count(it.answer) for it in items],
     }
     for spec in specs:
         r = spec.name
@@ -104,12 +127,14 @@ def answers_table(items: Sequence[AnswerItem], specs: Sequence[RubricSpec],
 
 
 def pairs_table(pairs: Sequence[PairRecord], splits: Sequence[str], answers: pa.Table) -> pa.Table:
-    """Join per-answer 1-5 scores onto pairs; one output row per pair, in input order.
+    """Join per-answer 1-5 scores and counts onto pairs; one output row per pair, in input order.
 
     The answers table's provenance is copied into the metadata, and each row gets ``prov_<rubric>``.
+    An unlabeled pair (``label`` None) keeps a null label.
 
     Raises:
-        ConfigError: splits and pairs differ in length, or a pair's answer is not in ``answers``.
+        ConfigError: splits and pairs differ in length, a pair's answer is not in ``answers``, or
+            ``answers`` has no ``n_md`` column (written before markdown was counted: re-run score).
         ProvenanceError: ``answers`` records no provenance.
     """
     if len(splits) != len(pairs):
@@ -118,6 +143,10 @@ def pairs_table(pairs: Sequence[PairRecord], splits: Sequence[str], answers: pa.
     records = table_provenance(answers)
     index = {aid: i for i, aid in enumerate(answers.column("answer_id").to_pylist())}
     n_words = answers.column("n_words").to_pylist()
+    if "n_md" not in answers.column_names:
+        raise ConfigError("the answers table has no n_md column (it was written before lfqa-rubric counted "
+                          "markdown): re-run score")
+    n_md = answers.column("n_md").to_pylist()
     cols: dict[str, list] = {
         "pair_id": [p.pair_id for p in pairs],
         "row": [p.row for p in pairs],
@@ -138,6 +167,8 @@ def pairs_table(pairs: Sequence[PairRecord], splits: Sequence[str], answers: pa.
         raise ConfigError(f"answer {e.args[0]} of a pair is missing from the answers table") from None
     cols["n_words_a"] = [n_words[i] for i in ia]
     cols["n_words_b"] = [n_words[i] for i in ib]
+    cols["n_md_a"] = [n_md[i] for i in ia]
+    cols["n_md_b"] = [n_md[i] for i in ib]
     for r in rubrics:
         vals = answers.column(r).to_pylist()
         a = [vals[i] for i in ia]
@@ -153,6 +184,8 @@ def pairs_table(pairs: Sequence[PairRecord], splits: Sequence[str], answers: pa.
             table = table.set_column(i, name, table.column(name).cast(pa.float64()))
         col = provenance_column(r)
         table = table.set_column(table.schema.get_field_index(col), col, table.column(col).cast(pa.string()))
+    # every label null (a table of unlabeled pairs) would otherwise be typed null, not string
+    table = table.set_column(table.schema.get_field_index("label"), "label", table.column("label").cast(pa.string()))
     return table.replace_schema_metadata({**_meta(rubrics), **provenance_metadata(records)})
 
 
@@ -184,18 +217,23 @@ def concat_feature_tables(tables: Sequence[pa.Table]) -> pa.Table:
 
 @dataclass(frozen=True)
 class DesignMatrix:
-    """Rubric differences ready for the preference model.
+    """Rubric differences (and style covariates) ready for the preference model.
 
     Attributes:
-        X: (n, f) float array of ``a - b`` differences of the used rubrics.
-        y: labels "a"/"b"/"tie".
-        features: the used rubric names, in column order.
+        X: (n, f + s) float array: the ``a - b`` differences of the used rubrics (residualised against
+            the length difference when ``length_betas`` were given), then the style covariates.
+        y: labels "a"/"b"/"tie", or None for an unlabeled pair (kept only with ``keep_unlabeled``).
+        features: the used rubric names, in column order (the first f columns).
         excluded: rubric name -> why it was left out (e.g. no values at all).
-        n_missing_rows: pairs dropped because a used rubric was missing for one of their answers.
+        n_missing_rows: pairs dropped because a used rubric (or a style count) was missing for one
+            of their answers.
         n_ties_dropped: ties dropped (when ties are not modelled).
         n_words_a / n_words_b: answer lengths, for the "longer answer wins" baseline.
         pair_id: the pair ids of the kept rows.
         question_id: the question ids of the kept rows (the clusters of the bootstrap).
+        n_unlabeled: unlabeled pairs dropped (0 with ``keep_unlabeled``, which keeps them).
+        style_features: the style covariate names, in column order (the last s columns).
+        row_index: the table row of each kept row.
     """
 
     X: np.ndarray
@@ -208,23 +246,61 @@ class DesignMatrix:
     n_words_b: np.ndarray
     pair_id: np.ndarray
     question_id: np.ndarray
+    n_unlabeled: int = 0
+    style_features: tuple[str, ...] = ()
+    row_index: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+
+    @property
+    def columns(self) -> list[str]:
+        """Every column name of ``X``: the rubrics, then the style covariates."""
+        return list(self.features) + list(self.style_features)
+
+
+def _style_columns(pairs: pa.Table, names: Sequence[str]) -> dict[str, tuple[list, list]]:
+    """Covariate name -> the (a, b) per-answer counts it is built from; refuses a table without them."""
+    unknown = [n for n in names if n not in STYLE_COVARIATES]
+    if unknown:
+        raise ConfigError(f"unknown style covariates {unknown}; known: {sorted(STYLE_COVARIATES)}")
+    out = {}
+    for name in names:
+        count = STYLE_COVARIATES[name][1]
+        needed = [f"{count}_a", f"{count}_b"]
+        absent = [c for c in needed if c not in pairs.column_names]
+        if absent:
+            raise ConfigError(f"the pairs table has no {', '.join(absent)} column (it was written before "
+                              f"lfqa-rubric counted style): re-run score, or fit without style covariates "
+                              f"(--no-style)")
+        out[name] = (pairs.column(needed[0]).to_pylist(), pairs.column(needed[1]).to_pylist())
+    return out
 
 
 def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequence[str] | None = None,
-                  keep_ties: bool = False, max_missing: float = 0.5) -> DesignMatrix:
+                  keep_ties: bool = False, max_missing: float = 0.5, keep_unlabeled: bool = False,
+                  style: bool | Sequence[str] = False,
+                  length_betas: Mapping[str, float] | None = None) -> DesignMatrix:
     """Select a split's rows and the rubric differences to model.
 
     Args:
         pairs: a table from :func:`pairs_table`.
-        split: "train", "dev", "test", or None for all rows.
+        split: "train", "dev", "test", or None (or "all") for all rows.
         features: rubrics to use (a fitted model's), taken as given; None chooses them: every rubric
             that has values on enough of the split's pairs and is not constant on its kept rows.
         keep_ties: keep "tie" rows (3-way model) instead of dropping them.
         max_missing: when choosing features, a rubric missing on more than this share of the
             split's pairs is excluded (and reported) rather than dropping most pairs.
+        keep_unlabeled: keep pairs without a label (their ``y`` is None), for prediction; fitting and
+            evaluating drop them and count them in ``n_unlabeled``.
+        style: append the style covariates (:data:`rubric.style.STYLE_COVARIATES`) as the last columns:
+            ``style_length``, the normalised difference of the answers' whitespace-token counts, and
+            ``style_markdown``, that of their markdown counts; True for both, or the names wanted
+            (a fitted model's), in order.
+        length_betas: rubric -> beta of the length decorrelation (see :func:`fit_length_betas`); the
+            rubric's difference becomes ``d - beta * (n_words_a - n_words_b)``. Rubrics not named are
+            left as they are.
 
     Raises:
-        ConfigError: a requested feature is not in the table, or the split is empty.
+        ConfigError: a requested feature is not in the table, the split is empty, a beta names a rubric
+            that is not used, or ``style`` is asked of a table without style counts.
     """
     rubrics = table_rubrics(pairs)
     cols = {name: pairs.column(name).to_pylist()
@@ -232,6 +308,9 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
     rows = [i for i, s in enumerate(cols["split"]) if split in (None, "all") or s == split]
     if not rows:
         raise ConfigError(f"split {split!r} has no pairs")
+    if isinstance(style, bool):
+        style = list(STYLE_COVARIATES) if style else []
+    style_counts = _style_columns(pairs, list(style))
     excluded: dict[str, str] = {}
     if features is None:
         use = []
@@ -252,37 +331,61 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
         use = list(features)
     diffs = {r: pairs.column(f"d_{r}").to_pylist() for r in use}
 
-    def kept_rows(used: Sequence[str]) -> tuple[list[int], int, int]:
-        kept, n_missing, n_ties = [], 0, 0
+    def bad(x) -> bool:
+        return x is None or not math.isfinite(x)
+
+    def kept_rows(used: Sequence[str]) -> tuple[list[int], int, int, int]:
+        kept, n_missing, n_ties, n_unlabeled = [], 0, 0, 0
         for i in rows:
-            if not keep_ties and cols["label"][i] == "tie":
+            label = cols["label"][i]
+            if label is None and not keep_unlabeled:
+                n_unlabeled += 1
+                continue
+            if not keep_ties and label == "tie":
                 n_ties += 1
                 continue
-            if any(diffs[r][i] is None or not math.isfinite(diffs[r][i]) for r in used):
+            if any(bad(diffs[r][i]) for r in used) or any(bad(a[i]) or bad(b[i]) for a, b in style_counts.values()):
                 n_missing += 1
                 continue
             kept.append(i)
-        return kept, n_missing, n_ties
+        return kept, n_missing, n_ties, n_unlabeled
 
-    kept, n_missing, n_ties = kept_rows(use)
+    kept, n_missing, n_ties, n_unlabeled = kept_rows(use)
     if features is None:
         # A rubric whose difference never varies (grammar 5.0 on every answer) carries no information:
         # the scaler maps it to 0 and its weight would be reported as a measured -0.0000. Dropping it can
         # bring back rows it was missing on, which can make another rubric vary, so repeat until stable.
         # One kept row is "constant" by definition and says nothing about the rubric: leave that case to
-        # the fit, which refuses it anyway.
-        while len(kept) >= 2:
-            constant = [r for r in use if len({diffs[r][i] for i in kept}) == 1]
+        # the fit, which refuses it anyway. Unlabeled rows (kept for prediction) say nothing either.
+        while True:
+            labeled = [i for i in kept if cols["label"][i] is not None]
+            if len(labeled) < 2:
+                break
+            constant = [r for r in use if len({diffs[r][i] for i in labeled}) == 1]
             if not constant:
                 break
             for r in constant:
-                value = diffs[r][kept[0]]
+                value = diffs[r][labeled[0]]
                 excluded[r] = (f"constant on the {split or 'all'} split (every difference is {value:g}): "
                                "nothing to learn")
                 log.warning("rubric %s left out: %s", r, excluded[r])
             use = [r for r in use if r not in constant]
-            kept, n_missing, n_ties = kept_rows(use)
+            kept, n_missing, n_ties, n_unlabeled = kept_rows(use)
+    betas = dict(length_betas or {})
+    stray = sorted(set(betas) - set(use))
+    if stray:
+        raise ConfigError(f"length betas given for {stray}, which are not among the used rubrics {use}")
+    n_words_a = np.array([cols["n_words_a"][i] for i in kept], dtype=float)
+    n_words_b = np.array([cols["n_words_b"][i] for i in kept], dtype=float)
     X = np.array([[diffs[r][i] for r in use] for i in kept], dtype=float).reshape(len(kept), len(use))
+    for j, r in enumerate(use):
+        if r in betas:
+            X[:, j] -= float(betas[r]) * (n_words_a - n_words_b)
+    style_names = tuple(style_counts)
+    if style_names:
+        S = np.column_stack([normalised_difference([a[i] for i in kept], [b[i] for i in kept])
+                             for a, b in style_counts.values()]).reshape(len(kept), len(style_names))
+        X = np.hstack([X, S])
     return DesignMatrix(
         X=X,
         y=np.array([cols["label"][i] for i in kept], dtype=object),
@@ -290,8 +393,59 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
         excluded=excluded,
         n_missing_rows=n_missing,
         n_ties_dropped=n_ties,
-        n_words_a=np.array([cols["n_words_a"][i] for i in kept], dtype=float),
-        n_words_b=np.array([cols["n_words_b"][i] for i in kept], dtype=float),
+        n_words_a=n_words_a,
+        n_words_b=n_words_b,
         pair_id=np.array([cols["pair_id"][i] for i in kept], dtype=object),
         question_id=np.array([cols["question_id"][i] for i in kept], dtype=object),
+        n_unlabeled=n_unlabeled,
+        style_features=style_names,
+        row_index=np.array(kept, dtype=int),
     )
+
+
+def fit_length_betas(pairs: pa.Table, features: Sequence[str], *, split: str | None = "train") -> dict[str, float]:
+    """ArmoRM-style decorrelation betas, fitted on one split's answers.
+
+    For each rubric, over the distinct answers of the split's pairs (labeled or not: no label is
+    used) that have a score, ``beta`` makes the rank correlation of ``score - beta * n_words`` with
+    ``n_words`` zero (:func:`rubric.style.length_decorrelation_beta`). A pair's difference then
+    becomes ``d - beta * (n_words_a - n_words_b)``, which is the difference of the residualised scores.
+
+    Args:
+        pairs: a table from :func:`pairs_table`.
+        features: the rubrics to decorrelate.
+        split: the split whose answers fit the betas (the training split); None or "all" for every row.
+
+    Returns:
+        rubric -> beta.
+
+    Raises:
+        ConfigError: the split has no pairs, or a rubric is not in the table.
+    """
+    rubrics = table_rubrics(pairs)
+    absent = [f for f in features if f not in rubrics]
+    if absent:
+        raise ConfigError(f"features {absent} are not in this table (it has {rubrics})")
+    splits = pairs.column("split").to_pylist()
+    rows = [i for i, s in enumerate(splits) if split in (None, "all") or s == split]
+    if not rows:
+        raise ConfigError(f"split {split!r} has no pairs")
+    ids = {side: pairs.column(f"answer_id_{side}").to_pylist() for side in "ab"}
+    words = {side: pairs.column(f"n_words_{side}").to_pylist() for side in "ab"}
+    betas = {}
+    for r in features:
+        score = {side: pairs.column(f"{side}_{r}").to_pylist() for side in "ab"}
+        seen: dict[str, tuple[float, float]] = {}
+        for i in rows:
+            for side in "ab":
+                x = score[side][i]
+                if x is not None and math.isfinite(x):
+                    seen.setdefault(ids[side][i], (float(x), float(words[side][i])))
+        if not seen:
+            betas[r] = 0.0
+            continue
+        values = np.array(list(seen.values()))
+        betas[r] = length_decorrelation_beta(values[:, 0], values[:, 1])
+        log.info("length decorrelation of %s on %d %s answers: beta = %.6g", r, len(values), split or "all",
+                 betas[r])
+    return betas

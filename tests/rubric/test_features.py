@@ -142,3 +142,97 @@ def test_concat_feature_tables_keeps_every_parts_provenance():
     assert {"en_core_web_sm", "en_core_web_md"} <= models
     assert len(set(both.column("prov_conciseness").to_pylist())) == 2
     assert len(set(both.column("prov_fluency").to_pylist())) == 1
+
+
+def test_tables_count_markdown_and_record_the_style_covariates():
+    from rubric.features import table_style
+    from rubric.style import markdown_count
+
+    pairs = [PairRecord("p1", "Q?", "# Head\n- one\n- **two**", "plain words here", "a"),
+             PairRecord("p2", "Q?", "plain words here", "1. x", "b")]
+    items = explode(pairs)
+    answers = answers_table(items, [CONC], {"conciseness": [Score.ok(0.5)] * len(items)},
+                            {"conciseness": Provenance("c", "spacy")})
+    assert answers.column("n_md").to_pylist() == [markdown_count(it.answer) for it in items] == [4, 0, 1]
+    t = pairs_table(pairs, ["train", "train"], answers)
+    assert t.column("n_md_a").to_pylist() == [4, 0] and t.column("n_md_b").to_pylist() == [0, 1]
+    assert table_style(t) == table_style(answers) == {"style_length": "style.length_normdiff.v1",
+                                                      "style_markdown": "style.markdown_normdiff.v1"}
+    assert table_style(t.replace_schema_metadata({})) == {}
+
+
+def test_design_matrix_appends_style_covariates_last():
+    pairs, _, answers = _setup()
+    t = pairs_table(pairs, ["train"] * 3, answers)
+    both = ["conciseness", "fluency"]  # fluency is constant here: named, so it is kept
+    dm = design_matrix(t, keep_ties=True, style=True, features=both)
+    assert dm.style_features == ("style_length", "style_markdown") and dm.columns == ["conciseness", "fluency",
+                                                                                      "style_length", "style_markdown"]
+    n_a, n_b = np.array(t.column("n_words_a").to_pylist()), np.array(t.column("n_words_b").to_pylist())
+    np.testing.assert_allclose(dm.X[:, 2], (n_a - n_b) / (n_a + n_b))  # p1: (5 - 1) / 6
+    assert dm.X[0, 2] == pytest.approx(4 / 6)
+    np.testing.assert_allclose(dm.X[:, 3], 0.0)  # no markdown anywhere: 0, not nan
+    plain = design_matrix(t, keep_ties=True, features=both)
+    np.testing.assert_array_equal(dm.X[:, :2], plain.X)
+    assert plain.style_features == () and plain.X.shape == (3, 2)
+    only_md = design_matrix(t, keep_ties=True, style=["style_markdown"], features=both)
+    assert only_md.columns == ["conciseness", "fluency", "style_markdown"]
+    old = t.drop_columns(["n_md_a", "n_md_b"])
+    with pytest.raises(ConfigError, match="--no-style"):
+        design_matrix(old, style=True)
+
+
+def test_unlabeled_pairs_are_dropped_and_counted_or_kept_for_prediction():
+    pairs, items, answers = _setup()
+    pairs = pairs + [PairRecord("p4", "Q2?", "x y", "x y z", None, source="s", domain="d")]
+    t = pairs_table(pairs, ["train"] * 4, answers)
+    assert t.column("label").to_pylist() == ["a", "b", "tie", None]
+    dm = design_matrix(t, keep_ties=True)
+    assert dm.n_unlabeled == 1 and list(dm.pair_id) == ["p1", "p2", "p3"]
+    kept = design_matrix(t, keep_ties=True, keep_unlabeled=True)
+    assert kept.n_unlabeled == 0 and list(kept.pair_id) == ["p1", "p2", "p3", "p4"] and kept.y[3] is None
+    assert list(kept.row_index) == [0, 1, 2, 3]
+    # a table of unlabeled pairs only keeps a string-typed label column
+    only = pairs_table(pairs[3:], ["test"], answers)
+    assert str(only.schema.field("label").type) == "string"
+    assert design_matrix(only, keep_unlabeled=True, features=["conciseness"]).y.tolist() == [None]
+
+
+def test_length_betas_residualise_the_differences():
+    pairs, _, answers = _setup()
+    t = pairs_table(pairs, ["train"] * 3, answers)
+    both = ["conciseness", "fluency"]
+    plain = design_matrix(t, keep_ties=True, features=both)
+    dm = design_matrix(t, keep_ties=True, features=both, length_betas={"conciseness": 0.25})
+    np.testing.assert_allclose(dm.X[:, 0], plain.X[:, 0] - 0.25 * (plain.n_words_a - plain.n_words_b))
+    np.testing.assert_array_equal(dm.X[:, 1], plain.X[:, 1])
+    with pytest.raises(ConfigError, match="not among the used rubrics"):
+        design_matrix(t, keep_ties=True, features=["conciseness"], length_betas={"fluency": 1.0})
+
+
+def test_fit_length_betas_decorrelates_train_answers_from_length():
+    from rubric.features import fit_length_betas
+    from rubric.style import spearman
+
+    rng = np.random.default_rng(5)
+    pairs = []
+    for q in range(40):
+        for k in range(4):
+            a, b = (f"q{q} {k}{s} " + "w " * int(rng.integers(5, 400)) for s in "ab")
+            pairs.append(PairRecord(f"{q}-{k}", f"Question {q}?", a, b, "a"))
+    items = explode(pairs)
+    raw = [min(1.0, max(0.0, 0.002 * len(it.answer.split()) + rng.normal(0, 0.15))) for it in items]
+    answers = answers_table(items, [CONC], {"conciseness": [Score.ok(x) for x in raw]},
+                            {"conciseness": Provenance("c", "spacy")})
+    t = pairs_table(pairs, ["train" if i < 100 else "test" for i in range(len(pairs))], answers)
+    betas = fit_length_betas(t, ["conciseness"], split="train")
+    train = {}
+    for row in t.to_pylist():
+        if row["split"] == "train":
+            for s in "ab":
+                train[row[f"answer_id_{s}"]] = (row[f"{s}_conciseness"], row[f"n_words_{s}"])
+    r, n = np.array(list(train.values())).T
+    assert spearman(r, n) > 0.5 and betas["conciseness"] > 0
+    assert abs(spearman(r - betas["conciseness"] * n, n)) < 0.01
+    with pytest.raises(ConfigError, match="not in this table"):
+        fit_length_betas(t, ["fluency"])

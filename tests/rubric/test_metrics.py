@@ -59,3 +59,56 @@ def test_per_question_kendall():
     }
     out = per_question_kendall(groups)
     assert out["mean_tau"] == pytest.approx(0.0) and out["n_questions"] == 2 and out["n_undefined"] == 3
+
+
+def test_brier_score_by_hand():
+    from rubric.metrics import brier_score
+
+    y = ["a", "b", "a", "b"]
+    p = [0.8, 0.3, 0.4, 0.0]
+    assert brier_score(y, p) == pytest.approx((0.2 ** 2 + 0.3 ** 2 + 0.6 ** 2 + 0.0) / 4)
+    assert brier_score(["a", "b"], [0.5, 0.5]) == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="a/b labels"):
+        brier_score(["a", "tie"], [0.5, 0.5])
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        brier_score(["a"], [1.2])
+
+
+def test_reliability_bins_count_every_pair_once():
+    from rubric.metrics import reliability_bins
+
+    y = ["a", "b", "a", "a", "b", "a"]
+    p = [0.0, 0.05, 0.15, 0.95, 1.0, 0.55]
+    bins = reliability_bins(y, p)
+    assert [b.n for b in bins] == [2, 1, 0, 0, 0, 1, 0, 0, 0, 2]  # 1.0 falls in the last bin
+    assert bins[0].mean_p == pytest.approx(0.025) and bins[0].frac_a == pytest.approx(0.5)
+    assert bins[9].frac_a == pytest.approx(0.5) and np.isnan(bins[2].mean_p)
+    assert (bins[0].lo, bins[9].hi) == (0.0, 1.0)
+
+
+def test_paired_accuracy_delta_resamples_questions_once_for_both_systems():
+    from rubric.metrics import paired_accuracy_delta
+
+    groups = np.repeat([f"q{i}" for i in range(20)], 5)
+    y = np.array(["a", "b"] * 50, dtype=object)
+    same = paired_accuracy_delta(y, y, y, groups=groups, n_boot=200)
+    assert same.value == 0.0 and same.ci == (0.0, 0.0)
+    # "other" is right everywhere, "base" wrong on questions q0..q9: +0.5, and on every resample the
+    # difference is the share of drawn pairs from q0..q9, never below 0
+    wrong = np.where(np.isin(groups, [f"q{i}" for i in range(10)]), np.where(y == "a", "b", "a"), y)
+    d = paired_accuracy_delta(y, wrong, y, groups=groups, n_boot=500, seed=1)
+    assert d.value == pytest.approx(0.5) and 0 < d.ci[0] < 0.5 < d.ci[1] < 1
+    assert d.n == 100 and d.n_questions == 20
+    # deterministic under a seed
+    assert paired_accuracy_delta(y, wrong, y, groups=groups, n_boot=500, seed=1) == d
+
+
+def test_clustered_mean_ci():
+    from rubric.metrics import clustered_mean
+
+    values = np.r_[np.zeros(50), np.ones(50)]
+    groups = np.repeat(np.arange(10), 10)
+    m = clustered_mean(values, groups=groups, n_boot=300)
+    assert m.value == 0.5 and m.ci[0] < 0.5 < m.ci[1] and m.n_questions == 10
+    one = clustered_mean([1.0, 0.0], groups=["q", "q"])
+    assert one.value == 0.5 and all(np.isnan(one.ci))

@@ -91,7 +91,7 @@ def _saved(tmp_path, **kw):
 def test_provenance_is_saved_and_loaded(tmp_path):
     prov = {f: {**PROV, "rubric_version": f"{f}.v1"} for f in ("x", "y", "z")}
     path, doc = _saved(tmp_path, provenance=prov)
-    assert doc["format"] == "lfqa-rubric.preference-model.v2" and doc["provenance"] == prov
+    assert doc["format"] == "lfqa-rubric.preference-model.v3" and doc["provenance"] == prov
     assert PreferenceModel.from_json(path).provenance == prov
 
 
@@ -175,3 +175,94 @@ def test_unreadable_model_file(tmp_path, text, msg):
 def test_missing_model_file(tmp_path):
     with pytest.raises(InputError, match="cannot read preference model"):
         PreferenceModel.from_json(tmp_path / "absent.json")
+
+
+def _styled(n=400, seed=0):
+    """Two rubric differences, then a length covariate the labels also follow."""
+    rng = np.random.default_rng(seed)
+    X = np.column_stack([rng.normal(size=n), rng.normal(size=n), rng.uniform(-1, 1, size=n) * 0.5 + 0.2])
+    logit = 1.5 * X[:, 0] + 3.0 * X[:, 2]
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-logit)), "a", "b").astype(object)
+    return X, y
+
+
+def test_style_covariates_are_scaled_with_the_features_and_zeroed_raw_under_style_control():
+    X, y = _styled()
+    m = PreferenceModel(feature_names=["good", "noise"], style_features=("style_length",)).fit(X, y)
+    assert m.features_ == ["good", "noise"] and m.columns_ == ["good", "noise", "style_length"]
+    assert list(m.weights()) == m.columns_ and m.weights()["style_length"] > 0
+    assert m.scaler_.mean_[2] == pytest.approx(X[:, 2].mean())  # the scaler covers the covariate
+    zeroed = X.copy()
+    zeroed[:, 2] = 0.0  # raw 0 (equal length), so its scaled value is -mean/scale, not 0
+    manual = m.lr_.predict_proba((zeroed - m.scaler_.mean_) / m.scaler_.scale_)
+    np.testing.assert_allclose(m.predict_proba(X, style_controlled=True), manual)
+    assert not np.allclose(m.predict_proba(X, style_controlled=True), m.predict_proba(X))
+    np.testing.assert_array_equal(m.predict(X, style_controlled=True), m.lr_.classes_[(manual[:, 1] > 0.5).astype(int)])
+    np.testing.assert_allclose(m.decision_function(X), m.lr_.decision_function(m.scaler_.transform(X)))
+    plain = PreferenceModel().fit(X[:, :2], y)
+    with pytest.raises(ConfigError, match="no style covariates"):
+        plain.predict_proba(X[:, :2], style_controlled=True)
+    with pytest.raises(ConfigError, match="'style_features' must name style covariates"):
+        PreferenceModel(style_features=("style_emoji",)).fit(X, y)
+    with pytest.raises(ConfigError, match="2 feature names and 1 style covariates for 2 columns"):
+        PreferenceModel(feature_names=["good", "noise"], style_features=("style_length",)).fit(X[:, :2], y)
+
+
+def test_contributions_plus_intercept_are_the_logit_of_a():
+    X, y = _styled()
+    m = PreferenceModel(feature_names=["good", "noise"], style_features=("style_length",)).fit(X, y)
+    for controlled in (False, True):
+        contrib, intercept = m.contributions(X, style_controlled=controlled)
+        p_a = m.predict_proba(X, style_controlled=controlled)[:, list(m.classes_).index("a")]
+        np.testing.assert_allclose(contrib.sum(axis=1) + intercept, np.log(p_a / (1 - p_a)), rtol=1e-9, atol=1e-9)
+    w = np.array(list(m.weights().values()))
+    np.testing.assert_allclose(contrib, m.scaler_.transform(np.where(np.arange(3) == 2, 0.0, X)) * w)
+
+
+def test_v3_file_round_trips_style_covariates_and_length_betas(tmp_path):
+    X, y = _styled()
+    prov = {f: {**PROV, "rubric_version": f"{f}.v1"} for f in ("good", "noise")}
+    m = PreferenceModel(feature_names=["good", "noise"], provenance=prov, style_features=("style_length",),
+                        length_betas={"good": 0.004}).fit(X, y)
+    m.metadata_ = {"split": "train"}
+    m.to_json(tmp_path / "m.json", trained_on="x")
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["format"] == "lfqa-rubric.preference-model.v3"
+    assert doc["style_features"] == ["style_length"] and doc["length_betas"] == {"good": 0.004}
+    assert doc["provenance"]["style_length"] == {"kind": "style", "version": "style.length_normdiff.v1"}
+    assert doc["metadata"] == {"split": "train", "trained_on": "x"}
+    m2 = PreferenceModel.from_json(tmp_path / "m.json")
+    assert m2.provenance == prov and m2.style_features_ == ("style_length",) and m2.length_betas == {"good": 0.004}
+    assert m2.style_provenance_ == {"style_length": {"kind": "style", "version": "style.length_normdiff.v1"}}
+    for controlled in (False, True):
+        np.testing.assert_allclose(m.predict_proba(X, style_controlled=controlled),
+                                   m2.predict_proba(X, style_controlled=controlled), rtol=1e-12)
+    # a style record that is not one is damage, named
+    doc["provenance"]["style_length"] = {"kind": "rubric", "version": "?"}
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="provenance of 'style_length'"):
+        PreferenceModel.from_json(tmp_path / "bad.json")
+
+
+def test_v2_file_still_loads(tmp_path):
+    path, doc = _saved(tmp_path, provenance={f: PROV for f in "xyz"})
+    doc["format"] = "lfqa-rubric.preference-model.v2"
+    del doc["style_features"], doc["length_betas"]
+    path.write_text(json.dumps(doc))
+    m = PreferenceModel.from_json(path)
+    X, _ = _data()
+    assert m.style_features_ == () and m.length_betas is None and m.predict(X).shape == (len(X),)
+    with pytest.raises(ConfigError, match="no style covariates"):
+        m.predict(X, style_controlled=True)
+
+
+def test_sklearn_clone_keeps_style_and_betas():
+    from sklearn.base import clone
+
+    X, y = _styled()
+    m = PreferenceModel(C=0.3, feature_names=["good", "noise"], style_features=("style_length",),
+                        length_betas={"good": 0.1})
+    c = clone(m).fit(X, y)
+    assert c.C == 0.3 and c.style_features_ == ("style_length",) and c.length_betas == {"good": 0.1}
+    with pytest.raises(ConfigError, match="'length_betas' names \\['bad'\\]"):
+        clone(m).set_params(length_betas={"bad": 1.0}).fit(X, y)
