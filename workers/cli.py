@@ -94,21 +94,41 @@ def _score(args) -> int:
     return 0
 
 
+def _C_value(text: str) -> float | str:
+    """``--C``: a positive number, or "cv" to choose it by cross-validation over questions."""
+    if text == "cv":
+        return "cv"
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0 or 'cv', got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
 def _fit(args) -> int:
     from rubric.evaluate import fit_model, read_pairs
 
     pairs = read_pairs(args.outdir)
     features = args.features.split(",") if args.features else None
+    # _demo builds its own Namespace without the newer flags, hence the defaults (the parser's)
+    style = bool(getattr(args, "style", True))
     try:
-        model, dm = fit_model(pairs, split=args.split, C=args.C, ties=args.ties, features=features)
+        model, dm = fit_model(pairs, split=args.split, C=args.C, ties=args.ties, features=features, style=style,
+                              decorrelate=bool(getattr(args, "decorrelate", False)),
+                              cv_folds=int(getattr(args, "cv_folds", 5)),
+                              n_boot_weights=int(getattr(args, "weight_boot", 200)),
+                              seed=int(getattr(args, "seed", 0)))
     except ProvenanceError as e:  # the message comes from the table; say which file it is
         raise ProvenanceError(f"{Path(args.outdir) / 'pairs.parquet'}: {e}") from None
     model.to_json(args.out, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
                   excluded=dm.excluded, n_missing_rows=dm.n_missing_rows)
     if dm.excluded:
         log.warning("rubrics left out: %s", dm.excluded)
-    log.info("fitted on %d %s pairs (%d ties dropped, %d with a missing rubric) -> %s", len(dm.y), args.split,
-             dm.n_ties_dropped, dm.n_missing_rows, args.out)
+    log.info("fitted on %d %s pairs (%d ties dropped, %d with a missing rubric, %d unlabeled left out; C=%g; "
+             "style covariates: %s) -> %s", len(dm.y), args.split, dm.n_ties_dropped, dm.n_missing_rows,
+             dm.n_unlabeled, model.C, ", ".join(model.style_features_) or "none", args.out)
     return 0
 
 
@@ -121,13 +141,32 @@ def _evaluate(args) -> int:
     # _demo builds its own Namespace without the flag, hence the default
     allow = bool(getattr(args, "allow_provenance_mismatch", False))
     try:
-        ev = evaluate_model(model, pairs, split=args.split, n_boot=args.n_boot, allow_provenance_mismatch=allow)
+        ev = evaluate_model(model, pairs, split=args.split, n_boot=args.n_boot, allow_provenance_mismatch=allow,
+                            seed=int(getattr(args, "seed", 0)))
     except ProvenanceError as e:
         raise ProvenanceError(f"model {args.model} vs table {Path(args.outdir) / 'pairs.parquet'}: {e}") from None
     report = Path(args.report) if args.report else Path(args.outdir) / f"report_{args.split}.md"
     text = write_report(ev, model, report)
     sys.stdout.write(text + "\n")
     log.info("report written to %s", report)
+    return 0
+
+
+def _predict(args) -> int:
+    from rubric.evaluate import read_pairs
+    from rubric.predict import predict_pairs, write_predictions
+    from rubric.preference import PreferenceModel
+
+    model = PreferenceModel.from_json(args.model)
+    pairs = read_pairs(args.outdir)
+    try:
+        table = predict_pairs(model, pairs, split=args.split, allow_provenance_mismatch=args.allow_provenance_mismatch)
+    except ProvenanceError as e:
+        raise ProvenanceError(f"model {args.model} vs table {Path(args.outdir) / 'pairs.parquet'}: {e}") from None
+    write_predictions(table, args.out)
+    n_labeled = sum(1 for x in table.column("label").to_pylist() if x is not None)
+    log.info("%d predictions (%d labeled, %d unlabeled) -> %s", table.num_rows, n_labeled, table.num_rows - n_labeled,
+             args.out)
     return 0
 
 
@@ -255,9 +294,24 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("outdir")
     f.add_argument("--out", required=True, help="model JSON path")
     f.add_argument("--split", default="train")
-    f.add_argument("--C", type=float, default=1.0)
+    f.add_argument("--C", type=_C_value, default=1.0,
+                   help="inverse regularisation strength, or 'cv' to choose it from 1e-3..1e2 by GroupKFold "
+                        "cross-validation on the split with each question's pairs in one fold")
+    f.add_argument("--cv-folds", type=int, default=5, help="folds for --C cv (fewer with fewer questions)")
     f.add_argument("--ties", choices=("drop", "three_way"), default="drop")
     f.add_argument("--features", default=None, help="comma-separated rubrics to use (default: all with values)")
+    f.add_argument("--style", action=argparse.BooleanOptionalAction, default=True,
+                   help="fit with style covariates (normalised length and markdown differences) beside the rubrics "
+                        "(default: on). Raters reward longer, more formatted answers; without the covariates that "
+                        "preference is credited to whichever rubrics correlate with length, and the weights "
+                        "overstate them. With them, evaluate also reports the style-controlled model "
+                        "(Chatbot Arena style control, AlpacaEval LC). --no-style reproduces the paper's model")
+    f.add_argument("--decorrelate", action="store_true",
+                   help="residualise each rubric against answer length on the train answers first (ArmoRM-style; "
+                        "the betas are saved in the model)")
+    f.add_argument("--weight-boot", type=int, default=200,
+                   help="replicates of the bootstrap over training questions for the weights' 95%% CIs (0: none)")
+    f.add_argument("--seed", type=int, default=0, help="seed of the weight bootstrap")
     f.set_defaults(func=_fit)
 
     e = sub.add_parser("evaluate", help="metrics with baselines, as Markdown + PNG")
@@ -269,7 +323,19 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--allow-provenance-mismatch", action="store_true",
                    help="evaluate even if the table's rubrics were made differently from the model's "
                         "(the report lists every difference)")
+    e.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     e.set_defaults(func=_evaluate)
+
+    pr = sub.add_parser("predict", help="P(a preferred), the predicted label and per-feature contributions for "
+                                        "every pair, labeled or not (Parquet)")
+    pr.add_argument("outdir")
+    pr.add_argument("--model", required=True)
+    pr.add_argument("--out", required=True, help="predictions Parquet path")
+    pr.add_argument("--split", default="all", choices=("train", "dev", "test", "all"))
+    pr.add_argument("--allow-provenance-mismatch", action="store_true",
+                    help="predict even if the table's rubrics were made differently from the model's "
+                         "(the differences are logged and saved in the output's metadata)")
+    pr.set_defaults(func=_predict)
 
     x = sub.add_parser("export", help="export a feature table to Parquet/CSV/JSONL")
     x.add_argument("outdir")
