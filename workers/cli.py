@@ -253,6 +253,29 @@ def _lfq(args) -> int:
     return 0
 
 
+def _transfer(args) -> int:
+    from rubric.evaluate import read_pairs
+    from rubric.transfer import transfer, transfer_markdown
+
+    # One name per output folder: the same folder given on both sides (however spelled) is one set,
+    # and its cell is in-distribution.
+    names: dict[Path, str] = {}
+    for given in [*args.train, *args.eval]:
+        names.setdefault(Path(given).resolve(), given)
+    tables = {name: read_pairs(path) for path, name in names.items()}
+    train = {names[Path(t).resolve()]: tables[names[Path(t).resolve()]] for t in args.train}
+    evals = {names[Path(e).resolve()]: tables[names[Path(e).resolve()]] for e in args.eval}
+    result = transfer(train, evals, C=args.C, ties=args.ties, style=args.style, split=args.split, n_boot=args.n_boot,
+                      seed=args.seed)
+    text = transfer_markdown(result)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    sys.stdout.write(text)
+    log.info("transfer table written to %s", out)
+    return 0
+
+
 def _rubrics(args) -> int:
     from rubric.specs import DEFAULT_VERSIONS, EXTRA_SIGNALS, RUBRICS
 
@@ -358,6 +381,21 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--include-references", action="store_true")
     add_scoring_args(q, "")
     q.set_defaults(func=_lfq)
+
+    t = sub.add_parser("transfer", help="fit on each training output's train split, evaluate on every "
+                                        "evaluation output's test split (Markdown table)")
+    t.add_argument("--train", nargs="+", required=True, metavar="OUT", help="score outputs to fit on")
+    t.add_argument("--eval", nargs="+", required=True, metavar="OUT",
+                   help="score outputs to evaluate on (a training output here is its in-distribution cell)")
+    t.add_argument("--out", required=True, help="Markdown path")
+    t.add_argument("--split", default="test", choices=("dev", "test"), help="evaluated split of each --eval output")
+    t.add_argument("--C", type=float, default=1.0)
+    t.add_argument("--ties", choices=("drop", "three_way"), default="drop")
+    t.add_argument("--style", action=argparse.BooleanOptionalAction, default=True,
+                   help="fit with the style covariates (length, markdown) and add the style-controlled table")
+    t.add_argument("--n-boot", type=int, default=1000, help="question-clustered bootstrap replicates per cell")
+    t.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    t.set_defaults(func=_transfer)
 
     r = sub.add_parser("rubrics", help="list the registered rubric versions")
     r.set_defaults(func=_rubrics)
