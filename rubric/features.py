@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from rubric.aspects import ASPECT_COLUMN_PREFIX
 from rubric.errors import ConfigError, InputError
 from rubric.provenance import (PROVENANCE_INDEX_META_KEY, PROVENANCE_META_KEY, provenance_column,
                                provenance_key, provenance_metadata, rubric_provenance, table_provenance,
@@ -130,7 +131,9 @@ def pairs_table(pairs: Sequence[PairRecord], splits: Sequence[str], answers: pa.
     """Join per-answer 1-5 scores and counts onto pairs; one output row per pair, in input order.
 
     The answers table's provenance is copied into the metadata, and each row gets ``prov_<rubric>``.
-    An unlabeled pair (``label`` None) keeps a null label.
+    An unlabeled pair (``label`` None) keeps a null label. Per-aspect human judgements become
+    ``aspect_<name>`` columns ("a"/"b"/"tie"/null); ``answer_type_a``/``answer_type_b`` say who wrote
+    each answer ("" when unknown); ``has_reference`` whether the pair's question has a reference answer.
 
     Raises:
         ConfigError: splits and pairs differ in length, a pair's answer is not in ``answers``, or
@@ -159,7 +162,14 @@ def pairs_table(pairs: Sequence[PairRecord], splits: Sequence[str], answers: pa.
         "domain": [p.domain for p in pairs],
         "expert": [p.expert for p in pairs],
         "split": list(splits),
+        "answer_type_a": [p.answer_type_a for p in pairs],
+        "answer_type_b": [p.answer_type_b for p in pairs],
+        "has_reference": [p.reference is not None for p in pairs],
     }
+    # per-aspect human judgements (lfqa_eval's coherence_preference, ...): one column per aspect any pair has
+    aspects = sorted({name for p in pairs for name, _ in p.aspects})
+    for name in aspects:
+        cols[f"{ASPECT_COLUMN_PREFIX}{name}"] = [dict(p.aspects).get(name) for p in pairs]
     try:
         ia = [index[p.answer_id_a] for p in pairs]
         ib = [index[p.answer_id_b] for p in pairs]
@@ -184,8 +194,9 @@ def pairs_table(pairs: Sequence[PairRecord], splits: Sequence[str], answers: pa.
             table = table.set_column(i, name, table.column(name).cast(pa.float64()))
         col = provenance_column(r)
         table = table.set_column(table.schema.get_field_index(col), col, table.column(col).cast(pa.string()))
-    # every label null (a table of unlabeled pairs) would otherwise be typed null, not string
-    table = table.set_column(table.schema.get_field_index("label"), "label", table.column("label").cast(pa.string()))
+    # an all-null label or aspect column (unlabeled pairs) would otherwise be typed null, not string
+    for name in ["label"] + [f"{ASPECT_COLUMN_PREFIX}{a}" for a in aspects]:
+        table = table.set_column(table.schema.get_field_index(name), name, table.column(name).cast(pa.string()))
     return table.replace_schema_metadata({**_meta(rubrics), **provenance_metadata(records)})
 
 

@@ -76,7 +76,7 @@ DEFAULT_MAX_QUESTION_CHARS: int = ScoringConfig().max_question_chars
 #: Our field names that ``read_table`` can map onto a file's columns.
 TABLE_FIELDS: tuple[str, ...] = (
     "question", "answer_a", "answer_b", "label", "pair_id", "source", "domain", "expert", "docs_a", "docs_b",
-    "split",
+    "split", "reference",
 )
 #: ``label`` is optional: without it every pair of the table is unlabeled (scored, not judged).
 _TABLE_REQUIRED: tuple[str, ...] = ("question", "answer_a", "answer_b")
@@ -473,6 +473,17 @@ def _text(
     return value
 
 
+def _reference(rec: Mapping[str, Any], name: str | None) -> str | None:
+    """An optional reference answer: None when absent, null or blank; a string otherwise."""
+    if name is None or rec.get(name) is None:
+        return None
+    value = rec[name]
+    if not isinstance(value, str):
+        raise _RowError(name, f"field {name!r} must be a string (a reference answer), got {type(value).__name__}")
+    _check_utf8(value, name)
+    return value if value.strip() else None
+
+
 def _split(rec: Mapping[str, Any], name: str | None, label: str | None = None) -> str | None:
     """The split an input publishes for a record: "train", "dev", "test" or None (none given)."""
     if name is None or rec.get(name) is None:
@@ -641,7 +652,7 @@ def read_lfqa_hp(
     or "tie" -> label "a", "b", "tie"; absent or null -> an unlabeled pair, label None), optional
     ``human_expert``, ``domain``, ``source``, ``id`` or
     ``pair_id`` (default ``f"{file stem}:row{index}"``), ``doc_1``/``doc_2`` (a string or a list of strings),
-    ``split`` (train/dev/test; validation/valid/val mean dev).
+    ``split`` (train/dev/test; validation/valid/val mean dev), ``reference`` (a reference answer).
 
     Args:
         path: a ``.jsonl``, ``.json`` or ``.parquet`` file.
@@ -675,7 +686,7 @@ def read_lfqa_hp(
             pair_id=_pair_id(rec, row, p, "pair_id", "id"), question=question, answer_a=answer_a,
             answer_b=answer_b, label=label, source=_meta(rec, "source"), domain=_meta(rec, "domain"),
             expert=_expert(rec, "human_expert"), docs_a=_docs(rec, "doc_1"), docs_b=_docs(rec, "doc_2"),
-            row=row, split=_split(rec, "split"),
+            row=row, split=_split(rec, "split"), reference=_reference(rec, "reference"),
         )
 
     return _read_pairs(p, records, build)
@@ -736,6 +747,7 @@ def read_lfqa_eval(
             answer_b=answer_b, label=label, source=_meta(rec, "source", "lfqa_eval"),  # type: ignore[arg-type]
             domain=_meta(rec, "domain"), expert=_expert(rec, "expert", "human_expert"),
             docs_a=_docs(rec, "doc_a"), docs_b=_docs(rec, "doc_b"), row=row, split=_split(rec, "split"),
+            reference=_reference(rec, "reference"),
             aspects=tuple(aspects), answer_type_a=_meta(rec, "answer_a_type"),
             answer_type_b=_meta(rec, "answer_b_type"),
         )
@@ -845,6 +857,7 @@ def read_table(
             expert=_expert(rec, cols["expert"]) if "expert" in cols else None,
             docs_a=_docs(rec, cols.get("docs_a")), docs_b=_docs(rec, cols.get("docs_b")), row=row,
             split=_split(rec, cols.get("split"), named("split") if "split" in cols else None),
+            reference=_reference(rec, cols.get("reference")),
         )
 
     return _read_pairs(p, records, build, (cols["pair_id"],) if "pair_id" in cols else ())
@@ -918,6 +931,21 @@ def _graded_answers(
     )
 
 
+def _webglm_reference(value: Any) -> str | None:
+    """The best reference answer of a WebGLM-style question (the highest-graded ``groundK``), if any.
+
+    Used as the question's reference answer (for reference-based signals) when the references are
+    not themselves paired (``include_references``): an answer compared with itself says nothing.
+    """
+    if not isinstance(value, dict):
+        return None
+    for key, _grade in sorted(WEBGLM_REFERENCE_GRADES.items(), key=lambda kv: -kv[1]):
+        text = value.get(key)
+        if isinstance(text, str) and text.strip() and not _has_bad_bytes(text):
+            return text
+    return None
+
+
 _ANSWER_FIELDS: tuple[str, ...] = ("passage", "answer", "text")
 
 
@@ -952,6 +980,7 @@ class _GradedQuestion:
     items: list[tuple[str, Any]]
     repeats: int | None = None
     exact: bool = True
+    reference: str | None = None
 
 
 def _load_graded(path: str | Path, include_references: bool) -> tuple[Path, list[_GradedQuestion]]:
@@ -984,7 +1013,8 @@ def _load_graded(path: str | Path, include_references: bool) -> tuple[Path, list
             questions.append(_GradedQuestion(index, question, items, repeats=m, exact=text == question))
         else:
             first[qid] = (index, question)
-            questions.append(_GradedQuestion(index, question, items))
+            questions.append(_GradedQuestion(index, question, items,
+                                             reference=None if include_references else _webglm_reference(value)))
     if not any(q.items for q in questions):
         raise InputError(f"{src!r} holds no records: none of its {len(questions)} question(s) has an answer")
     return p, questions
@@ -1051,7 +1081,8 @@ def read_graded(
         path: a JSON file of one of the shapes above.
         max_pairs_per_question: cap on pairs per question (>= 1).
         seed: seed of the pair sampling and of the a/b order.
-        include_references: also pair WebGLM's ``groundK`` reference answers.
+        include_references: also pair WebGLM's ``groundK`` reference answers. Without it, the
+            highest-graded ``groundK`` becomes every pair's ``reference`` (for reference-based signals).
         max_answer_chars: longer answers are rejected.
         max_question_chars: all answers of a longer question are rejected.
 
@@ -1129,6 +1160,7 @@ def read_graded(
             pairs.append(PairRecord(
                 pair_id=pid, question=question, answer_a=x[1], answer_b=y[1],
                 label="a" if x[2] > y[2] else "b", source=p.stem, domain="", row=q_index,
+                reference=gq.reference,
             ))
     result = ReadResult(pairs=pairs, rejects=rejects, rows_in=rows_in, source_file=src, rows_ok=rows_ok)
     _log_result(result)

@@ -147,6 +147,14 @@ def _evaluate(args) -> int:
         raise ProvenanceError(f"model {args.model} vs table {Path(args.outdir) / 'pairs.parquet'}: {e}") from None
     report = Path(args.report) if args.report else Path(args.outdir) / f"report_{args.split}.md"
     text = write_report(ev, model, report)
+    if any(c.startswith("aspect_") for c in pairs.column_names):
+        # per-aspect human judgements (lfqa_eval): each rubric against its own aspect and the overall one
+        from rubric.aspects import agreement_markdown, aspect_agreement_from_table
+
+        rows = aspect_agreement_from_table(pairs, split=args.split, n_boot=args.n_boot,
+                                           seed=int(getattr(args, "seed", 0)))
+        text += "\n## Each rubric against people, aspect by aspect\n\n" + agreement_markdown(rows, split=args.split) + "\n"
+        report.write_text(text)
     sys.stdout.write(text + "\n")
     log.info("report written to %s", report)
     return 0

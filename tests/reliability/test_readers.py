@@ -671,3 +671,30 @@ def test_the_job_counts_unlabeled_pairs_overall_and_per_input(tmp_path):
     assert c["rows_in"] == c["rows_ok"] + c["rejected"]
     assert {k: (v["pairs"], v["unlabeled"]) for k, v in c["per_input"].items()} == {"h": (2, 1), "e": (3, 2)}
     assert job.pairs.column("label").to_pylist() == ["a", None, None, None, "b"]
+
+
+def test_reference_answers_are_read_where_the_input_has_them(tmp_path):
+    import json as _json
+
+    from rubric.readers import read_graded, read_lfqa_hp, read_table
+
+    hp = tmp_path / "hp.jsonl"
+    hp.write_text("\n".join(_json.dumps(r) for r in [
+        {"id": "1", "question_text": "Why?", "answer_1": "Because.", "answer_2": "No idea.", "human_judgment": "answer_1",
+         "reference": "Because of reasons."},
+        {"id": "2", "question_text": "How?", "answer_1": "Like this.", "answer_2": "Like that.", "human_judgment": "tie"},
+        {"id": "3", "question_text": "Who?", "answer_1": "Me.", "answer_2": "You.", "human_judgment": "tie",
+         "reference": 7},
+    ]) + "\n")
+    res = read_lfqa_hp(hp)
+    assert [p.reference for p in res.pairs] == ["Because of reasons.", None]
+    assert [(r.row, r.field) for r in res.rejects] == [(2, "reference")]
+    csv = tmp_path / "t.csv"
+    csv.write_text("q,a,b,ref\nWhy?,Yes.,No.,Because.\n")
+    res = read_table(csv, "question=q,answer_a=a,answer_b=b,reference=ref")
+    assert res.pairs[0].reference == "Because." and res.pairs[0].label is None
+    graded = tmp_path / "g.json"
+    graded.write_text(_json.dumps({"Why?": {"doc_list": [{"answer": "One.", "label": 1}, {"answer": "Two.", "label": 3}],
+                                            "ground1": "Weak ref.", "ground3": "Best ref."}}))
+    assert {p.reference for p in read_graded(graded).pairs} == {"Best ref."}
+    assert {p.reference for p in read_graded(graded, include_references=True).pairs} == {None}

@@ -120,8 +120,9 @@ def test_agreement_from_a_pairs_table_with_aspect_columns():
     answers = answers_table(items, [coh], scores, {"coherence": Provenance(coh.version, "vllm", "m", "r")})
     table = pairs_table(pairs, ["test"] * 4 + ["train"] * 2, answers)
     assert table.column("d_coherence").to_pylist() == DIFFS
-    # the aspect column pairs_table is to carry: one string column per judged aspect
-    table = table.append_column("aspect_coherence", pa.array(COHERENCE, pa.string()))
+    # pairs_table carries one string column per judged aspect
+    assert table.column("aspect_coherence").to_pylist() == COHERENCE
+    assert table.schema.field("aspect_coherence").type == pa.string()
     rows = aspect_agreement_from_table(table, n_boot=100)
     assert [(r.aspect, r.n_pairs, r.agreement) for r in rows] == [("coherence", 2, 0.5), (OVERALL, 4, 0.75)]
     test_only = aspect_agreement_from_table(table, split="test", n_boot=100)
