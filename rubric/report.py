@@ -238,7 +238,7 @@ def plot_weights(weights: Mapping[str, float], path: str | Path, *, ci: Mapping[
         ax.errorbar(vals, names, xerr=[lo, hi], fmt="none", ecolor="black", capsize=3, linewidth=1)
     ax.axvline(0, color="black", linewidth=0.8)
     ax.set_xlabel("logistic-regression weight on standardised a - b" + (" (95% CI)" if ci else ""))
-    ax.set_title("Rubric weights in the preference model" + (" (hatched: style covariates)" if style_features else ""))
+    ax.set_title("Preference model weights" + ("\n(hatched: style covariates)" if style_features else ""), fontsize=10)
     ax.invert_yaxis()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
