@@ -185,6 +185,7 @@ class Evaluation:
         ablation_note: why there is no ablation, or which split it refitted on.
         ablation_in_sample: the refits' training pairs overlap the evaluated pairs.
         calibration: Brier score and reliability bins (binary models), else None.
+        sources: the evaluated pairs' ``source`` values with their counts.
     """
 
     split: str
@@ -195,6 +196,7 @@ class Evaluation:
     ablation_note: str = ""
     ablation_in_sample: bool = False
     calibration: Calibration | None = None
+    sources: dict[str, int] = field(default_factory=dict)
 
 
 def model_table_differences(model: PreferenceModel, pairs: pa.Table) -> list[str]:
@@ -335,8 +337,20 @@ def evaluate_model(model: PreferenceModel, pairs: pa.Table, *, split: str = "tes
             note = f"not computed: cannot refit on the table's {train_split!r} split ({e})"
         if abl is None:
             log.warning("drop-one-rubric ablation %s", note)
+    sources: dict[str, int] = {}
+    if "source" in pairs.column_names:
+        col = pairs.column("source").to_pylist()
+        for i in dm.row_index:
+            sources[str(col[int(i)])] = sources.get(str(col[int(i)]), 0) + 1
     return Evaluation(split=split, rows=rows, dm=dm, provenance_differences=differences, ablation=abl,
-                      ablation_note=note, ablation_in_sample=in_sample, calibration=cal)
+                      ablation_note=note, ablation_in_sample=in_sample, calibration=cal, sources=sources)
+
+
+#: What a report says beside a source whose pairs are not what their labels might suggest.
+SOURCE_NOTES: dict[str, str] = {
+    "lfqa-rubric-sample": "the bundled sample: questions, answers and labels written by the project, "
+                          "not human preference data",
+}
 
 
 def write_report(ev: Evaluation, model: PreferenceModel, report_path: str | Path) -> str:
@@ -362,6 +376,9 @@ def write_report(ev: Evaluation, model: PreferenceModel, report_path: str | Path
               "unlabeled pairs left out": ev.dm.n_unlabeled,
               "features": ", ".join(model.features_),
               "style covariates": ", ".join(model.style_features_) or "none (fitted without style)"}
+    if ev.sources:
+        counts["sources"] = ", ".join(f"{k} ({v} pairs)" + (f" - {SOURCE_NOTES[k]}" if k in SOURCE_NOTES else "")
+                                      for k, v in sorted(ev.sources.items()))
     # Rubrics the fit left out (saved in the model file) explain why a rubric has no weight.
     fit_excluded = meta.get("excluded", {})
     excluded = {**(fit_excluded if isinstance(fit_excluded, dict) else {}), **ev.dm.excluded}

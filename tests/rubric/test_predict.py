@@ -131,3 +131,4 @@ def test_cli_predict(table, model, tmp_path, capsys):
     assert main(argv + ["--allow-provenance-mismatch"]) == 0 and dest2.exists()
     loaded = PreferenceModel.from_json(tmp_path / "m.json")
     assert loaded.style_features_ == model.style_features_
+

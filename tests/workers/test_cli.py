@@ -42,6 +42,8 @@ def test_fit_evaluate_export(scored, tmp_path, capsys):
                  "--n-boot", "50"]) == 0
     text = report.read_text()
     assert "baseline: longer answer wins" in text and "baseline: always a" in text
+    # the bundled sample's labels were written by the project, and the report says so beside its source
+    assert "lfqa-rubric-sample (" in text and "not human preference data" in text
     assert (tmp_path / "r.png").stat().st_size > 1000
     for ext in ("csv", "jsonl", "parquet"):
         assert main(["export", str(scored), "--to", str(tmp_path / f"p.{ext}")]) == 0
