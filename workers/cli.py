@@ -284,6 +284,36 @@ def _transfer(args) -> int:
     return 0
 
 
+def _analyze_command(args) -> str:
+    """The command line of an ``analyze`` run, rebuilt from its arguments (the report quotes it)."""
+    import shlex
+
+    parts = ["lfqa-rubric", "analyze", *args.inputs]
+    if args.model:
+        parts += ["--model", args.model]
+    if args.predictions:
+        parts += ["--predictions", *args.predictions]
+    if args.perturbed:
+        parts += ["--perturbed", *args.perturbed]
+    parts += ["--split", args.split, "--n-boot", str(args.n_boot), "--seed", str(args.seed)]
+    if args.allow_provenance_mismatch:
+        parts.append("--allow-provenance-mismatch")
+    return shlex.join([*parts, "--out", args.out])
+
+
+def _analyze(args) -> int:
+    from rubric.analysis import analyze, parse_perturbed, write_analysis
+
+    analysis = analyze(args.inputs, model=args.model, predictions=args.predictions,
+                       perturbed=parse_perturbed(args.perturbed), split=args.split, n_boot=args.n_boot,
+                       seed=args.seed, allow_provenance_mismatch=args.allow_provenance_mismatch)
+    text = write_analysis(analysis, args.out, command=_analyze_command(args))
+    sys.stdout.write(text + "\n")
+    log.info("analysis of %d systems on %d %s pairs written to %s", len(analysis.systems),
+             len(analysis.comparison.pair_ids), args.split, args.out)
+    return 0
+
+
 def _rubrics(args) -> int:
     from rubric.specs import DEFAULT_VERSIONS, EXTRA_SIGNALS, RUBRICS
 
@@ -404,6 +434,25 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--n-boot", type=int, default=1000, help="question-clustered bootstrap replicates per cell")
     t.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     t.set_defaults(func=_transfer)
+
+    an = sub.add_parser("analyze", help="the rubric model, LLM judges and baselines on the same pairs: accuracy, "
+                                         "transitivity, position and verbosity bias, perturbations (Markdown + PNG)")
+    an.add_argument("inputs", nargs="+", metavar="OUT",
+                    help="score outputs (pairs.parquet, with model.json or --model), judge outputs "
+                         "(judgments.parquet) and predictions Parquet files over the same pairs")
+    an.add_argument("--model", default=None, help="model JSON applied to the score output (default: OUT/model.json)")
+    an.add_argument("--predictions", nargs="+", action="extend", default=[], metavar="FILE",
+                    help="predictions Parquet files (pair_id, predicted[, p_a, system, error])")
+    an.add_argument("--perturbed", nargs="+", action="extend", default=[], metavar="[NAME=]OUT",
+                    help="outputs over perturbed copies of the pairs (same pair ids); one NAME over several "
+                         "outputs is one perturbed set")
+    an.add_argument("--out", required=True, help="Markdown path; the charts are written beside it")
+    an.add_argument("--split", default="test", choices=("train", "dev", "test", "all"))
+    an.add_argument("--n-boot", type=int, default=1000, help="question-clustered bootstrap replicates")
+    an.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    an.add_argument("--allow-provenance-mismatch", action="store_true",
+                    help="apply the model even if the table's rubrics were made differently")
+    an.set_defaults(func=_analyze)
 
     r = sub.add_parser("rubrics", help="list the registered rubric versions")
     r.set_defaults(func=_rubrics)

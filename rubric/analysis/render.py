@@ -1,0 +1,358 @@
+"""The analysis as Markdown (Tables 4-8) and PNG charts beside it.
+
+Every table says the command that made it, how many pairs and questions it rests on, and warns when
+its CIs rest on fewer than :data:`rubric.report.MIN_QUESTIONS_FOR_CI` questions. Rows of systems
+fitted on pairs that may include the analysed ones carry "(IN-SAMPLE)" in the table itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from rubric.analysis.perturbation import Perturbation
+from rubric.analysis.position import Position
+from rubric.analysis.run import Analysis
+from rubric.analysis.stats import MetricDelta
+from rubric.analysis.verbosity import Verbosity
+from rubric.metrics import METRICS, ClusteredMean
+from rubric.report import MIN_QUESTIONS_FOR_CI
+
+__all__ = ["analysis_markdown", "plot_position", "plot_verbosity", "plot_perturbations", "write_analysis"]
+
+_METRIC_NAMES = {"accuracy": "accuracy", "precision": "precision", "recall": "recall", "f1": "F1"}
+
+
+def _num(x: float, fmt: str = ".4f") -> str:
+    return "n/a" if x is None or math.isnan(x) else f"{x:{fmt}}"
+
+
+def _ci(ci: tuple[float, float], fmt: str = ".3f") -> str:
+    lo, hi = ci
+    return "n/a" if math.isnan(lo) or math.isnan(hi) else f"{lo:{fmt}}, {hi:{fmt}}"
+
+
+def _with_ci(value: float, ci: tuple[float, float], fmt: str = ".4f", ci_fmt: str = ".3f") -> str:
+    return f"{_num(value, fmt)} [{_ci(ci, ci_fmt)}]"
+
+
+def _share(m: ClusteredMean) -> str:
+    return _with_ci(m.value, m.ci, ".3f", ".3f")
+
+
+def _pct(m: MetricDelta) -> str:
+    lo, hi = m.relative_ci
+    ci = "n/a" if math.isnan(lo) or math.isnan(hi) else f"{100 * lo:+.2f}%, {100 * hi:+.2f}%"
+    return f"{'n/a' if math.isnan(m.relative) else f'{100 * m.relative:+.2f}%'} [{ci}]"
+
+
+def _size_line(command: str, n: int, n_questions: int, what: str) -> list[str]:
+    lines = [f"`{command}` — {n} pairs from {n_questions} questions ({what}).", ""]
+    if n_questions < MIN_QUESTIONS_FOR_CI:
+        lines += [f"> **Warning: CIs from {n_questions} questions are unreliable** (the bootstrap resamples questions "
+                  f"and needs at least {MIN_QUESTIONS_FOR_CI}).", ""]
+    return lines
+
+
+def _comparison(a: Analysis, command: str) -> list[str]:
+    c = a.comparison
+    out = [f"## Table 4: agreement with people on the same pairs ({a.split} split)", ""]
+    out += _size_line(command, len(c.pair_ids), c.n_questions,
+                      f"labelled a or b in the {a.split} split and decided by every system")
+    out += ["Accuracy, and precision, recall and F1 macro-averaged over the people's two classes (a, b); "
+            "question-clustered bootstrap 95% CI in brackets. A system's \"tie\" counts as a miss, not as a class "
+            "of its own.", "",
+            "| system | kind | " + " | ".join(_METRIC_NAMES[m] for m in METRICS) + " |",
+            "|---|---|" + "---:|" * len(METRICS)]
+    for s, r in zip(c.systems, c.rows):
+        cells = [_with_ci(r.values[m], r.ci[m]) for m in METRICS]
+        out.append(f"| {s.label} | {s.kind} | " + " | ".join(cells) + " |")
+    out += ["", "### Pairs compared and pairs left out", "",
+            f"- pairs in the {a.split} split: {c.n_pairs_split}; labelled a or b: {c.n_labelled}; labelled tie: "
+            f"{c.n_tie_labels} (left out, as `evaluate` leaves them out); unlabeled: {c.n_unlabeled} (left out)",
+            f"- labelled pairs decided by every system: {len(c.pair_ids)}; left out for every system because some "
+            f"system did not decide them: {c.n_dropped}", ""]
+    missing = [u for u in c.undecided if u.n]
+    if missing:
+        out += ["| system | labelled pairs it did not decide | why (pairs) |", "|---|---:|---|"]
+        for u in missing:
+            why = "; ".join(f"{r} ({n})" for r, n in list(u.reasons.items())[:3])
+            more = f"; {len(u.reasons) - 3} other reason(s)" if len(u.reasons) > 3 else ""
+            out.append(f"| {u.system} | {u.n} | {why.replace('|', '/')}{more} |")
+    else:
+        out.append("Every system decided every labelled pair.")
+    return out + [""]
+
+
+def _position(a: Analysis, command: str, chart: str | None) -> list[str]:
+    p: Position = a.position
+    out = ["## Table 6: position bias (each judge with the answers in the input's order, ab, and swapped, ba)", ""]
+    if not p.rows:
+        return out + ["No judge output among the inputs: nothing to compare.", ""]
+    n_q = min(r.n_questions for r in p.rows)
+    out += _size_line(command, max(r.n for r in p.rows), n_q, "labelled a or b, decided in both orders; per judge "
+                                                                "below")
+    out += ["Δ = order ba - order ab on the same pairs; paired question-clustered bootstrap 95% CI in brackets.", "",
+            "| judge | n pairs | n questions | accuracy ab | accuracy ba | "
+            + " | ".join(f"Δ {_METRIC_NAMES[m]}" for m in METRICS) + " |",
+            "|---|---:|---:|---:|---:|" + "---:|" * len(METRICS)]
+    for r in p.rows:
+        acc = r.deltas["accuracy"]
+        out.append(f"| {r.judge} | {r.n} | {r.n_questions} | {_num(acc.base)} | {_num(acc.other)} | "
+                   + " | ".join(_with_ci(r.deltas[m].delta, r.deltas[m].ci, "+.4f", "+.3f") for m in METRICS) + " |")
+    out += ["", "### Order consistency (all pairs decided in both orders, labelled or not)", ""]
+    n_q = min(r.n_questions_both for r in p.rows)
+    out += _size_line(command, max(r.n_both for r in p.rows), n_q, "decided in both orders; per judge below")
+    out += ["A flip is a pair whose decision (in the input's labelling) changes when the answers are swapped. "
+            "\"To first shown\": the answer shown first won in both orders; \"to second shown\": the answer shown "
+            "second won in both. With no position bias, the first-shown answer wins as often in both orders.", "",
+            "| judge | n pairs | n questions | flips | flip rate [95% CI] | to first shown | to second shown | "
+            "to or from tie | first shown wins, ab [95% CI] | first shown wins, ba [95% CI] |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in p.rows:
+        out.append(f"| {r.judge} | {r.n_both} | {r.n_questions_both} | {r.n_flips} | {_share(r.flip_rate)} | "
+                   f"{r.flips_to_first} | {r.flips_to_second} | {r.flips_with_tie} | {_share(r.first_wins_ab)} | "
+                   f"{_share(r.first_wins_ba)} |")
+    out += ["", f"Reference: people chose answer a in {_share(p.people_a)} of the {p.people_a.n} labelled pairs "
+            f"({p.people_a.n_questions} questions).", ""]
+    if chart:
+        out += [f"![position]({chart})", ""]
+    return out
+
+
+def _transitivity(a: Analysis, command: str) -> list[str]:
+    t = a.transitivity
+    out = ["## Table 5: transitivity (3-cycles among triads of answers to one question)", ""]
+    out += [f"`{command}` — {t.n_triads} triads from {t.n_questions_with_triads} questions; {t.n_questions_3plus} of "
+            f"the split's {t.n_questions} questions have at least 3 answers, and a triad needs all three of its pairs "
+            f"among the {len(a.pairs)} pairs of the {a.split} split (labelled or not)."
+            + (f" {t.n_duplicate_pairs} pair(s) repeat two answers already paired: only the first counts."
+               if t.n_duplicate_pairs else ""), ""]
+    if t.n_questions_with_triads < MIN_QUESTIONS_FOR_CI:
+        out += [f"> **Warning: CIs from {t.n_questions_with_triads} questions are unreliable** (the bootstrap "
+                f"resamples questions and needs at least {MIN_QUESTIONS_FOR_CI}).", ""]
+    if not t.n_triads:
+        return out + ["No triad: no question has three answers whose three pairs were all given.", ""]
+    out += ["A triad is transitive when one answer beats both others, a 3-cycle (violation) when each answer beats "
+            "exactly one, and not testable when one of its pairs has no decision or is a tie. Violation rate = "
+            "3-cycles / testable triads, question-clustered bootstrap 95% CI. Pointwise scorers are counted the same "
+            "way, not assumed to be 0: a decision that also depends on which answer is a (the rubric model's "
+            "intercept, \"longer answer wins\" giving equal lengths to a, \"always a\") can cycle.", "",
+            "| system | triads | transitive | 3-cycles | not testable: no decision | not testable: tie | "
+            "violation rate [95% CI] |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in t.rows:
+        out.append(f"| {r.system} | {r.n_triads} | {r.n_transitive} | {r.n_cycles} | {r.n_untestable_missing} | "
+                   f"{r.n_untestable_tie} | {_share(r.violation)} |")
+    return out + [""]
+
+
+def _verbosity(a: Analysis, command: str, chart: str | None) -> list[str]:
+    v: Verbosity = a.verbosity
+    c = a.comparison
+    out = ["## Table 7: verbosity (disagreements with people, by which answer was longer)", ""]
+    out += _size_line(command, len(c.pair_ids), c.n_questions, "Table 4's pairs")
+    out += ["Among each system's disagreements with people: people chose the shorter answer and the system the "
+            "longer (short → long), or the opposite (long → short); answers of equal length and the system's ties "
+            "apart. The share of short → long among the directed disagreements has a question-clustered bootstrap "
+            "95% CI; the direction is \"long-biased\" when the whole CI is above 0.5, \"short-biased\" when below.", "",
+            "| system | n pairs | disagreements | people shorter → system longer | people longer → system shorter | "
+            "equal length | system said tie | share short → long [95% CI] | direction |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in v.rows:
+        out.append(f"| {r.system} | {r.n} | {r.n_disagreements} | {r.short_to_long} | {r.long_to_short} | "
+                   f"{r.equal_length} | {r.system_tie} | {_share(r.share_short_to_long)} | {r.direction} |")
+    out += ["", f"Reference: on these pairs with answers of unequal length, people chose the longer answer in "
+            f"{_share(v.people_longer)} of {v.people_longer.n} pairs.", ""]
+    if chart:
+        out += [f"![verbosity]({chart})", ""]
+    return out
+
+
+def _perturbation(p: Perturbation, command: str) -> list[str]:
+    out = [f"### Perturbation: {p.name}", ""]
+    out += _size_line(command, p.n, p.n_questions, "labelled a or b, in both sets, decided on both sides by every "
+                                                   "system below")
+    out += [f"Labelled original pairs: {p.n_labelled}; of those in the perturbed set: {p.n_in_perturbed}."]
+    if p.only_original:
+        out += [f"Not evaluated on the perturbed set (left out): {', '.join(p.only_original)}."]
+    if p.only_perturbed:
+        out += [f"Only on the perturbed set (left out): {', '.join(p.only_perturbed)}."]
+    out += ["", "Δ = perturbed - original on the same pairs; paired question-clustered bootstrap 95% CI in brackets.",
+            "",
+            "| system | decisions changed | accuracy original → perturbed | "
+            + " | ".join(f"Δ {_METRIC_NAMES[m]}" for m in METRICS) + " |",
+            "|---|---:|---:|" + "---:|" * len(METRICS)]
+    for r in p.rows:
+        acc = r.deltas["accuracy"]
+        out.append(f"| {r.system} | {r.n_changed} | {_num(acc.base)} → {_num(acc.other)} | "
+                   + " | ".join(_with_ci(r.deltas[m].delta, r.deltas[m].ci, "+.4f", "+.3f") for m in METRICS) + " |")
+    out += ["", "Relative change (the paper's Table 8 Δ%): (perturbed - original) / original.", "",
+            "| system | " + " | ".join(f"Δ% {_METRIC_NAMES[m]}" for m in METRICS) + " |",
+            "|---|" + "---:|" * len(METRICS)]
+    for r in p.rows:
+        out.append(f"| {r.system} | " + " | ".join(_pct(r.deltas[m]) for m in METRICS) + " |")
+    return out + [""]
+
+
+def analysis_markdown(a: Analysis, *, command: str, charts: Mapping[str, str] | None = None) -> str:
+    """The analysis report.
+
+    Args:
+        a: the analysis.
+        command: the command line that made it (repeated under every table).
+        charts: chart kind ("position", "verbosity", "perturbation") -> file name beside the report.
+    """
+    charts = charts or {}
+    out = ["# Judges, rubric model and baselines on the same pairs", "", f"Command: `{command}`", "",
+           f"Split analysed: **{a.split}**" + (" (includes training pairs)" if a.split in ("train", "all") else ""),
+           "", "## Inputs", ""]
+    out += [f"- {line}" for line in a.inputs] + [""]
+    out += _comparison(a, command)
+    out += _transitivity(a, command)
+    out += _position(a, command, charts.get("position"))
+    out += _verbosity(a, command, charts.get("verbosity"))
+    out += ["## Table 8: robustness to perturbed answers", ""]
+    if not a.perturbations:
+        out += ["No perturbed set given (`--perturbed NAME=OUT`).", ""]
+    for p in a.perturbations:
+        out += _perturbation(p, command)
+    if a.perturbations and charts.get("perturbation"):
+        out += [f"![perturbation]({charts['perturbation']})", ""]
+    return "\n".join(out)
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _err(m: ClusteredMean) -> tuple[float, float]:
+    lo, hi = m.ci
+    if math.isnan(lo) or math.isnan(hi) or math.isnan(m.value):
+        return 0.0, 0.0
+    return max(m.value - lo, 0.0), max(hi - m.value, 0.0)
+
+
+def plot_position(position: Position, path: str | Path) -> None:
+    """Flip rate per judge and the first-shown answer's win share in each order (PNG), with 95% CIs."""
+    import numpy as np
+
+    plt = _plt()
+    rows = position.rows
+    names = [r.judge for r in rows]
+    y = np.arange(len(rows))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.6 * len(rows) + 2.0), sharey=True)
+    flips = [r.flip_rate for r in rows]
+    ax1.barh(y, [0 if math.isnan(f.value) else f.value for f in flips], color="#e76f51",
+             xerr=np.array([_err(f) for f in flips]).T, capsize=3)
+    ax1.set_yticks(y, names)
+    ax1.set_xlabel("flip rate (decision changes when swapped)")
+    ax1.set_xlim(0, 1)
+    h = 0.38
+    for k, (attr, colour, label) in enumerate((("first_wins_ab", "#2a9d8f", "order ab"),
+                                               ("first_wins_ba", "#264653", "order ba"))):
+        ms = [getattr(r, attr) for r in rows]
+        ax2.barh(y + (k - 0.5) * h, [0 if math.isnan(m.value) else m.value for m in ms], height=h, color=colour,
+                 xerr=np.array([_err(m) for m in ms]).T, capsize=3, label=label)
+    ax2.axvline(position.people_a.value if not math.isnan(position.people_a.value) else 0.5, color="grey",
+                linestyle="--", linewidth=1, label="people chose a")
+    ax2.set_xlabel("share where the first-shown answer wins")
+    ax2.set_xlim(0, 1)
+    ax2.legend(loc="lower right", fontsize=8)
+    ax1.invert_yaxis()
+    fig.suptitle("Position bias per judge (95% CI, questions resampled)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_verbosity(verbosity: Verbosity, path: str | Path) -> None:
+    """Per system, disagreements where people chose the shorter and the system the longer, and the opposite (PNG)."""
+    import numpy as np
+
+    plt = _plt()
+    rows = verbosity.rows
+    y = np.arange(len(rows))
+    h = 0.38
+    fig, ax = plt.subplots(figsize=(11, 0.5 * len(rows) + 2.0))
+    ax.barh(y - h / 2, [r.short_to_long for r in rows], height=h, color="#e76f51",
+            label="people shorter → system longer")
+    ax.barh(y + h / 2, [r.long_to_short for r in rows], height=h, color="#2a9d8f",
+            label="people longer → system shorter")
+    ax.set_yticks(y, [r.system for r in rows])
+    ax.invert_yaxis()
+    ax.set_xlabel("disagreements with people (pairs)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, fontsize=8)
+    ax.set_title("Verbosity: the answer picked against people's choice", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_perturbations(perturbations: Sequence[Perturbation], path: str | Path) -> None:
+    """Δ accuracy (perturbed - original) per system, one bar per perturbation, with 95% CIs (PNG)."""
+    import numpy as np
+
+    plt = _plt()
+    systems: list[str] = []
+    for p in perturbations:
+        systems += [r.system for r in p.rows if r.system not in systems]
+    y = np.arange(len(systems))
+    h = 0.8 / max(len(perturbations), 1)
+    fig, ax = plt.subplots(figsize=(11, 0.5 * len(systems) * max(len(perturbations), 1) ** 0.5 + 2.0))
+    ends = [0.0]
+    for k, p in enumerate(perturbations):
+        by = {r.system: r.deltas["accuracy"] for r in p.rows}
+        vals, errs = [], []
+        for s in systems:
+            d = by.get(s)
+            vals.append(0.0 if d is None or math.isnan(d.delta) else d.delta)
+            lo, hi = d.ci if d is not None else (float("nan"), float("nan"))
+            ok = not (math.isnan(lo) or math.isnan(hi))
+            errs.append((max(d.delta - lo, 0), max(hi - d.delta, 0)) if ok else (0.0, 0.0))
+            ends += [lo, hi] if ok else [vals[-1]]
+        ax.barh(y + (k - (len(perturbations) - 1) / 2) * h, vals, height=h, xerr=np.array(errs).T, capsize=3,
+                label=p.name)
+    ax.axvline(0, color="black", linewidth=0.8)
+    span = max(max(abs(e) for e in ends), 0.05) * 1.1  # symmetric around 0, so a gain and a loss look alike
+    ax.set_xlim(-span, span)
+    ax.set_yticks(y, systems)
+    ax.invert_yaxis()
+    ax.set_xlabel("Δ accuracy, perturbed - original (95% CI)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=max(len(perturbations), 1), fontsize=8)
+    ax.set_title("Robustness to perturbed answers", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_analysis(a: Analysis, path: str | Path, *, command: str) -> str:
+    """Write the report and its charts (``<stem>_position.png`` when there are judges, ``<stem>_verbosity.png``,
+    ``<stem>_perturbation.png`` when perturbed sets were given) beside it.
+
+    Returns:
+        The Markdown text.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    charts: dict[str, str] = {}
+    if a.position.rows:
+        png = path.with_name(f"{path.stem}_position.png")
+        plot_position(a.position, png)
+        charts["position"] = png.name
+    if a.verbosity.rows:
+        png = path.with_name(f"{path.stem}_verbosity.png")
+        plot_verbosity(a.verbosity, png)
+        charts["verbosity"] = png.name
+    if any(p.rows for p in a.perturbations):
+        png = path.with_name(f"{path.stem}_perturbation.png")
+        plot_perturbations(a.perturbations, png)
+        charts["perturbation"] = png.name
+    text = analysis_markdown(a, command=command, charts=charts)
+    path.write_text(text)
+    return text

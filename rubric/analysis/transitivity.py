@@ -1,0 +1,180 @@
+"""Transitivity (the paper's §5.1, Table 5): do a system's pairwise verdicts form 3-cycles?
+
+A triad is three answers to one question whose three pairs are all among the analysed pairs (a
+question needs at least three answers; graded inputs pair a question's answers up to a cap, so not
+every three answers make a triad). For one system a triad is
+
+- transitive: one answer beats both others (A > B, B > C, A > C);
+- a 3-cycle: every answer beats exactly one other (A > B, B > C, C > A), a violation;
+- not testable: one of its pairs has no decision (an error, never judged) or is a tie.
+
+The violation rate is cycles / testable triads, with a CI from resampling questions (all triads of
+a drawn question). Every system is counted the same way, pointwise scorers included: a scorer that
+ranks answers by a per-answer score cannot cycle, but one whose pair decision also depends on which
+answer is "a" can (the rubric model's intercept favours one position; "longer answer wins" gives
+equal lengths to a), and so can one with terms that are not differences of per-answer scores (the
+style covariates' normalised differences), so the count is computed, not assumed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rubric.analysis.systems import PairSet, System
+from rubric.metrics import ClusteredMean, clustered_mean
+
+__all__ = ["Triad", "TransitivityRow", "Transitivity", "find_triads", "classify_triad", "transitivity"]
+
+
+@dataclass(frozen=True)
+class Triad:
+    """Three answers to one question and the pairs between them.
+
+    Attributes:
+        question_id: the question.
+        answers: the three answer ids, sorted.
+        pairs: positions in the :class:`PairSet` of the pairs (x, y), (y, z), (x, z).
+    """
+
+    question_id: str
+    answers: tuple[str, str, str]
+    pairs: tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class TransitivityRow:
+    """One system's triads.
+
+    Attributes:
+        system: its name (as the tables show it).
+        n_triads: triads (the same for every system).
+        n_transitive / n_cycles: testable triads that are transitive / 3-cycles.
+        n_untestable_missing: triads with a pair the system did not decide.
+        n_untestable_tie: triads with every pair decided and at least one tie.
+        violation: cycles / testable with its question-clustered CI (``n`` = testable triads).
+    """
+
+    system: str
+    n_triads: int
+    n_transitive: int
+    n_cycles: int
+    n_untestable_missing: int
+    n_untestable_tie: int
+    violation: ClusteredMean
+
+    @property
+    def n_testable(self) -> int:
+        return self.n_transitive + self.n_cycles
+
+
+@dataclass(frozen=True)
+class Transitivity:
+    """The transitivity table and what it was computed on.
+
+    Attributes:
+        rows: one per system.
+        n_questions: questions among the analysed pairs.
+        n_questions_3plus: of those, with at least three distinct answers.
+        n_questions_with_triads: with at least one triad.
+        n_triads: triads.
+        n_duplicate_pairs: pairs of two answers already paired in another pair (only the first counts).
+    """
+
+    rows: list[TransitivityRow]
+    n_questions: int
+    n_questions_3plus: int
+    n_questions_with_triads: int
+    n_triads: int
+    n_duplicate_pairs: int
+
+
+def find_triads(pairs: PairSet) -> tuple[list[Triad], dict[str, int]]:
+    """Every triad of answers whose three pairs are present, question by question.
+
+    Args:
+        pairs: the analysed pairs.
+
+    Returns:
+        The triads (by question in order of appearance, then by answer ids), and counts:
+        ``n_questions``, ``n_questions_3plus``, ``n_duplicate_pairs``.
+    """
+    edge: dict[str, dict[frozenset, int]] = defaultdict(dict)
+    answers: dict[str, set] = defaultdict(set)
+    duplicates = 0
+    for i, (q, a, b) in enumerate(zip(pairs.question_id, pairs.answer_id_a, pairs.answer_id_b)):
+        answers[q].update((a, b))
+        key = frozenset((a, b))
+        if a == b:
+            continue  # an answer against itself says nothing about order
+        if key in edge[q]:
+            duplicates += 1
+            continue
+        edge[q][key] = i
+    triads = []
+    for q, edges in edge.items():
+        adj: dict[str, set] = defaultdict(set)
+        for key in edges:
+            a, b = sorted(key)
+            adj[a].add(b)
+            adj[b].add(a)
+        for x in sorted(adj):
+            for y in sorted(n for n in adj[x] if n > x):
+                for z in sorted(n for n in adj[x] & adj[y] if n > y):
+                    triads.append(Triad(question_id=q, answers=(x, y, z),
+                                        pairs=(edges[frozenset((x, y))], edges[frozenset((y, z))],
+                                               edges[frozenset((x, z))])))
+    return triads, {"n_questions": len(answers), "n_questions_3plus": sum(1 for s in answers.values() if len(s) >= 3),
+                    "n_duplicate_pairs": duplicates}
+
+
+def classify_triad(winners: Sequence[str | None]) -> str:
+    """"transitive", "cycle", "missing" or "tie" from a triad's three outcomes.
+
+    Args:
+        winners: for each of the three pairs, the winning answer id, "tie", or None (no decision).
+    """
+    if any(w is None for w in winners):
+        return "missing"
+    if any(w == "tie" for w in winners):
+        return "tie"
+    # three pairs among three answers: a cycle is exactly when every answer wins once
+    return "cycle" if len(set(winners)) == 3 else "transitive"
+
+
+def transitivity(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 1000, seed: int = 0) -> Transitivity:
+    """Transitive, cyclic and untestable triads of every system on the same triads.
+
+    Args:
+        pairs: the analysed pairs (labelled or not: no label is used except by the people's system).
+        systems: the systems.
+        n_boot: bootstrap replicates.
+        seed: their seed.
+    """
+    triads, counts = find_triads(pairs)
+    rows = []
+    for s in systems:
+        outcome = {"transitive": 0, "cycle": 0, "missing": 0, "tie": 0}
+        values, groups = [], []
+        for t in triads:
+            winners = []
+            for i in t.pairs:
+                d = s.decisions.get(str(pairs.pair_id[i]))
+                winners.append(None if d is None else "tie" if d == "tie"
+                               else pairs.answer_id_a[i] if d == "a" else pairs.answer_id_b[i])
+            kind = classify_triad(winners)
+            outcome[kind] += 1
+            if kind in ("transitive", "cycle"):
+                values.append(1.0 if kind == "cycle" else 0.0)
+                groups.append(t.question_id)
+        rows.append(TransitivityRow(system=s.label, n_triads=len(triads), n_transitive=outcome["transitive"],
+                                    n_cycles=outcome["cycle"], n_untestable_missing=outcome["missing"],
+                                    n_untestable_tie=outcome["tie"],
+                                    violation=clustered_mean(np.array(values, dtype=float), groups=groups,
+                                                             n_boot=n_boot, seed=seed)))
+    return Transitivity(rows=rows, n_questions=counts["n_questions"], n_questions_3plus=counts["n_questions_3plus"],
+                        n_questions_with_triads=len({t.question_id for t in triads}), n_triads=len(triads),
+                        n_duplicate_pairs=counts["n_duplicate_pairs"])
