@@ -204,6 +204,47 @@ def _export(args) -> int:
     return 0
 
 
+def _encoder(args) -> int:
+    import json
+
+    from workers.encoder_job import run_encoder_job
+
+    summary = run_encoder_job(args.outdir, out=args.out, head_dir=args.head, predictions=args.predictions,
+                              encoder=args.encoder, device=args.device, batch_size=args.batch_size, C=args.C,
+                              split=args.split, n_boot=args.n_boot, seed=args.seed, progress=not args.quiet)
+    test = summary["test"]
+    if test is not None:
+        acc, (lo, hi) = test["values"]["accuracy"], test["ci"]["accuracy"]
+        sys.stdout.write(f"{summary['system']}: test accuracy {acc:.4f} (95% CI {lo:.4f}-{hi:.4f}, question-clustered "
+                         f"bootstrap; {test['n']} pairs, {test['n_questions']} questions"
+                         f"{', in-sample' if test['in_sample'] else ''})\n")
+    else:
+        sys.stdout.write(f"{summary['system']}: no test accuracy (the test split has no pairs labelled a or b)\n")
+    log.debug("encoder summary: %s", json.dumps(summary, default=str))
+    return 0
+
+
+def _perturb(args) -> int:
+    from rubric.perturb import word_budget
+    from workers.perturb_job import load_victim, run_perturb_job
+
+    word_budget(1, args.budget)  # a bad --budget fails before the victim loads
+    victim = load_victim(args.victim, device=args.device, batch_size=args.batch_size, config=scoring_config(args))
+    summary = run_perturb_job(args.input, args.format, attack=args.attack, victim=victim, out=args.out,
+                              reader_options=reader_options(args), budget=args.budget, seed=args.seed,
+                              split=args.split, synonyms=args.synonyms, max_candidates=args.max_candidates,
+                              progress=not args.quiet)
+    def share(x) -> str:
+        return "n/a" if x is None else f"{x:.3f}"
+
+    sys.stdout.write(f"{args.attack} vs {summary['victim']}: attack success rate "
+                     f"{share(summary['attack_success_rate'])} ({summary['n_flipped']} of {summary['n_attacked']} "
+                     f"attacked pairs flipped; {summary['counts']['skipped']} skipped); victim accuracy on the "
+                     f"{args.split} split {share(summary['victim_accuracy_before'])} -> "
+                     f"{share(summary['victim_accuracy_after'])} ({summary['n_scored']} pairs)\n")
+    return 0
+
+
 def _demo(args) -> int:
     data = resources.files("rubric") / "data"
     out = Path(args.out)
@@ -403,6 +444,51 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--to", required=True)
     x.add_argument("--table", choices=("pairs", "answers"), default="pairs")
     x.set_defaults(func=_export)
+
+    en = sub.add_parser("encoder", help="train the trained-encoder baseline (frozen sentence encoder + logistic "
+                                        "regression on embedding differences) on a score output's train split and "
+                                        "predict every pair (OUT/encoder_predictions.parquet)")
+    en.add_argument("outdir", help="a score output folder (answers.parquet, pairs.parquet)")
+    en.add_argument("--out", default=None, help="head folder to write (default OUTDIR/encoder)")
+    en.add_argument("--head", default=None, help="apply this trained head folder instead of training one")
+    en.add_argument("--predictions", default=None, help="predictions Parquet (default OUTDIR/encoder_predictions.parquet)")
+    en.add_argument("--encoder", default=None,
+                    help="sentence encoder: a Hub id or a folder (default: the packaged all-MiniLM-L6-v2, offline)")
+    en.add_argument("--device", default=None, help="torch device (default: CUDA when visible, else CPU)")
+    en.add_argument("--batch-size", type=int, default=32, help="texts per forward pass")
+    en.add_argument("--C", type=_C_value, default="cv",
+                    help="inverse regularisation of the head, or 'cv' (default) to choose it by GroupKFold "
+                         "cross-validation over the training questions")
+    en.add_argument("--split", default="train", choices=("train", "dev", "test", "all"), help="split to train on")
+    en.add_argument("--n-boot", type=int, default=1000, help="question-clustered bootstrap replicates of the test CI")
+    en.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    en.add_argument("--quiet", action="store_true", help="no progress bars")
+    en.set_defaults(func=_encoder)
+
+    pt = sub.add_parser("perturb", help="DeepWordBug / TextFooler-style attack on one split against a trained victim; "
+                                        "writes a perturbed copy in the input's format and FILE.changes.jsonl")
+    pt.add_argument("input")
+    pt.add_argument("--format", required=True, choices=FORMATS)
+    pt.add_argument("--attack", required=True, choices=("deepwordbug", "textfooler"))
+    pt.add_argument("--victim", required=True,
+                    help="an encoder head folder (lfqa-rubric encoder) or a preference model (model.json, or a folder "
+                         "holding it; its rubrics are re-scored for every probe: cheap CPU rubrics only)")
+    pt.add_argument("--out", required=True, help="the perturbed copy (same extension as the input)")
+    pt.add_argument("--budget", type=float, default=0.1,
+                    help="share of each answer's words that may change: at most ceil(budget * words)")
+    pt.add_argument("--split", default="test", choices=("train", "dev", "test", "all"),
+                    help="split to attack, as a single-input score job with the same --seed assigns it")
+    pt.add_argument("--synonyms", choices=("auto", "wordnet", "embedding"), default="auto",
+                    help="textfooler's synonym source: WordNet (primary; Debian's wordnet-base) or MiniLM neighbours "
+                         "over the input's words (auto: WordNet when installed)")
+    pt.add_argument("--max-candidates", type=int, default=8, help="textfooler: synonyms tried per word")
+    pt.add_argument("--device", default=None, help="torch device of an encoder victim")
+    pt.add_argument("--map", default=None, help="column mapping for jsonl/parquet/csv (label optional)")
+    pt.add_argument("--labels", default=None, help="label value mapping, e.g. 1=a,2=b,0=tie")
+    pt.add_argument("--max-pairs-per-question", type=int, default=50, help="graded lists: cap per question")
+    pt.add_argument("--include-references", action="store_true", help="graded lists: also pair reference answers")
+    add_scoring_args(pt, "")
+    pt.set_defaults(func=_perturb)
 
     d = sub.add_parser("demo", help="score the bundled sample, fit and report")
     d.add_argument("--out", default="demo-out")

@@ -1,0 +1,189 @@
+"""``lfqa-rubric encoder``: train (or apply) the trained-encoder baseline on a score output.
+
+One straight line: read ``OUT/answers.parquet`` and ``OUT/pairs.parquet`` -> embed each distinct
+answer once (``models.encoder.SentenceEncoder``, batched) -> fit the head on the training split's
+a/b pairs, or load a trained one -> P(a) for every pair -> write the head (``head.safetensors`` +
+``head.json``) and ``OUT/encoder_predictions.parquet`` (``pair_id``, ``system``, ``p_a``,
+``predicted``, ``split``), and report test accuracy with a question-clustered CI.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rubric.errors import ConfigError, InputError
+
+__all__ = ["PREDICTIONS_FILE", "run_encoder_job", "embed_answers"]
+
+log = logging.getLogger(__name__)
+
+#: The predictions file, written into the score output folder (``analyze`` reads it there).
+PREDICTIONS_FILE = "encoder_predictions.parquet"
+
+
+def embed_answers(encoder, answer_ids, questions, answers, *, chunk: int = 256, progress: bool = False) -> dict:
+    """answer_id -> embedding, each distinct answer embedded once, in chunks (with a progress bar).
+
+    Args:
+        encoder: a ``models.encoder.SentenceEncoder``.
+        answer_ids: the answers' ids (duplicates are embedded once).
+        questions: each answer's question.
+        answers: each answer's text.
+        chunk: answers per ``encode`` call (the encoder batches inside it).
+        progress: show a tqdm bar.
+    """
+    from tqdm import tqdm
+
+    todo: dict[str, tuple[str, str]] = {}
+    for aid, q, a in zip(answer_ids, questions, answers):
+        todo.setdefault(aid, (q, a))
+    ids = list(todo)
+    out: dict[str, np.ndarray] = {}
+    with tqdm(total=len(ids), desc="embedding answers", disable=not progress, unit="answer") as bar:
+        for i in range(0, len(ids), chunk):
+            part = ids[i:i + chunk]
+            emb = encoder.encode_answers([todo[x][0] for x in part], [todo[x][1] for x in part])
+            out.update(zip(part, emb))
+            bar.update(len(part))
+    return out
+
+
+def run_encoder_job(outdir: str | Path, *, out: str | Path | None = None, head_dir: str | Path | None = None,
+                    predictions: str | Path | None = None, encoder: str | None = None, device: str | None = None,
+                    batch_size: int = 32, C: float | str = "cv", split: str = "train", n_boot: int = 1000,
+                    seed: int = 0, progress: bool = True) -> dict:
+    """Train the encoder baseline on a score output's split (or apply a trained one) and predict every pair.
+
+    Args:
+        outdir: a ``score`` output folder.
+        out: the head folder to write (default ``OUTDIR/encoder``); not written when ``head_dir`` is given.
+        head_dir: a trained head to apply instead of training one (its encoder is loaded).
+        predictions: the predictions file (default ``OUTDIR/encoder_predictions.parquet``).
+        encoder: the encoder (Hub id or folder); None for the packaged all-MiniLM-L6-v2.
+        device: torch device.
+        batch_size: texts per forward pass.
+        C: the head's regularisation, or "cv" to choose it by cross-validation over questions
+            (``rubric.selection.cross_validate_C``) on the training split.
+        split: the split to train on ("all" for every pair: then the test numbers are in-sample).
+        n_boot: question-clustered bootstrap replicates of the test CI.
+        seed: bootstrap seed.
+        progress: show progress bars.
+
+    Returns:
+        A summary: the head folder, the predictions file, the training facts and the test metrics.
+
+    Raises:
+        InputError: the score output is missing or lacks answer texts.
+        ConfigError: the training split has no a/b pairs, or ``C`` is invalid.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from models.encoder import PreferenceHead, SentenceEncoder, load_encoder_baseline, system_name
+    from rubric.evaluate import pairs_fingerprint, read_output_table, read_pairs
+    from rubric.metrics import evaluate_predictions
+
+    if isinstance(C, str) and C != "cv":
+        raise ConfigError(f"'C' must be a number > 0 or 'cv', got {C!r}")
+    outdir = Path(outdir)
+    t0 = time.perf_counter()
+    answers = read_output_table(outdir, "answers")
+    pairs = read_pairs(outdir)
+    missing = [c for c in ("answer_id", "question", "answer") if c not in answers.column_names]
+    if missing:
+        raise InputError(f"{outdir / 'answers.parquet'} has no {', '.join(missing)} column: re-run score")
+    text = dict(zip(answers.column("answer_id").to_pylist(),
+                    zip(answers.column("question").to_pylist(), answers.column("answer").to_pylist())))
+    cols = {c: pairs.column(c).to_pylist() for c in ("pair_id", "question_id", "answer_id_a", "answer_id_b",
+                                                      "label", "split")}
+    used = [aid for side in ("answer_id_a", "answer_id_b") for aid in cols[side]]
+    lost = sorted({aid for aid in used if aid not in text})
+    if lost:
+        raise InputError(f"{len(lost)} answers of {outdir / 'pairs.parquet'} are not in answers.parquet "
+                         f"(first: {lost[0]})")
+
+    if head_dir is not None:
+        enc, head = load_encoder_baseline(head_dir, device=device, batch_size=batch_size)
+    else:
+        enc, head = SentenceEncoder(encoder, device=device, batch_size=batch_size), None
+    t_load = time.perf_counter()
+    ids = list(dict.fromkeys(used))
+    emb = embed_answers(enc, ids, [text[a][0] for a in ids], [text[a][1] for a in ids], progress=progress)
+    t_embed = time.perf_counter()
+    X = np.stack([emb[a] - emb[b] for a, b in zip(cols["answer_id_a"], cols["answer_id_b"])]).astype(float)
+    labels = np.array([x if x is not None else "" for x in cols["label"]], dtype=object)
+    splits = np.array(cols["split"], dtype=object)
+    qids = np.array(cols["question_id"], dtype=object)
+    system = system_name(enc.model_id)
+
+    info: dict = {}
+    if head is None:
+        train = np.isin(labels, ["a", "b", "tie"]) & ((splits == split) if split != "all" else True)
+        train_ab = train & np.isin(labels, ["a", "b"])
+        if not train_ab.any():
+            raise ConfigError(f"split {split!r} of {outdir} has no pairs labelled 'a' or 'b' to train on")
+        head = PreferenceHead(C=1.0 if C == "cv" else float(C))
+        selection = None
+        if C == "cv":
+            from rubric.selection import cross_validate_C
+
+            selection = cross_validate_C(head, X[train_ab], labels[train_ab], qids[train_ab]).to_dict()
+            head.set_params(C=selection["best_C"])
+        head.fit(X[train], labels[train])
+        n_unlabeled = int(((splits == split) if split != "all" else np.ones(len(splits), bool)).sum() - train.sum())
+        info = {"trained_on": str(outdir), "split": split, "n_pairs": int(train_ab.sum()),
+                "n_ties_dropped": head.n_ties_dropped_, "n_unlabeled": n_unlabeled,
+                "train_pairs": {"n": int(train_ab.sum()),
+                                "fingerprint": pairs_fingerprint(np.array(cols["pair_id"], dtype=object)[train_ab])},
+                "C": float(head.C),
+                "C_selection": selection or {"best_C": float(head.C), "criterion": "given"}}
+    t_fit = time.perf_counter()
+
+    p_a = head.predict_proba(X)[:, list(head.classes_).index("a")]
+    predicted = np.where(p_a >= 0.5, "a", "b")
+    test = (splits == "test") & np.isin(labels, ["a", "b"])
+    metrics = None
+    if test.any():
+        row = evaluate_predictions(system, labels[test], predicted[test], groups=qids[test], n_boot=n_boot, seed=seed)
+        metrics = {"split": "test", "n": row.n, "n_questions": row.n_questions, "values": row.values,
+                   "ci": {k: list(v) for k, v in row.ci.items()},
+                   "in_sample": _in_sample(head, outdir, split, trained_here=head_dir is None)}
+        log.info("%s on the test split: accuracy %.4f (95%% CI %.4f-%.4f, question-clustered bootstrap; %d pairs, "
+                 "%d questions)", system, row.values["accuracy"], row.ci["accuracy"][0], row.ci["accuracy"][1],
+                 row.n, row.n_questions)
+    else:
+        log.warning("the test split of %s has no pairs labelled 'a' or 'b': no test accuracy", outdir)
+
+    head_folder = None
+    if head_dir is None:
+        head_folder = Path(out) if out is not None else outdir / "encoder"
+        head.save(head_folder, encoder=enc.describe(), system=system, test=metrics, **info)
+        log.info("head written to %s (%s, %s)", head_folder, "head.safetensors", "head.json")
+    pred_path = Path(predictions) if predictions is not None else outdir / PREDICTIONS_FILE
+    pred_path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.table({"pair_id": pa.array(cols["pair_id"], pa.string()),
+                      "system": pa.array([system] * len(p_a), pa.string()),
+                      "p_a": pa.array(p_a.astype(float), pa.float64()),
+                      "predicted": pa.array(predicted.tolist(), pa.string()),
+                      "split": pa.array(cols["split"], pa.string())})
+    pq.write_table(table, pred_path)
+    timings = {"load": round(t_load - t0, 3), "embed": round(t_embed - t_load, 3), "fit": round(t_fit - t_embed, 3),
+               "total": round(time.perf_counter() - t0, 3)}
+    log.info("%d answers embedded (%d forward passes), %d pairs predicted -> %s; timings %s", len(ids), enc.n_encoded,
+             len(p_a), pred_path, timings)
+    return {"system": system, "head": None if head_folder is None else str(head_folder),
+            "predictions": str(pred_path), "encoder": enc.describe(), "train": info, "test": metrics,
+            "n_answers": len(ids), "n_pairs": len(p_a), "timings_s": timings}
+
+
+def _in_sample(head, outdir: Path, split: str, *, trained_here: bool) -> bool:
+    """Whether the test pairs were among the head's training pairs (trained on "all" or "test" of this output)."""
+    if trained_here:
+        return split in ("all", "test")
+    meta = head.metadata_
+    same = Path(str(meta.get("trained_on", ""))).resolve() == Path(outdir).resolve()
+    return same and meta.get("split") in ("all", "test")

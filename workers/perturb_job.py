@@ -1,0 +1,277 @@
+"""``lfqa-rubric perturb``: attack one split of an input against a trained victim, write a perturbed copy.
+
+One straight line: read the input (``rubric.readers``) -> its splits, as a single-input score job
+with the same seed assigns them (``rubric.assemble.job_splits``) -> load the victim -> attack each
+pair of the chosen split (``rubric.perturb.attack_pair``) -> the victim's P(label) on the final texts
+-> write the copy in the input's own format (``rubric.perturb.rewrite_input``), read it back with the
+same reader and check it (same rows, ids, labels; only answers changed) -> ``FILE.changes.jsonl``.
+
+The victim is a folder written by ``lfqa-rubric encoder`` (``head.json``: the encoder baseline) or a
+rubric preference model (``model.json``, or a folder holding one) whose rubrics are re-scored for
+every probe with the backends that made them; see ``rubric.perturb`` for what that costs.
+
+In a graded list one answer sits in several pairs. An answer changed while attacking one pair keeps
+that text in every pair and is not changed again, so the copy holds one text per answer; the
+victim's final P(label) of every pair is measured on the texts the copy holds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rubric.errors import ConfigError, InputError
+
+__all__ = ["changes_path", "load_victim", "rubric_scorer", "run_perturb_job"]
+
+log = logging.getLogger(__name__)
+
+
+def changes_path(out: str | Path) -> Path:
+    """Where the per-pair record of an attack goes: ``FILE.changes.jsonl`` beside the copy."""
+    out = Path(out)
+    return out.with_name(out.name + ".changes.jsonl")
+
+
+def rubric_scorer(specs: Sequence, config) -> tuple:
+    """Build the scorers of ``specs`` and merge them into one ``score_batch``.
+
+    Returns:
+        (score_batch, provenance): answers -> one ``{rubric: Score}`` per answer; rubric -> Provenance.
+
+    Raises:
+        BackendUnavailableError: a backend is missing.
+    """
+    from models.backends import build_scorers, check_backends
+    from rubric.scoring import check_batch
+
+    check_backends(specs, config)
+    scorers = build_scorers(specs, config)
+    provenance = {s.name: sc.provenance(s.name) for sc in scorers for s in sc.specs}
+
+    def score_batch(items):
+        merged: list[dict] = [{} for _ in items]
+        for sc in scorers:
+            results = sc.score_batch(items)
+            check_batch(sc, items, results)
+            for m, r in zip(merged, results):
+                m.update(r)
+        return merged
+
+    return score_batch, provenance
+
+
+def load_victim(path: str | Path, *, device: str | None = None, batch_size: int = 32, config=None):
+    """The victim model at ``path``: an encoder head folder, or a rubric preference model.
+
+    Args:
+        path: a folder with ``head.json`` (``lfqa-rubric encoder``), a ``model.json`` file, or a
+            folder holding ``model.json`` (``lfqa-rubric fit``).
+        device: torch device of the encoder.
+        batch_size: texts per forward pass / answers per scorer call.
+        config: ``rubric.config.ScoringConfig`` for the rubric backends (default settings when None).
+
+    Raises:
+        ConfigError: ``path`` is neither.
+        ProvenanceError: the victim's features would be made differently now.
+    """
+    from models.encoder import HEAD_JSON, EncoderVictim, load_encoder_baseline
+
+    path = Path(path)
+    if path.is_dir() and (path / HEAD_JSON).is_file():
+        encoder, head = load_encoder_baseline(path, device=device, batch_size=batch_size)
+        return EncoderVictim(encoder, head)
+    model_json = path if path.is_file() else path / "model.json"
+    if not model_json.is_file():
+        raise ConfigError(f"victim {str(path)!r} is neither an encoder head folder ({HEAD_JSON}) nor a preference "
+                          "model (model.json, or a folder holding one)")
+    from rubric.config import ScoringConfig
+    from rubric.perturb import RubricVictim, rubric_victim_specs
+    from rubric.preference import PreferenceModel
+
+    model = PreferenceModel.from_json(model_json)
+    specs, fitted = rubric_victim_specs(model)
+    config = config or ScoringConfig(batch_size=batch_size)
+    score_batch, provenance = rubric_scorer(specs, config)
+    log.info("victim: the rubric preference model %s over %s (every probe re-scores an answer)", model_json,
+             ", ".join(s.version for s in specs))
+    return RubricVictim(model, specs, score_batch, provenance, fitted=fitted, batch_size=config.batch_size)
+
+
+def _num(x) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, out: str | Path,
+                    reader_options: Mapping[str, Any] | None = None, budget: float = 0.1, seed: int = 0,
+                    split: str = "test", synonyms: str = "auto", max_candidates: int = 8,
+                    progress: bool = True) -> dict:
+    """Attack the pairs of one split and write the perturbed copy and its change log.
+
+    Args:
+        input_path: the input file.
+        fmt: its format (``rubric.readers.FORMATS``).
+        attack: "deepwordbug" or "textfooler".
+        victim: a victim (``load_victim``).
+        out: the copy's path (same extension as the input).
+        reader_options: the reader's options (as for ``score``).
+        budget: the share of each answer's words an attack may change.
+        seed: the split seed (as ``score --seed``) and the seed of deepwordbug's edits (per pair).
+        split: the split to attack ("train", "dev", "test" or "all").
+        synonyms: textfooler's synonym source ("auto", "wordnet", "embedding"; ``models.synonyms``).
+        max_candidates: synonyms tried per word.
+        progress: show a progress bar.
+
+    Returns:
+        The summary (counts, attack success rate, the victim's accuracy on the split before and after).
+
+    Raises:
+        ConfigError: a bad attack, split or budget, or an output path that cannot keep the input's ids.
+        InputError: the input cannot be read, or the copy does not read back as expected.
+    """
+    from tqdm import tqdm
+
+    from rubric.assemble import job_splits
+    from rubric.perturb import ATTACKS, attack_pair, decide, p_label, rewrite_input, word_budget, words
+    from rubric.readers import read_input
+
+    if attack not in ATTACKS:
+        raise ConfigError(f"unknown attack {attack!r}; known: {', '.join(ATTACKS)}")
+    if split not in ("train", "dev", "test", "all"):
+        raise ConfigError(f"'split' must be train, dev, test or all, got {split!r}")
+    word_budget(1, budget)  # validates the budget before anything is read
+    options = dict(reader_options or {})
+    t0 = time.perf_counter()
+    read = read_input(input_path, fmt, **options)
+    if not read.pairs:
+        raise InputError(f"no usable pair in {str(input_path)!r}")
+    splits, split_source = job_splits(read.pairs, seed=seed)
+    chosen = [i for i, s in enumerate(splits) if split == "all" or s == split]
+    log.info("%d pairs read, %d in the %s split (%s splits, seed %d); attack %s, budget %g, victim %s",
+             len(read.pairs), len(chosen), split, split_source, seed, attack, budget, victim.name)
+
+    source = None
+    if attack == "textfooler":
+        from models.encoder import EncoderVictim
+        from models.synonyms import build_synonyms
+
+        vocabulary = {w.text for p in read.pairs for t in (p.answer_a, p.answer_b) for w in words(t)}
+        source = build_synonyms(synonyms, vocabulary=vocabulary,
+                                encoder=victim.encoder if isinstance(victim, EncoderVictim) else None)
+        log.info("synonym source: %s", source.name)
+
+    graded = fmt == "graded"
+    store: dict[tuple, str] = {}  # answer slot -> perturbed text
+
+    def slot(i: int, side: str) -> tuple:
+        p = read.pairs[i]
+        # a graded answer is one text shared by its pairs; a pair format's answer belongs to its record
+        return ((p.answer_id_a if side == "a" else p.answer_id_b),) if graded else (p.pair_id, side)
+
+    results: dict[int, Any] = {}
+    for i in tqdm(chosen, desc=f"{attack} attack", disable=not progress, unit="pair"):
+        p = read.pairs[i]
+        a = store.get(slot(i, "a"), p.answer_a)
+        b = store.get(slot(i, "b"), p.answer_b)
+        editable = [s for s in "ab" if slot(i, s) not in store]
+        r = attack_pair(p.question, a, b, p.label, victim, attack=attack, rng=random.Random(f"{seed}:{p.pair_id}"),
+                        budget=budget, synonyms=source, editable=editable, max_candidates=max_candidates)
+        results[i] = r
+        for side, new in (("a", r.answer_a), ("b", r.answer_b)):
+            if new != (a if side == "a" else b):
+                store[slot(i, side)] = new
+    t_attack = time.perf_counter()
+
+    final = {i: (store.get(slot(i, "a"), p.answer_a), store.get(slot(i, "b"), p.answer_b))
+             for i, p in enumerate(read.pairs)}
+    changed = {i for i, p in enumerate(read.pairs) if final[i] != (p.answer_a, p.answer_b)}
+    measured = sorted(set(chosen) | changed)
+    p_final = np.full(len(read.pairs), np.nan)
+    for k in range(0, len(measured), 64):
+        part = measured[k:k + 64]
+        p_final[part] = victim.p_a([(read.pairs[i].question, *final[i]) for i in part])
+
+    rewrite_input(input_path, out, fmt, read.pairs, {read.pairs[i].pair_id: final[i] for i in changed},
+                  mapping=options.get("mapping"))
+    _check_copy(read, read_input(out, fmt, **options), final, out)
+
+    counts = {"success": 0, "failed": 0, "skipped": 0}
+    reasons: dict[str, int] = {}
+    correct_before = correct_after = n_scored = 0
+    n_flipped = 0
+    words_changed: list[int] = []
+    rows = []
+    for i, p in enumerate(read.pairs):
+        r = results.get(i)
+        label = p.label
+        p_after_a = p_final[i]
+        before = r.p_before if r is not None else float("nan")
+        after = float(p_label(p_after_a, label)) if label in ("a", "b") and np.isfinite(p_after_a) else float("nan")
+        d_before = None if not np.isfinite(before) else decide(before if label == "a" else 1.0 - before)
+        d_after = None if not np.isfinite(p_after_a) else decide(p_after_a)
+        status, reason = ("skipped", f"not in the {split} split") if r is None else (r.status, r.reason)
+        flipped = r is not None and r.status != "skipped" and d_before == label and d_after is not None \
+            and d_after != label
+        if r is not None:
+            counts[status] += 1
+            if status != "success":
+                reasons[reason] = reasons.get(reason, 0) + 1
+            if status != "skipped":
+                n_flipped += int(flipped)
+                words_changed.append(len(r.changes))
+            if label in ("a", "b") and d_before is not None and d_after is not None:
+                n_scored += 1
+                correct_before += int(d_before == label)
+                correct_after += int(d_after == label)
+        rows.append({"pair_id": p.pair_id, "row": p.row, "split": splits[i], "label": label, "attack": attack,
+                     "victim": victim.name, "status": status, "reason": reason, "p_label_before": _num(before),
+                     "p_label_after": _num(after), "decision_before": d_before, "decision_after": d_after,
+                     "flipped": bool(flipped), "answers_changed": i in changed,
+                     **({k: v for k, v in r.to_dict().items() if k not in ("status", "reason", "p_before", "p_after")}
+                        if r is not None else {"changes": []})})
+    log_path = changes_path(out)
+    log_path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+
+    attacked = counts["success"] + counts["failed"]
+    summary = {
+        "input": str(input_path), "format": fmt, "out": str(out), "changes": str(log_path), "attack": attack,
+        "victim": victim.name, "budget": budget, "seed": seed, "split": split, "split_source": split_source,
+        "synonyms": None if source is None else source.name, "n_pairs": len(read.pairs), "n_in_split": len(chosen),
+        "counts": counts, "skipped_or_failed_because": reasons, "n_attacked": attacked, "n_flipped": n_flipped,
+        # TextAttack's rate: successes among the pairs the victim got right (skipped pairs left out)
+        "attack_success_rate": n_flipped / attacked if attacked else None,
+        "n_pairs_changed": len(changed),
+        "mean_words_changed": float(np.mean(words_changed)) if words_changed else None,
+        "victim_accuracy_before": correct_before / n_scored if n_scored else None,
+        "victim_accuracy_after": correct_after / n_scored if n_scored else None,
+        "n_scored": n_scored,
+        "timings_s": {"attack": round(t_attack - t0, 3), "total": round(time.perf_counter() - t0, 3)},
+    }
+    log.info("%s vs %s on %d %s pairs: %d attacked, %d flipped (attack success rate %s); victim accuracy %s -> %s; "
+             "copy %s, changes %s", attack, victim.name, len(chosen), split, attacked, n_flipped,
+             "n/a" if not attacked else f"{n_flipped / attacked:.3f}", summary["victim_accuracy_before"],
+             summary["victim_accuracy_after"], out, log_path)
+    return summary
+
+
+def _check_copy(read, back, final: Mapping[int, tuple[str, str]], out) -> None:
+    """The copy reads back as the input did: same rows, ids and labels, answers as perturbed."""
+    problems = []
+    if back.rows_in != read.rows_in or len(back.pairs) != len(read.pairs):
+        problems.append(f"{back.rows_in} rows and {len(back.pairs)} pairs, expected {read.rows_in} and "
+                        f"{len(read.pairs)}")
+    else:
+        for i, (p, q) in enumerate(zip(read.pairs, back.pairs)):
+            if (p.pair_id, p.label) != (q.pair_id, q.label) or (q.answer_a, q.answer_b) != final[i]:
+                problems.append(f"pair {i} reads back as {q.pair_id!r} ({q.label}) with other answers than written, "
+                                f"expected {p.pair_id!r} ({p.label})")
+                break
+    if problems:
+        raise InputError(f"the perturbed copy {str(out)!r} does not read back as the input: {'; '.join(problems)}")
