@@ -20,7 +20,8 @@ wordnet:
 	@if [ -r /usr/share/wordnet/index.noun ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  apt-get install -y -q --no-install-recommends wordnet-base >/dev/null 2>&1 || \
-	  { apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends wordnet-base >/dev/null; }; \
+	  { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q --no-install-recommends wordnet-base >/dev/null 2>&1; } || \
+	  echo "note: could not install wordnet-base; the textfooler attack falls back to MiniLM neighbours" >&2; \
 	else echo "note: WordNet's files are missing; run 'sudo apt-get install wordnet-base' (or set WORDNET_DIR)" \
 	  "for the textfooler attack's synonyms (it falls back to MiniLM neighbours without them)" >&2; fi
 
