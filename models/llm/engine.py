@@ -10,13 +10,15 @@ spellings together is ``rubric.geval``'s job, so it is tested without a model.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from rubric.errors import ConfigError
 from rubric.geval import ChatPrompt
 
-__all__ = ["Engine", "candidate_token_ids", "check_chat_template", "render_prompt_ids"]
+__all__ = ["Engine", "TextSampler", "candidate_token_ids", "check_chat_template", "check_sampling",
+           "render_prompt_ids"]
 
 
 @runtime_checkable
@@ -55,6 +57,37 @@ class Engine(Protocol):
         its top-K) is absent, which reads as probability 0.
         """
         ...
+
+
+@runtime_checkable
+class TextSampler(Protocol):
+    """Text generation with sampling: what the pairwise judges' vote mode and CoT reasoning need.
+
+    ``generate(prompts, max_tokens)`` alone is greedy and returns one text per prompt (the shape
+    claim extraction relies on). With ``n > 1`` it returns ``n`` texts per prompt; with
+    ``temperature > 0`` they are samples, reproducible for a given ``seed``. At ``temperature == 0``
+    the ``n`` texts are copies of the one greedy continuation: greedy decoding is deterministic,
+    so decoding it ``n`` times could only repeat it (vLLM refuses ``n > 1`` with greedy sampling).
+    """
+
+    def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int, *, temperature: float = 0.0, n: int = 1,
+                 seed: int | None = None) -> list[str] | list[list[str]]: ...
+
+
+def check_sampling(max_tokens: int, temperature: float, n: int, seed: int | None) -> None:
+    """Validate ``generate``'s arguments the way ``vllm.SamplingParams`` does, before any work.
+
+    Raises:
+        ConfigError: an argument is out of range, e.g. "'n' must be >= 1, got 0".
+    """
+    if max_tokens < 1:
+        raise ConfigError(f"'max_tokens' must be >= 1, got {max_tokens}")
+    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature >= 0.0):
+        raise ConfigError(f"'temperature' must be a finite number >= 0, got {temperature!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"'n' must be an integer >= 1, got {n!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ConfigError(f"'seed' must be None or an integer >= 0, got {seed!r}")
 
 
 def _spellings(candidate: str) -> set[str]:

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from models.llm.engine import TokenizerMixin, check_chat_template
+from models.llm.engine import TokenizerMixin, check_chat_template, check_sampling
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError
 from rubric.geval import ChatPrompt
 
@@ -96,25 +96,81 @@ class TransformersEngine(TokenizerMixin):
             raise EngineError(f"transformers forward pass failed: {e}") from e
         return out  # type: ignore[return-value]
 
-    def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int) -> list[str]:
-        """Greedy continuation of each prompt (after its pre-fill), up to ``max_tokens`` tokens, in order."""
+    def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int, *, temperature: float = 0.0, n: int = 1,
+                 seed: int | None = None) -> list[str] | list[list[str]]:
+        """Continue each prompt (after its pre-fill) up to ``max_tokens`` tokens, in input order.
+
+        Greedy by default. With ``temperature > 0`` it samples ``n`` texts per prompt (plain
+        temperature sampling: no top-k, no top-p, as vLLM's defaults). ``model.generate`` takes no
+        generator, so the sampling runs inside ``torch.random.fork_rng`` seeded with ``seed``: the
+        caller's global RNG state is restored afterwards, and the same prompts with the same
+        settings give the same samples. Unlike vLLM's per-request seeds, the samples depend on the
+        micro-batches (which prompts are sampled together), so they differ from vLLM's and from a
+        run with another batch composition.
+
+        Args:
+            prompts: the prompts, ending inside the assistant turn.
+            max_tokens: most new tokens per text.
+            temperature: 0 for greedy decoding; otherwise sampling at that temperature.
+            n: texts per prompt. At temperature 0 they are ``n`` copies of the greedy text.
+            seed: the sampling seed (None: the global RNG, not reproducible).
+
+        Returns:
+            One text per prompt when ``n == 1`` (the shape existing callers use), else one list of
+            ``n`` texts per prompt.
+
+        Raises:
+            ConfigError: an argument is out of range, or a prompt leaves no room for ``max_tokens``.
+            EngineError: the model failed.
+        """
         torch = self._torch
+        check_sampling(max_tokens, temperature, n, seed)
         ids = self.fitting_prompt_ids(prompts, max_tokens)
+        greedy = temperature == 0.0
+        k = 1 if greedy else n
+        sampling: dict[str, Any] = ({"do_sample": False} if greedy else
+                                    {"do_sample": True, "temperature": float(temperature), "top_k": 0, "top_p": 1.0,
+                                     "num_return_sequences": k})
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out: list[str | None] = [None] * len(ids)
+        out: list[list[str] | None] = [None] * len(ids)
         try:
-            for chunk in self._chunks(order, ids):
-                input_ids, mask = self._left_pad([ids[i] for i in chunk])
-                width = input_ids.shape[1]
-                with torch.inference_mode():
-                    gen = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
-                                              max_new_tokens=max_tokens, do_sample=False,
-                                              pad_token_id=self._pad_id)
-                for i, row in zip(chunk, gen[:, width:].cpu().tolist()):
-                    out[i] = self.tokenizer.decode(row, skip_special_tokens=True)
+            with self._rng_scope(None if greedy else seed):
+                for chunk in self._chunks(order, ids):
+                    input_ids, mask = self._left_pad([ids[i] for i in chunk])
+                    width = input_ids.shape[1]
+                    with torch.inference_mode():
+                        gen = self.model.generate(input_ids=input_ids.to(self.device),
+                                                  attention_mask=mask.to(self.device), max_new_tokens=max_tokens,
+                                                  pad_token_id=self._pad_id, **sampling)
+                    rows = gen[:, width:].cpu().tolist()
+                    if len(rows) != len(chunk) * k:
+                        raise EngineError(f"transformers returned {len(rows)} sequences for {len(chunk)} prompts x {k}")
+                    for j, i in enumerate(chunk):  # num_return_sequences keeps a prompt's samples together
+                        got = [self.tokenizer.decode(r, skip_special_tokens=True) for r in rows[j * k:(j + 1) * k]]
+                        out[i] = got * n if greedy else got
+        except EngineError:
+            raise
         except (RuntimeError, MemoryError) as e:
             raise EngineError(f"transformers generate failed: {e}") from e
-        return out  # type: ignore[return-value]
+        texts: list[list[str]] = out  # type: ignore[assignment]
+        return [t[0] for t in texts] if n == 1 else texts
+
+    def _rng_scope(self, seed: int | None):
+        """A context in which torch's RNG is seeded with ``seed`` and restored on exit (a no-op for None)."""
+        import contextlib
+
+        torch = self._torch
+        if seed is None:
+            return contextlib.nullcontext()
+        devices = [torch.device(self.device).index or 0] if str(self.device).startswith("cuda") else []
+
+        @contextlib.contextmanager
+        def scope():
+            with torch.random.fork_rng(devices=devices):
+                torch.manual_seed(seed)
+                yield
+
+        return scope()
 
     def _chunks(self, order: list[int], ids: list[list[int]]) -> list[list[int]]:
         chunks: list[list[int]] = []

@@ -17,7 +17,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from models.llm.engine import TokenizerMixin, check_chat_template
+from models.llm.engine import TokenizerMixin, check_chat_template, check_sampling
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError
 from rubric.geval import ChatPrompt
 
@@ -105,6 +105,7 @@ class VLLMEngine(TokenizerMixin):
             raise BackendUnavailableError(f"vLLM cannot load {model_path!r}: {e}") from e
         except RuntimeError as e:
             raise EngineError(f"vLLM failed to start for {model_path!r}: {e}") from e
+        self._on_gpu = on_gpu
         self.model_id = model_id or str(model_path)
         self.revision = revision or "local"
         self.max_context = int(self.llm.llm_engine.model_config.max_model_len)
@@ -137,14 +138,84 @@ class VLLMEngine(TokenizerMixin):
             result.append({cand[t]: math.exp(lp.logprob) for t, lp in top.items() if t in cand})
         return result
 
-    def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int) -> list[str]:
-        """Greedy continuation of each prompt (after its pre-fill), up to ``max_tokens`` tokens, in order."""
+    def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int, *, temperature: float = 0.0, n: int = 1,
+                 seed: int | None = None) -> list[str] | list[list[str]]:
+        """Continue each prompt (after its pre-fill) up to ``max_tokens`` tokens, in input order.
+
+        Greedy by default. With ``temperature > 0`` each prompt gets ``n`` samples from vLLM's
+        per-request generators: sample ``j`` is seeded with ``seed + j`` (what vLLM itself gives
+        the ``n`` children of a seeded request), so a prompt's samples do not depend on what else
+        is in the batch.
+
+        On CPU, vLLM 0.32 crashes ("CPU Generator does not use offset") when a seeded request's
+        prefill is split over scheduler steps: it rewinds the generator with a CUDA-only call. So
+        there, seeded samples go as ``n = 1`` requests (seeds ``seed + j`` as above) in sub-batches
+        whose prompt tokens fit one step's budget (``max_num_batched_tokens``), so no prefill is
+        split; more calls, the same seeds. A single prompt longer than that budget can still be
+        split: raise ``max_num_batched_tokens`` in the engine kwargs for such contexts.
+
+        Args:
+            prompts: the prompts, ending inside the assistant turn.
+            max_tokens: most new tokens per text.
+            temperature: 0 for greedy decoding; otherwise sampling at that temperature (no top-k/top-p).
+            n: texts per prompt. At temperature 0 they are ``n`` copies of the greedy text.
+            seed: the sampling seed (None: unseeded, not reproducible).
+
+        Returns:
+            One text per prompt when ``n == 1`` (the shape existing callers use), else one list of
+            ``n`` texts per prompt.
+
+        Raises:
+            ConfigError: an argument is out of range, or a prompt leaves no room for ``max_tokens``.
+            EngineError: vLLM failed, or returned a different number of outputs.
+        """
+        check_sampling(max_tokens, temperature, n, seed)
         ids = self.fitting_prompt_ids(prompts, max_tokens)
-        params = self._vllm.SamplingParams(max_tokens=max_tokens, temperature=0.0, seed=0)
+        if temperature == 0.0:
+            params = self._vllm.SamplingParams(max_tokens=max_tokens, temperature=0.0, seed=0)
+            texts = [[t[0]] * n for t in self._generate_texts(ids, [params] * len(ids), 1)]
+        elif seed is None or self._on_gpu:
+            params = self._vllm.SamplingParams(max_tokens=max_tokens, temperature=float(temperature), n=n, seed=seed)
+            texts = self._generate_texts(ids, [params] * len(ids), n)
+        else:
+            texts = self._seeded_in_steps(ids, max_tokens, float(temperature), n, seed)
+        return [t[0] for t in texts] if n == 1 else texts
+
+    def _generate_texts(self, ids: list[list[int]], params: list[Any], k: int) -> list[list[str]]:
+        """One ``llm.generate`` call; ``k`` texts per prompt, in input order."""
         try:
             outs = self.llm.generate([self._tokens_prompt(prompt_token_ids=x) for x in ids], params, use_tqdm=False)
         except (RuntimeError, MemoryError) as e:
             raise EngineError(f"vLLM generate failed: {e}") from e
         if len(outs) != len(ids):
             raise EngineError(f"vLLM returned {len(outs)} outputs for {len(ids)} prompts")
-        return [o.outputs[0].text if o.outputs else "" for o in outs]
+        texts: list[list[str]] = []
+        for o in outs:
+            # No output at all reads as empty text, as before (a parser then reports "empty output").
+            got = [c.text for c in sorted(o.outputs, key=lambda c: c.index)] if o.outputs else [""] * k
+            if len(got) != k:
+                raise EngineError(f"vLLM returned {len(got)} texts for a prompt, asked for {k}")
+            texts.append(got)
+        return texts
+
+    def _seeded_in_steps(self, ids: list[list[int]], max_tokens: int, temperature: float, n: int,
+                         seed: int) -> list[list[str]]:
+        """Seeded sampling on CPU: ``n = 1`` requests, seeds ``seed + j``, no prefill split over steps."""
+        budget = int(self.llm.llm_engine.vllm_config.scheduler_config.max_num_batched_tokens)
+        requests = [(i, j) for i in range(len(ids)) for j in range(n)]
+        params = [self._vllm.SamplingParams(max_tokens=max_tokens, temperature=temperature, n=1, seed=seed + j)
+                  for j in range(n)]
+        batches: list[list[tuple[int, int]]] = [[]]
+        used = 0
+        for i, j in requests:
+            if batches[-1] and used + len(ids[i]) > budget:
+                batches.append([])
+                used = 0
+            batches[-1].append((i, j))
+            used += len(ids[i])
+        out: list[list[str]] = [[""] * n for _ in ids]
+        for batch in batches:
+            got = self._generate_texts([ids[i] for i, _ in batch], [params[j] for _, j in batch], 1)
+            for (i, j), t in zip(batch, got):
+                out[i][j] = t[0]
+        return out
