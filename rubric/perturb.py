@@ -357,7 +357,7 @@ class AttackResult:
 
     Attributes:
         status: "success" (the victim's decision flipped), "failed" (the budget or the words ran out
-            first) or "skipped" (nothing to flip: see ``reason``).
+            first) or "skipped" (nothing to flip, or nothing that may change: see ``reason``).
         reason: why the pair was skipped or failed ("" on success).
         answer_a / answer_b: the answers after the attack (unchanged when skipped).
         changes: the changed words, in the order they were changed.
@@ -441,6 +441,10 @@ def attack_pair(question: str, answer_a: str, answer_b: str, label: str | None, 
     if decide(p0) != label:
         return result("skipped", "the victim is already wrong on this pair", p_before=base, p_after=base,
                       n_queries=queries)
+    if not any(caps.values()):
+        why = ("both answers were already changed while attacking other pairs" if not set(editable) & {"a", "b"}
+               else "no answer that may change has a word")
+        return result("skipped", why, p_before=base, p_after=base, n_queries=queries)
 
     # textfooler: a word without a synonym cannot change, so it is not worth a leave-one-out probe
     options: dict[tuple[str, int], list[str]] = {}
@@ -457,7 +461,7 @@ def attack_pair(question: str, answer_a: str, answer_b: str, label: str | None, 
                 options[(side, w.index)] = cands
             eligible.append((side, w))
     if not eligible:
-        return result("failed", "no word can be changed (no synonyms, or empty answers)", p_before=base,
+        return result("failed", "no word of the answers has a synonym", p_before=base,
                       p_after=base, n_queries=queries)
     importance = word_importance(victim, question, original, label, eligible, base)
     queries += len(eligible)

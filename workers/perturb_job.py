@@ -11,8 +11,16 @@ rubric preference model (``model.json``, or a folder holding one) whose rubrics 
 every probe with the backends that made them; see ``rubric.perturb`` for what that costs.
 
 In a graded list one answer sits in several pairs. An answer changed while attacking one pair keeps
-that text in every pair and is not changed again, so the copy holds one text per answer; the
-victim's final P(label) of every pair is measured on the texts the copy holds.
+that text in every pair and is not changed again, so the copy holds one text per answer.
+
+Accounting, as TextAttack counts: the victim's decisions on the *original* texts say which pairs of
+the split it gets right (the attacked pairs; the others, ties and unlabeled pairs are left out), and
+its decisions on the *copy* say which of them flipped. The attack success rate is flipped / attacked;
+the victim's accuracy on the split before and after is reported beside it. For a pair format this is
+each pair's own search; in a graded list a pair can also flip through an answer another pair changed.
+Each line of ``FILE.changes.jsonl`` holds one pair: its own search (``status``, ``reason``, the changed
+words from what to what, ``p_label_at_start``), and the victim's P(label) and decision on the original
+texts (``*_before``) and on the copy (``*_after``).
 """
 
 from __future__ import annotations
@@ -175,6 +183,16 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
         # a graded answer is one text shared by its pairs; a pair format's answer belongs to its record
         return ((p.answer_id_a if side == "a" else p.answer_id_b),) if graded else (p.pair_id, side)
 
+    def victim_p_a(rows: Sequence[int], texts: Mapping[int, tuple[str, str]]) -> np.ndarray:
+        out = np.full(len(read.pairs), np.nan)
+        for k in range(0, len(rows), 64):
+            part = list(rows[k:k + 64])
+            out[part] = victim.p_a([(read.pairs[i].question, *texts[i]) for i in part])
+        return out
+
+    original = {i: (p.answer_a, p.answer_b) for i, p in enumerate(read.pairs)}
+    p_original = victim_p_a(chosen, original)  # the decisions the attack sets out to flip
+
     results: dict[int, Any] = {}
     for i in tqdm(chosen, desc=f"{attack} attack", disable=not progress, unit="pair"):
         p = read.pairs[i]
@@ -191,12 +209,8 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
 
     final = {i: (store.get(slot(i, "a"), p.answer_a), store.get(slot(i, "b"), p.answer_b))
              for i, p in enumerate(read.pairs)}
-    changed = {i for i, p in enumerate(read.pairs) if final[i] != (p.answer_a, p.answer_b)}
-    measured = sorted(set(chosen) | changed)
-    p_final = np.full(len(read.pairs), np.nan)
-    for k in range(0, len(measured), 64):
-        part = measured[k:k + 64]
-        p_final[part] = victim.p_a([(read.pairs[i].question, *final[i]) for i in part])
+    changed = {i for i, p in enumerate(read.pairs) if final[i] != original[i]}
+    p_final = victim_p_a(sorted(set(chosen) | changed), final)
 
     rewrite_input(input_path, out, fmt, read.pairs, {read.pairs[i].pair_id: final[i] for i in changed},
                   mapping=options.get("mapping"))
@@ -204,49 +218,55 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
 
     counts = {"success": 0, "failed": 0, "skipped": 0}
     reasons: dict[str, int] = {}
-    correct_before = correct_after = n_scored = 0
-    n_flipped = 0
+    in_split = set(chosen)
+    n_attacked = n_flipped = correct_before = correct_after = n_scored = 0
     words_changed: list[int] = []
     rows = []
     for i, p in enumerate(read.pairs):
         r = results.get(i)
         label = p.label
-        p_after_a = p_final[i]
-        before = r.p_before if r is not None else float("nan")
-        after = float(p_label(p_after_a, label)) if label in ("a", "b") and np.isfinite(p_after_a) else float("nan")
-        d_before = None if not np.isfinite(before) else decide(before if label == "a" else 1.0 - before)
-        d_after = None if not np.isfinite(p_after_a) else decide(p_after_a)
+        labelled = label in ("a", "b")
+        before = float(p_label(p_original[i], label)) if labelled else float("nan")
+        after = float(p_label(p_final[i], label)) if labelled else float("nan")
+        d_before = decide(p_original[i]) if np.isfinite(p_original[i]) else None
+        d_after = decide(p_final[i]) if np.isfinite(p_final[i]) else None
+        # TextAttack's count: a pair the victim got right on the original texts is attacked, and the attack
+        # succeeded when the victim is wrong on the copy (in a graded list, whatever pair changed its answers)
+        attacked = i in in_split and labelled and d_before == label and d_after is not None
+        flipped = attacked and d_after != label
         status, reason = ("skipped", f"not in the {split} split") if r is None else (r.status, r.reason)
-        flipped = r is not None and r.status != "skipped" and d_before == label and d_after is not None \
-            and d_after != label
         if r is not None:
             counts[status] += 1
             if status != "success":
                 reasons[reason] = reasons.get(reason, 0) + 1
             if status != "skipped":
-                n_flipped += int(flipped)
                 words_changed.append(len(r.changes))
-            if label in ("a", "b") and d_before is not None and d_after is not None:
-                n_scored += 1
-                correct_before += int(d_before == label)
-                correct_after += int(d_after == label)
+        if i in in_split and labelled and d_before is not None and d_after is not None:
+            n_scored += 1
+            correct_before += int(d_before == label)
+            correct_after += int(d_after == label)
+        n_attacked += int(attacked)
+        n_flipped += int(flipped)
+        extra = ({k: v for k, v in r.to_dict().items() if k not in ("status", "reason", "p_before", "p_after")}
+                 if r is not None else {"changes": []})
         rows.append({"pair_id": p.pair_id, "row": p.row, "split": splits[i], "label": label, "attack": attack,
                      "victim": victim.name, "status": status, "reason": reason, "p_label_before": _num(before),
                      "p_label_after": _num(after), "decision_before": d_before, "decision_after": d_after,
                      "flipped": bool(flipped), "answers_changed": i in changed,
-                     **({k: v for k, v in r.to_dict().items() if k not in ("status", "reason", "p_before", "p_after")}
-                        if r is not None else {"changes": []})})
+                     # P(label) when this pair's own search started: after other pairs changed a shared answer
+                     "p_label_at_start": None if r is None else _num(r.p_before), **extra})
     log_path = changes_path(out)
     log_path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
 
-    attacked = counts["success"] + counts["failed"]
     summary = {
         "input": str(input_path), "format": fmt, "out": str(out), "changes": str(log_path), "attack": attack,
         "victim": victim.name, "budget": budget, "seed": seed, "split": split, "split_source": split_source,
         "synonyms": None if source is None else source.name, "n_pairs": len(read.pairs), "n_in_split": len(chosen),
-        "counts": counts, "skipped_or_failed_because": reasons, "n_attacked": attacked, "n_flipped": n_flipped,
-        # TextAttack's rate: successes among the pairs the victim got right (skipped pairs left out)
-        "attack_success_rate": n_flipped / attacked if attacked else None,
+        "counts": counts, "skipped_or_failed_because": reasons,
+        # TextAttack's rate: of the split's pairs the victim got right on the original texts, the share it gets
+        # wrong on the perturbed copy (pairs it already got wrong, ties and unlabeled pairs are left out)
+        "n_attacked": n_attacked, "n_flipped": n_flipped,
+        "attack_success_rate": n_flipped / n_attacked if n_attacked else None,
         "n_pairs_changed": len(changed),
         "mean_words_changed": float(np.mean(words_changed)) if words_changed else None,
         "victim_accuracy_before": correct_before / n_scored if n_scored else None,
@@ -254,10 +274,14 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
         "n_scored": n_scored,
         "timings_s": {"attack": round(t_attack - t0, 3), "total": round(time.perf_counter() - t0, 3)},
     }
-    log.info("%s vs %s on %d %s pairs: %d attacked, %d flipped (attack success rate %s); victim accuracy %s -> %s; "
-             "copy %s, changes %s", attack, victim.name, len(chosen), split, attacked, n_flipped,
-             "n/a" if not attacked else f"{n_flipped / attacked:.3f}", summary["victim_accuracy_before"],
-             summary["victim_accuracy_after"], out, log_path)
+
+    def share(x) -> str:
+        return "n/a" if x is None else f"{x:.3f}"
+
+    log.info("%s vs %s on %d %s pairs: %d attacked, %d flipped (attack success rate %s); victim accuracy %s -> %s "
+             "on %d pairs; copy %s, changes %s", attack, victim.name, len(chosen), split, n_attacked, n_flipped,
+             share(summary["attack_success_rate"]), share(summary["victim_accuracy_before"]),
+             share(summary["victim_accuracy_after"]), n_scored, out, log_path)
     return summary
 
 

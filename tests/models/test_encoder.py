@@ -375,12 +375,14 @@ def test_perturb_job_on_a_graded_list_changes_each_answer_once(tmp_path):
             assert n_changed <= word_budget(len(old_words), 0.5)
     rows = [json.loads(x) for x in changes_path(out).read_text().splitlines()]
     assert len(rows) == len(before.pairs) == summary["n_pairs"]
-    for r, q in zip(rows, after.pairs):
+    for r, p, q in zip(rows, before.pairs, after.pairs):
         p_final = victim.p_a([(q.question, q.answer_a, q.answer_b)])[0]
         expected = p_final if q.label == "a" else 1 - p_final
         assert r["p_label_after"] == pytest.approx(expected)
-        assert r["flipped"] == (r["status"] != "skipped" and r["decision_before"] == q.label
-                                and r["decision_after"] != q.label)
+        assert r["flipped"] == (r["decision_before"] == q.label and r["decision_after"] != q.label)
+        p_orig = victim.p_a([(q.question, p.answer_a, p.answer_b)])[0]
+        assert r["p_label_before"] == pytest.approx(p_orig if q.label == "a" else 1 - p_orig)
     assert summary["n_flipped"] == sum(r["flipped"] for r in rows) > 0
+    assert summary["n_attacked"] == sum(r["decision_before"] == r["label"] for r in rows)
     assert summary["attack_success_rate"] == summary["n_flipped"] / summary["n_attacked"]
     assert summary["n_pairs_changed"] == sum(r["answers_changed"] for r in rows) > 0

@@ -306,7 +306,7 @@ def test_textfooler_without_any_synonym_fails_without_probing_every_word():
     victim = LexiconVictim()
     r = attack_pair(QUESTION, GOOD, POOR, "a", victim, attack="textfooler", rng=random.Random(0),
                     synonyms=DictSynonyms({}))
-    assert r.status == "failed" and "no word can be changed" in r.reason and victim.calls == 1
+    assert r.status == "failed" and "synonym" in r.reason and victim.calls == 1
 
 
 @pytest.mark.parametrize("label,why", [("tie", "tie"), (None, "unlabeled"), ("b", "already wrong")])
@@ -319,6 +319,13 @@ def test_pairs_with_nothing_to_flip_are_skipped_untouched(label, why):
 def test_an_answer_that_is_not_editable_stays_as_it_is():
     r, _ = run("deepwordbug", budget=1.0, editable=("b",))
     assert r.answer_a == GOOD and all(c.side == "b" for c in r.changes) and r.budget["a"] == 0
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+def test_a_pair_with_no_answer_left_to_change_is_skipped_with_its_p_label(attack):
+    r, victim = run(attack, editable=())
+    assert r.status == "skipped" and "already changed" in r.reason and not r.changes
+    assert r.p_before == r.p_after > 0.5 and victim.calls == 1
 
 
 def test_word_importance_is_the_drop_in_p_label_when_the_word_is_removed():
