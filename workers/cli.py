@@ -325,6 +325,16 @@ def _transfer(args) -> int:
     return 0
 
 
+def _judge(args) -> int:
+    from workers.judge_job import JudgeSettings, run_judge_job
+
+    settings = JudgeSettings(args.judges, mode=args.mode, tie=args.tie, n_votes=args.n_votes,
+                             temperature=args.temperature, seed=args.seed, max_reasoning_tokens=args.max_reasoning_tokens)
+    run_judge_job(args.inputs, args.format, settings, args.out, config=scoring_config(args),
+                  reader_options=reader_options(args), seed=args.seed, progress=not args.quiet)
+    return 0
+
+
 def _analyze_command(args) -> str:
     """The command line of an ``analyze`` run, rebuilt from its arguments (the report quotes it)."""
     import shlex
@@ -520,6 +530,25 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--n-boot", type=int, default=1000, help="question-clustered bootstrap replicates per cell")
     t.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     t.set_defaults(func=_transfer)
+
+    j = sub.add_parser("judge", help="LLM judges over pairs, both orders (judgments.parquet)")
+    j.add_argument("inputs", nargs="+", help="input files, folders, globs or URIs (one job)")
+    j.add_argument("--format", required=True, choices=FORMATS)
+    j.add_argument("--out", required=True, help="output folder (its own: not a score output folder)")
+    j.add_argument("--map", default=None, help="column mapping for jsonl/parquet/csv: question=q,answer_a=...")
+    j.add_argument("--labels", default=None, help="label value mapping, e.g. 1=a,2=b,0=tie")
+    j.add_argument("--max-pairs-per-question", type=int, default=50, help="graded lists: cap per question")
+    j.add_argument("--include-references", action="store_true", help="graded lists: also pair reference answers")
+    j.add_argument("--judges", default="plain", help="comma-separated judges: plain, cot, rubrics (or versions)")
+    j.add_argument("--mode", choices=("logprob", "vote"), default="logprob",
+                   help="logprob: verdict probabilities from one forward pass per order; vote: the paper's "
+                        "generate-parse-majority")
+    j.add_argument("--tie", action="store_true", help="offer the judges a tie option")
+    j.add_argument("--n-votes", type=int, default=3, help="vote mode: generations per order")
+    j.add_argument("--temperature", type=float, default=0.0, help="vote mode: 0 greedy (the paper), 1 sampled")
+    j.add_argument("--max-reasoning-tokens", type=int, default=256, help="CoT judge: reasoning budget")
+    add_scoring_args(j, "")
+    j.set_defaults(func=_judge)
 
     an = sub.add_parser("analyze", help="the rubric model, LLM judges and baselines on the same pairs: accuracy, "
                                          "transitivity, position and verbosity bias, perturbations (Markdown + PNG)")
