@@ -70,7 +70,9 @@ class JudgeSettings:
         self.seed, self.max_reasoning_tokens = seed, max_reasoning_tokens
 
     def key(self) -> dict:
-        return {"judges": sorted(s.version for s in self.specs), "mode": self.mode, "tie": self.tie,
+        # the template hash too: a prompt edited without a version bump must not reuse old verdicts
+        return {"judges": sorted(s.version for s in self.specs),
+                "templates": {s.version: s.template_hash for s in self.specs}, "mode": self.mode, "tie": self.tie,
                 "n_votes": self.n_votes, "temperature": self.temperature, "seed": self.seed,
                 "max_reasoning_tokens": self.max_reasoning_tokens}
 
