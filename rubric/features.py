@@ -368,7 +368,8 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
         # bring back rows it was missing on, which can make another rubric vary, so repeat until stable.
         # One kept row is "constant" by definition and says nothing about the rubric: leave that case to
         # the fit, which refuses it anyway. Unlabeled rows (kept for prediction) say nothing either.
-        while True:
+        # Bounded: every pass that does not stop removes at least one rubric.
+        for _ in range(len(use) + 1):
             labeled = [i for i in kept if cols["label"][i] is not None]
             if len(labeled) < 2:
                 break

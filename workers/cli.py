@@ -583,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
     except (RubricError, OSError) as e:
         # One line, whatever the message holds (a list of problems, a library's multi-line text),
         # so the error is what the user sees last and a log grep finds it whole.
-        text = "; ".join(line.strip() for line in str(e).splitlines() if line.strip()) or type(e).__name__
+        text = "; ".join(line.strip() for line in str(e).split("\n") if line.strip()) or type(e).__name__
         sys.stderr.write(f"lfqa-rubric: error: {text}\n")
         return 2
 
