@@ -7,6 +7,14 @@ Inputs are shard files, directories of shards, globs, or pyarrow filesystem URIs
 Shards are scored on Ray; the job is then assembled once (splits over the whole job, rescaling
 fitted once) into the same --out layout as `lfqa-rubric score`: answers.parquet, pairs.parquet,
 rejects.jsonl, manifest.json, with per-shard raw scores under OUT/scores/ for resume.
+With --judges (plain, cot, rubrics), the job judges the pairs instead, in both orders, on a pool
+of judge actors sized by the LLM pool's options (--llm-actors, --cpus-per-llm-actor,
+--gpus-per-llm-actor, --ray-batch-size), and writes the same folder as `lfqa-rubric judge`:
+judgments.parquet, rejects.jsonl, manifest.json, with per-shard verdicts under OUT/judge_scores/:
+
+    ray job submit --working-dir . -- python scripts/run_job.py data/ --format lfqa-hp \
+        --judges plain,cot --llm-profile gpu --out /shared/judged
+
 Exit status: 0 when the tables were written, 2 when they were not (an input could not be read,
 a usage error, a missing backend); the message names the cause.
 """
@@ -21,7 +29,8 @@ from pathlib import Path
 # `python scripts/run_job.py` puts scripts/ on sys.path, not the checkout (or Ray's --working-dir).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workers.cli import FORMATS, add_scoring_args, reader_options, scoring_config  # noqa: E402
+from workers.cli import (FORMATS, add_judge_args, add_scoring_args, judge_settings, reader_options,  # noqa: E402
+                         scoring_config)
 from rubric.errors import RubricError  # noqa: E402
 
 log = logging.getLogger("lfqa_rubric.run_job")
@@ -41,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--include-references", action="store_true", help="graded lists: also pair reference answers")
     p.add_argument("-v", "--verbose", action="store_true")
     add_scoring_args(p, "conciseness,grammar")
+    j = p.add_argument_group("judges (instead of rubrics)")
+    j.add_argument("--judges", default=None,
+                   help="comma-separated LLM judges (plain, cot, rubrics or versions): judge the pairs in both "
+                        "orders instead of scoring rubrics")
+    add_judge_args(j)
     add_ray_arguments(p)
     return p
 
@@ -53,6 +67,14 @@ def main(argv: list[str] | None = None) -> int:
     from workers.ray_pipeline import config_for_pools, pools_from_args, run_ray_job
 
     try:
+        if args.judges:
+            from workers.ray_judges import run_ray_judge_job
+
+            run_ray_judge_job(args.inputs, args.format, judge_settings(args), args.out,
+                              config=config_for_pools(scoring_config(args), args), reader_options=reader_options(args),
+                              seed=args.seed, pool=pools_from_args(args)["llm"], address=args.address,
+                              progress=not args.quiet)
+            return 0
         run_ray_job(args.inputs, args.format, resolve_rubrics(args.rubrics), args.out,
                     config=config_for_pools(scoring_config(args), args), reader_options=reader_options(args),
                     seed=args.seed, pools=pools_from_args(args), address=args.address,

@@ -45,6 +45,25 @@ def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
+def add_judge_args(p: argparse.ArgumentParser) -> None:
+    """How the judges run (``judge`` and ``scripts/run_job.py --judges``); the judges option is the caller's."""
+    p.add_argument("--mode", choices=("logprob", "vote"), default="logprob",
+                   help="logprob: verdict probabilities from one forward pass per order; vote: the paper's "
+                        "generate-parse-majority")
+    p.add_argument("--tie", action="store_true", help="offer the judges a tie option")
+    p.add_argument("--n-votes", type=int, default=3, help="vote mode: generations per order")
+    p.add_argument("--temperature", type=float, default=0.0, help="vote mode: 0 greedy (the paper), 1 sampled")
+    p.add_argument("--max-reasoning-tokens", type=int, default=256, help="CoT judge: reasoning budget")
+
+
+def judge_settings(args):
+    """The ``JudgeSettings`` named by ``--judges`` and :func:`add_judge_args`'s options."""
+    from workers.judge_job import JudgeSettings
+
+    return JudgeSettings(args.judges, mode=args.mode, tie=args.tie, n_votes=args.n_votes,
+                         temperature=args.temperature, seed=args.seed, max_reasoning_tokens=args.max_reasoning_tokens)
+
+
 def scoring_config(args):
     import os
 
@@ -326,11 +345,9 @@ def _transfer(args) -> int:
 
 
 def _judge(args) -> int:
-    from workers.judge_job import JudgeSettings, run_judge_job
+    from workers.judge_job import run_judge_job
 
-    settings = JudgeSettings(args.judges, mode=args.mode, tie=args.tie, n_votes=args.n_votes,
-                             temperature=args.temperature, seed=args.seed, max_reasoning_tokens=args.max_reasoning_tokens)
-    run_judge_job(args.inputs, args.format, settings, args.out, config=scoring_config(args),
+    run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=scoring_config(args),
                   reader_options=reader_options(args), seed=args.seed, progress=not args.quiet)
     return 0
 
@@ -540,13 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--max-pairs-per-question", type=int, default=50, help="graded lists: cap per question")
     j.add_argument("--include-references", action="store_true", help="graded lists: also pair reference answers")
     j.add_argument("--judges", default="plain", help="comma-separated judges: plain, cot, rubrics (or versions)")
-    j.add_argument("--mode", choices=("logprob", "vote"), default="logprob",
-                   help="logprob: verdict probabilities from one forward pass per order; vote: the paper's "
-                        "generate-parse-majority")
-    j.add_argument("--tie", action="store_true", help="offer the judges a tie option")
-    j.add_argument("--n-votes", type=int, default=3, help="vote mode: generations per order")
-    j.add_argument("--temperature", type=float, default=0.0, help="vote mode: 0 greedy (the paper), 1 sampled")
-    j.add_argument("--max-reasoning-tokens", type=int, default=256, help="CoT judge: reasoning budget")
+    add_judge_args(j)
     add_scoring_args(j, "")
     j.set_defaults(func=_judge)
 

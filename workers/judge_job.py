@@ -21,7 +21,7 @@ import os
 import platform
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from rubric.scoring import Provenance, Score
 from workers.shards import list_shards, read_shard, shard_name, shard_sha256
 from workers.store import ShardStore, atomic_write_bytes, score_key
 
-__all__ = ["JudgeSettings", "run_judge_job", "judgment_rows", "CHECKPOINT_PAIRS"]
+__all__ = ["JudgeSettings", "JudgePending", "run_judge_job", "local_judge_step", "judgment_rows", "CHECKPOINT_PAIRS"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,12 @@ class JudgeSettings:
         self.specs = resolve_judges(",".join(n.strip() for n in names if n.strip()), tie=tie)
         self.mode, self.tie, self.n_votes, self.temperature = mode, tie, n_votes, temperature
         self.seed, self.max_reasoning_tokens = seed, max_reasoning_tokens
+
+    def arguments(self) -> dict:
+        """Keyword arguments that rebuild these settings (plain data: what travels to Ray actors)."""
+        return {"judges": [s.version for s in self.specs], "mode": self.mode, "tie": self.tie,
+                "n_votes": self.n_votes, "temperature": self.temperature, "seed": self.seed,
+                "max_reasoning_tokens": self.max_reasoning_tokens}
 
     def key(self) -> dict:
         # the template hash too: a prompt edited without a version bump must not reuse old verdicts
@@ -109,6 +115,35 @@ def _judge_chunks(pairs, scorer, store: ShardStore, versions: Sequence[str], *, 
     return len(pairs)
 
 
+@dataclass
+class JudgePending:
+    """One input shard with pairs still to judge: its store, its pair count, and the pairs not yet stored."""
+
+    name: str
+    uri: str
+    store: ShardStore
+    n_pairs: int
+    todo: list
+
+
+def local_judge_step(pending: Sequence[JudgePending], *, settings: JudgeSettings, config: ScoringConfig,
+                     progress: bool, scorer=None) -> int:
+    """Judge the pending pairs in this process, checkpointing every ``CHECKPOINT_PAIRS``; returns pairs judged.
+
+    Each shard's store is finished once all its pairs are stored (the Ray step,
+    ``workers.ray_judges.ray_judge_step``, keeps the same contract).
+    """
+    versions = [s.version for s in settings.specs]
+    judged = 0
+    for sh in pending:
+        if sh.todo and scorer is None:
+            scorer = _scorer(settings, config)
+        judged += _judge_chunks(sh.todo, scorer, sh.store, versions, batch_size=config.batch_size,
+                                progress=progress, desc=f"judging {sh.name}")
+        sh.store.finish(sh.n_pairs)
+    return judged
+
+
 def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[str, Score]],
                   provenance: Mapping[str, Provenance], *, mode: str) -> list[dict[str, Any]]:
     """One row per pair x judge x order, in pair order (the ``rubric.judgments`` schema)."""
@@ -136,7 +171,7 @@ def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[s
 
 def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings: JudgeSettings, out: str | Path, *,
                   config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
-                  progress: bool = True, scorer=None) -> dict:
+                  progress: bool = True, scorer=None, step=None, runner: str = "local") -> dict:
     """Judge every pair of the inputs in both orders and write OUT/judgments.parquet (module docstring).
 
     Args:
@@ -149,6 +184,9 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
         seed: split seed (the same as the score job's, so splits agree).
         progress: progress bars.
         scorer: a prebuilt judge scorer (tests); default: built here when a pair needs judging.
+        step: the judging step, ``step(pending, settings=, config=, progress=) -> pairs judged``;
+            default :func:`local_judge_step` (the Ray one is ``workers.ray_judges.ray_judge_step``).
+        runner: "local" or "ray", recorded in the manifest.
 
     Returns:
         The manifest (also ``OUT/manifest.json``).
@@ -175,9 +213,9 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
         plan.append((shard_name(uri), uri, sha, ShardStore(out / "judge_scores", shard_name(uri), key)))
     status = {name: ("reused" if store.done else "judged") for name, _, _, store in plan}
     why = {name: store.why for name, _, _, store in plan if store.why}
-    judged_now = 0
     failed: dict[str, str] = {}
     reads = {}
+    pending: list[JudgePending] = []
     for name, uri, _sha, store in plan:
         try:
             reads[uri] = read_shard(uri, fmt, options)
@@ -187,12 +225,12 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
         if store.done:
             continue
         done = store.scored_ids()
-        todo = [p for p in reads[uri].pairs if p.pair_id not in done]
-        if todo and scorer is None:
-            scorer = _scorer(settings, config)
-        judged_now += _judge_chunks(todo, scorer, store, versions, batch_size=config.batch_size, progress=progress,
-                                    desc=f"judging {name}")
-        store.finish(len(reads[uri].pairs))
+        pending.append(JudgePending(name=name, uri=uri, store=store, n_pairs=len(reads[uri].pairs),
+                                    todo=[p for p in reads[uri].pairs if p.pair_id not in done]))
+    if step is None:
+        def step(todo, **kw):
+            return local_judge_step(todo, scorer=scorer, **kw)
+    judged_now = step(pending, settings=settings, config=config, progress=progress) if pending else 0
     if failed:
         raise InputError(f"{len(failed)} of {len(plan)} input(s) could not be read, so no judgments were written: "
                          + "; ".join(f"{u}: {e}" for u, e in failed.items()))
@@ -238,7 +276,7 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
                    "splits": {s: splits.count(s) for s in ("train", "dev", "test")}},
         "judges": {v: {**asdict(provenance[v]), "mode": settings.mode} for v in versions},
         "settings": settings.key(), "config": asdict(config), "split_seed": seed, "split_source": split_source,
-        "job": {"pairs_judged_now": judged_now},
+        "job": {"pairs_judged_now": judged_now, "runner": runner},
         "timings_s": {"total": round(time.perf_counter() - t_start, 3)},
         "platform": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
     }
