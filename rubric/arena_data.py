@@ -299,7 +299,8 @@ def _answer_mapping(mapping: Mapping[str, str] | str | None) -> dict[str, str]:
         mapping = parsed
     unknown = sorted(set(mapping) - set(ANSWER_FIELDS))
     if unknown:
-        raise ConfigError(f"unknown mapping field(s) {', '.join(map(repr, unknown))}; known: {', '.join(ANSWER_FIELDS)}")
+        raise ConfigError(f"unknown mapping field(s) {', '.join(map(repr, unknown))}; "
+                          f"known: {', '.join(ANSWER_FIELDS)}")
     for key, col in mapping.items():
         if not isinstance(col, str) or not col.strip():
             raise ConfigError(f"mapping[{key!r}] must be a non-empty column name, got {col!r}")

@@ -124,7 +124,8 @@ def test_join_pairs_and_rejects_unknown_and_missing_qids(tmp_path):
     assert any("qid '2' is already in" in r and r.startswith("row 1:") for r in reasons)
     assert "row 2: qid 'zz' is not in the annotations" in reasons
     assert "system 'sys_a' has no answer for qid 'w1'" in reasons
-    assert "system 'sys_b' has no answer for qid '1'" in reasons and "system 'sys_b' has no answer for qid '2'" in reasons
+    assert "system 'sys_b' has no answer for qid '1'" in reasons
+    assert "system 'sys_b' has no answer for qid '2'" in reasons
     assert len(got.rejects) == 1 + 1 + 1 + 2
     with pytest.raises(ConfigError, match="more than one answers file"):
         join_arena(ann1, [a, a])
