@@ -373,14 +373,16 @@ class ReferenceSplit:
     """A question's answers split into one reference list and the candidates ranked against it.
 
     Attributes:
-        references: one answer per grade, best grade first.
-        candidates: the other answers, in input order.
+        references: one answer per grade, best grade first (empty when ``error`` is set).
+        candidates: the other answers, in input order (empty when ``error`` is set).
         skipped: (key, reason) of answers that are neither (a repeated text).
+        error: why the question gets no list (fewer than two grades, too many grades), else None.
     """
 
     references: tuple[GradedAnswer, ...]
     candidates: tuple[GradedAnswer, ...]
     skipped: tuple[tuple[str, str], ...] = ()
+    error: str | None = None
 
     @property
     def texts(self) -> list[str]:
@@ -417,17 +419,24 @@ def graded_reference_split(answers: Sequence[GradedAnswer], *, max_references: i
         max_references: more distinct grades than this raise (a rank is one digit: at most 8).
 
     Returns:
-        The split; an answer whose text repeats an earlier one (up to whitespace) is skipped.
+        The split; an answer whose text repeats an earlier one (up to whitespace) is skipped. A
+        question with fewer than two distinct grades (nothing to rank against: real graded files
+        have such questions) or more than ``max_references`` gets no list and an ``error``, so that
+        the caller can report it as a row-level reject.
 
     Raises:
-        ConfigError: fewer than two distinct grades, or more than ``max_references``.
+        ConfigError: ``max_references`` is not an integer in 1..8.
     """
+    if isinstance(max_references, bool) or not isinstance(max_references, int) \
+            or not 1 <= max_references <= MAX_RANK_POSITIONS - 1:
+        raise ConfigError(f"'max_references' must be an integer in 1..{MAX_RANK_POSITIONS - 1}, got {max_references!r}")
     kept, skipped = _unique(answers)
     grades = sorted({a.grade for a in kept}, reverse=True)
     if len(grades) < 2:
-        raise ConfigError(f"a reference list needs at least two distinct grades, got {grades}")
+        return ReferenceSplit((), (), tuple(skipped), f"a reference list needs two distinct grades, got {grades}")
     if len(grades) > max_references:
-        raise ConfigError(f"{len(grades)} distinct grades, over max_references={max_references}")
+        return ReferenceSplit((), (), tuple(skipped),
+                              f"{len(grades)} distinct grades, over max_references={max_references}")
     refs = [next(a for a in kept if a.grade == g) for g in grades]
     ref_keys = {r.key for r in refs}
     return ReferenceSplit(references=tuple(refs), candidates=tuple(a for a in kept if a.key not in ref_keys),

@@ -171,10 +171,13 @@ def test_graded_reference_split_one_reference_per_grade():
     assert split.texts == ["a", "b", "d"]
     assert [c.key for c in split.candidates] == ["k2", "k5"]
     assert split.skipped == (("k4", "same text as answer k1"),)
-    with pytest.raises(ConfigError, match="two distinct grades"):
-        graded_reference_split([GradedAnswer("x", "a", 1), GradedAnswer("y", "b", 1)])
-    with pytest.raises(ConfigError, match="max_references=2"):
-        graded_reference_split(ANSWERS, max_references=2)
+    assert split.error is None
+    one = graded_reference_split([GradedAnswer("x", "a", 1), GradedAnswer("y", "b", 1)])
+    assert (one.references, one.candidates) == ((), ())
+    assert one.error == "a reference list needs two distinct grades, got [1]"
+    assert graded_reference_split(ANSWERS, max_references=2).error == "3 distinct grades, over max_references=2"
+    with pytest.raises(ConfigError, match="max_references"):
+        graded_reference_split(ANSWERS, max_references=9)
 
 
 def test_references_above_and_its_label_leak():
