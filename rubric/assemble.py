@@ -20,13 +20,13 @@ revisions, say) is refused: nothing made one way is combined with something made
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.readers import ReadResult
-from rubric.records import AnswerItem, PairRecord, Reject, explode
+from rubric.records import AnswerItem, PairRecord, Reject, explode, question_id
 from rubric.rescale import FittedMinMax
 from rubric.scoring import Provenance, Score
 from rubric.specs import RubricSpec
@@ -35,7 +35,8 @@ from rubric.splits import SPLITS, assign_splits
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["JobInput", "Assembled", "combine_inputs", "job_splits", "fit_rescale", "assemble"]
+__all__ = ["JobInput", "Assembled", "combine_inputs", "job_splits", "fit_rescale", "assemble", "StreamAssembled",
+           "assemble_stream"]
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +50,14 @@ class JobInput:
         read: what the reader returned for the file.
         fmt: the input format it was read as (``rubric.readers.FORMATS``).
         sha256: content hash of the file's bytes (recorded in the manifest; resume compares it).
+        group: for a block of a file (:func:`assemble_stream`), the file's name: counts are per file.
     """
 
     name: str
     read: ReadResult
     fmt: str
     sha256: str = ""
+    group: str | None = None
 
 
 @dataclass(frozen=True)
@@ -235,3 +238,267 @@ def assemble(inputs: Sequence[JobInput], scores: Mapping[str, Mapping[str, Score
                                  f"rejected={counts['rejected']}")
     return Assembled(answers=answers, pairs=pairs_t, claims=claims, rejects=rejects, fitted=fitted,
                      split_source=split_source, counts=counts)
+
+
+# ---------------------------------------------------------------------------------------------
+# The same assemble step over a job too large to hold: inputs are read twice, pairs streamed out
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StreamAssembled:
+    """What :func:`assemble_stream` returns; pairs and rejects went to the caller's writers.
+
+    Attributes: as :class:`Assembled`, without ``pairs`` and ``rejects``.
+    """
+
+    answers: "pa.Table"
+    claims: "pa.Table | None"
+    fitted: FittedMinMax | None
+    split_source: str
+    counts: dict = field(default_factory=dict)
+
+
+class _PairIds:
+    """Every pair id the job has accepted, on disk (SQLite), so memory does not grow with the pairs."""
+
+    def __init__(self, folder: str) -> None:
+        import sqlite3
+
+        self.db = sqlite3.connect(f"{folder}/pair_ids.sqlite", isolation_level=None)
+        self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-16000;"
+                              "CREATE TABLE ids (pid TEXT PRIMARY KEY, src TEXT, row INTEGER) WITHOUT ROWID;"
+                              "CREATE TEMP TABLE cur (pid TEXT PRIMARY KEY, row INTEGER) WITHOUT ROWID;")
+
+    def claim(self, pairs: Sequence[PairRecord], src: str) -> dict[str, tuple[str, int]]:
+        """Claim ``pairs``' ids for ``src``; returns ``{pid: (first source, first row)}`` of ids claimed before."""
+        db = self.db
+        db.execute("BEGIN")
+        db.execute("DELETE FROM cur")
+        db.executemany("INSERT OR IGNORE INTO cur VALUES (?, ?)", ((p.pair_id, p.row) for p in pairs))
+        seen = {pid: (s, r) for pid, s, r in db.execute(
+            "SELECT cur.pid, ids.src, ids.row FROM cur JOIN ids ON ids.pid = cur.pid")}
+        db.execute("INSERT OR IGNORE INTO ids SELECT pid, ?, row FROM cur", (src,))
+        db.execute("COMMIT")
+        return seen
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def _conform_pairs(table: "pa.Table", aspects: Sequence[str]) -> "pa.Table":
+    """A batch's pairs table with every aspect column of the job, in ``pairs_table``'s column order."""
+    import pyarrow as pa
+
+    from rubric.aspects import ASPECT_COLUMN_PREFIX
+
+    names = table.column_names
+    cut = names.index("has_reference") + 1
+    head = [n for n in names[:cut]]
+    tail = [n for n in names[cut:] if not n.startswith(ASPECT_COLUMN_PREFIX)]
+    cols, fields = [], []
+    for n in head + [f"{ASPECT_COLUMN_PREFIX}{a}" for a in aspects] + tail:
+        if n in names:
+            col = table.column(n)
+        else:
+            col = pa.nulls(table.num_rows, pa.string())
+        if n == "expert" and col.type == pa.null():
+            col = col.cast(pa.bool_())
+        cols.append(col)
+        fields.append(pa.field(n, col.type))
+    return pa.Table.from_arrays(cols, schema=pa.schema(fields, metadata=table.schema.metadata))
+
+
+def assemble_stream(read_inputs: Callable[[], Iterator[JobInput]], scores: Mapping[str, Mapping[str, Score]],
+                    provenance: Mapping[str, Provenance], specs: Sequence[RubricSpec], *,
+                    write_pairs: Callable[["pa.Table"], None], write_rejects: Callable[[Sequence[Reject]], None],
+                    rescale: str = "declared", seed: int = 0, workdir: str | None = None) -> StreamAssembled:
+    """:func:`assemble` for a job too large to hold: the same tables, with pairs and rejects streamed out.
+
+    ``read_inputs()`` yields the job's inputs (whole files or blocks of them, :attr:`JobInput.group`
+    naming the file a block belongs to) in job order, and is called twice: once to index the job
+    (pair ids, per-question summaries for the splits, unique answers, counts) and once to write its
+    pairs, one input at a time. What is held meanwhile grows with unique answers and questions, not
+    with pairs: the pair ids live in a SQLite file under ``workdir``.
+
+    The tables equal :func:`assemble`'s for the same inputs when every input is a whole file; a pair
+    id repeated across blocks of one file is rejected with the message the file's reader gives inside
+    one file, so a file read in blocks gives the same tables and rejects as the file read whole.
+
+    Args:
+        write_pairs: receives the pairs table in pieces, in job order (one schema for all).
+        write_rejects: receives rejects in job order.
+        workdir: folder for the pair-id index (default: a temp folder).
+        Other arguments: as :func:`assemble`.
+
+    Raises:
+        As :func:`assemble`.
+    """
+    import tempfile
+
+    from rubric.features import answers_table, pairs_table
+
+    if rescale not in ("declared", "fitted"):
+        raise ConfigError(f"'rescale' must be 'declared' or 'fitted', got {rescale!r}")
+    missing_prov = [s.name for s in specs if s.name not in provenance]
+    if missing_prov:
+        raise ConfigError(f"no provenance for rubric(s) {missing_prov}")
+
+    per_input: dict[str, dict] = {}
+    dropped: dict[int, set[int]] = {}  # input position -> rows of pairs rejected for a repeated id
+    questions: dict[str, list] = {}  # qid -> [n pairs, stratum of its first pair, given splits]
+    items: dict[str, AnswerItem] = {}
+    train_answers: set[str] = set()  # answers in a train pair by the inputs' own split
+    aspects: set[str] = set()
+    n_pairs = n_unlabeled = n_rejected = n_given = 0
+    first_reason = None
+    names: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="lfqa-assemble-", dir=workdir) as tmp:
+        ids = _PairIds(tmp)
+        try:
+            for pos, inp in enumerate(read_inputs()):
+                read = inp.read
+                group = inp.group or inp.name
+                names.append(repr(read.source_file))
+                seen = ids.claim(read.pairs, read.source_file)
+                same_file, other_file, kept = [], [], []
+                for p in read.pairs:
+                    if p.pair_id in seen:
+                        src, row = seen[p.pair_id]
+                        if inp.fmt == "graded":
+                            raise InputError(f"{read.source_file!r} and {src!r} both hold pair {p.pair_id!r}: a "
+                                             "graded question's answers must sit in one input file")
+                        if inp.group and src == read.source_file:
+                            reason = f"row {p.row}: duplicate pair_id {p.pair_id!r} (first seen at row {row})"
+                            same_file.append(Reject(row=p.row, field="pair_id", reason=reason, pair_id=p.pair_id,
+                                                    source_file=read.source_file))
+                        else:
+                            reason = f"row {p.row}: duplicate pair_id {p.pair_id!r} (first seen in {src} row {row})"
+                            other_file.append(Reject(row=p.row, field="pair_id", pair_id=p.pair_id,
+                                                     source_file=read.source_file, reason=reason))
+                        dropped.setdefault(pos, set()).add(p.row)
+                        continue
+                    kept.append(p)
+                rejects = list(read.rejects)
+                if same_file:
+                    rejects = sorted(rejects + same_file, key=lambda r: r.row if r.row is not None else -1)
+                rejects += other_file
+                if rejects:
+                    write_rejects(rejects)
+                    first_reason = first_reason or rejects[0].reason
+                n_rejected += len(rejects)
+                extra = len(same_file) + len(other_file)
+                c = per_input.setdefault(group, {"path": read.source_file, "sha256": inp.sha256, "rows_in": 0,
+                                                 "rows_ok": 0, "rejected": 0, "pairs": 0, "unlabeled": 0})
+                c["rows_in"] += read.rows_in
+                c["rows_ok"] += read.rows_ok - extra
+                c["rejected"] += len(read.rejects) + extra
+                c["pairs"] += len(kept)
+                c["unlabeled"] += sum(1 for p in kept if p.label is None)
+                for p in kept:
+                    q = questions.get(p.question_id)
+                    if q is None:
+                        questions[p.question_id] = q = [0, (p.source, str(p.expert), p.domain), set()]
+                    q[0] += 1
+                    if p.split is not None:
+                        n_given += 1
+                        q[2].add(p.split)
+                    if p.label is None:
+                        n_unlabeled += 1
+                    for name, _ in p.aspects:
+                        aspects.add(name)
+                    for aid, ans, docs in ((p.answer_id_a, p.answer_a, p.docs_a), (p.answer_id_b, p.answer_b, p.docs_b)):
+                        if aid not in items:
+                            items[aid] = AnswerItem(answer_id=aid, question=p.question, answer=ans, docs=docs,
+                                                    reference=p.reference)
+                        if p.split == "train":
+                            train_answers.add(aid)
+                n_pairs += len(kept)
+        finally:
+            ids.close()
+    if not n_pairs:
+        first = f"; first reason: {first_reason}" if first_reason else ""
+        raise InputError(f"no usable pair in {', '.join(names)}: {n_rejected} row(s) rejected{first}")
+
+    # splits: the inputs' own, or assigned per question exactly as job_splits does
+    if n_given == 0:
+        from rubric.splits import split_questions
+
+        of_question = split_questions({q: (v[0], v[1]) for q, v in questions.items()}, seed=seed)
+        split_source = "assigned"
+        train_answers = {aid for aid, it in items.items() if of_question[question_id(it.question)] == "train"}
+    else:
+        if n_given != n_pairs:
+            raise ConfigError(f"{n_given} of {n_pairs} pairs carry a 'split' field and {n_pairs - n_given} do not; "
+                              "give every pair a split (train/dev/test) or none")
+        bad = sorted({s for v in questions.values() for s in v[2] if s not in SPLITS})
+        if bad:
+            raise ConfigError(f"split values {bad} are not one of {', '.join(SPLITS)}")
+        leaky = [q for q, v in questions.items() if len(v[2]) > 1]
+        if leaky:
+            log.warning("the input's split puts %d question(s) in more than one split (e.g. question id %s); "
+                        "kept as given", len(leaky), leaky[0])
+        of_question = None
+        split_source = "input"
+
+    order = list(items.values())
+    del items
+    lost = [it.answer_id for it in order if it.answer_id not in scores]
+    if lost:
+        raise BatchMismatchError(f"{len(lost)} of {len(order)} answers have no score (first: {lost[0]})")
+    columns: dict[str, list[Score]] = {}
+    for s in specs:
+        try:
+            columns[s.name] = [scores[it.answer_id][s.name] for it in order]
+        except KeyError:
+            aid = next(it.answer_id for it in order if s.name not in scores[it.answer_id])
+            raise BatchMismatchError(f"answer {aid} has no {s.name!r} score") from None
+    fitted = None
+    if rescale == "fitted":
+        rows = [i for i, it in enumerate(order) if it.answer_id in train_answers]
+        raw = {r: [col[i].raw for i in rows] for r, col in columns.items()}
+        fitted = FittedMinMax.fit({r: v for r, v in raw.items() if any(x is not None for x in v)})
+    answers = answers_table(order, specs, columns, provenance, fitted=fitted)
+    claims = None
+    if "factuality" in columns:
+        from rubric.claims import claims_table
+
+        claims = claims_table([it.answer_id for it in order], columns["factuality"])
+    index = {it.answer_id: i for i, it in enumerate(order)}
+    del order
+
+    split_counts = dict.fromkeys(SPLITS, 0)
+    all_aspects = sorted(aspects)
+    schema = None
+    for pos, inp in enumerate(read_inputs()):
+        drop = dropped.get(pos, set())
+        kept = [p for p in inp.read.pairs if p.row not in drop] if drop else inp.read.pairs
+        if not kept:
+            continue
+        splits = [p.split if of_question is None else of_question[p.question_id] for p in kept]
+        for s in splits:
+            split_counts[s] += 1
+        # the answers of this piece only: pairs_table indexes what it is given
+        take = sorted({index[a] for p in kept for a in (p.answer_id_a, p.answer_id_b)})
+        table = _conform_pairs(pairs_table(kept, splits, answers.take(take)), all_aspects)
+        if schema is None:
+            schema = table.schema
+        else:
+            table = table.cast(schema)
+        write_pairs(table)
+
+    counts = {
+        "rows_in": sum(c["rows_in"] for c in per_input.values()),
+        "rows_ok": sum(c["rows_ok"] for c in per_input.values()),
+        "rejected": n_rejected,
+        "pairs": n_pairs,
+        "unlabeled": n_unlabeled,
+        "unique_answers": answers.num_rows,
+        "splits": split_counts,
+        "errors_by_rubric": {n: sum(1 for sc in col if sc.error is not None) for n, col in columns.items()},
+        "per_input": per_input,
+    }
+    if counts["rows_in"] != counts["rows_ok"] + counts["rejected"]:
+        raise BatchMismatchError(f"row accounting is broken: rows_in={counts['rows_in']}, rows_ok={counts['rows_ok']}, "
+                                 f"rejected={counts['rejected']}")
+    return StreamAssembled(answers=answers, claims=claims, fitted=fitted, split_source=split_source, counts=counts)

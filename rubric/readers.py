@@ -66,6 +66,16 @@ __all__ = [
     "READERS",
     "FORMATS",
     "read_input",
+    "read_hf",
+    "open_hf_dataset",
+    "hf_files",
+    "hf_name",
+    "DEFAULT_HF_SPLIT",
+    "Block",
+    "BLOCK_ROWS",
+    "BLOCK_BYTES",
+    "plan_blocks",
+    "read_block",
 ]
 
 logger = logging.getLogger(__name__)
@@ -279,16 +289,16 @@ def _loads(text: str, hook: _ObjectHook | None = None) -> Any:
     return json.loads(text, object_pairs_hook=hook or _ObjectHook())
 
 
-def _lines(text: str) -> Iterator[tuple[int, str]]:
+def _lines(text: str, start_line: int = 1) -> Iterator[tuple[int, str]]:
     """(1-based line number, line), split at line feeds only as JSON Lines defines; a final CR is dropped."""
-    for lineno, line in enumerate(text.split("\n"), start=1):
+    for lineno, line in enumerate(text.split("\n"), start=start_line):
         yield lineno, line[:-1] if line.endswith("\r") else line
 
 
-def _iter_jsonl(text: str) -> Iterator[tuple[int, int, Any]]:
-    """Yield (row, line_number, record-or-_RowError) for each non-blank line."""
+def _iter_jsonl(text: str, start_line: int = 1) -> Iterator[tuple[int, int, Any]]:
+    """Yield (row, line_number, record-or-_RowError) for each non-blank line (rows counted from 0)."""
     row = 0
-    for lineno, line in _lines(text):
+    for lineno, line in _lines(text, start_line):
         if not line.strip():
             continue
         # a byte-order mark at the start of a line: files concatenated with `cat`, each with a BOM
@@ -580,13 +590,18 @@ def _read_pairs(
     records: list[Any],
     build: Callable[[Mapping[str, Any], int], PairRecord],
     id_fields: tuple[str, ...] = ("pair_id", "id"),
+    row_offset: int = 0,
 ) -> ReadResult:
-    """Run ``build`` over records, turning failures and duplicate ids into rejects."""
+    """Run ``build`` over records, turning failures and duplicate ids into rejects.
+
+    ``row_offset`` is the file row of ``records[0]`` (a block of a larger file): rows, default pair ids
+    and reject messages are the file's, as if it had been read whole.
+    """
     src = str(p)
     pairs: list[PairRecord] = []
     rejects: list[Reject] = []
     first_row: dict[str, int] = {}
-    for row, rec in enumerate(records):
+    for row, rec in enumerate(records, start=row_offset):
         try:
             if isinstance(rec, _RowError):
                 raise rec
@@ -670,6 +685,11 @@ def read_lfqa_hp(
     _check_max(max_answer_chars, max_question_chars)
     p = _check_path(path)
     records = _load_records(p, "parquet" if p.suffix.lower() == ".parquet" else "jsonl")
+    return _read_pairs(p, records, _hp_builder(p, max_answer_chars, max_question_chars))
+
+
+def _hp_builder(p: Path, max_answer_chars: int, max_question_chars: int) -> Callable[[Mapping[str, Any], int], PairRecord]:
+    """One LFQA-HP-1M record -> a pair (see :func:`read_lfqa_hp`); ``p``'s stem makes default pair ids."""
 
     def build(rec: Mapping[str, Any], row: int) -> PairRecord:
         question = _text(rec, "question_text", max_question_chars, option="max_question_chars")
@@ -689,7 +709,7 @@ def read_lfqa_hp(
             row=row, split=_split(rec, "split"), reference=_reference(rec, "reference"),
         )
 
-    return _read_pairs(p, records, build)
+    return build
 
 
 def read_lfqa_eval(
@@ -729,6 +749,11 @@ def read_lfqa_eval(
     _check_max(max_answer_chars, max_question_chars)
     p = _check_path(path)
     records = _load_records(p, "jsonl")
+    return _read_pairs(p, records, _eval_builder(p, max_answer_chars, max_question_chars))
+
+
+def _eval_builder(p: Path, max_answer_chars: int, max_question_chars: int) -> Callable[[Mapping[str, Any], int], PairRecord]:
+    """One lfqa_eval record -> a pair (see :func:`read_lfqa_eval`)."""
 
     def build(rec: Mapping[str, Any], row: int) -> PairRecord:
         question = _text(rec, "question", max_question_chars, option="max_question_chars")
@@ -752,7 +777,7 @@ def read_lfqa_eval(
             answer_type_b=_meta(rec, "answer_b_type"),
         )
 
-    return _read_pairs(p, records, build)
+    return build
 
 
 def _eval_preference(rec: Mapping[str, Any], name: str) -> str | None:
@@ -831,6 +856,13 @@ def read_table(
         raise ConfigError(f"'fmt' must be 'jsonl', 'parquet' or 'csv', got {fmt!r}")
     p = _check_path(path)
     records = _load_records(p, _kind_of(p, fmt))
+    build, id_fields = _table_builder(p, cols, labels, max_answer_chars, max_question_chars)
+    return _read_pairs(p, records, build, id_fields)
+
+
+def _table_builder(p: Path, cols: Mapping[str, str], labels: Mapping[str, str], max_answer_chars: int,
+                   max_question_chars: int) -> tuple[Callable[[Mapping[str, Any], int], PairRecord], tuple[str, ...]]:
+    """One mapped table record -> a pair (see :func:`read_table`), and the id fields rejects name."""
     expected = ", ".join(repr(k) for k in labels)
 
     def build(rec: Mapping[str, Any], row: int) -> PairRecord:
@@ -860,7 +892,7 @@ def read_table(
             reference=_reference(rec, cols.get("reference")),
         )
 
-    return _read_pairs(p, records, build, (cols["pair_id"],) if "pair_id" in cols else ())
+    return build, ((cols["pair_id"],) if "pair_id" in cols else ())
 
 
 def _check_mapping(mapping: Mapping[str, str]) -> dict[str, str]:
@@ -1244,6 +1276,7 @@ READERS: Mapping[str, Callable[..., ReadResult]] = {
     "jsonl": _read_jsonl_table,
     "parquet": _read_parquet_table,
     "csv": _read_csv_table,
+    "hf": lambda path, **options: read_hf(path, **options),
 }
 FORMATS: tuple[str, ...] = tuple(READERS)
 
@@ -1268,11 +1301,19 @@ def read_input(path: str | Path, fmt: str, **options: Any) -> ReadResult:
         ConfigError: ``fmt`` is unknown, or an option is unknown to that reader or invalid.
         InputError: the file cannot be read at all.
     """
+    _check_options(fmt, options)
+    return READERS[fmt](path, **options)
+
+
+def _check_options(fmt: str, options: Mapping[str, Any]) -> None:
+    """Raise ConfigError for an unknown format, or an option its reader does not take."""
     try:
         reader = READERS[fmt]
     except KeyError:
         raise ConfigError(f"unknown input format {fmt!r}; known: {', '.join(FORMATS)}") from None
-    if reader in (_read_jsonl_table, _read_parquet_table, _read_csv_table):
+    if fmt == "hf":
+        accepted = _HF_OPTIONS
+    elif reader in (_read_jsonl_table, _read_parquet_table, _read_csv_table):
         accepted = _TABLE_OPTIONS
         if "mapping" not in options:
             raise ConfigError(f"format {fmt!r} needs a column mapping (mapping='question=...,answer_a=...,"
@@ -1283,4 +1324,401 @@ def read_input(path: str | Path, fmt: str, **options: Any) -> ReadResult:
     if unknown:
         raise ConfigError(f"unknown option(s) {', '.join(map(repr, unknown))} for format {fmt!r}; "
                           f"accepted: {', '.join(accepted)}")
-    return reader(path, **options)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hugging Face datasets (--format hf)
+# ---------------------------------------------------------------------------------------------
+
+#: Split read from a Hugging Face dataset when none is named.
+DEFAULT_HF_SPLIT = "train"
+_HF_OPTIONS = ("split", "mapping", "label_values", "max_answer_chars", "max_question_chars")
+
+
+def hf_name(source: str | Path) -> str:
+    """A Hugging Face input's short name: the folder's name, or the last part of a Hub id ("org/name")."""
+    return Path(str(source).rstrip("/")).name
+
+
+def _hf_parquet_files(root: Path, split: str) -> list[Path]:
+    """The Parquet files of one split of a Parquet-export folder, in name order.
+
+    The Hub's exports are laid out as ``<config>/<split>/NNNN.parquet`` or ``data/<split>-NNNNN-of-NNNNN.parquet``;
+    files whose path names the split are taken, and a folder whose paths name no split at all is one split.
+    """
+    files = sorted(f for f in root.rglob("*.parquet") if f.is_file())
+    names = {f: f.relative_to(root).as_posix() for f in files}
+    of_split = [f for f in files if split in re.split(r"[/_.-]", names[f])
+                or any(part == split for part in names[f].split("/"))]
+    if of_split:
+        return of_split
+    known = {s for f in files for s in re.split(r"[/_.-]", names[f]) if s in SPLIT_VALUES}
+    if known:
+        raise InputError(f"{str(root)!r} has no Parquet files of split {split!r} (its files name: "
+                         f"{', '.join(sorted(known))}); choose one with split=...")
+    return files
+
+
+def _is_saved_dataset(root: Path) -> bool:
+    return (root / "dataset_dict.json").is_file() or (root / "state.json").is_file()
+
+
+def open_hf_dataset(source: str | Path, split: str = DEFAULT_HF_SPLIT):
+    """A ``datasets.Dataset`` (memory-mapped Arrow, not loaded into memory) for a ``save_to_disk`` folder or a Hub id.
+
+    Raises:
+        InputError: the folder is not a saved dataset, the split does not exist, or the id cannot be loaded.
+    """
+    try:
+        import datasets
+    except ImportError as e:
+        raise InputError(f"--format hf needs the datasets package (pip install 'datasets>=5.2,<6'): {e}") from e
+    root = Path(str(source))
+    try:
+        if root.is_dir():
+            ds = datasets.load_from_disk(str(root))
+        else:  # a Hub id: downloaded once into the Hugging Face cache, then memory-mapped from there
+            ds = datasets.load_dataset(str(source), split=split)
+    except (OSError, ValueError, FileNotFoundError) as e:
+        raise InputError(f"cannot load Hugging Face dataset {str(source)!r}: {e}") from e
+    if isinstance(ds, datasets.DatasetDict):
+        if split not in ds:
+            raise InputError(f"Hugging Face dataset {str(source)!r} has no split {split!r} (splits: "
+                             f"{', '.join(ds)}); choose one with split=...")
+        ds = ds[split]
+    return ds
+
+
+def hf_files(source: str | Path, split: str = DEFAULT_HF_SPLIT) -> list[Path]:
+    """The files that hold a Hugging Face input's rows (for content hashing), in a fixed order."""
+    root = Path(str(source))
+    if root.is_dir() and not _is_saved_dataset(root):
+        return _hf_parquet_files(root, split)
+    return sorted({Path(f["filename"]) for f in open_hf_dataset(source, split).cache_files})
+
+
+def _hf_builder(name: str, options: Mapping[str, Any]) -> tuple[Callable[[Mapping[str, Any], int], PairRecord],
+                                                                 tuple[str, ...]]:
+    max_a = options.get("max_answer_chars", DEFAULT_MAX_ANSWER_CHARS)
+    max_q = options.get("max_question_chars", DEFAULT_MAX_QUESTION_CHARS)
+    _check_max(max_a, max_q)
+    # default pair ids are f"{name}:row{N}": a pseudo path whose stem is the dataset's name
+    p = Path(f"{name}.hf")
+    if options.get("mapping") is None:
+        if options.get("label_values") is not None:
+            raise ConfigError("'label_values' (--labels) needs a column mapping (mapping=...) for format 'hf'")
+        return _hp_builder(p, max_a, max_q), ("pair_id", "id")
+    mapping = options["mapping"]
+    cols = parse_mapping(mapping) if isinstance(mapping, str) else _check_mapping(mapping)
+    if options.get("label_values") is not None and "label" not in cols:
+        raise ConfigError("'label_values' (--labels) needs a label column in the mapping (label=COLUMN)")
+    return _table_builder(p, cols, _label_table(options.get("label_values")), max_a, max_q)
+
+
+def read_hf(
+    path: str | Path,
+    *,
+    split: str = DEFAULT_HF_SPLIT,
+    mapping: Mapping[str, str] | str | None = None,
+    label_values: Mapping[str, str] | None = None,
+    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+    max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS,
+) -> ReadResult:
+    """Read a Hugging Face dataset whole: a ``save_to_disk`` folder, a Parquet-export folder, or a Hub id.
+
+    Records are validated exactly as :func:`read_lfqa_hp` does (LFQA-HP-1M's field names) unless a
+    ``mapping`` names other columns (then as :func:`read_table`). Default pair ids are
+    ``f"{name}:row{N}"`` with ``name`` the folder's name or the id's last part. Large datasets are
+    read in blocks by the job (:func:`plan_blocks`, :func:`read_block`); this reads every row.
+
+    Raises:
+        InputError: the dataset cannot be loaded, has no such split, or holds no records.
+        ConfigError: an option is invalid.
+    """
+    options = {"split": split, "mapping": mapping, "label_values": label_values,
+               "max_answer_chars": max_answer_chars, "max_question_chars": max_question_chars}
+    blocks = plan_blocks(path, "hf", block_rows=2**62, **options)
+    if blocks is None:  # pragma: no cover - plan_blocks always plans an hf input
+        raise InputError(f"cannot plan {str(path)!r}")
+    results = [read_block(path, "hf", b, **options) for b in blocks]
+    if not any(r.rows_in for r in results):
+        raise InputError(f"{str(path)!r} holds no records")
+    pairs = [p for r in results for p in r.pairs]
+    rejects = [j for r in results for j in r.rejects]
+    # a pair id repeated across files of a Parquet export: rejected as inside one file
+    first: dict[str, int] = {}
+    kept: list[PairRecord] = []
+    for pr in pairs:
+        if pr.pair_id in first:
+            rejects.append(Reject(row=pr.row, field="pair_id", pair_id=pr.pair_id, source_file=str(path),
+                                  reason=f"row {pr.row}: duplicate pair_id {pr.pair_id!r} (first seen at row "
+                                         f"{first[pr.pair_id]})"))
+            continue
+        first[pr.pair_id] = pr.row
+        kept.append(pr)
+    rejects.sort(key=lambda j: (j.row if j.row is not None else -1))
+    return ReadResult(pairs=kept, rejects=rejects, rows_in=sum(r.rows_in for r in results),
+                      source_file=str(path), rows_ok=len(kept))
+
+
+# ---------------------------------------------------------------------------------------------
+# Blocks: one large file read in parallel pieces, validated exactly as if it were read whole
+# ---------------------------------------------------------------------------------------------
+
+#: Rows per block of a Parquet file or a Hugging Face dataset (whole row groups are kept together).
+BLOCK_ROWS: int = 50_000
+#: Bytes per block of a JSON Lines file (a block ends at the first line feed after this many bytes).
+BLOCK_BYTES: int = 32 * 2**20
+
+
+@dataclass(frozen=True)
+class Block:
+    """A contiguous piece of one input, read and validated on its own.
+
+    Attributes:
+        index: the block's position in its input (0-based).
+        kind: "parquet" (row groups ``[start, stop)`` of ``part``, or of the file itself), "jsonl"
+            (bytes ``[start, stop)``, starting at a line start) or "rows" (rows ``[start, stop)`` of a
+            Hugging Face dataset).
+        start, stop: the bounds, in the unit of ``kind``.
+        first_row: the input row of the block's first record: rows, default pair ids and reject
+            messages are those of the input read whole.
+        n_rows: records in the block (for JSONL: non-blank lines).
+        first_line: the 1-based file line of the block's first line (JSONL messages name lines).
+        part: for a Parquet-export folder, the file (relative to the folder) the row groups belong to.
+    """
+
+    index: int
+    kind: str
+    start: int
+    stop: int
+    first_row: int
+    n_rows: int
+    first_line: int = 1
+    part: str = ""
+
+    def bounds(self) -> dict:
+        """What identifies the block inside its input (part of its score key)."""
+        out = {"kind": self.kind, "start": self.start, "stop": self.stop, "first_row": self.first_row}
+        if self.part:
+            out["part"] = self.part
+        return out
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Block":
+        return cls(**json.loads(text))
+
+
+def _blockable(p: Path, fmt: str, options: Mapping[str, Any]) -> str | None:
+    """The block kind ``fmt`` reads ``p`` with, or None when only a whole-file read gives today's records."""
+    suffix = p.suffix.lower()
+    if fmt == "lfqa-hp":
+        return "parquet" if suffix == ".parquet" else ("jsonl" if suffix == ".jsonl" else None)
+    if fmt == "lfqa-eval":
+        return "jsonl" if suffix == ".jsonl" else None
+    if fmt == "parquet":
+        return "parquet"
+    if fmt == "jsonl":
+        return "jsonl" if suffix == ".jsonl" else None
+    return None  # graded lists pair answers across a question; CSV records may span lines; .json is one list
+
+
+def _group_row_groups(md, block_rows: int, first_row: int, index: int, part: str = "") -> list[Block]:
+    blocks: list[Block] = []
+    start, rows = 0, 0
+    row = first_row
+    for g in range(md.num_row_groups):
+        rows += md.row_group(g).num_rows
+        if rows >= block_rows or g == md.num_row_groups - 1:
+            blocks.append(Block(index=index + len(blocks), kind="parquet", start=start, stop=g + 1, first_row=row,
+                                n_rows=rows, part=part))
+            row += rows
+            start, rows = g + 1, 0
+    return blocks
+
+
+def _parquet_metadata(p: Path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(p).metadata
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise InputError(f"cannot read Parquet file {str(p)!r} (truncated or corrupt?): {e}") from e
+
+
+def _is_blank(line: bytes) -> bool:
+    """A JSONL line that :func:`_iter_jsonl` skips (whitespace only, Unicode whitespace included)."""
+    stripped = line.strip()
+    if not stripped:
+        return True
+    if stripped.isascii():
+        return False
+    return not line.decode("utf-8", errors="surrogateescape").strip()
+
+
+def _plan_jsonl(p: Path, block_bytes: int) -> list[Block]:
+    blocks: list[Block] = []
+    pos, row, line = 0, 0, 1
+    try:
+        with p.open("rb") as f:
+            _check_encoding(p, f.read(_HEAD_BYTES))
+            f.seek(0)
+            while True:
+                data = f.read(block_bytes)
+                if not data:
+                    break
+                if not data.endswith(b"\n"):
+                    data += f.readline()  # extend to the end of the line: blocks start at line starts
+                body = data[3:] if pos == 0 and data.startswith(b"\xef\xbb\xbf") else data
+                lines = body.split(b"\n")
+                if lines and lines[-1] == b"":
+                    lines.pop()
+                n = sum(1 for ln in lines if not _is_blank(ln))
+                blocks.append(Block(index=len(blocks), kind="jsonl", start=pos, stop=pos + len(data), first_row=row,
+                                    n_rows=n, first_line=line))
+                pos += len(data)
+                row += n
+                line += data.count(b"\n")
+    except OSError as e:
+        raise InputError(f"cannot read {str(p)!r}: {e}") from e
+    return blocks
+
+
+def plan_blocks(path: str | Path, fmt: str, *, block_rows: int = BLOCK_ROWS, block_bytes: int = BLOCK_BYTES,
+                **options: Any) -> list[Block] | None:
+    """Cut one input into blocks that read and validate exactly like the whole input.
+
+    Parquet (``lfqa-hp``, ``parquet``): whole row groups, at least ``block_rows`` rows per block.
+    JSON Lines (``.jsonl`` files of ``lfqa-hp``, ``lfqa-eval``, ``jsonl``): byte ranges of about
+    ``block_bytes`` that end at a line feed. Hugging Face (``hf``): row ranges of a saved dataset, or
+    each Parquet file's row groups of a Parquet-export folder. Other inputs (graded lists, CSV, a
+    ``.json`` list) are read whole: their records cannot be cut without reading everything before them.
+
+    Returns:
+        The blocks in input order, or None when the input is read whole (one block, or not cuttable).
+        An ``hf`` input always gets blocks (it has no whole-file reader of its own).
+
+    Raises:
+        InputError: the file's metadata cannot be read (the whole-file read would fail the same way),
+            except that a Parquet or JSONL file that cannot be planned returns None, so that the
+            whole-file read reports it exactly as before.
+    """
+    if block_rows < 1 or block_bytes < 1:
+        raise ConfigError(f"'block_rows' and 'block_bytes' must be >= 1, got {block_rows}, {block_bytes}")
+    if fmt == "hf":
+        split = options.get("split") or DEFAULT_HF_SPLIT
+        root = Path(str(path))
+        if root.is_dir() and not _is_saved_dataset(root):
+            files = _hf_parquet_files(root, split)
+            if not files:
+                raise InputError(f"{str(path)!r} holds no Parquet files and is not a save_to_disk folder")
+            blocks: list[Block] = []
+            row = 0
+            for f in files:
+                md = _parquet_metadata(f)
+                if md.num_rows == 0:
+                    continue
+                got = _group_row_groups(md, block_rows, row, len(blocks), part=f.relative_to(root).as_posix())
+                blocks.extend(got)
+                row += md.num_rows
+            if not blocks:
+                raise InputError(f"{str(path)!r} holds no records")
+            return blocks
+        n = len(open_hf_dataset(path, split))
+        if n == 0:
+            raise InputError(f"{str(path)!r} holds no records")
+        return [Block(index=i, kind="rows", start=s, stop=min(s + block_rows, n), first_row=s,
+                      n_rows=min(s + block_rows, n) - s) for i, s in enumerate(range(0, n, block_rows))]
+    p = Path(path)
+    if not p.is_file():
+        return None
+    kind = _blockable(p, fmt, options)
+    try:
+        if kind == "parquet":
+            blocks = _group_row_groups(_parquet_metadata(p), block_rows, 0, 0)
+        elif kind == "jsonl":
+            blocks = _plan_jsonl(p, block_bytes)
+        else:
+            return None
+    except InputError:
+        return None  # the whole-file read reports the same file the usual way
+    if sum(b.n_rows for b in blocks) == 0 or len(blocks) < 2:
+        return None
+    return blocks
+
+
+def _block_records(p: Path, kind: str, block: Block) -> list[Any]:
+    if block.kind == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.ParquetFile(p).read_row_groups(range(block.start, block.stop)).to_pylist()
+        except (pa.ArrowException, OSError, ValueError) as e:
+            raise InputError(f"cannot read Parquet file {str(p)!r} (truncated or corrupt?): {e}") from e
+    if block.kind == "jsonl":
+        try:
+            with p.open("rb") as f:
+                _check_encoding(p, f.read(_HEAD_BYTES))
+                f.seek(block.start)
+                data = f.read(block.stop - block.start)
+        except OSError as e:
+            raise InputError(f"cannot read {str(p)!r}: {e}") from e
+        if block.start == 0 and data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        text = data.decode("utf-8", errors="surrogateescape")
+        if text.endswith("\n"):
+            text = text[:-1]  # the whole-file split sees this line feed as the start of the next line
+        return [rec for _, _, rec in _iter_jsonl(text, block.first_line)]
+    raise ConfigError(f"block kind {block.kind!r} does not apply to {str(p)!r}")
+
+
+def read_block(path: str | Path, fmt: str, block: Block, **options: Any) -> ReadResult:
+    """Read and validate one block of an input (see :func:`plan_blocks`).
+
+    Rows, default pair ids (``f"{stem}:row{N}"``, ``N`` the input row) and reject messages are
+    those of the input read whole. A pair id repeated inside the block is rejected here; one repeated
+    across blocks is the job's to reject (:mod:`rubric.assemble`), with the same message.
+
+    Raises:
+        ConfigError: ``fmt`` or an option is invalid.
+        InputError: the block cannot be read.
+    """
+    if fmt == "hf":
+        unknown = sorted(set(options) - set(_HF_OPTIONS))
+        if unknown:
+            raise ConfigError(f"unknown option(s) {', '.join(map(repr, unknown))} for format 'hf'; "
+                              f"accepted: {', '.join(_HF_OPTIONS)}")
+        name = hf_name(path)
+        build, id_fields = _hf_builder(name, options)
+        if block.kind == "rows":
+            ds = open_hf_dataset(path, options.get("split") or DEFAULT_HF_SPLIT)
+            records = ds.with_format("arrow")[block.start:block.stop].to_pylist()
+        else:
+            records = _block_records(Path(str(path)) / block.part, "parquet", block)
+        return _read_pairs(Path(f"{name}.hf"), records, build, id_fields, row_offset=block.first_row)
+    _check_options(fmt, options)
+    p = _check_path(path)
+    kind = _blockable(p, fmt, options)
+    if kind is None or kind != block.kind:
+        raise ConfigError(f"format {fmt!r} does not read {str(p)!r} in {block.kind} blocks")
+    records = _block_records(p, kind, block)
+    max_a = options.get("max_answer_chars", DEFAULT_MAX_ANSWER_CHARS)
+    max_q = options.get("max_question_chars", DEFAULT_MAX_QUESTION_CHARS)
+    _check_max(max_a, max_q)
+    if fmt == "lfqa-hp":
+        build, id_fields = _hp_builder(p, max_a, max_q), ("pair_id", "id")
+    elif fmt == "lfqa-eval":
+        build, id_fields = _eval_builder(p, max_a, max_q), ("pair_id", "id")
+    else:
+        mapping = options["mapping"]
+        cols = parse_mapping(mapping) if isinstance(mapping, str) else _check_mapping(mapping)
+        if options.get("label_values") is not None and "label" not in cols:
+            raise ConfigError("'label_values' (--labels) needs a label column in the mapping (label=COLUMN)")
+        build, id_fields = _table_builder(p, cols, _label_table(options.get("label_values")), max_a, max_q)
+    result = _read_pairs(p, records, build, id_fields, row_offset=block.first_row)
+    return result

@@ -20,21 +20,22 @@ import json
 import logging
 import os
 import platform
+import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rubric.assemble import Assembled, JobInput, assemble
+from rubric.assemble import Assembled, JobInput, StreamAssembled, assemble_stream
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.readers import ReadResult
+from rubric.readers import Block, ReadResult
 from rubric.records import explode
 from rubric.scoring import Provenance, Score, Scorer
 from rubric.specs import RubricSpec
-from workers.shards import list_shards, read_shard, shard_name, shard_sha256
-from workers.store import ShardStore, atomic_write_bytes, score_key
+from workers.shards import list_shards, read_unit, shard_blocks, shard_name, shard_sha256, unit_name
+from workers.store import ShardStore, atomic_write_bytes, decode_score, encode_score, score_key
 
 __all__ = ["PendingShard", "StepResult", "run_job", "local_step", "write_outputs"]
 
@@ -42,11 +43,24 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class PendingShard:
-    """A shard whose store is not complete for the current score key."""
+    """A unit of work (a shard, or one block of it) whose store is not complete for the current score key."""
 
     name: str
     uri: str
     store: ShardStore
+    block: Block | None = None
+
+
+@dataclass
+class _Unit:
+    """One unit of the job's plan: a whole shard or one block of it, with its score store."""
+
+    name: str
+    uri: str
+    sha: str
+    store: ShardStore
+    block: Block | None
+    shard: str  # the shard's name (per-input counts in the manifest)
 
 
 @dataclass
@@ -71,10 +85,50 @@ class StepResult:
 ScoreStep = Callable[..., StepResult]
 
 
+class _RunScores:
+    """Scores of the answers this run has scored, on disk (SQLite): an answer met again in a later
+    block is copied, not scored again, and memory does not grow with the job."""
+
+    def __init__(self, folder: Path) -> None:
+        import sqlite3
+
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / f".run-scores-{os.getpid()}.sqlite"
+        self.path.unlink(missing_ok=True)
+        self.db = sqlite3.connect(self.path, isolation_level=None)
+        self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                              "CREATE TABLE s (aid TEXT PRIMARY KEY, scores TEXT) WITHOUT ROWID;")
+        self.provenance: dict[str, Provenance] = {}
+
+    def get(self, ids: Sequence[str]) -> dict[str, dict[str, Score]]:
+        out: dict[str, dict[str, Score]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start:start + 500])
+            q = f"SELECT aid, scores FROM s WHERE aid IN ({','.join('?' * len(chunk))})"
+            for aid, text in self.db.execute(q, chunk):
+                out[aid] = {r: decode_score(v) for r, v in json.loads(text).items()}
+        return out
+
+    def put(self, ids: Sequence[str], scores: Mapping[str, Sequence[Score]], provenance: Mapping[str, Provenance]) -> None:
+        self.provenance.update(provenance)
+        rows = ((aid, json.dumps({r: encode_score(col[i]) for r, col in scores.items()})) for i, aid in enumerate(ids))
+        self.db.execute("BEGIN")
+        self.db.executemany("INSERT OR IGNORE INTO s VALUES (?, ?)", rows)
+        self.db.execute("COMMIT")
+
+    def close(self) -> None:
+        self.db.close()
+        self.path.unlink(missing_ok=True)
+
+
 def local_step(pending: Sequence[PendingShard], *, fmt: str, options: Mapping[str, Any],
                specs: Sequence[RubricSpec], config: ScoringConfig, progress: bool,
                scorers: Sequence[Scorer] | None = None) -> StepResult:
-    """Score pending shards in this process, resuming each from its finished chunks.
+    """Score pending units (shards or blocks) in this process, one at a time, each resumed from its chunks.
+
+    An answer that an earlier unit of this run scored is copied into the later unit's store instead
+    of being scored again (exact dedupe over the run; the lookup is on disk). Nothing read is kept:
+    memory follows one block, not the file.
 
     Args:
         scorers: prebuilt scorers for ``specs``; default: built here, once, when the first answer
@@ -85,41 +139,55 @@ def local_step(pending: Sequence[PendingShard], *, fmt: str, options: Mapping[st
     result = StepResult()
     if not pending:
         return result
-    for sh in pending:
-        try:
-            read = read_shard(sh.uri, fmt, options)
-        except InputError as e:
-            log.error("input %s cannot be read: %s", sh.uri, e)
-            result.failed[sh.uri] = str(e)
-            continue
-        result.reads[sh.uri] = read
-        items = explode(read.pairs)
-        done = sh.store.scored_ids()
-        todo = [it for it in items if it.answer_id not in done]
-        if todo and scorers is None:  # built once, and only when there is something to score
-            from models.backends import build_scorers
+    names = [s.name for s in specs]
+    run = _RunScores(pending[0].store.dir.parent)
+    try:
+        for sh in pending:
+            try:
+                read = read_unit(sh.uri, fmt, options, sh.block)
+            except InputError as e:
+                log.error("input %s cannot be read: %s", sh.uri, e)
+                result.failed[sh.uri] = str(e)
+                continue
+            items = explode(read.pairs)
+            del read
+            done = sh.store.scored_ids()
+            todo = [it for it in items if it.answer_id not in done]
+            known = run.get([it.answer_id for it in todo]) if todo else {}
+            if known:
+                ids = [it.answer_id for it in todo if it.answer_id in known]
+                sh.store.append(ids, {r: [known[a][r] for a in ids] for r in names}, run.provenance)
+                todo = [it for it in todo if it.answer_id not in known]
+            if todo and scorers is None:  # built once, and only when there is something to score
+                from models.backends import build_scorers
 
-            t0 = time.perf_counter()
-            scorers = build_scorers(specs, config)
-            result.seconds["load_backends"] = round(time.perf_counter() - t0, 3)
-        if len(todo) < len(items):
-            log.info("shard %s: resuming, %d of %d answers already scored", sh.name, len(items) - len(todo), len(items))
-        secs = score_chunks(todo, scorers, sh.store, batch_size=config.batch_size, progress=progress,
-                            desc=f"scoring {sh.name}")
-        sh.store.finish(len(items))
-        result.answers_scored += len(todo)
-        for k, v in secs.items():
-            result.seconds[k] = round(result.seconds.get(k, 0.0) + v, 3)
+                t0 = time.perf_counter()
+                scorers = build_scorers(specs, config)
+                result.seconds["load_backends"] = round(time.perf_counter() - t0, 3)
+            if len(todo) < len(items):
+                log.info("%s: %d of %d answers already scored (resumed, or scored in an earlier block)", sh.name,
+                         len(items) - len(todo), len(items))
+            secs = score_chunks(todo, scorers, sh.store, batch_size=config.batch_size, progress=progress,
+                                desc=f"scoring {sh.name}",
+                                on_chunk=lambda part, sr: run.put([it.answer_id for it in part], sr.scores,
+                                                                  sr.provenance))
+            sh.store.finish(len(items))
+            result.answers_scored += len(todo)
+            for k, v in secs.items():
+                result.seconds[k] = round(result.seconds.get(k, 0.0) + v, 3)
+    finally:
+        run.close()
     return result
 
 
-def _load_scores(plan: Sequence[tuple[str, str, str, ShardStore]], specs: Sequence[RubricSpec]
+def _load_scores(plan: Sequence[_Unit], specs: Sequence[RubricSpec]
                  ) -> tuple[dict[str, dict[str, Score]], dict[str, Provenance]]:
-    """Merge the shards' stores: the first shard's score of an answer wins; provenances must agree."""
+    """Merge the units' stores: the first unit's score of an answer wins; provenances must agree."""
     names = [s.name for s in specs]
     scores: dict[str, dict[str, Score]] = {}
     prov: dict[str, tuple[Provenance, str]] = {}
-    for name, _uri, _sha, store in plan:
+    for u in plan:
+        name, store = u.name, u.store
         shard_scores, shard_prov = store.load(names)
         for r, p in shard_prov.items():
             first = prov.setdefault(r, (p, name))
@@ -196,16 +264,31 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
     options = dict(reader_options or {})
     out = Path(out)
     raw_inputs = [inputs] if isinstance(inputs, (str, Path)) else list(inputs)
-    shards = list_shards(raw_inputs)
-    plan: list[tuple[str, str, str, ShardStore]] = []
+    shards = list_shards(raw_inputs, fmt)
+    plan: list[_Unit] = []
+    shard_sha: dict[str, str] = {}
     for uri in shards:
-        sha = shard_sha256(uri)
-        key = score_key(path=uri, sha256=sha, fmt=fmt, options=options, specs=specs, config=config)
-        plan.append((shard_name(uri), uri, sha, ShardStore(out / "scores", shard_name(uri), key)))
-    pending = [PendingShard(name, uri, store) for name, uri, _, store in plan if not store.done]
-    status = {name: ("scored" if not store.done else "reused") for name, _, _, store in plan}
-    why = {name: store.why for name, _, _, store in plan if store.why}
-    log.info("%d input(s): %d already scored, %d to score", len(plan), len(plan) - len(pending), len(pending))
+        sha = shard_sha256(uri, fmt, options)
+        shard_sha[uri] = sha
+        try:
+            blocks = shard_blocks(uri, fmt, options)
+        except InputError as e:  # a Hugging Face input that cannot be opened: reported like an unreadable file
+            raise InputError(f"input {uri!r} cannot be read: {e}") from e
+        for block in (blocks or [None]):
+            name = unit_name(uri, block, fmt)
+            key = score_key(path=uri, sha256=sha, fmt=fmt, options=options, specs=specs, config=config,
+                            block=None if block is None else block.bounds())
+            plan.append(_Unit(name, uri, sha, ShardStore(out / "scores", name, key), block, shard_name(uri, fmt)))
+    pending = [PendingShard(u.name, u.uri, u.store, u.block) for u in plan if not u.store.done]
+    status: dict[str, str] = {}
+    why: dict[str, str] = {}
+    for u in plan:  # per input: "scored" if any of its blocks was scored now
+        status[u.shard] = "scored" if (not u.store.done or status.get(u.shard) == "scored") else "reused"
+        if u.store.why and u.shard not in why:
+            why[u.shard] = u.store.why
+    n_shards = len(shards)
+    log.info("%d input(s) in %d unit(s): %d already scored, %d to score", n_shards, len(plan),
+             len(plan) - len(pending), len(pending))
     timings["plan"] = round(time.perf_counter() - t_start, 3)
 
     t0 = time.perf_counter()
@@ -214,29 +297,42 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
     timings["score"] = round(time.perf_counter() - t0, 3)
     if step_result.failed:
         lines = "; ".join(f"{u}: {e}" for u, e in step_result.failed.items())
-        raise InputError(f"{len(step_result.failed)} of {len(plan)} input(s) could not be read, so no tables were "
+        raise InputError(f"{len(step_result.failed)} of {n_shards} input(s) could not be read, so no tables were "
                          f"written (the other inputs' scores are kept under {out / 'scores'} and a re-run resumes "
                          f"them): {lines}")
 
     t0 = time.perf_counter()
-    job_inputs = []
-    for name, uri, sha, store in plan:
-        if not store.done:
-            raise BatchMismatchError(f"shard {name} is not completely scored after the score step")
-        read = step_result.reads.get(uri) or read_shard(uri, fmt, options)
-        if shard_sha256(uri) != sha:
-            raise InputError(f"{uri!r} changed while the job ran; run it again")
-        job_inputs.append(JobInput(name=name, read=read, fmt=fmt, sha256=sha))
+    for u in plan:
+        if not u.store.done:
+            raise BatchMismatchError(f"shard {u.name} is not completely scored after the score step")
     scores, provenance = _load_scores(plan, specs)
     for s in specs:  # a job whose every answer was rejected still says how it would have scored
         provenance.setdefault(s.name, Provenance(s.version, s.backend))
-    assembled = assemble(job_inputs, scores, provenance, specs, rescale=config.rescale, seed=seed)
-    timings["assemble"] = round(time.perf_counter() - t0, 3)
 
-    manifest = _manifest(assembled, plan, specs=specs, provenance=provenance, fmt=fmt, options=options,
-                         config=config, seed=seed, runner=runner, status=status, why=why, step=step_result,
-                         timings={**timings, "total": round(time.perf_counter() - t_start, 3)})
-    write_outputs(out, assembled, manifest)
+    def read_inputs():
+        for u in plan:  # one unit at a time: nothing of an earlier unit is kept
+            read = step_result.reads.get(u.uri) if u.block is None else None
+            yield JobInput(name=u.name if u.block is None else u.shard, read=read or read_unit(u.uri, fmt, options, u.block),
+                           fmt=fmt, sha256=u.sha, group=None if u.block is None else u.shard)
+
+    writer = _TableWriter(out)
+    try:
+        assembled = assemble_stream(read_inputs, scores, provenance, specs, write_pairs=writer.pairs,
+                                    write_rejects=writer.rejects, rescale=config.rescale, seed=seed,
+                                    workdir=str(writer.tmpdir))
+        del scores
+        for uri, sha in shard_sha.items():
+            if shard_sha256(uri, fmt, options) != sha:
+                raise InputError(f"{uri!r} changed while the job ran; run it again")
+        timings["assemble"] = round(time.perf_counter() - t0, 3)
+        manifest = _manifest(assembled, shards, specs=specs, provenance=provenance, fmt=fmt, options=options,
+                             config=config, seed=seed, runner=runner, status=status, why=why, step=step_result,
+                             timings={**timings, "total": round(time.perf_counter() - t_start, 3)},
+                             names={uri: shard_name(uri, fmt) for uri in shards},
+                             blocks={u.shard: sum(1 for v in plan if v.shard == u.shard) for u in plan})
+        writer.commit(assembled, manifest)
+    finally:
+        writer.abort()
     c = manifest["counts"]
     log.info("wrote %s: %d rows in, %d pairs, %d rejected, %d unique answers (%d scored now); errors by rubric: %s",
              out, c["rows_in"], c["pairs"], c["rejected"], c["unique_answers"], step_result.answers_scored,
@@ -244,8 +340,69 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
     return manifest
 
 
-def _manifest(assembled: Assembled, plan, *, specs, provenance, fmt, options, config, seed, runner, status, why,
-              step: StepResult, timings) -> dict:
+class _TableWriter:
+    """Writes the job's outputs as the assemble step streams them: pairs and rejects go to temp files
+    that are renamed into place only when everything is written, and the manifest comes last."""
+
+    def __init__(self, out: Path) -> None:
+        out.mkdir(parents=True, exist_ok=True)
+        # No old manifest may vouch for new tables while they are being written.
+        (out / "manifest.json").unlink(missing_ok=True)
+        self.out = out
+        self.tmpdir = out / f".assemble-{os.getpid()}"
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        self.tmpdir.mkdir()
+        self._pairs = None
+        self._rejects = (self.tmpdir / "rejects.jsonl").open("w", encoding="utf-8")
+
+    def pairs(self, table) -> None:
+        import pyarrow.parquet as pq
+
+        if self._pairs is None:
+            self._pairs = pq.ParquetWriter(self.tmpdir / "pairs.parquet", table.schema)
+        self._pairs.write_table(table)
+
+    def rejects(self, rejects) -> None:
+        self._rejects.write("".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in rejects))
+
+    def commit(self, assembled: StreamAssembled, manifest: dict) -> None:
+        import pyarrow.parquet as pq
+
+        out = self.out
+        if self._pairs is None:  # pragma: no cover - assemble_stream raises when there is no pair
+            raise BatchMismatchError("the assemble step wrote no pairs")
+        self._pairs.close()
+        self._rejects.close()
+        tmp = self.tmpdir / "answers.parquet"
+        pq.write_table(assembled.answers, tmp)
+        os.replace(tmp, out / "answers.parquet")
+        os.replace(self.tmpdir / "pairs.parquet", out / "pairs.parquet")
+        if assembled.claims is not None:
+            pq.write_table(assembled.claims, self.tmpdir / "claims.parquet")
+            os.replace(self.tmpdir / "claims.parquet", out / "claims.parquet")
+        else:
+            (out / "claims.parquet").unlink(missing_ok=True)
+        if assembled.fitted is not None:
+            atomic_write_bytes(out / "rescale.json", assembled.fitted.to_json_bytes())
+        else:
+            (out / "rescale.json").unlink(missing_ok=True)
+        os.replace(self.tmpdir / "rejects.jsonl", out / "rejects.jsonl")
+        atomic_write_bytes(out / "manifest.json", json.dumps(manifest, indent=2, default=str).encode())
+
+    def abort(self) -> None:
+        """Close and remove whatever was not committed (a no-op after :meth:`commit`)."""
+        if self._pairs is not None:
+            try:
+                self._pairs.close()
+            except Exception:  # already closed by commit
+                pass
+        self._rejects.close()
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+def _manifest(assembled: Assembled | StreamAssembled, shards: Sequence[str], *, specs, provenance, fmt, options,
+              config, seed, runner, status, why, step: StepResult, timings, names: Mapping[str, str],
+              blocks: Mapping[str, int]) -> dict:
     from rubric.provenance import rubric_provenance
 
     counts = dict(assembled.counts)
@@ -257,9 +414,11 @@ def _manifest(assembled: Assembled, plan, *, specs, provenance, fmt, options, co
     seconds = timings.get("score", 0.0)
     return {
         "tool": "lfqa-rubric",
-        "inputs": [{"name": name, "path": uri, "format": fmt, "options": options, "status": status[name],
-                    **({"rescored_because": why[name]} if name in why else {}), **per_input[name]}
-                   for name, uri, _sha, _store in plan],
+        "inputs": [{"name": names[uri], "path": uri, "format": fmt, "options": options, "status": status[names[uri]],
+                    **({"rescored_because": why[names[uri]]} if names[uri] in why else {}),
+                    **({"blocks": blocks[names[uri]]} if blocks.get(names[uri], 1) > 1 else {}),
+                    **per_input[names[uri]]}
+                   for uri in shards],
         "counts": counts,
         "rubrics": rubrics,
         "config": asdict(config),

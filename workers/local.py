@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from tqdm.auto import tqdm
@@ -89,11 +89,13 @@ def score_items(items: Sequence[AnswerItem], scorers: Sequence[Scorer], *, batch
 
 
 def score_chunks(items: Sequence[AnswerItem], scorers: Sequence[Scorer], store, *, batch_size: int,
-                 chunk: int | None = None, progress: bool = True, desc: str = "scoring") -> dict[str, float]:
+                 chunk: int | None = None, progress: bool = True, desc: str = "scoring",
+                 on_chunk: Callable[[Sequence[AnswerItem], ScoreRun], None] | None = None) -> dict[str, float]:
     """Score ``items`` chunk by chunk, appending each finished chunk to ``store`` (a ``ShardStore``).
 
     Args:
         chunk: answers per stored chunk; default :data:`CHECKPOINT_ANSWERS`.
+        on_chunk: called with each stored chunk's items and scores (the job's cross-block dedupe).
 
     Returns:
         Seconds spent per scorer.
@@ -103,8 +105,12 @@ def score_chunks(items: Sequence[AnswerItem], scorers: Sequence[Scorer], store, 
     with tqdm(total=len(items), desc=desc, unit="ans", disable=not progress, mininterval=2.0) as bar:
         for start in range(0, len(items), step):
             part = items[start:start + step]
-            run = score_items(part, scorers, batch_size=batch_size, progress=False)
+            # a transient bar per scorer under this one: the stage running now and its ETA (a chunk
+            # of LLM or factuality scoring takes minutes on CPU, during which this bar stands still)
+            run = score_items(part, scorers, batch_size=batch_size, progress=progress)
             store.append([it.answer_id for it in part], run.scores, run.provenance)
+            if on_chunk is not None:
+                on_chunk(part, run)
             for k, v in run.seconds.items():
                 seconds[k] = seconds.get(k, 0.0) + v
             bar.update(len(part))

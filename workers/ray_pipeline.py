@@ -34,7 +34,8 @@ from rubric.scoring import Score
 from rubric.specs import RubricSpec
 from workers.actors import ScorerActor, provenance_column, score_column
 from workers.job import PendingShard, StepResult, run_job
-from workers.shards import read_shard
+from rubric.readers import Block
+from workers.shards import read_unit
 from workers.store import decode_provenance, decode_score
 
 __all__ = ["PoolConfig", "DEFAULT_POOLS", "pool_of_backend", "init_local_ray", "ray_step", "run_ray_job",
@@ -134,9 +135,11 @@ def init_local_ray(*, num_cpus: int | None = None, num_gpus: int | None = None, 
     """
     import ray
 
+    from workers.logs import ray_logging
+
     temp_dir = temp_dir or tempfile.mkdtemp(prefix="lfqa-ray-", dir="/tmp")
     ray.init(num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False,
-             object_store_memory=object_store_mb * 2**20, _temp_dir=temp_dir, runtime_env=_worker_env(),
+             object_store_memory=object_store_mb * 2**20, _temp_dir=temp_dir, **ray_logging(_worker_env()),
              log_to_driver=True)
     return temp_dir
 
@@ -156,7 +159,9 @@ def _connect(address: str | None) -> tuple[bool, str | None]:
         # passing another would replace it. Outside a job, the PYTHONPATH only helps workers on this
         # machine (a `ray start --head` here); remote nodes need the package installed.
         in_job = "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ
-        ray.init(address=address, runtime_env=None if in_job else _worker_env())
+        from workers.logs import ray_logging
+
+        ray.init(address=address, **ray_logging(None if in_job else _worker_env()))
     return True, None
 
 
@@ -174,9 +179,10 @@ def _explode_shards(batch, *, fmt: str, options: Mapping[str, Any]):
     import pyarrow as pa
 
     tables = []
-    for shard_id, uri in zip(batch.column("shard").to_pylist(), batch.column("uri").to_pylist()):
+    blocks = batch.column("block").to_pylist() if "block" in batch.column_names else [None] * batch.num_rows
+    for shard_id, uri, block in zip(batch.column("shard").to_pylist(), batch.column("uri").to_pylist(), blocks):
         try:
-            items = explode(read_shard(uri, fmt, options).pairs)
+            items = explode(read_unit(uri, fmt, options, Block.from_json(block) if block else None).pairs)
         except RubricError as e:
             # an unreadable shard must not stop the others; the driver re-reads it and reports why
             log.error("shard %s cannot be read: %s", uri, e)
@@ -222,12 +228,16 @@ def _resolve_gpus(pool: str, cfg: PoolConfig) -> float:
     return 0.0
 
 
-def _build_dataset(pending: list[tuple[int, str]], groups: dict[str, list[RubricSpec]], *, fmt: str,
+def _build_dataset(pending: list[tuple[int, str, str]], groups: dict[str, list[RubricSpec]], *, fmt: str,
                    options: Mapping[str, Any], config: ScoringConfig, pools: Mapping[str, PoolConfig],
                    read_cpus: float, fault_marker: str | None, global_dedupe: bool):
     import ray
 
-    ds = ray.data.from_items([{"shard": i, "uri": u} for i, u in pending], override_num_blocks=len(pending))
+    # One read task per unit (a shard, or a block of one: Parquet row groups, a JSONL byte range, rows
+    # of a Hugging Face dataset), each running rubric.readers on its piece; see docs/ray.md for why
+    # ray.data.read_parquet / read_json / from_huggingface do not fit here.
+    ds = ray.data.from_items([{"shard": i, "uri": u, "block": b} for i, u, b in pending],
+                             override_num_blocks=len(pending))
     ds = ds.map_batches(_explode_shards, batch_size=1, batch_format="pyarrow", num_cpus=read_cpus,
                         fn_kwargs={"fmt": fmt, "options": dict(options)})
     if global_dedupe:
@@ -335,7 +345,8 @@ def _score_pending(pending: Sequence[PendingShard], groups, specs, result: StepR
     ctx.enable_progress_bars = progress
     by_id = dict(enumerate(pending))
     collected: dict[int, _Pending] = {}
-    ds = _build_dataset([(i, sh.uri) for i, sh in by_id.items()], groups, fmt=fmt, options=options, config=config,
+    ds = _build_dataset([(i, sh.uri, sh.block.to_json() if sh.block is not None else "") for i, sh in by_id.items()],
+                        groups, fmt=fmt, options=options, config=config,
                         pools=pools, read_cpus=read_cpus, fault_marker=fault_marker, global_dedupe=global_dedupe)
     names = [s.name for s in specs]
     n_scored = 0
@@ -366,7 +377,7 @@ def _score_pending(pending: Sequence[PendingShard], groups, specs, result: StepR
             got = collected[shard_id]
             raise BatchMismatchError(f"shard {sh.uri}: {len(got.rows)} of {got.n_items} answers came back")
         try:
-            n = len(explode(read_shard(sh.uri, fmt, options).pairs))
+            n = len(explode(read_unit(sh.uri, fmt, options, sh.block).pairs))
         except InputError as e:
             log.error("input %s cannot be read: %s", sh.uri, e)
             result.failed[sh.uri] = str(e)

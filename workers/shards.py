@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import InputError
-from rubric.readers import ReadResult, read_input
+from rubric.readers import Block, ReadResult, hf_files, hf_name, plan_blocks, read_block, read_input
 
-__all__ = ["SHARD_EXTENSIONS", "list_shards", "shard_name", "read_shard", "shard_sha256", "is_uri"]
+__all__ = ["SHARD_EXTENSIONS", "list_shards", "shard_name", "read_shard", "shard_sha256", "is_uri", "shard_blocks",
+           "read_unit", "unit_name"]
 
 #: File extensions taken as shards when an input is a directory.
 SHARD_EXTENSIONS: tuple[str, ...] = (".jsonl", ".json", ".parquet", ".csv")
@@ -32,11 +33,12 @@ def is_uri(s: str) -> bool:
     return "://" in s
 
 
-def list_shards(inputs: Sequence[str | Path]) -> list[str]:
+def list_shards(inputs: Sequence[str | Path], fmt: str | None = None) -> list[str]:
     """Expand inputs into shard paths: files, directories (their shard files), globs, or URIs.
 
     A URI is anything pyarrow's ``FileSystem.from_uri`` understands; a URI naming a directory
-    lists its shard files (not recursively).
+    lists its shard files (not recursively). With ``fmt="hf"`` every input is one shard as given:
+    a ``save_to_disk`` or Parquet-export folder, or a Hub dataset id.
 
     Raises:
         InputError: an input matches nothing, or two shards would share a name.
@@ -44,7 +46,9 @@ def list_shards(inputs: Sequence[str | Path]) -> list[str]:
     shards: list[str] = []
     for raw in inputs:
         s = str(raw)
-        if is_uri(s):
+        if fmt == "hf":
+            found = [s]
+        elif is_uri(s):
             found = _list_uri(s)
         elif Path(s).is_dir():
             found = sorted(str(p) for p in Path(s).iterdir() if p.is_file() and p.suffix.lower() in SHARD_EXTENSIONS)
@@ -59,7 +63,7 @@ def list_shards(inputs: Sequence[str | Path]) -> list[str]:
         shards.extend(found)
     names: dict[str, str] = {}
     for sh in shards:
-        name = shard_name(sh)
+        name = shard_name(sh, fmt)
         if name in names:
             raise InputError(f"shards {names[name]!r} and {sh!r} would both write to output folder {name!r}; "
                              "rename one")
@@ -82,18 +86,39 @@ def _list_uri(uri: str) -> list[str]:
                   if e.type == pafs.FileType.File and Path(e.path).suffix.lower() in SHARD_EXTENSIONS)
 
 
-def shard_name(shard: str) -> str:
-    """A shard's name: its file name without the extension."""
+def shard_name(shard: str, fmt: str | None = None) -> str:
+    """A shard's name: its file name without the extension (a Hugging Face input: its folder or id's last part)."""
+    if fmt == "hf":
+        return hf_name(shard)
     return Path(shard.split("://", 1)[-1]).stem
 
 
-def shard_sha256(shard: str) -> str:
+def unit_name(shard: str, block: Block | None, fmt: str | None = None) -> str:
+    """The score-store folder of one unit of work: the shard's name, or ``<name>@<block index>`` for a block."""
+    name = shard_name(shard, fmt)
+    return name if block is None else f"{name}@{block.index:05d}"
+
+
+def shard_sha256(shard: str, fmt: str | None = None, options: Mapping[str, Any] | None = None) -> str:
     """SHA-256 of a shard's bytes (streamed), so a file changed at the same path is noticed.
+
+    A Hugging Face input hashes every file that holds its rows (relative name and bytes, in order).
 
     Raises:
         InputError: the file cannot be read.
     """
     h = hashlib.sha256()
+    if fmt == "hf":
+        root = Path(shard)
+        try:
+            for f in hf_files(shard, (options or {}).get("split") or "train"):
+                h.update(str(f.relative_to(root) if root.is_dir() else f.name).encode() + b"\x00")
+                with open(f, "rb") as fh:
+                    while chunk := fh.read(_CHUNK):
+                        h.update(chunk)
+        except OSError as e:
+            raise InputError(f"cannot read {shard!r}: {e}") from e
+        return h.hexdigest()
     try:
         if is_uri(shard):
             import pyarrow.fs as pafs
@@ -132,3 +157,20 @@ def read_shard(shard: str, fmt: str, options: Mapping[str, Any]) -> ReadResult:
         read = read_input(local, fmt, **options)
     rejects = [replace(r, source_file=shard) for r in read.rejects]
     return replace(read, rejects=rejects, source_file=shard)
+
+
+def shard_blocks(shard: str, fmt: str, options: Mapping[str, Any]) -> list[Block] | None:
+    """The blocks one shard is read in (``rubric.readers.plan_blocks``), or None to read it whole.
+
+    A URI shard is read whole (it is copied to a local file first); a Hugging Face input always in blocks.
+    """
+    if is_uri(shard):
+        return None
+    return plan_blocks(shard, fmt, **options)
+
+
+def read_unit(shard: str, fmt: str, options: Mapping[str, Any], block: Block | None) -> ReadResult:
+    """Read one unit of work: a block of a shard, or the whole shard when ``block`` is None."""
+    if block is None:
+        return read_shard(shard, fmt, options)
+    return read_block(shard, fmt, block, **options)

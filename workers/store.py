@@ -78,10 +78,17 @@ def _canonical(obj: Any) -> Any:
 
 
 def score_key(*, path: str, sha256: str, fmt: str, options: Mapping[str, Any], specs: Sequence[RubricSpec],
-              config: ScoringConfig) -> dict:
-    """What a shard's scores depend on, as a JSON-able dict (see the module docstring)."""
+              config: ScoringConfig, block: Mapping[str, Any] | None = None) -> dict:
+    """What a shard's scores depend on, as a JSON-able dict (see the module docstring).
+
+    ``block``: the bounds of one block of the shard (``rubric.readers.Block.bounds``); the file's
+    sha256 stays in the key, so a changed file re-scores every one of its blocks.
+    """
+    inp = {"path": path, "sha256": sha256, "format": fmt, "options": dict(options)}
+    if block is not None:
+        inp["block"] = dict(block)
     return _canonical({
-        "input": {"path": path, "sha256": sha256, "format": fmt, "options": dict(options)},
+        "input": inp,
         "rubrics": sorted(s.version for s in specs),
         "config": {k: v for k, v in asdict(config).items() if k not in NOT_SCORE_FIELDS},
     })
