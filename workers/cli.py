@@ -14,7 +14,7 @@ __all__ = ["main", "build_parser", "add_scoring_args", "scoring_config", "reader
 
 log = logging.getLogger("lfqa_rubric")
 
-FORMATS = ("lfqa-hp", "lfqa-eval", "graded", "jsonl", "parquet", "csv")
+FORMATS = ("lfqa-hp", "lfqa-eval", "graded", "jsonl", "parquet", "csv", "hf")
 DEMO_RUBRICS = ("conciseness,grammar,coherence,relevance,fluency,completeness,use_of_examples,specificity,"
                 "factuality")
 
@@ -92,6 +92,13 @@ def reader_options(args) -> dict:
         opts["mapping"] = parse_mapping(args.map)
         if args.labels:
             opts["label_values"] = parse_mapping(args.labels)
+    if args.format == "hf":  # LFQA-HP-1M's field names unless --map names other columns
+        if args.map:
+            opts["mapping"] = parse_mapping(args.map)
+            if args.labels:
+                opts["label_values"] = parse_mapping(args.labels)
+        if getattr(args, "hf_split", None):
+            opts["split"] = args.hf_split
     return opts
 
 
@@ -412,6 +419,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--labels", default=None, help="label value mapping, e.g. 1=a,2=b,0=tie")
     s.add_argument("--max-pairs-per-question", type=int, default=50, help="graded lists: cap per question")
     s.add_argument("--include-references", action="store_true", help="graded lists: also pair reference answers")
+    s.add_argument("--hf-split", default=None,
+                   help="--format hf: the split to read (default train); inputs are save_to_disk or Parquet-export "
+                        "folders, or Hub dataset ids")
     add_scoring_args(s, "conciseness,grammar")
     s.add_argument("--ray", action="store_true", help="run the Ray Data pipeline (local Ray or $RAY_ADDRESS; docs/ray.md)")
     from workers.ray_pipeline import add_ray_arguments
