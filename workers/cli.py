@@ -597,8 +597,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(levelname)s %(name)s: %(message)s")
+    from workers.logs import configure_logging
+
+    configure_logging(args.verbose)  # before any engine is imported: vLLM reads its level at import
     try:
         return args.func(args)
     except (RubricError, OSError) as e:

@@ -90,7 +90,10 @@ class VLLMEngine(TokenizerMixin):
             raise BackendUnavailableError(
                 f"cannot load the tokenizer of {model_path!r} ({e}); use a local folder, or download it "
                 f"first (huggingface-cli download {model_path}) on a machine with Hub access") from e
-        llm_kw: dict[str, Any] = {"enable_prefix_caching": True, "seed": 0}
+        # The weight-loading bar is vLLM's INFO-level chatter: shown only when vLLM logs at INFO
+        # (``--verbose``, or vLLM's own default when nothing configured logging).
+        llm_kw: dict[str, Any] = {"enable_prefix_caching": True, "seed": 0,
+                                  "use_tqdm_on_load": logging.getLogger("vllm").isEnabledFor(logging.INFO)}
         if not on_gpu:
             llm_kw.update(dtype="float32", enforce_eager=True)
         if max_context:
