@@ -205,7 +205,9 @@ def resolve_judges(names: str | Sequence[str], tie: bool = False) -> list[JudgeS
     """Turn ``"plain,cot,rubrics"`` into judge specs, in the order given.
 
     A short name takes the version with or without a tie option as ``tie`` says; a versioned name
-    (``judge.cot_tie.v1``) is taken as it is.
+    (``judge.cot_tie.v1``) is taken as it is, and so is a neighbouring protocol's pairwise template
+    (``arena.pairwise.v1``, ``lfqa_e.reference_tie.v1``, ``linkage.pairwise.v1``: a
+    :class:`rubric.protocol_judges.ProtocolJudgeSpec`).
 
     Args:
         names: short names or versions, as a list or one comma-separated string.
@@ -228,6 +230,8 @@ def resolve_judges(names: str | Sequence[str], tie: bool = False) -> list[JudgeS
             spec = JUDGES.get(_version(n, tie))
         elif n in JUDGES:
             spec = JUDGES.get(n)
+        elif n in _protocol_versions():
+            spec = _protocol_judge(n)
         else:
             raise UnknownNameError(f"unknown judge {n!r}; known: {', '.join(JUDGE_NAMES)}; "
                                    f"versions: {', '.join(JUDGES.names())}")
@@ -235,6 +239,24 @@ def resolve_judges(names: str | Sequence[str], tie: bool = False) -> list[JudgeS
             raise ConfigError(f"judge {spec.version!r} is named twice")
         specs.append(spec)
     return specs
+
+
+def _protocol_versions() -> tuple[str, ...]:
+    # rubric.protocols imports this module: resolve the protocols' judges lazily
+    from rubric.protocol_judges import protocol_judge_versions
+
+    return protocol_judge_versions()
+
+
+def _protocol_judge(version: str):
+    """A neighbouring protocol's pairwise judge (``arena.pairwise.v1`` ...) as a judge spec.
+
+    Its verdict tokens are the protocol's own, so ``models.protocols.ProtocolJudgeScorer`` reads it
+    (the judge job picks that scorer when a spec is a protocol's).
+    """
+    from rubric.protocol_judges import protocol_judge
+
+    return protocol_judge(version)
 
 
 def cot_verdict_prefill(reasoning: str) -> str:

@@ -86,7 +86,12 @@ class JudgeSettings:
 def _scorer(settings: JudgeSettings, config: ScoringConfig):
     from models.judges import JudgeScorer
     from models.llm.scorer import build_engine
+    from rubric.protocol_judges import is_protocol_judge
 
+    if any(is_protocol_judge(s) for s in settings.specs):  # a neighbouring protocol's judge reads its own tokens
+        from models.protocols import protocol_scorer_factory
+
+        return protocol_scorer_factory(settings, config)
     engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
     return JudgeScorer(engine, settings.specs, mode=settings.mode, n_votes=settings.n_votes,
                        temperature=settings.temperature, seed=settings.seed,

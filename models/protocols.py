@@ -1,0 +1,403 @@
+"""The neighbouring protocols on an engine: their pairwise judges (RAG-QA Arena, LFQA-E, LINKAGE's pairwise
+baseline) and LINKAGE's per-answer listwise and pointwise scorers.
+
+Pairwise protocol judges
+    :class:`ProtocolJudgeScorer` is :class:`models.judges.JudgeScorer` (both orders of every pair in
+    one engine call, the same context policy, the same ``Score`` extras and order debiasing) with the
+    protocol's own reading: the verdict tokens after the protocol's pre-fill (``[[`` then ``A``/``B``/``C``;
+    ``<rating>`` then ``1``/``2``/``0``; ``answer_`` then ``1``/``2``/``tie``) are mapped onto
+    ``1``/``2``/``tie`` by :func:`rubric.protocols.pairwise_verdict_probs`, generated votes are read
+    by :func:`rubric.protocols.parse_pairwise_verdict`, and a template that shows a reference answer
+    (``lfqa_e.reference_tie.v1``) gets the pair's ``reference``. The judge job builds it whenever a
+    judge spec is a protocol's (:func:`protocol_scorer_factory`), so ``lfqa-rubric judge``, the Ray
+    judge actors and ``judgments.parquet`` serve these judges unchanged. RAG-QA Arena in logprob mode
+    reads the rating after an empty ``<thinking></thinking>`` (no reasoning is generated).
+
+LINKAGE per answer
+    :class:`LinkageScorer` scores every candidate answer of a question against the question's
+    reference list (best first): ``listwise`` (the expected rank after ``[[``, turned into ``-rank``
+    so that higher is better), ``point_no_ref`` and ``point_with_ref`` (the expected 0-10 score; ``10``
+    is two digit tokens in SmolLM2's tokenizer, so the share of ``1`` that is really ``10`` is read
+    from a second prompt pre-filled with ``[[1``), and ``pairwise`` (LINKAGE's win/lose/tie baseline:
+    the candidate's mean order-debiased P(win) against every other candidate of its question). All the
+    prompts of a batch of questions go to the engine in one ``score_token_probs`` call. With
+    ``mode="parse"`` (a generation-only engine) each prompt is generated greedily without a pre-fill
+    and ``[[k]]`` / ``[[s]]`` / ``[[A]]`` are parsed from the text. A prompt longer than the context is
+    a row error (the listwise prompt cannot shorten one reference without changing the list).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Any
+
+from models.judges import JudgeScorer, _Unit
+from models.llm.engine import Engine, TextSampler
+from rubric.errors import BatchMismatchError, ConfigError, EngineError, RubricError
+from rubric.geval import DEFAULT_MIN_MASS, ChatPrompt
+from rubric.judges import ORDERS, JudgeSpec, pair_outcome, vote_probs
+from rubric.linkage import (
+    MAX_RANK_POSITIONS,
+    RankScore,
+    expected_point_score,
+    expected_rank,
+    listwise_prompt,
+    pairwise_prompt,
+    parse_point_score,
+    parse_rank,
+    pointwise_prompt,
+    rank_score,
+)
+from rubric.linkage_data import LinkageCandidate, LinkageQuestion
+from rubric.protocol_judges import ProtocolJudgeSpec, is_protocol_judge
+from rubric.protocols import get_protocol_template, pairwise_verdict_probs, parse_pairwise_verdict
+from rubric.records import PairRecord
+from rubric.scoring import Provenance, Score
+
+__all__ = [
+    "ProtocolJudgeScorer",
+    "protocol_scorer_factory",
+    "LINKAGE_SYSTEMS",
+    "LINKAGE_MODES",
+    "LinkageCandidate",
+    "LinkageQuestion",
+    "LinkageScorer",
+]
+
+log = logging.getLogger(__name__)
+
+
+# --- pairwise protocol judges --------------------------------------------------------------------
+
+class _WithReference:
+    """A protocol spec bound to one pair's reference answer, for ``JudgeScorer._fit``'s ``render(q, a, b)``."""
+
+    def __init__(self, spec: ProtocolJudgeSpec, reference: str | None) -> None:
+        self._spec = spec
+        self._reference = reference
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._spec, name)
+
+    def render(self, question: str, answer_1: str, answer_2: str, *, prefill: bool = True) -> ChatPrompt:
+        return self._spec.render(question, answer_1, answer_2, prefill=prefill, reference=self._reference)
+
+
+class ProtocolJudgeScorer(JudgeScorer):
+    """:class:`models.judges.JudgeScorer` that also reads the neighbouring protocols' pairwise judges.
+
+    Takes :class:`rubric.judges.JudgeSpec` and :class:`rubric.protocol_judges.ProtocolJudgeSpec`
+    alike (the paper's judges are read exactly as ``JudgeScorer`` reads them); arguments as
+    ``JudgeScorer``'s.
+    """
+
+    def method(self, version: str) -> str:
+        spec = self._spec(version)
+        if not is_protocol_judge(spec):
+            return super().method(version)
+        parts = [f"mode={self.mode}", "protocol"]
+        if self.mode == "logprob":
+            parts.append(f"prefill={spec.prefill!r}")
+        else:
+            parts += [f"n_votes={self.n_votes}", f"temperature={self.temperature:g}", f"seed={self.seed}",
+                      f"max_vote_tokens={self.max_vote_tokens}"]
+            if self.prefill_votes:
+                parts.append(f"prefill={spec.prefill!r}")
+        return ";".join(parts)
+
+    def _fit(self, index: int, pair: PairRecord, spec: JudgeSpec) -> _Unit:
+        if not is_protocol_judge(spec):
+            return super()._fit(index, pair, spec)
+        unit = super()._fit(index, pair, _WithReference(spec, pair.reference))  # type: ignore[arg-type]
+        unit.spec = spec
+        return unit
+
+    def _run_logprob(self, units: list[_Unit]) -> None:
+        super()._run_logprob([u for u in units if not is_protocol_judge(u.spec)])
+        ours = [(u, o) for u in units if is_protocol_judge(u.spec) for o in ORDERS]
+        if not ours:
+            return
+        probs = self._score_tokens([u.prompts[o] for u, o in ours])
+        for (u, o), tp in zip(ours, probs):
+            u.probs[o] = pairwise_verdict_probs(tp, u.spec.protocol_template, min_mass=self.min_mass,  # type: ignore[attr-defined]
+                                                top_k=self.engine.top_k)
+
+    def _run_vote(self, units: list[_Unit]) -> None:
+        super()._run_vote([u for u in units if not is_protocol_judge(u.spec)])
+        ours = [(u, o) for u in units if is_protocol_judge(u.spec) for o in ORDERS]
+        if not ours:
+            return
+        outs = self._generate([u.prompts[o] for u, o in ours], self.max_vote_tokens, self.temperature, self.n_votes)
+        for (u, o), texts in zip(ours, outs):
+            samples = [texts] if isinstance(texts, str) else list(texts)
+            samples = [u.prompts[o].prefill + t for t in samples]
+            parsed = [parse_pairwise_verdict(t, u.spec.protocol_template) for t in samples]  # type: ignore[attr-defined]
+            u.probs[o] = vote_probs(parsed, tie=True)
+            u.votes[o] = ",".join(p.verdict or "?" for p in parsed)
+            u.texts[o] = "\n---\n".join(samples)
+
+
+def protocol_scorer_factory(settings, config) -> ProtocolJudgeScorer:
+    """The judge scorer of ``settings`` on ``config``'s engine, reading protocol judges too.
+
+    The same engine and arguments as the judge job's own ``_scorer``; the judge job and its Ray actors
+    call it for judge lists that hold a protocol's judge.
+    """
+    from models.llm.scorer import build_engine
+
+    engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
+    return ProtocolJudgeScorer(engine, settings.specs, mode=settings.mode, n_votes=settings.n_votes,
+                               temperature=settings.temperature, seed=settings.seed,
+                               max_reasoning_tokens=settings.max_reasoning_tokens, min_mass=config.llm_min_mass)
+
+
+# --- LINKAGE -------------------------------------------------------------------------------------
+
+#: LINKAGE's judge-based systems, in table order.
+LINKAGE_SYSTEMS: tuple[str, ...] = ("listwise", "point_no_ref", "point_with_ref", "pairwise")
+LINKAGE_MODES: tuple[str, ...] = ("logprob", "parse")
+_TEMPLATE_OF = {"listwise": "linkage.listwise_n.v1", "point_no_ref": "linkage.point_no_ref.v1",
+                "point_with_ref": "linkage.point_with_ref.v1", "pairwise": "linkage.pairwise.v1"}
+_DIGITS = tuple(str(i) for i in range(10))
+# every token any LINKAGE prompt's score is read from (one engine call per batch: one candidate set)
+_CANDIDATES = (*_DIGITS, "A", "B", "C", "]", "]]")
+_PARSE_TOKENS = 16
+
+
+@dataclass
+class _Read:
+    """One prompt whose next-token distribution (or generated text) gives part of a score."""
+
+    q: int
+    cand: int
+    system: str
+    what: str  # "rank", "point", "after_one", "pair"
+    prompt: ChatPrompt
+    order: str = ""
+    other: int = -1
+    result: Any = None
+
+
+class LinkageScorer:
+    """LINKAGE's listwise judge and its pointwise and pairwise baselines, per candidate answer.
+
+    Args:
+        engine: a loaded engine (``mode="parse"`` needs ``generate``).
+        systems: which of :data:`LINKAGE_SYSTEMS` to score.
+        mode: ``logprob`` (expected rank / score from the digit distribution after ``[[``) or ``parse``
+            (greedy generation, first ``[[k]]``; for generation-only judges).
+        min_mass: below this mass on the valid digits a row is an error.
+        max_pairwise_candidates: a question with more candidates gets no pairwise score (the pairs grow
+            quadratically); a row error names the cap.
+
+    Raises:
+        ConfigError: unknown systems or mode, a setting out of range, or ``parse`` without ``generate``.
+    """
+
+    def __init__(self, engine: Engine, systems: Sequence[str] = LINKAGE_SYSTEMS, *, mode: str = "logprob",
+                 min_mass: float = DEFAULT_MIN_MASS, max_pairwise_candidates: int = 12) -> None:
+        systems = tuple(systems)
+        unknown = sorted(set(systems) - set(LINKAGE_SYSTEMS))
+        if not systems or unknown or len(set(systems)) != len(systems):
+            raise ConfigError(f"'systems' must be distinct names of {list(LINKAGE_SYSTEMS)}, got {list(systems)}")
+        if mode not in LINKAGE_MODES:
+            raise ConfigError(f"'mode' must be one of {list(LINKAGE_MODES)}, got {mode!r}")
+        if mode == "parse" and not isinstance(engine, TextSampler):
+            raise ConfigError(f"{type(engine).__name__} cannot generate text, which mode='parse' needs")
+        if not 0.0 <= min_mass < 1.0:
+            raise ConfigError(f"'min_mass' must be in [0, 1), got {min_mass}")
+        if isinstance(max_pairwise_candidates, bool) or not isinstance(max_pairwise_candidates, int) \
+                or max_pairwise_candidates < 2:
+            raise ConfigError(f"'max_pairwise_candidates' must be an integer >= 2, got {max_pairwise_candidates!r}")
+        self.engine = engine
+        self.systems = systems
+        self.mode = mode
+        self.min_mass = min_mass
+        self.max_pairwise_candidates = max_pairwise_candidates
+        self.last_calls: list[tuple[str, int]] = []
+
+    # --- provenance ------------------------------------------------------------------------------
+
+    def method(self, system: str) -> str:
+        self._check_system(system)
+        if self.mode == "parse":
+            return f"mode=parse;max_tokens={_PARSE_TOKENS}"
+        extra = ";ten=after '[[1'" if system.startswith("point") else ""
+        extra += ";pairs=both orders, mean debiased P(win)" if system == "pairwise" else ""
+        return f"mode=logprob;prefill='[['{extra}"
+
+    def provenance(self, system: str) -> Provenance:
+        """The system's template version, the engine, and a hash of the template and of how it is read."""
+        self._check_system(system)
+        t = get_protocol_template(_TEMPLATE_OF[system])
+        h = hashlib.sha256(f"{t.template_hash}\x00{self.method(system)}".encode()).hexdigest()[:12]
+        return Provenance(rubric_version=t.version, backend=self.engine.backend, model_id=self.engine.model_id,
+                          model_revision=self.engine.revision, template_hash=h)
+
+    def _check_system(self, system: str) -> None:
+        if system not in self.systems:
+            raise ConfigError(f"this scorer does not run {system!r}; it runs {list(self.systems)}")
+
+    # --- scoring ---------------------------------------------------------------------------------
+
+    def score_questions(self, questions: Sequence[LinkageQuestion]) -> list[list[dict[str, Score]]]:
+        """Per question, per candidate (input order), system -> Score (higher is better).
+
+        Raises:
+            EngineError: the engine failed as a whole (a bad row only gets an error reason).
+            BatchMismatchError: a result went missing.
+        """
+        self.last_calls = []
+        errors: dict[tuple[int, int, str], str] = {}
+        reads: list[_Read] = []
+        for qi, q in enumerate(questions):
+            reads += self._reads(qi, q, errors)
+        limit = self.engine.max_context - (1 if self.mode == "logprob" else _PARSE_TOKENS)
+        live: list[_Read] = []
+        if reads:
+            for r, n in zip(reads, self.engine.count_tokens([r.prompt for r in reads])):
+                if n > limit:
+                    errors.setdefault((r.q, r.cand, r.system), f"{_TEMPLATE_OF[r.system]}: the prompt has {n} "
+                                      f"tokens, over the {limit} the context leaves")
+                else:
+                    live.append(r)
+        if live:
+            if self.mode == "logprob":
+                got = self._call("score_token_probs",
+                                 lambda: self.engine.score_token_probs([r.prompt for r in live], _CANDIDATES), len(live))
+            else:
+                got = self._call("generate", lambda: self.engine.generate(  # type: ignore[attr-defined]
+                    [r.prompt for r in live], _PARSE_TOKENS), len(live))
+            for r, g in zip(live, got):
+                r.result = g
+        out = [[self._assemble(qi, ci, q, reads, errors) for ci in range(len(q.candidates))]
+               for qi, q in enumerate(questions)]
+        for qi, (q, rows) in enumerate(zip(questions, out)):
+            if len(rows) != len(q.candidates) or any(set(r) != set(self.systems) for r in rows):
+                raise BatchMismatchError(f"LinkageScorer: question {qi} lost a candidate or a system")
+        return out
+
+    def _reads(self, qi: int, q: LinkageQuestion, errors: dict[tuple[int, int, str], str]) -> list[_Read]:
+        pre = self.mode == "logprob"
+        reads: list[_Read] = []
+        n_refs = len(q.references)
+        for ci, c in enumerate(q.candidates):
+            for system in self.systems:
+                try:
+                    if system == "listwise":
+                        if not 1 <= n_refs <= MAX_RANK_POSITIONS - 1:
+                            raise ConfigError(f"{n_refs} references; a rank is one digit (1 to "
+                                              f"{MAX_RANK_POSITIONS - 1} references)")
+                        p = listwise_prompt(q.question, q.references, c.text, version=_TEMPLATE_OF[system],
+                                            prefill=pre)
+                        reads.append(_Read(qi, ci, system, "rank", p))
+                    elif system in ("point_no_ref", "point_with_ref"):
+                        refs = list(q.references) if system == "point_with_ref" else None
+                        p = pointwise_prompt(q.question, c.text, refs, prefill=pre)
+                        reads.append(_Read(qi, ci, system, "point", p))
+                        if pre:
+                            reads.append(_Read(qi, ci, system, "after_one",
+                                               ChatPrompt(p.user, p.prefill + "1", p.system)))
+                except ConfigError as e:
+                    errors[(qi, ci, system)] = f"{_TEMPLATE_OF[system]}: {e}"
+        if "pairwise" in self.systems:
+            if len(q.candidates) > self.max_pairwise_candidates:
+                for ci in range(len(q.candidates)):
+                    errors[(qi, ci, "pairwise")] = (f"linkage.pairwise.v1: {len(q.candidates)} candidates, over "
+                                                    f"max_pairwise_candidates={self.max_pairwise_candidates}")
+            elif len(q.candidates) < 2:
+                for ci in range(len(q.candidates)):
+                    errors[(qi, ci, "pairwise")] = "linkage.pairwise.v1: the question has one candidate"
+            else:
+                for i, j in combinations(range(len(q.candidates)), 2):
+                    a, b = q.candidates[i].text, q.candidates[j].text
+                    reads.append(_Read(qi, i, "pairwise", "pair", pairwise_prompt(q.question, a, b, prefill=pre),
+                                       order="ab", other=j))
+                    reads.append(_Read(qi, i, "pairwise", "pair", pairwise_prompt(q.question, b, a, prefill=pre),
+                                       order="ba", other=j))
+        return reads
+
+    def _assemble(self, qi: int, ci: int, q: LinkageQuestion, reads: list[_Read],
+                  errors: dict[tuple[int, int, str], str]) -> dict[str, Score]:
+        mine = [r for r in reads if r.q == qi and (r.cand == ci or (r.system == "pairwise" and r.other == ci))]
+        out: dict[str, Score] = {}
+        for system in self.systems:
+            if (qi, ci, system) in errors:
+                out[system] = Score.failed(errors[(qi, ci, system)], mass=None)
+                continue
+            rs = [r for r in mine if r.system == system]
+            if system == "pairwise":
+                out[system] = self._pairwise(ci, rs, q)
+                continue
+            if any(r.result is None for r in rs):
+                out[system] = Score.failed(f"{_TEMPLATE_OF[system]}: no engine result", mass=None)
+                continue
+            if system == "listwise":
+                n_pos = len(q.references) + 1
+                got = rs[0].result
+                rank = expected_rank(got, n_pos, min_mass=self.min_mass, top_k=self.engine.top_k) \
+                    if self.mode == "logprob" else parse_rank(got, n_pos)
+                out[system] = _score(rank, _TEMPLATE_OF[system], lambda v: rank_score(v), rank=True)
+            else:
+                point = next(r for r in rs if r.what == "point").result
+                if self.mode == "logprob":
+                    after = next((r.result for r in rs if r.what == "after_one"), None)
+                    got = expected_point_score(point, after, min_mass=self.min_mass, top_k=self.engine.top_k)
+                else:
+                    got = parse_point_score(point)
+                out[system] = _score(got, _TEMPLATE_OF[system], float)
+        return out
+
+    def _pairwise(self, ci: int, rs: list[_Read], q: LinkageQuestion) -> Score:
+        """Mean order-debiased P(candidate ci wins) over its opponents (a tie counts half)."""
+        spec = get_protocol_template("linkage.pairwise.v1")
+        by_pair: dict[tuple[int, int], dict[str, Any]] = {}
+        for r in rs:
+            by_pair.setdefault((r.cand, r.other), {})[r.order] = r.result
+        wins: list[float] = []
+        for (i, j), res in sorted(by_pair.items()):
+            if set(res) != set(ORDERS) or any(v is None for v in res.values()):
+                return Score.failed("linkage.pairwise.v1: a pair's prompt has no engine result", mass=None)
+            if self.mode == "logprob":
+                ab = pairwise_verdict_probs(res["ab"], spec, min_mass=self.min_mass, top_k=self.engine.top_k)
+                ba = pairwise_verdict_probs(res["ba"], spec, min_mass=self.min_mass, top_k=self.engine.top_k)
+            else:
+                ab = vote_probs([parse_pairwise_verdict(res["ab"], spec)], tie=True)
+                ba = vote_probs([parse_pairwise_verdict(res["ba"], spec)], tie=True)
+            o = pair_outcome(ab, ba, tie=True)
+            if o.p_a_debiased is None:
+                return Score.failed(f"linkage.pairwise.v1 against candidate {j if i == ci else i}: {o.error}",
+                                    mass=None)
+            # unconditional win share with the tie as half a win, averaged over the two orders
+            pt = ((o.p_tie_ab or 0.0) + (o.p_tie_ba or 0.0)) / 2.0
+            p_first = (1.0 - pt) * o.p_a_debiased + 0.5 * pt
+            wins.append(p_first if i == ci else 1.0 - p_first)
+        if not wins:
+            return Score.failed("linkage.pairwise.v1: no opponent", mass=None)
+        return Score.ok(sum(wins) / len(wins), mass=None, n_opponents=len(wins))
+
+    def _call(self, method: str, fn, n: int) -> list:
+        self.last_calls.append((method, n))
+        try:
+            out = fn()
+        except RubricError:
+            raise
+        except Exception as e:  # a dead engine re-raises as one error type; rows never swallow it
+            raise EngineError(f"{self.engine.backend} engine failed in {method} on {n} prompts: {e}") from e
+        if len(out) != n:
+            raise EngineError(f"{self.engine.backend} engine returned {len(out)} results for {n} prompts")
+        return out
+
+
+def _score(got: RankScore, version: str, to_score, rank: bool = False) -> Score:
+    if got.error is not None or got.value is None or not math.isfinite(got.value):
+        return Score.failed(f"{version}: {got.error or 'no value'}", mass=got.mass)
+    extras: dict[str, Any] = {"mass": got.mass}
+    if rank:
+        extras["rank"] = got.value
+    return Score.ok(to_score(got.value), **extras)

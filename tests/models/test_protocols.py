@@ -1,0 +1,204 @@
+"""The neighbouring protocols' scorers on a fake engine whose token distributions the test controls:
+LINKAGE listwise / pointwise / pairwise, and the pairwise protocol judges (RAG-QA Arena, LFQA-E) through
+JudgeScorer's machinery."""
+
+from __future__ import annotations
+
+import pytest
+
+from models.protocols import LinkageScorer, ProtocolJudgeScorer, protocol_scorer_factory  # noqa: F401
+from rubric.errors import ConfigError, EngineError
+from rubric.judges import resolve_judges
+from rubric.linkage_data import LinkageCandidate, LinkageQuestion
+from rubric.protocol_judges import protocol_judge
+from rubric.records import PairRecord
+
+# quality of an answer, by the marker word in it
+QUALITY = {"BEST": 3, "GOOD": 2, "POOR": 1}
+
+
+def _quality(text: str) -> int:
+    return next((v for k, v in QUALITY.items() if k in text), 0)
+
+
+def _after(user: str, tag: str) -> str:
+    return user.split(tag, 1)[1] if tag in user else ""
+
+
+def _shown(segment: str) -> tuple[int, int]:
+    """Qualities of the two answers in the order they are shown (answers are "answer MARKER ...")."""
+    import re
+
+    found = re.findall(r"answer (BEST|GOOD|POOR)", segment)
+    return QUALITY[found[0]], QUALITY[found[1]]
+
+
+class FakeEngine:
+    """Whitespace tokens; distributions chosen from the markers in the prompt (module constants)."""
+
+    backend = "fake"
+    model_id = "fake/protocols"
+    revision = "r1"
+    top_k = 20
+
+    def __init__(self, max_context: int = 100_000, fail: bool = False, texts: dict[str, str] | None = None) -> None:
+        self.max_context = max_context
+        self.fail = fail
+        self.texts = texts or {}
+        self.calls: list[tuple[str, int]] = []
+
+    def encode(self, text):
+        return text.split()
+
+    def decode(self, ids):
+        return " ".join(ids)
+
+    def count_tokens(self, prompts):
+        return [len(p.user.split()) + len(p.prefill.split()) + len((p.system or "").split()) for p in prompts]
+
+    def score_token_probs(self, prompts, candidates):
+        if self.fail:
+            raise RuntimeError("worker died")
+        self.calls.append(("score", len(prompts)))
+        return [self._dist(p) for p in prompts]
+
+    def _dist(self, p):
+        u = p.user
+        if "Assistant A's Answer" in u:  # LINKAGE pairwise: A = first shown
+            qa = _quality(_after(u, "Assistant A's Answer").split("Assistant B's Answer")[0])
+            qb = _quality(_after(u, "Assistant B's Answer"))
+            return {"A": 0.6, "B": 0.3, "C": 0.1} if qa > qb else {"A": 0.35, "B": 0.55, "C": 0.1}
+        if "<rating>" in p.prefill:  # RAG-QA Arena: 1 / 2 / 0
+            if "MUTE" in u:
+                return {"Ġthe": 0.9}
+            q1, q2 = _shown(_after(u, "Now compare:"))
+            if q1 == q2:
+                return {"1": 0.3, "2": 0.2, "0": 0.5}
+            return {"1": 0.7, "2": 0.2, "0": 0.1} if q1 > q2 else {"1": 0.4, "2": 0.5, "0": 0.1}
+        if p.prefill == "answer_":  # LFQA-E
+            assert "REFTEXT" in u, "the reference must be in the prompt"
+            q1, q2 = _shown(_after(u, "Reference answer:"))
+            return {"1": 0.6, "2": 0.3, "tie": 0.1} if q1 > q2 else {"1": 0.3, "2": 0.6, "tie": 0.1}
+        cand = _after(u, "Candidate answer:")
+        q = _quality(cand)
+        if "reference answer list, which are ranked" in u and "rank the given" in u:  # listwise
+            if q == 0:
+                return {"3": 0.001, "Ġthe": 0.9}
+            return {"1": {3: 0.8, 2: 0.1, 1: 0.05}[q], "2": 0.1, "3": {1: 0.8, 2: 0.1, 3: 0.05}[q],
+                    "2 ": 0.0} | ({"2": 0.7} if q == 2 else {})
+        if p.prefill.endswith("[[1"):  # after "[[1": is it 10?
+            return {"0": 0.5 if q == 3 else 0.0, "]]": 0.5 if q == 3 else 0.9}
+        if "LOWMASS" in cand:
+            return {"5": 0.001, "Ġthe": 0.9}
+        return {str(2 * q + 2): 0.9, "1": 0.1}  # POOR 4, GOOD 6, BEST 8 (+ a bit of "1")
+
+    def generate(self, prompts, max_tokens, *, temperature=0.0, n=1, seed=None):
+        self.calls.append(("generate", len(prompts)))
+        out = []
+        for p in prompts:
+            text = next((t for k, t in self.texts.items() if k in p.user), "no verdict here")
+            out.append(text if n == 1 else [text] * n)
+        return out
+
+
+def _question(*markers, refs=("ref one", "ref two")) -> LinkageQuestion:
+    cands = tuple(LinkageCandidate(answer_id=f"a{i}", text=f"answer {m} text", label=QUALITY.get(m, 0), key=str(i))
+                  for i, m in enumerate(markers))
+    return LinkageQuestion(question_id="q1", question="why?", references=refs, candidates=cands)
+
+
+def test_linkage_listwise_expected_rank_and_pointwise_ten():
+    eng = FakeEngine()
+    s = LinkageScorer(eng, ("listwise", "point_no_ref", "point_with_ref"))
+    [rows] = s.score_questions([_question("BEST", "GOOD", "POOR")])
+    assert eng.calls == [("score", 3 * (1 + 2 + 2))]  # one engine call: listwise + 2 x (point, after '[[1')
+    ranks = [r["listwise"].extras["rank"] for r in rows]
+    # BEST: P(1)=.8, P(2)=.1, P(3)=.05 -> (0.8 + 0.2 + 0.15) / 0.95
+    assert ranks[0] == pytest.approx((0.8 * 1 + 0.1 * 2 + 0.05 * 3) / 0.95)
+    assert ranks[0] < ranks[1] < ranks[2]
+    assert [r["listwise"].raw for r in rows] == pytest.approx([-x for x in ranks])
+    # BEST: '8' 0.9 and '1' 0.1, half of whose mass is really '10' -> (8*.9 + 1*.05 + 10*.05) / 1
+    assert rows[0]["point_no_ref"].raw == pytest.approx(8 * 0.9 + 0.05 + 0.5)
+    assert rows[2]["point_with_ref"].raw == pytest.approx((4 * 0.9 + 1 * 0.1) / 1.0)
+    assert rows[0]["point_no_ref"].extras["mass"] == pytest.approx(1.0)
+
+
+def test_linkage_pairwise_mean_win_share():
+    [rows] = LinkageScorer(FakeEngine(), ("pairwise",)).score_questions([_question("BEST", "GOOD", "POOR")])
+    wins = [r["pairwise"].raw for r in rows]
+    assert wins[0] > wins[1] > wins[2]
+    assert all(r["pairwise"].extras["n_opponents"] == 2 for r in rows)
+    # every pair's win shares sum to 1: the mean over 3 candidates of 2 opponents each is 1/2
+    assert sum(wins) / 3 == pytest.approx(0.5)
+
+
+def test_linkage_row_errors_never_guess():
+    eng = FakeEngine(max_context=140)  # the listwise prompts fit (~120 tokens), the pointwise ones (~150) not
+    s = LinkageScorer(eng, ("listwise", "point_no_ref", "pairwise"), max_pairwise_candidates=2)
+    [rows] = s.score_questions([_question("BEST", "GOOD", "LOWMASS")])
+    assert all("over the 139 the context leaves" in r["point_no_ref"].error for r in rows)
+    assert rows[0]["listwise"].raw is not None
+    assert rows[2]["listwise"].raw is None and "mass" in rows[2]["listwise"].error
+    assert all("max_pairwise_candidates=2" in r["pairwise"].error for r in rows)
+    nine = _question("BEST", refs=tuple(f"r{i}" for i in range(9)))
+    [[row]] = LinkageScorer(FakeEngine(), ("listwise",)).score_questions([nine])
+    assert "one digit" in row["listwise"].error
+
+
+def test_linkage_parse_mode_and_engine_failure():
+    eng = FakeEngine(texts={"answer BEST": "I think [[1]] and [[2]].", "answer POOR": "nothing"})
+    s = LinkageScorer(eng, ("listwise",), mode="parse")
+    [rows] = s.score_questions([_question("BEST", "POOR")])
+    assert rows[0]["listwise"].raw == -1.0 and rows[0]["listwise"].extras["rank"] == 1.0
+    assert "no [[k]] rank" in rows[1]["listwise"].error
+    with pytest.raises(EngineError, match="worker died"):
+        LinkageScorer(FakeEngine(fail=True)).score_questions([_question("BEST", "POOR")])
+    with pytest.raises(ConfigError, match="systems"):
+        LinkageScorer(FakeEngine(), ("listwise", "nope"))
+    prov = LinkageScorer(FakeEngine()).provenance("listwise")
+    assert prov.rubric_version == "linkage.listwise_n.v1" and prov.model_id == "fake/protocols"
+
+
+def _pair(a: str, b: str, ref: str | None = "REFTEXT here", pid: str = "p") -> PairRecord:
+    return PairRecord(pair_id=pid, question="why?", answer_a=a, answer_b=b, label="a", reference=ref)
+
+
+def test_arena_judge_reads_1_2_0_and_debiases():
+    spec = protocol_judge("arena")
+    assert resolve_judges("arena.pairwise.v1")[0] == spec
+    eng = FakeEngine()
+    s = ProtocolJudgeScorer(eng, [spec])
+    got = s.judge_pairs([_pair("answer BEST", "answer POOR", pid="win"), _pair("answer GOOD", "answer GOOD x",
+                                                                               pid="tie"),
+                         _pair("answer POOR", "answer BEST", pid="lose"), _pair("MUTE", "answer GOOD", pid="mute")])
+    assert eng.calls == [("score", 8)]  # both orders of all pairs in one call
+    win, tie, lose, mute = (g["arena.pairwise.v1"] for g in got)
+    assert win.extras["decision"] == "a" and lose.extras["decision"] == "b"
+    assert tie.extras["decision"] == "tie"  # '0' (not sure) beats both answers in both orders
+    assert win.extras["p_tie_ab"] == pytest.approx(0.1)
+    assert mute.raw is None and "no verdict token" in mute.error
+    assert "protocol" in s.method("arena.pairwise.v1")
+
+
+def test_lfqa_e_judge_needs_the_reference():
+    spec = protocol_judge("lfqa-e")
+    s = ProtocolJudgeScorer(FakeEngine(), [spec])
+    ok, none = s.judge_pairs([_pair("answer BEST", "answer POOR"), _pair("answer BEST", "answer POOR", ref=None)])
+    assert ok[spec.version].extras["decision"] == "a"
+    assert none[spec.version].raw is None and "reference answer" in none[spec.version].error
+
+
+def test_protocol_vote_mode_parses_protocol_text():
+    spec = protocol_judge("arena")
+    eng = FakeEngine(texts={"answer BEST": "<thinking>x</thinking>\n<rating>1</rating>"})
+    s = ProtocolJudgeScorer(eng, [spec], mode="vote", n_votes=1)
+    [got] = s.judge_pairs([_pair("answer BEST", "answer BEST too")])
+    assert got[spec.version].extras["votes_ab"] == "1" and got[spec.version].extras["votes_ba"] == "1"
+    assert got[spec.version].extras["decision"] == "tie"  # answer_1 in both orders: position only
+
+
+def test_paper_judges_still_read_as_before():
+    # a plain judge through ProtocolJudgeScorer is JudgeScorer's reading (no protocol branch)
+    spec = resolve_judges("plain")[0]
+    s = ProtocolJudgeScorer(FakeEngine(), [spec])
+    assert "protocol" not in s.method(spec.version)
