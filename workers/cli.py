@@ -352,11 +352,93 @@ def _transfer(args) -> int:
 
 
 def _judge(args) -> int:
+    if args.protocol is not None:
+        return _judge_protocol(args)
+    errors = _protocol_flag_errors(args)
+    if errors:
+        raise RubricError("; ".join(errors))
+    if args.format is None:
+        raise RubricError("judge needs --format (or --protocol linkage|arena|lfqa-e)")
     from workers.judge_job import run_judge_job
 
     run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=scoring_config(args),
                   reader_options=reader_options(args), seed=args.seed, progress=not args.quiet)
     return 0
+
+
+def _protocol_flag_errors(args) -> list[str]:
+    """Flags that the chosen ``--protocol`` (or the plain judges) does not take, as one message each."""
+    only = {"--systems": ("systems", ("arena",)), "--answer-map": ("answer_map", ("arena",)),
+            "--max-questions": ("max_questions", ("linkage", "arena")),
+            "--max-answers-per-question": ("max_answers_per_question", ("linkage",)),
+            "--linkage-systems": ("linkage_systems", ("linkage",)), "--no-signals": ("no_signals", ("linkage",)),
+            "--rubric-scores": ("rubric_scores", ("linkage", "lfqa-e")), "--rubric-model": ("rubric_model", ("lfqa-e",))}
+    errors = []
+    for flag, (dest, protocols) in only.items():
+        value = getattr(args, dest)
+        if value not in (None, False, []) and args.protocol not in protocols:
+            errors.append(f"{flag} applies to --protocol {'/'.join(protocols)}, not "
+                          f"{args.protocol or 'the pairwise judges (no --protocol)'}")
+    if args.protocol is not None and args.judges != "plain":
+        errors.append(f"--judges is for the pairwise judges; --protocol {args.protocol} runs its own judge")
+    return errors
+
+
+def _judge_protocol(args) -> int:
+    import shlex
+
+    from workers import protocol_job
+
+    errors = _protocol_flag_errors(args)
+    if errors:
+        raise RubricError("; ".join(errors))
+    command = shlex.join(["lfqa-rubric", *sys.argv[1:]]) if sys.argv and "lfqa" in Path(sys.argv[0]).name else ""
+    config = scoring_config(args)
+    judge_kwargs = {"mode": args.mode, "n_votes": args.n_votes, "temperature": args.temperature, "seed": args.seed,
+                    "max_reasoning_tokens": args.max_reasoning_tokens}
+    if args.protocol == "linkage":
+        if args.format not in (None, "graded"):
+            raise RubricError(f"--protocol linkage reads graded answer lists (--format graded), not {args.format!r}")
+        opts = {"max_questions": args.max_questions, "max_answers_per_question": args.max_answers_per_question,
+                "seed": args.seed, "max_answer_chars": args.max_answer_chars,
+                "max_question_chars": args.max_question_chars}
+        mode = "parse" if args.mode == "vote" else "logprob"
+        protocol_job.run_linkage_job(args.inputs, args.out, config=config,
+                                     settings=protocol_job.LinkageSettings(args.linkage_systems, mode=mode),
+                                     reader_options=opts, signals=not args.no_signals, rubric_scores=args.rubric_scores,
+                                     n_boot=args.n_boot, seed=args.seed, progress=not args.quiet, command=command)
+    elif args.protocol == "arena":
+        if len(args.inputs) != 1 or args.format is not None:
+            raise RubricError("--protocol arena takes one annotation file (annotations_<domain>_with_citation.jsonl) "
+                              "and no --format; the systems' answers come with --systems NAME=FILE")
+        systems = _systems(args.systems)
+        protocol_job.run_arena_job(args.inputs[0], systems, args.out, config=config, judge_kwargs=judge_kwargs,
+                                   max_questions=args.max_questions, answer_mapping=args.answer_map,
+                                   n_boot=args.n_boot, seed=args.seed, progress=not args.quiet, command=command)
+    else:
+        if args.format is None:
+            raise RubricError("--protocol lfqa-e needs --format (pairs with a reference answer, e.g. graded WebGLM "
+                              "lists or lfqa-eval with a 'reference' field)")
+        protocol_job.run_lfqa_e_job(args.inputs, args.format, args.out, config=config, judge_kwargs=judge_kwargs,
+                                    reader_options=reader_options(args), rubric_scores=args.rubric_scores,
+                                    rubric_model=args.rubric_model, n_boot=args.n_boot, seed=args.seed,
+                                    progress=not args.quiet, command=command)
+    return 0
+
+
+def _systems(entries: list[str]) -> dict[str, str]:
+    """``--systems NAME=FILE ...`` as an ordered dict; a malformed or repeated entry is an error."""
+    if not entries:
+        raise RubricError("--protocol arena needs --systems NAME=FILE [NAME=FILE ...] (answers keyed by qid)")
+    out: dict[str, str] = {}
+    for e in entries:
+        name, sep, path = e.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise RubricError(f"--systems entry {e!r} must look like NAME=FILE")
+        if name in out:
+            raise RubricError(f"--systems names {name!r} twice")
+        out[name.strip()] = path.strip()
+    return out
 
 
 def _analyze_command(args) -> str:
@@ -402,6 +484,30 @@ def _rubrics(args) -> int:
         lines.append(f"| {name} | {s.backend} | {s.raw_min:g} to {s.raw_max:.4g} | {defaults.get(name, '')} | {kind} |")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
+
+
+def add_protocol_args(p: argparse.ArgumentParser) -> None:
+    """``judge --protocol``'s options (docs/protocols.md)."""
+    g = p.add_argument_group("neighbouring protocols (docs/protocols.md)")
+    g.add_argument("--protocol", choices=("linkage", "arena", "lfqa-e"), default=None,
+                   help="LINKAGE listwise ranking on graded lists, RAG-QA Arena (systems vs the LFRQA reference), "
+                        "LFQA-E reference-based three-way judging; default: the pairwise judges of --judges")
+    g.add_argument("--systems", nargs="+", default=[], metavar="NAME=FILE",
+                   help="arena: one answers file per system (JSONL/Parquet/CSV keyed by qid)")
+    g.add_argument("--answer-map", default=None, help="arena: the answers files' columns, e.g. qid=id,answer=text,"
+                                                      "label=human")
+    g.add_argument("--max-questions", type=int, default=None, help="linkage, arena: only the first N questions")
+    g.add_argument("--max-answers-per-question", type=int, default=None,
+                   help="linkage: at most N candidates per question (seeded draw)")
+    g.add_argument("--linkage-systems", default=None,
+                   help="linkage: comma-separated of listwise,point_no_ref,point_with_ref,pairwise (default all)")
+    g.add_argument("--no-signals", action="store_true",
+                   help="linkage: leave out ROUGE-1/ROUGE-L, MiniLM similarity and length")
+    g.add_argument("--rubric-scores", default=None, metavar="SCORE_OUT",
+                   help="linkage: add each rubric's score; lfqa-e: add the rubric model (a score output over the "
+                        "same input)")
+    g.add_argument("--rubric-model", default=None, help="lfqa-e: the model JSON (default SCORE_OUT/model.json)")
+    g.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates of the report's CIs")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -558,9 +664,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     t.set_defaults(func=_transfer)
 
-    j = sub.add_parser("judge", help="LLM judges over pairs, both orders (judgments.parquet)")
+    j = sub.add_parser("judge", help="LLM judges over pairs, both orders (judgments.parquet); --protocol runs "
+                                      "LINKAGE (linkage.parquet), RAG-QA Arena or LFQA-E")
     j.add_argument("inputs", nargs="+", help="input files, folders, globs or URIs (one job)")
-    j.add_argument("--format", required=True, choices=FORMATS)
+    j.add_argument("--format", default=None, choices=FORMATS,
+                   help="input format (required without --protocol; linkage: graded; arena: none)")
     j.add_argument("--out", required=True, help="output folder (its own: not a score output folder)")
     j.add_argument("--map", default=None, help="column mapping for jsonl/parquet/csv: question=q,answer_a=...")
     j.add_argument("--labels", default=None, help="label value mapping, e.g. 1=a,2=b,0=tie")
@@ -569,6 +677,7 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--judges", default="plain", help="comma-separated judges: plain, cot, rubrics (or versions)")
     add_judge_args(j)
     add_scoring_args(j, "")
+    add_protocol_args(j)
     j.set_defaults(func=_judge)
 
     an = sub.add_parser("analyze", help="the rubric model, LLM judges and baselines on the same pairs: accuracy, "

@@ -1,0 +1,180 @@
+"""The protocol jobs (LINKAGE, RAG-QA Arena, LFQA-E) on a fake engine: outputs, resume, rejects, reports,
+and the judge command's --protocol flag errors in one line."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from models.protocols import LinkageScorer, ProtocolJudgeScorer
+from rubric.config import ScoringConfig
+from rubric.errors import EngineError
+from rubric.protocol_judges import protocol_judge
+from tests.models.test_protocols import FakeEngine
+from workers.cli import main
+from workers.protocol_job import LinkageSettings, run_arena_job, run_lfqa_e_job, run_linkage_job
+
+CONFIG = ScoringConfig(batch_size=4)
+
+
+def _webglm(tmp_path, n=3):
+    data = {}
+    for i in range(n):
+        data[f"question number {i}?"] = {
+            "doc_list": [{"answer": f"answer BEST {i} one", "model": "m1", "label": 3},
+                         {"answer": f"answer GOOD {i} two", "model": "m2", "label": 2},
+                         {"answer": f"answer POOR {i} three", "model": "m3", "label": 1}],
+            "ground3": f"REFTEXT gold {i}", "ground2": f"ref two {i}", "ground1": f"ref one {i}",
+            "ground0": f"ref zero {i}"}
+    path = tmp_path / "webglm.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+class Counting(LinkageScorer):
+    """A LinkageScorer on the fake engine that counts questions and can die after N calls."""
+
+    def __init__(self, die_after=None):
+        super().__init__(FakeEngine(), ("listwise", "point_no_ref", "pairwise"))
+        self.die_after, self.n_calls, self.n_questions = die_after, 0, 0
+
+    def score_questions(self, questions):
+        self.n_calls += 1
+        if self.die_after is not None and self.n_calls > self.die_after:
+            raise EngineError("engine died")
+        self.n_questions += len(questions)
+        return super().score_questions(questions)
+
+
+SETTINGS = LinkageSettings("listwise,point_no_ref,pairwise")
+
+
+def test_linkage_job_outputs_and_report(tmp_path):
+    src = _webglm(tmp_path)
+    out = tmp_path / "out"
+    m = run_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=50, scorer=Counting(),
+                        progress=False, command="lfqa-rubric judge x --protocol linkage")
+    t = pq.read_table(out / "linkage.parquet").to_pydict()
+    assert len(t["answer_id"]) == 3 * 3 * 3  # questions x candidates x systems
+    assert set(t["system"]) == {"listwise", "point_no_ref", "pairwise"}
+    assert all(e is None for e in t["error"]) and set(t["model"]) == {"fake/protocols"}
+    # the fake ranks BEST > GOOD > POOR: every system orders each question's answers as the labels do
+    for s in ("listwise", "point_no_ref", "pairwise"):
+        assert m["metrics"][s]["kendall"] == pytest.approx(1.0) and m["metrics"][s]["n_undefined"] == 0
+    report = (out / "report.md").read_text()
+    assert "| listwise | 1.000" in report and "Command: `lfqa-rubric judge x --protocol linkage`" in report
+    assert (out / "rejects.jsonl").read_text() == ""
+    assert m["inputs"][0]["status"] == "scored" and m["job"]["answers_scored_now"] == 9
+
+
+def test_linkage_job_resumes_and_keeps_finished_chunks(tmp_path):
+    src = _webglm(tmp_path, n=30)  # 90 candidates: 3 chunks of 32 answers (whole questions)
+    out = tmp_path / "out"
+    dying = Counting(die_after=1)
+    with pytest.raises(EngineError, match="engine died"):
+        run_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20, scorer=dying,
+                        progress=False)
+    assert not (out / "manifest.json").exists()
+    again = Counting()
+    m = run_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20, scorer=again,
+                        progress=False)
+    assert again.n_questions == 30 - dying.n_questions  # the first chunk was kept
+    third = Counting(die_after=0)  # everything stored: the scorer is never called
+    m2 = run_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20, scorer=third,
+                         progress=False)
+    assert m2["inputs"][0]["status"] == "reused" and m2["metrics"] == m["metrics"]
+    # another system list is another key: scored again
+    m3 = run_linkage_job(src, out, config=CONFIG, settings=LinkageSettings("listwise"), signals=False, n_boot=20,
+                         scorer=Counting(), progress=False)
+    assert m3["inputs"][0]["status"] == "scored" and "systems" in m3["inputs"][0]["rescored_because"]
+
+
+def test_linkage_job_rejects_questions_without_a_reference_list(tmp_path):
+    data = {"q one?": [{"docid": "d1", "passage": "answer BEST a", "label": 3},
+                       {"docid": "d2", "passage": "answer POOR b", "label": 0},
+                       {"docid": "d3", "passage": "answer GOOD c", "label": 3},
+                       {"docid": "d4", "passage": "answer POOR d", "label": 0}],
+            "q two?": [{"docid": "d1", "passage": "answer GOOD x", "label": 1},
+                       {"docid": "d2", "passage": "answer GOOD y", "label": 1}],
+            "q three?": [{"docid": "d1", "passage": "no label"}]}
+    src = tmp_path / "trec.json"
+    src.write_text(json.dumps(data))
+    out = tmp_path / "out"
+    m = run_linkage_job(src, out, config=CONFIG, settings=LinkageSettings("listwise"), signals=False, n_boot=20,
+                        scorer=Counting(), progress=False)
+    rejects = [json.loads(line) for line in (out / "rejects.jsonl").read_text().splitlines()]
+    assert len(rejects) == 3
+    assert sum("two distinct grades" in r["reason"] for r in rejects) == 2
+    assert any(r["field"] == "label" for r in rejects)
+    # q one: d1 (grade 3) and d2 (grade 0) are the references, d3 and d4 the candidates
+    assert m["inputs"][0] == {**m["inputs"][0], "rows_in": 7, "candidates": 2, "references": 2, "rejected": 3}
+    assert m["metrics"]["listwise"]["n_defined"] == 1
+
+
+def _arena_files(tmp_path, n=4):
+    ann = tmp_path / "annotations_science_with_citation.jsonl"
+    ann.write_text("\n".join(json.dumps({"qid": f"s-{i}", "question": f"why {i}?", "answer": f"answer BEST ref {i}"})
+                             for i in range(n)) + "\n")
+    files = {}
+    for name, marker in (("copy", "BEST ref"), ("worse", "GOOD"), ("worst", "POOR")):
+        path = tmp_path / f"{name}.jsonl"
+        rows = [{"qid": f"s-{i}", "answer": f"answer {marker} {i}",
+                 "human": "tie" if name == "copy" else "loss"} for i in range(n)]
+        if name == "worst":
+            rows.append({"qid": "nope", "answer": "answer POOR x"})
+        path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+        files[name] = path
+    return ann, files
+
+
+def test_arena_job_win_rates_ratings_and_rejects(tmp_path):
+    ann, files = _arena_files(tmp_path)
+    out = tmp_path / "out"
+    scorer = ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena")])
+    m = run_arena_job(ann, files, out, config=CONFIG, n_boot=50, scorer=scorer, progress=False,
+                      answer_mapping="qid=qid,answer=answer,label=human")
+    t = pq.read_table(out / "judgments.parquet").to_pydict()
+    assert len(t["pair_id"]) == 3 * 4 * 2 and set(t["judge"]) == {"arena.pairwise.v1"}
+    report = (out / "report.md").read_text()
+    assert "| copy | 0.000 [0.000, 0.000] | 1.000 [1.000, 1.000] | 4 | 0 |" in report  # itself: always a tie
+    assert "| worse | 0.000 [0.000, 0.000] | 0.000 [0.000, 0.000] | 4 | 0 |" in report
+    assert "Elo (online, K=4)" in report and "| lfrqa | 1016" in report
+    assert "Bradley-Terry ratings are unbounded" in report  # the reference never lost: said, not hidden
+    assert "| 12 | 1.000 | 1.000 | 1.000 |" in report  # kappa against the human labels
+    rejects = [json.loads(line) for line in (out / "rejects.jsonl").read_text().splitlines()]
+    assert [r["pair_id"] for r in rejects] == ["worst:nope"]
+    assert m["protocol"] == "arena" and m["counts"]["rejected"] == 1
+    # resume: the same pairs file (same bytes) reuses the store
+    m2 = run_arena_job(ann, files, out, config=CONFIG, n_boot=50, scorer=scorer, progress=False,
+                       answer_mapping="qid=qid,answer=answer,label=human")
+    assert m2["inputs"][0]["status"] == "reused"
+
+
+def test_lfqa_e_job_three_way_report(tmp_path):
+    src = _webglm(tmp_path)
+    out = tmp_path / "out"
+    scorer = ProtocolJudgeScorer(FakeEngine(), [protocol_judge("lfqa-e")])
+    m = run_lfqa_e_job(src, "graded", out, config=CONFIG, n_boot=50, scorer=scorer, progress=False)
+    report = (out / "report.md").read_text()
+    assert "| lfqa_e.reference_tie.v1 | 1.000" in report  # the fake is always right; no tie label
+    assert "macro-F1" in report and "unknown (an answer type is empty)" in report
+    assert m["protocol"] == "lfqa-e" and m["counts"]["pairs"] == 9
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["judge", "x", "--out", "o"], "judge needs --format"),
+    (["judge", "x", "--out", "o", "--protocol", "arena"], "--protocol arena needs --systems NAME=FILE"),
+    (["judge", "x", "--out", "o", "--protocol", "arena", "--systems", "a"], "must look like NAME=FILE"),
+    (["judge", "x", "--out", "o", "--protocol", "arena", "--systems", "a=f", "a=g"], "names 'a' twice"),
+    (["judge", "x", "--out", "o", "--protocol", "linkage", "--systems", "a=f"], "--systems applies to --protocol arena"),
+    (["judge", "x", "--out", "o", "--format", "lfqa-eval", "--max-questions", "3"], "the pairwise judges"),
+    (["judge", "x", "--out", "o", "--protocol", "linkage", "--format", "lfqa-eval"], "graded answer lists"),
+    (["judge", "x", "--out", "o", "--protocol", "lfqa-e"], "--protocol lfqa-e needs --format"),
+    (["judge", "x", "--out", "o", "--protocol", "arena", "--judges", "cot"], "runs its own judge"),
+])
+def test_protocol_flag_errors_are_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("lfqa-rubric: error: ") and message in err
