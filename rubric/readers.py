@@ -1078,6 +1078,7 @@ def read_graded(
     include_references: bool = False,
     max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
     max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS,
+    max_questions: int | None = None,
 ) -> ReadResult:
     """Read graded answer lists and pair answers of different grades.
 
@@ -1117,6 +1118,8 @@ def read_graded(
             highest-graded ``groundK`` becomes every pair's ``reference`` (for reference-based signals).
         max_answer_chars: longer answers are rejected.
         max_question_chars: all answers of a longer question are rejected.
+        max_questions: read only the first N questions of the file (None: all); the others are
+            not read, so they are neither pairs nor rejects (``rows_in`` counts the answers read).
 
     Returns:
         Pairs with ids ``f"{question_id}:{i}:{j}"`` (``i``, ``j`` the answer keys in file order:
@@ -1131,7 +1134,11 @@ def read_graded(
     if isinstance(max_pairs_per_question, bool) or not isinstance(max_pairs_per_question, int) \
             or max_pairs_per_question < 1:
         raise ConfigError(f"'max_pairs_per_question' must be an integer >= 1, got {max_pairs_per_question!r}")
+    if max_questions is not None and (isinstance(max_questions, bool) or not isinstance(max_questions, int)
+                                      or max_questions < 1):
+        raise ConfigError(f"'max_questions' must be an integer >= 1 or None, got {max_questions!r}")
     p, questions = _load_graded(path, include_references)
+    questions = questions[:max_questions]
     src = str(p)
 
     pairs: list[PairRecord] = []

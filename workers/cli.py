@@ -369,7 +369,7 @@ def _judge(args) -> int:
 def _protocol_flag_errors(args) -> list[str]:
     """Flags that the chosen ``--protocol`` (or the plain judges) does not take, as one message each."""
     only = {"--systems": ("systems", ("arena",)), "--answer-map": ("answer_map", ("arena",)),
-            "--max-questions": ("max_questions", ("linkage", "arena")),
+            "--max-questions": ("max_questions", ("linkage", "arena", "lfqa-e")),
             "--max-answers-per-question": ("max_answers_per_question", ("linkage",)),
             "--linkage-systems": ("linkage_systems", ("linkage",)), "--no-signals": ("no_signals", ("linkage",)),
             "--rubric-scores": ("rubric_scores", ("linkage", "lfqa-e")), "--rubric-model": ("rubric_model", ("lfqa-e",))}
@@ -419,8 +419,14 @@ def _judge_protocol(args) -> int:
         if args.format is None:
             raise RubricError("--protocol lfqa-e needs --format (pairs with a reference answer, e.g. graded WebGLM "
                               "lists or lfqa-eval with a 'reference' field)")
+        opts = reader_options(args)
+        if args.max_questions is not None:
+            if args.format != "graded":
+                raise RubricError(f"--max-questions reads a slice of graded lists (--format graded), not "
+                                  f"{args.format!r}")
+            opts["max_questions"] = args.max_questions
         protocol_job.run_lfqa_e_job(args.inputs, args.format, args.out, config=config, judge_kwargs=judge_kwargs,
-                                    reader_options=reader_options(args), rubric_scores=args.rubric_scores,
+                                    reader_options=opts, rubric_scores=args.rubric_scores,
                                     rubric_model=args.rubric_model, n_boot=args.n_boot, seed=args.seed,
                                     progress=not args.quiet, command=command)
     return 0
@@ -496,7 +502,7 @@ def add_protocol_args(p: argparse.ArgumentParser) -> None:
                    help="arena: one answers file per system (JSONL/Parquet/CSV keyed by qid)")
     g.add_argument("--answer-map", default=None, help="arena: the answers files' columns, e.g. qid=id,answer=text,"
                                                       "label=human")
-    g.add_argument("--max-questions", type=int, default=None, help="linkage, arena: only the first N questions")
+    g.add_argument("--max-questions", type=int, default=None, help="linkage, arena, lfqa-e (graded): only the first N questions")
     g.add_argument("--max-answers-per-question", type=int, default=None,
                    help="linkage: at most N candidates per question (seeded draw)")
     g.add_argument("--linkage-systems", default=None,
