@@ -178,3 +178,17 @@ def test_protocol_flag_errors_are_one_line(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("lfqa-rubric: error: ") and message in err
+
+
+def test_protocol_judges_travel_to_ray_actors_by_name(monkeypatch):
+    """The Ray judge actors rebuild JudgeSettings from plain data; the protocol spec and its scorer survive."""
+    import models.llm.scorer as llm_scorer
+    from workers.judge_job import JudgeSettings, _scorer
+
+    settings = JudgeSettings("arena.pairwise.v1,lfqa_e.reference_tie.v1")
+    again = JudgeSettings(**json.loads(json.dumps(settings.arguments())))
+    assert [s.version for s in again.specs] == ["arena.pairwise.v1", "lfqa_e.reference_tie.v1"]
+    assert again.key() == settings.key()
+    monkeypatch.setattr(llm_scorer, "build_engine", lambda config, logprobs_k=None: FakeEngine())
+    assert type(_scorer(again, CONFIG)) is ProtocolJudgeScorer
+    assert type(_scorer(JudgeSettings("plain"), CONFIG)).__name__ == "JudgeScorer"
