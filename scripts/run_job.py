@@ -61,8 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from workers.logs import configure_logging
+
+    # before any engine is imported: vLLM reads its log level at import; engines and Ray at WARNING
+    configure_logging(args.verbose, fmt="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from rubric.specs import resolve_rubrics
     from workers.ray_pipeline import config_for_pools, pools_from_args, run_ray_job
 
