@@ -192,3 +192,30 @@ def test_protocol_judges_travel_to_ray_actors_by_name(monkeypatch):
     monkeypatch.setattr(llm_scorer, "build_engine", lambda config, logprobs_k=None: FakeEngine())
     assert type(_scorer(again, CONFIG)) is ProtocolJudgeScorer
     assert type(_scorer(JudgeSettings("plain"), CONFIG)).__name__ == "JudgeScorer"
+
+
+def protocol_factory(settings, config):
+    """The protocol judge scorer on the fake engine, built on a Ray worker (the checkout is on its path)."""
+    return ProtocolJudgeScorer(FakeEngine(), settings.specs)
+
+
+def test_arena_judge_on_ray_matches_single_process(ray_local, tmp_path):
+    from workers.judge_job import JudgeSettings, run_judge_job
+    from workers.ray_judges import run_ray_judge_job
+    from workers.ray_pipeline import PoolConfig
+
+    ann, files = _arena_files(tmp_path)
+    run_arena_job(ann, files, tmp_path / "local", config=CONFIG, n_boot=20, progress=False,
+                  scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena")]))
+    pairs = tmp_path / "local" / "arena_pairs.jsonl"
+    settings = JudgeSettings("arena.pairwise.v1")
+    got = run_ray_judge_job(pairs, "lfqa-eval", settings, tmp_path / "ray", config=CONFIG, progress=False,
+                            pool=PoolConfig(size=1, num_cpus=0.5, batch_size=5), scorer_factory=protocol_factory)
+    assert got["job"]["runner"] == "ray" and got["counts"]["errors_by_judge"] == {"arena.pairwise.v1": 0}
+    cols = ("pair_id", "order", "p_a", "p_tie", "decision", "p_a_debiased", "decision_debiased", "template_hash")
+
+    def rows(folder):
+        t = pq.read_table(folder / "judgments.parquet").to_pylist()
+        return sorted(({k: r[k] for k in cols} for r in t), key=lambda r: (r["pair_id"], r["order"]))
+
+    assert rows(tmp_path / "ray") == rows(tmp_path / "local")
