@@ -381,6 +381,8 @@ def _protocol_flag_errors(args) -> list[str]:
                           f"{args.protocol or 'the pairwise judges (no --protocol)'}")
     if args.protocol is not None and args.judges != "plain":
         errors.append(f"--judges is for the pairwise judges; --protocol {args.protocol} runs its own judge")
+    if args.protocol is not None and args.tie:
+        errors.append(f"--tie is for the pairwise judges; --protocol {args.protocol}'s templates always offer one")
     return errors
 
 

@@ -121,7 +121,7 @@ def _chunks(questions: list, size: int) -> list[list]:
 
 def _reference_signals(questions: Sequence[Any]) -> dict[str, dict[str, Score]]:
     """answer_id -> signal -> Score: ROUGE-1/ROUGE-L and MiniLM cosine against the best reference, length."""
-    from models.signals import MINILM_MODEL_ID, minilm_folder  # noqa: F401  (the folder check names the package)
+    from models.signals import minilm_folder  # raises BackendUnavailableError naming the package
     from rouge_score import rouge_scorer
     from sentence_transformers import SentenceTransformer
 
@@ -335,7 +335,7 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
     rejects = [r for _, uri, _ in plan for r in reads[uri].rejects]
     atomic_write_bytes(out / "rejects.jsonl", "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
                                                       for r in rejects).encode())
-    results = linkage_results([r for r in rows], n_boot=n_boot, seed=seed)
+    results = linkage_results(rows, n_boot=n_boot, seed=seed)
     notes = {**_NOTES, **{n: "rubric score (1-5) from the score output" for n in systems if n.startswith("rubric:")}}
     model = next((p.model_id for s, p in provenance.items() if s in settings.systems), "")
     text = "\n".join([

@@ -173,6 +173,9 @@ def test_lfqa_e_job_three_way_report(tmp_path):
     (["judge", "x", "--out", "o", "--protocol", "linkage", "--format", "lfqa-eval"], "graded answer lists"),
     (["judge", "x", "--out", "o", "--protocol", "lfqa-e"], "--protocol lfqa-e needs --format"),
     (["judge", "x", "--out", "o", "--protocol", "arena", "--judges", "cot"], "runs its own judge"),
+    (["judge", "x", "--out", "o", "--protocol", "lfqa-e", "--format", "graded", "--tie"], "always offer one"),
+    (["judge", "x", "--out", "o", "--protocol", "lfqa-e", "--format", "lfqa-eval", "--max-questions", "2"],
+     "--max-questions reads a slice of graded lists"),
 ])
 def test_protocol_flag_errors_are_one_line(argv, message, capsys):
     assert main(argv) == 2
