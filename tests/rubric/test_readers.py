@@ -153,7 +153,7 @@ def test_parse_mapping_ok():
 
 def test_read_input_dispatch(tmp_path):
     path = _write_jsonl(tmp_path / "hp.jsonl", [_hp(0)])
-    assert set(FORMATS) == {"lfqa-hp", "lfqa-eval", "graded", "jsonl", "parquet", "csv"}
+    assert set(FORMATS) == {"lfqa-hp", "lfqa-eval", "graded", "jsonl", "parquet", "csv", "hf"}
     assert len(read_input(path, "lfqa-hp").pairs) == 1
     res = read_input(path, "jsonl", mapping="question=question_text,answer_a=answer_1,answer_b=answer_2,"
                                             "label=human_judgment")
