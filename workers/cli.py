@@ -85,6 +85,10 @@ def reader_options(args) -> dict:
     if args.format == "graded":
         opts.update(max_pairs_per_question=args.max_pairs_per_question, seed=args.seed,
                     include_references=args.include_references)
+    if getattr(args, "max_questions", None) is not None:  # only when given: an uncapped run's key is unchanged
+        if args.format != "graded":
+            raise RubricError(f"--max-questions reads a slice of graded lists (--format graded), not {args.format!r}")
+        opts["max_questions"] = args.max_questions
     if args.format in ("jsonl", "parquet", "csv"):
         if not args.map:
             raise RubricError(f"format {args.format!r} needs --map "
@@ -421,12 +425,7 @@ def _judge_protocol(args) -> int:
         if args.format is None:
             raise RubricError("--protocol lfqa-e needs --format (pairs with a reference answer, e.g. graded WebGLM "
                               "lists or lfqa-eval with a 'reference' field)")
-        opts = reader_options(args)
-        if args.max_questions is not None:
-            if args.format != "graded":
-                raise RubricError(f"--max-questions reads a slice of graded lists (--format graded), not "
-                                  f"{args.format!r}")
-            opts["max_questions"] = args.max_questions
+        opts = reader_options(args)  # with --max-questions (graded lists only)
         protocol_job.run_lfqa_e_job(args.inputs, args.format, args.out, config=config, judge_kwargs=judge_kwargs,
                                     reader_options=opts, rubric_scores=args.rubric_scores,
                                     rubric_model=args.rubric_model, n_boot=args.n_boot, seed=args.seed,
@@ -533,6 +532,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--labels", default=None, help="label value mapping, e.g. 1=a,2=b,0=tie")
     s.add_argument("--max-pairs-per-question", type=int, default=50, help="graded lists: cap per question")
     s.add_argument("--include-references", action="store_true", help="graded lists: also pair reference answers")
+    s.add_argument("--max-questions", type=int, default=None,
+                   help="graded lists: only the first N questions of each file (part of the score key)")
     s.add_argument("--hf-split", default=None,
                    help="--format hf: the split to read (default train); inputs are save_to_disk or Parquet-export "
                         "folders, or Hub dataset ids")

@@ -88,3 +88,35 @@ def test_fitted_rescale_uses_train_bounds(tmp_path):
     lo = next(a for a in train if answers[a]["conciseness_raw"] == bounds[0])
     assert answers[lo]["conciseness"] == 1.0
     assert json.loads((out / "manifest.json").read_text())["rescale"] == "fitted"
+
+
+def _graded_file(path):
+    data = {f"question number {q}?": [{"passage": f"Answer {g} to question {q}, with some words.", "label": g}
+                                      for g in (0, 1, 2)] for q in range(3)}
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_score_max_questions_reads_a_slice_and_is_part_of_the_score_key(tmp_path):
+    data, out = _graded_file(tmp_path / "g.json"), str(tmp_path / "o")
+    base = ["score", data, "--format", "graded", "--rubrics", "conciseness", "--out", out, "--quiet"]
+
+    def run(*extra):
+        assert main([*base, *extra]) == 0
+        manifest = json.loads((tmp_path / "o" / "manifest.json").read_text())
+        pairs = pq.read_table(tmp_path / "o" / "pairs.parquet").to_pydict()
+        return manifest["inputs"][0], manifest["counts"]["rows_in"], sorted(set(pairs["question"]))
+
+    inp, rows_in, questions = run("--max-questions", "2")
+    assert inp["options"]["max_questions"] == 2 and inp["status"] == "scored"
+    assert rows_in == 6 and questions == ["question number 0?", "question number 1?"]
+    assert run("--max-questions", "2")[0]["status"] == "reused"
+    # without the cap the key differs: the three questions are scored, not the capped store reused
+    inp, rows_in, questions = run()
+    assert "max_questions" not in inp["options"] and inp["status"] == "scored"
+    assert rows_in == 9 and len(questions) == 3
+
+
+def test_score_max_questions_needs_graded_lists(capsys, tmp_path):
+    assert main(["score", SAMPLE, "--format", "lfqa-hp", "--max-questions", "2", "--out", str(tmp_path / "o")]) == 2
+    assert "--max-questions reads a slice of graded lists (--format graded), not 'lfqa-hp'" in capsys.readouterr().err
