@@ -1108,7 +1108,10 @@ def read_graded(
     - an answer in no pair (field "pairing"): all other usable answers share its grade, or the
       ``max_pairs_per_question`` cap left it out.
 
-    ``PairRecord.row`` is the question's index in the file.
+    ``PairRecord.row`` is the question's index in the file. ``PairRecord.answer_type_a`` /
+    ``answer_type_b`` are who wrote each answer: its ``model`` field (WebGLM: ``gpt``, ``llama``,
+    ``mistral``), "" when it has none (TREC-DL passages, WebGLM's ``groundK`` references) or when
+    the field is not a usable string.
 
     Args:
         path: a JSON file of one of the shapes above.
@@ -1164,12 +1167,17 @@ def read_graded(
         # usable answers in file order, each text once: (key, text, grade)
         unique: list[tuple[str, str, int]] = []
         first_with_text: dict[str, tuple[str, int]] = {}
+        author: dict[str, str] = {}  # answer key -> who wrote it (WebGLM's "model"), "" when unknown
         for key, item in items:
             try:
                 text, grade = _graded_item(item, max_answer_chars)
             except _RowError as e:
                 reject(key, e.field, e.reason)
                 continue
+            try:
+                author[key] = _meta(item, "model").strip()
+            except _RowError:  # an unusable author field leaves the author unknown, not the answer rejected
+                author[key] = ""
             if text in first_with_text:
                 k0, g0 = first_with_text[text]
                 grades = f" (grades {g0} and {grade})" if g0 != grade else ""
@@ -1199,7 +1207,7 @@ def read_graded(
             pairs.append(PairRecord(
                 pair_id=pid, question=question, answer_a=x[1], answer_b=y[1],
                 label="a" if x[2] > y[2] else "b", source=p.stem, domain="", row=q_index,
-                reference=gq.reference,
+                reference=gq.reference, answer_type_a=author[x[0]], answer_type_b=author[y[0]],
             ))
     result = ReadResult(pairs=pairs, rejects=rejects, rows_in=rows_in, source_file=src, rows_ok=rows_ok)
     _log_result(result)

@@ -232,6 +232,36 @@ def test_graded_is_deterministic_capped_and_includes_references(tmp_path):
     assert with_refs.rows_in == 13 and with_refs.rows_in == with_refs.rows_ok + len(with_refs.rejects)
 
 
+def test_graded_carries_each_answers_model_as_its_type(tmp_path):
+    from rubric.lfqa_e import pair_type
+
+    path = _graded_file(tmp_path)
+    model = {"Sear, then roast at 425F to 145F inside.": "m1", "Cook it until done.": "m2"}
+    res = read_graded(path, include_references=True)
+    for p in res.pairs:
+        # WebGLM answers: their "model" (after the a/b draw); references and TREC passages: unknown
+        assert (p.answer_type_a, p.answer_type_b) == (model.get(p.answer_a, ""), model.get(p.answer_b, ""))
+    pork = next(p for p in res.pairs if p.row == 1 and "ground" not in p.pair_id)
+    assert {pork.answer_type_a, pork.answer_type_b} == {"m1", "m2"}
+    assert pair_type(pork.answer_type_a, pork.answer_type_b) == "model-model"
+    assert all(pair_type(p.answer_type_a, p.answer_type_b) is None for p in res.pairs if p.row == 0)
+    # an unusable model field leaves the author unknown; the answer is still paired
+    data = {"q?": {"doc_list": [{"answer": "One.", "model": ["x"], "label": 1},
+                                {"answer": "Two.", "model": " gpt ", "label": 2}]}}
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps(data), encoding="utf-8")
+    (p,) = read_graded(odd).pairs
+    assert sorted([p.answer_type_a, p.answer_type_b]) == ["", "gpt"]
+
+
+def test_graded_real_webglm_file_carries_the_models():
+    path = SHARED_DATA / "WEBGLM_50.json"
+    if not path.exists():
+        pytest.skip(f"{path} not available")
+    res = read_graded(path)
+    assert {p.answer_type_a for p in res.pairs} | {p.answer_type_b for p in res.pairs} == {"gpt", "llama", "mistral"}
+
+
 @pytest.mark.parametrize("content, err", [
     ("[1, 2]", "not a graded answer list"),
     ('{"q": "just a string"}', "not a graded answer list"),

@@ -159,7 +159,9 @@ def test_lfqa_e_job_three_way_report(tmp_path):
     m = run_lfqa_e_job(src, "graded", out, config=CONFIG, n_boot=50, scorer=scorer, progress=False)
     report = (out / "report.md").read_text()
     assert "| lfqa_e.reference_tie.v1 | 1.000" in report  # the fake is always right; no tie label
-    assert "macro-F1" in report and "unknown (an answer type is empty)" in report
+    # the graded reader carries each WebGLM answer's "model" into its type: one model-model row
+    assert "macro-F1" in report and "| lfqa_e.reference_tie.v1 | model-model | 1.000" in report
+    assert "unknown (an answer type is empty)" not in report
     assert m["protocol"] == "lfqa-e" and m["counts"]["pairs"] == 9
 
 
