@@ -56,6 +56,7 @@ __all__ = [
     "sentence_context",
     "extraction_prompts",
     "parse_claims",
+    "EXTRACTION_STOP",
     "claim_key",
     "dedupe_claims",
     "format_evidence",
@@ -181,7 +182,14 @@ _BULLET = re.compile(r"^(?:[-*+•·‣◦▪–—>]+\s*|\(?\d{1,3}[.):]\s+|\[\
 _LABEL = re.compile(r"^(?:verifiable\s+)?(?:claim|fact|statement)s?\s*(?:\d{1,3}\s*[:.)-]|[:)])\s*", re.I)
 _QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’", "«": "»", "`": "`"}
 # A line that starts a new prompt section: the model went on writing a new example. Stop there.
-_ECHO = re.compile(r"^(?:question|excerpt|context|sentence|answer|evidence)\s*:", re.I)
+_ECHO_WORDS = ("question", "excerpt", "context", "sentence", "answer", "evidence")
+_ECHO = re.compile(rf"^(?:{'|'.join(_ECHO_WORDS)})\s*:", re.I)
+#: Stop strings for claim extraction: a new line that starts a prompt section ("Question:"...),
+#: where ``parse_claims`` stops reading. Generation may stop there without changing the claims:
+#: the text before a stop string is what greedy decoding produced anyway, and ``parse_claims``
+#: never reads past such a line. Only exact spellings (lower, Title, UPPER case, no space before
+#: the colon) are listed; a variant that is missing only costs tokens, never claims.
+EXTRACTION_STOP: tuple[str, ...] = tuple(f"\n{form}:" for w in _ECHO_WORDS for form in (w, w.title(), w.upper()))
 _META = re.compile(r"^(?:note|explanation|reasoning)\s*:|^(?:sure|certainly|okay|ok)\b[\s,.!]"
                    r"|^here\s+(?:is|are)\s+(?:the\s+|some\s+|all\s+|my\s+)?(?:verifiable\s+)?(?:claims?|facts?)\b", re.I)
 _SENTINEL = re.compile(r"\bno\s+(?:verifiable|checkable|factual)\s+(?:claims?|facts?|statements?)\b"

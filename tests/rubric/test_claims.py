@@ -4,6 +4,7 @@ import math
 import pytest
 
 from rubric.claims import (
+    EXTRACTION_STOP,
     NO_CLAIMS_REASON,
     CheckedClaim,
     claim_key,
@@ -78,6 +79,22 @@ def test_extraction_prompt_marks_the_sentence():
 ])
 def test_parse_claims(raw, want):
     assert parse_claims(raw) == want
+
+
+@pytest.mark.parametrize("head", [
+    "The sky is blue.\n- Grass is green.",
+    "1. Paris is in France.\n2. Rome is in Italy.\n",
+    "No verifiable claim.",
+    "",
+    "Claims:\n**The Moon orbits Earth.**\n\n",
+])
+@pytest.mark.parametrize("stop", EXTRACTION_STOP)
+def test_extraction_stop_strings_never_change_the_claims(head, stop):
+    # What a generator with stop strings returns: the text before the earliest stop string.
+    full = head + stop + " why is grass green?\nGrass has chlorophyll.\nAnswer: it is."
+    cut = full[:min(full.index(s) for s in EXTRACTION_STOP if s in full)]
+    assert parse_claims(cut) == parse_claims(full)
+    assert stop.startswith("\n") and stop.endswith(":")
 
 
 def test_dedupe_claims_normalises_case_space_punct():
