@@ -8,7 +8,7 @@ prompts, parsing and scores are in ``rubric.claims``; evidence sources in ``mode
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -16,6 +16,7 @@ from models.evidence import EvidenceSource
 from models.llm.engine import Engine
 from models.text import load_spacy
 from rubric.claims import (
+    EXTRACTION_STOP,
     FACTUALITY_VERSION,
     NO_CLAIMS_REASON,
     CheckedClaim,
@@ -37,7 +38,8 @@ from rubric.records import AnswerItem
 from rubric.scoring import Provenance, Score, ScoreSet
 from rubric.specs import RubricSpec
 
-__all__ = ["TextGenerator", "SentenceSplitter", "SpacySentenceSplitter", "FactualityScorer", "claims_table"]
+__all__ = ["TextGenerator", "SentenceSplitter", "SpacySentenceSplitter", "VLLMClaimGenerator", "claim_generator",
+           "FactualityScorer", "claims_table"]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,58 @@ class TextGenerator(Protocol):
     """
 
     def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int) -> list[str]: ...
+
+
+class VLLMClaimGenerator:
+    """Greedy claim extraction on a ``VLLMEngine`` that stops where ``parse_claims`` stops reading.
+
+    The engine's own ``generate`` has no stop strings, so a completion that goes on to write a new
+    "Question: ..." example runs to ``max_tokens`` and that text is thrown away. This calls the
+    engine's ``vllm.LLM`` with the engine's greedy settings (temperature 0, seed 0, the same prompt
+    ids) plus ``stop``: what comes before a stop string is unchanged, so the claims are too.
+
+    Args:
+        engine: a loaded ``models.llm.vllm_engine.VLLMEngine``.
+        stop: stop strings (default: ``rubric.claims.EXTRACTION_STOP``).
+    """
+
+    def __init__(self, engine: Engine, stop: Sequence[str] = EXTRACTION_STOP) -> None:
+        self.engine = engine
+        self.stop = list(stop)
+
+    def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int) -> list[str]:
+        import vllm
+        from vllm.inputs import TokensPrompt
+
+        from models.llm.engine import check_sampling
+
+        check_sampling(max_tokens, 0.0, 1, None)
+        ids = self.engine.fitting_prompt_ids(prompts, max_tokens)  # type: ignore[attr-defined]
+        params = vllm.SamplingParams(max_tokens=max_tokens, temperature=0.0, seed=0, stop=self.stop)
+        try:
+            outs = self.engine.llm.generate([TokensPrompt(prompt_token_ids=x) for x in ids], params,  # type: ignore[attr-defined]
+                                            use_tqdm=False)
+        except (RuntimeError, MemoryError) as e:
+            raise EngineError(f"vLLM generate failed: {e}") from e
+        if len(outs) != len(ids):
+            raise EngineError(f"vLLM returned {len(outs)} outputs for {len(ids)} prompts")
+        return [o.outputs[0].text if o.outputs else "" for o in outs]
+
+
+def claim_generator(engine: Engine) -> TextGenerator:
+    """The claim extractor for ``engine``: ``VLLMClaimGenerator`` on a vLLM engine, else the engine itself.
+
+    Raises:
+        ConfigError: the engine cannot generate text.
+    """
+    from models.llm.vllm_engine import VLLMEngine  # no vllm import: that happens in its constructor
+
+    if isinstance(engine, VLLMEngine):
+        return VLLMClaimGenerator(engine)
+    if not isinstance(engine, TextGenerator):
+        raise ConfigError(f"claim extraction needs text generation: {type(engine).__name__} has no "
+                          "generate(prompts, max_tokens); pass generator=")
+    return engine
 
 
 class SpacySentenceSplitter:
@@ -100,6 +154,13 @@ class SpacySentenceSplitter:
         return out
 
 
+def _unique(prompts: Iterable[ChatPrompt]) -> tuple[list[ChatPrompt], list[int]]:
+    """The distinct prompts in first-seen order, and for each input prompt its index among them."""
+    index: dict[ChatPrompt, int] = {}
+    slot = [index.setdefault(p, len(index)) for p in prompts]
+    return list(index), slot
+
+
 @dataclass
 class _Work:
     """One answer's state while its batch is processed."""
@@ -131,7 +192,8 @@ class FactualityScorer:
         engine: scores the verification prompts (``score_token_probs``) and counts prompt tokens.
         sentence_splitter: texts -> sentences per text (``SpacySentenceSplitter``).
         evidence: where evidence comes from (``AttachedDocs``, ``BM25Corpus``, ``SerperSearch``).
-        generator: extracts claims; default: ``engine`` itself, which must then have ``generate``.
+        generator: extracts claims; default: ``claim_generator(engine)`` (the engine itself, or on
+            vLLM the same greedy decoding with stop strings), which needs ``engine.generate``.
         k: evidence passages per claim.
         f1_k: the K of F1@K (VeriScore uses the median claim count of a domain).
         ternary: use the yes/no/unknown prompt, where "no" means contradicted.
@@ -160,10 +222,7 @@ class FactualityScorer:
         if not 0.0 <= min_mass < 1.0:
             raise ConfigError(f"'min_mass' must be in [0, 1), got {min_mass}")
         if generator is None:
-            if not isinstance(engine, TextGenerator):
-                raise ConfigError(f"claim extraction needs text generation: {type(engine).__name__} has no "
-                                  "generate(prompts, max_tokens); pass generator=")
-            generator = engine
+            generator = claim_generator(engine)
         self.specs: tuple[RubricSpec, ...] = specs
         self.engine = engine
         self.generator = generator
@@ -222,9 +281,13 @@ class FactualityScorer:
                 log.warning("%d of %d claim-extraction prompts exceed %d tokens and are skipped",
                             len(too_long), len(prompts), budget)
         send = [n for n in range(len(prompts)) if n not in too_long]
-        texts = self.generator.generate([prompts[n] for n in send], self.max_claim_tokens) if send else []
-        if len(texts) != len(send):
-            raise BatchMismatchError(f"the generator returned {len(texts)} completions for {len(send)} prompts")
+        # The same sentence in the same context (an answer repeated under one question) is the same
+        # prompt: greedy decoding gives it the same completion, so it is generated once.
+        unique, slot = _unique(prompts[n] for n in send)
+        got = self.generator.generate(unique, self.max_claim_tokens) if unique else []
+        if len(got) != len(unique):
+            raise BatchMismatchError(f"the generator returned {len(got)} completions for {len(unique)} prompts")
+        texts = [got[u] for u in slot]
         raw: list[list[tuple[str, int]]] = [[] for _ in items]
         for n, text in zip(send, texts):
             i, j = owner[n]
@@ -266,9 +329,13 @@ class FactualityScorer:
                     where.append((i, j))
         fits = self._fit_context(prompts, where, work)
         send = [n for n in range(len(prompts)) if fits[n]]
-        probs = self.engine.score_token_probs([prompts[n] for n in send], self._candidates) if send else []
-        if len(probs) != len(send):
-            raise BatchMismatchError(f"the engine returned {len(probs)} results for {len(send)} prompts")
+        # A claim repeated across answers (answers to one question share facts) with the same evidence
+        # is the same prompt: scored once.
+        unique, slot = _unique(prompts[n] for n in send)
+        got = self.engine.score_token_probs(unique, self._candidates) if unique else []
+        if len(got) != len(unique):
+            raise BatchMismatchError(f"the engine returned {len(got)} results for {len(unique)} prompts")
+        probs = [got[u] for u in slot]
         reading = {where[n]: read_verdict(p, ternary=self.ternary, min_mass=self.min_mass, top_k=self.engine.top_k)
                    for n, p in zip(send, probs)}
         out: list[list[CheckedClaim]] = []

@@ -32,10 +32,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 class Timed:
-    """Wraps an engine: times generate / score_token_probs; optionally one prompt per call."""
+    """Wraps an engine: times generate / score_token_probs; optionally one prompt per call.
 
-    def __init__(self, engine, one_by_one: bool):
+    ``generator`` is what extraction really calls (``claim_generator(engine)``: on vLLM, the
+    engine's greedy decoding with stop strings); default: the engine's own ``generate``.
+    """
+
+    def __init__(self, engine, one_by_one: bool, generator=None):
         self.inner, self.one_by_one = engine, one_by_one
+        self.gen = generator if generator is not None else engine
         self.seconds = {"extract": 0.0, "verify": 0.0}
         self.calls = {"extract": 0, "verify": 0}
         self.prompts = {"extract": 0, "verify": 0}
@@ -68,7 +73,7 @@ class Timed:
         return out
 
     def generate(self, prompts, max_tokens, **kwargs):
-        out = self._run("extract", lambda p, m: self.inner.generate(p, m, **kwargs), prompts, max_tokens)
+        out = self._run("extract", lambda p, m: self.gen.generate(p, m, **kwargs), prompts, max_tokens)
         self.generated_tokens["extract"] += sum(len(self.inner.encode(t)) for t in out)
         return out
 
@@ -113,7 +118,7 @@ def main() -> int:
     ap.add_argument("--dump", help="write every answer's claims and verdicts (batched path) to this JSON file")
     args = ap.parse_args()
 
-    from models.factuality import FactualityScorer, SpacySentenceSplitter
+    from models.factuality import FactualityScorer, SpacySentenceSplitter, claim_generator
     from models.llm.scorer import build_engine
     from rubric.claims import claims_from_json
     from rubric.config import ScoringConfig
@@ -128,8 +133,9 @@ def main() -> int:
     paths.append(("batched (one call per stage)", False))
     rows, results, stages = [], {}, []
     for label, one in paths:
-        timed = Timed(engine, one)
-        scorer = FactualityScorer(spec, timed, splitter, corpus, max_claim_tokens=args.max_claim_tokens)
+        timed = Timed(engine, one, claim_generator(engine))
+        scorer = FactualityScorer(spec, timed, splitter, corpus, generator=timed,
+                                  max_claim_tokens=args.max_claim_tokens)
         if hasattr(engine, "reset_prefix_cache"):
             engine.reset_prefix_cache()  # both paths start from a cold cache
         t0 = time.perf_counter()

@@ -256,3 +256,29 @@ def test_spacy_sentence_splitter():
     assert len(out) == 3
     assert out[0][-1] == "- a list item" and len(out[0]) == 3
     assert out[1] == [] and out[2] == ["One sentence only"]
+
+
+def test_repeated_prompts_go_to_the_engines_once_and_results_are_the_same():
+    # An answer repeated under its question (another id) gives the same extraction and verification
+    # prompts: each distinct prompt is sent once, every answer still gets its own result.
+    twin = AnswerItem("a-bridge-2", ITEMS[0].question, ITEMS[0].answer, docs=ITEMS[0].docs)
+    engine = FakeEngine()
+    scorer = FactualityScorer((SPEC,), engine, split, AttachedDocs(), k=2)
+    results = scorer.score_batch([ITEMS[0], twin, ITEMS[2]])
+    check_batch(scorer, [ITEMS[0], twin, ITEMS[2]], results)
+    assert len(engine.generate_calls[0]) == 3 + 2            # the twin's 3 sentences are not sent again
+    assert len(engine.score_calls[0][0]) == 2 + 2            # nor its 2 claims
+    alone = FactualityScorer((SPEC,), FakeEngine(), split, AttachedDocs(), k=2).score_batch(ITEMS)
+    first, second, paris = (r["factuality"] for r in results)
+    assert first.raw == second.raw == alone[0]["factuality"].raw
+    assert first.extras["claims"] == second.extras["claims"] == alone[0]["factuality"].extras["claims"]
+    assert paris.extras["claims"] == alone[2]["factuality"].extras["claims"]
+
+
+def test_claim_generator_is_the_engine_unless_vllm():
+    from models.factuality import claim_generator
+
+    engine = FakeEngine()
+    assert claim_generator(engine) is engine
+    with pytest.raises(ConfigError, match="text generation"):
+        claim_generator(_NoGenerate())
