@@ -15,6 +15,12 @@ and the answer key (``extra["answer"]``), as ``read_graded`` reports them, and s
 question that gets no reference list (fewer than two grades, or a WebGLM question without its four
 references). ``rows_in`` counts the answers of the questions read (after ``max_questions``), and
 ``rows_in == n_candidates + n_references + len(rejects) + n_capped`` holds.
+
+With ``references="generated"`` no reference list is read: each question gets its golden answer
+(:attr:`LinkageQuestion.golden`: WebGLM's best reference ``ground3``, else the first answer of the best
+grade, taken out of the candidates and counted in ``n_references``) and an empty ``references``, which
+the LINKAGE job fills with the list the LLM writes from it (:mod:`rubric.linkage_references`). A
+question whose only answer is the golden one has nothing to rank: that answer is a reject.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rubric.errors import ConfigError
-from rubric.linkage import GradedAnswer, graded_reference_split, webglm_references
+from rubric.linkage import WEBGLM_REFERENCE_KEYS, GradedAnswer, graded_reference_split, webglm_references
 from rubric.readers import (
     DEFAULT_MAX_ANSWER_CHARS,
     DEFAULT_MAX_QUESTION_CHARS,
@@ -37,7 +43,10 @@ from rubric.readers import (
 )
 from rubric.records import Reject, content_id, question_id
 
-__all__ = ["LinkageCandidate", "LinkageQuestion", "LinkageRead", "read_linkage"]
+__all__ = ["REFERENCE_SOURCES", "LinkageCandidate", "LinkageQuestion", "LinkageRead", "read_linkage"]
+
+#: Where a question's reference list comes from: the data, or the LLM from one golden answer.
+REFERENCE_SOURCES: tuple[str, ...] = ("data", "generated")
 
 logger = logging.getLogger(__name__)
 
@@ -68,9 +77,10 @@ class LinkageQuestion:
     Attributes:
         question_id: ``question_id(question)``.
         question: the question.
-        references: reference answers, best first.
+        references: reference answers, best first (empty until generated with ``references="generated"``).
         candidates: the answers to score, in file order.
         index: the question's index in its file.
+        golden: the golden answer the references are generated from ("" when they come from the data).
     """
 
     question_id: str
@@ -78,6 +88,7 @@ class LinkageQuestion:
     references: tuple[str, ...]
     candidates: tuple[LinkageCandidate, ...] = field(repr=False)
     index: int = -1
+    golden: str = field(default="", repr=False)
 
 
 @dataclass(frozen=True)
@@ -118,7 +129,7 @@ def _positive(name: str, value: int | None) -> None:
 
 def read_linkage(path: str | Path, *, max_questions: int | None = None, max_answers_per_question: int | None = None,
                  seed: int = 0, max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
-                 max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS) -> LinkageRead:
+                 max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS, references: str = "data") -> LinkageRead:
     """Read a graded file as LINKAGE's questions (module docstring).
 
     Args:
@@ -129,6 +140,8 @@ def read_linkage(path: str | Path, *, max_questions: int | None = None, max_answ
         seed: the draw's seed.
         max_answer_chars: longer answers are rejected.
         max_question_chars: all answers of a longer question are rejected.
+        references: ``data`` (the file's reference lists) or ``generated`` (a golden answer per question,
+            no list yet; module docstring).
 
     Returns:
         A :class:`LinkageRead`.
@@ -140,6 +153,8 @@ def read_linkage(path: str | Path, *, max_questions: int | None = None, max_answ
     _check_max(max_answer_chars, max_question_chars)
     _positive("max_questions", max_questions)
     _positive("max_answers_per_question", max_answers_per_question)
+    if references not in REFERENCE_SOURCES:
+        raise ConfigError(f"'references' must be one of {list(REFERENCE_SOURCES)}, got {references!r}")
     p, graded = _load_graded(path, include_references=False)
     src = str(p)
     import json
@@ -181,9 +196,33 @@ def read_linkage(path: str | Path, *, max_questions: int | None = None, max_answ
             model = item.get("model") if isinstance(item.get("model"), str) else ""
             answers.append((GradedAnswer(key=key, text=text, grade=grade), model))
         value = raw.get(gq.question) if isinstance(raw, dict) else None
-        if isinstance(value, dict) and "doc_list" in value:
+        golden = ""
+        if references == "generated":
+            if isinstance(value, dict) and "doc_list" in value:
+                ground = value.get(WEBGLM_REFERENCE_KEYS[0])
+                if not isinstance(ground, str) or not ground.strip():
+                    for a, _ in answers:
+                        reject(gq.index, gq.question, a.key, "reference",
+                               f"no golden answer: WebGLM reference {WEBGLM_REFERENCE_KEYS[0]!r} is missing or empty")
+                    continue
+                golden, cands = ground, answers
+            else:
+                if not answers:
+                    continue
+                best = max(a.grade for a, _ in answers)
+                gold = next(a for a, _ in answers if a.grade == best)  # the first of the best grade, in file order
+                cands = [(a, m) for a, m in answers if a is not gold]
+                if not cands:
+                    reject(gq.index, gq.question, gold.key, "reference",
+                           f"answer {gold.key} is the question's only answer: as the golden answer it leaves "
+                           "nothing to rank")
+                    continue
+                golden = gold.text
+                n_refs += 1
+            references_t: tuple[str, ...] = ()
+        elif isinstance(value, dict) and "doc_list" in value:
             try:
-                references = tuple(webglm_references(value))
+                references_t = tuple(webglm_references(value))
             except ConfigError as e:
                 for a, _ in answers:
                     reject(gq.index, gq.question, a.key, "reference", f"no reference list: {e}")
@@ -197,7 +236,7 @@ def read_linkage(path: str | Path, *, max_questions: int | None = None, max_answ
                 continue
             for key, why in split.skipped:  # _unique's repeats: already rejected above, never reached
                 reject(gq.index, gq.question, key, "pairing", why)
-            references = tuple(split.texts)
+            references_t = tuple(split.texts)
             n_refs += len(split.references)
             keep = {c.key for c in split.candidates}
             cands = [(a, m) for a, m in answers if a.key in keep]
@@ -209,7 +248,8 @@ def read_linkage(path: str | Path, *, max_questions: int | None = None, max_answ
             n_capped += len(cands) - len(chosen)
             cands = [cands[i] for i in chosen]
         questions.append(LinkageQuestion(
-            question_id=question_id(gq.question), question=gq.question, references=references, index=gq.index,
+            question_id=question_id(gq.question), question=gq.question, references=references_t, index=gq.index,
+            golden=golden,
             candidates=tuple(LinkageCandidate(answer_id=content_id(gq.question, a.text), text=a.text, label=a.grade,
                                               key=a.key, system=m) for a, m in cands)))
     result = LinkageRead(questions=questions, rejects=rejects, rows_in=rows_in, n_references=n_refs,

@@ -74,7 +74,8 @@ class ProtocolTemplate:
 
     Attributes:
         protocol: ``linkage``, ``arena`` or ``lfqa_e``.
-        kind: ``listwise``, ``pointwise`` or ``pairwise``.
+        kind: ``listwise``, ``pointwise``, ``pairwise`` or ``generate`` (a prompt whose output is text: LINKAGE's
+            reference list written from one golden answer; its score tokens are the labels the text is read by).
         version: the versioned registry name, e.g. ``linkage.listwise.v1``.
         source: where the wording comes from.
         template: the user-turn template with the pre-fill and the verdict (score) tokens.
@@ -173,6 +174,11 @@ _DECLS: dict[str, _Decl] = {
     "linkage.point_with_ref.v1": _Decl("linkage", "pointwise", _LINKAGE + "with_ref_point_score.txt",
                                        LINKAGE_PREFILL, _DIGITS_0_10, tuple(float(i) for i in range(11)),
                                        ("question", "references", "candidate")),
+    # a generation prompt, no pre-fill: its "tokens" are the labels the generated list is read by
+    # (rubric.linkage_references.parse_generated_references)
+    "linkage.create_multi_step_answer.v1": _Decl("linkage", "generate", _LINKAGE + "create_multi_step_answer.txt",
+                                                 "", ("Answer1", "Answer2", "Answer3"), (1.0, 2.0, 3.0),
+                                                 ("question", "golden")),
     "linkage.pairwise.v1": _Decl("linkage", "pairwise", _LINKAGE + "pairwise_comparison.txt", LINKAGE_PREFILL,
                                  ("A", "B", "C"), (1.0, 0.0, 0.5), _PAIR_FIELDS, ("1", "2", "tie")),
     "arena.pairwise.v1": _Decl("arena", "pairwise", _ARENA, ARENA_THINKING_PREFILL + _ARENA_THINKING_END + "\n"

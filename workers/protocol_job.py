@@ -5,6 +5,9 @@
 LINKAGE (:func:`run_linkage_job`, single process)::
 
     list shards -> read each (rubric.linkage_data: questions, reference lists, candidates, rejects)
+      -> with --references generated: the LLM writes each question's list from its golden answer
+         (models.linkage_references, cached in OUT/generated_references.jsonl; a question whose
+         generation does not parse is a reject with the reason, never given the data's list)
       -> per shard a store (OUT/linkage_scores/<stem>/, keyed by the input's sha256, reader options,
          systems, mode, templates and engine settings) -> score the questions not yet stored in
          checkpointed chunks (models.protocols.LinkageScorer: one engine call per chunk)
@@ -40,8 +43,8 @@ from rubric.scoring import Provenance, Score
 from workers.shards import list_shards, shard_name, shard_sha256
 from workers.store import ShardStore, atomic_write_bytes, score_key
 
-__all__ = ["LINKAGE_SIGNALS", "LinkageSettings", "run_linkage_job", "run_arena_job", "run_lfqa_e_job",
-           "linkage_rows", "LINKAGE_CHECKPOINT_ANSWERS"]
+__all__ = ["LINKAGE_SIGNALS", "GENERATED_REFERENCES_FILE", "LinkageSettings", "run_linkage_job", "run_arena_job",
+           "run_lfqa_e_job", "linkage_rows", "LINKAGE_CHECKPOINT_ANSWERS"]
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +71,14 @@ class LinkageSettings:
         systems: which of ``models.protocols.LINKAGE_SYSTEMS`` to score.
         mode: ``logprob`` or ``parse``.
         max_pairwise_candidates: cap on candidates per question for the pairwise baseline.
+        references: ``data`` (the file's reference lists) or ``generated`` (written by the LLM from one
+            golden answer per question, ``linkage.create_multi_step_answer.v1``).
+        reference_max_tokens: the cap on new tokens of each generated list.
     """
 
     def __init__(self, systems: Sequence[str] | str | None = None, *, mode: str = "logprob",
-                 max_pairwise_candidates: int = 12) -> None:
+                 max_pairwise_candidates: int = 12, references: str = "data",
+                 reference_max_tokens: int = 512) -> None:
         from rubric.protocols import get_protocol_template
 
         all_systems = ("listwise", "point_no_ref", "point_with_ref", "pairwise")
@@ -85,14 +92,75 @@ class LinkageSettings:
             raise ConfigError(f"unknown LINKAGE system(s) {unknown or '(none given)'}; known: {', '.join(all_systems)}")
         if mode not in ("logprob", "parse"):
             raise ConfigError(f"'mode' must be 'logprob' or 'parse', got {mode!r}")
+        if references not in ("data", "generated"):
+            raise ConfigError(f"'references' must be 'data' or 'generated', got {references!r}")
+        if isinstance(reference_max_tokens, bool) or not isinstance(reference_max_tokens, int) \
+                or not 1 <= reference_max_tokens <= 4096:
+            raise ConfigError(f"'reference_max_tokens' must be an integer in 1..4096, got {reference_max_tokens!r}")
         self.systems, self.mode, self.max_pairwise_candidates = systems, mode, max_pairwise_candidates
+        self.references, self.reference_max_tokens = references, reference_max_tokens
         names = {"listwise": "linkage.listwise_n.v1", "point_no_ref": "linkage.point_no_ref.v1",
                  "point_with_ref": "linkage.point_with_ref.v1", "pairwise": "linkage.pairwise.v1"}
         self.templates = {s: get_protocol_template(names[s]).template_hash for s in systems}
 
     def key(self) -> dict:
-        return {"systems": list(self.systems), "mode": self.mode, "templates": self.templates,
-                "max_pairwise_candidates": self.max_pairwise_candidates}
+        key = {"systems": list(self.systems), "mode": self.mode, "templates": self.templates,
+               "max_pairwise_candidates": self.max_pairwise_candidates}
+        if self.references != "data":  # keys of data-reference stores stay as they were
+            key["references"] = self.references
+            key["reference_max_tokens"] = self.reference_max_tokens
+        return key
+
+
+#: The generated reference lists of a LINKAGE job (models.linkage_references.ReferenceCache).
+GENERATED_REFERENCES_FILE = "generated_references.jsonl"
+
+
+def _reference_generator(settings: LinkageSettings, config: ScoringConfig):
+    from models.linkage_references import ReferenceGenerator
+    from models.llm.scorer import build_engine
+
+    engine = build_engine(config, logprobs_k=config.llm_logprobs_k)  # the scorer's engine (built once per process)
+    return ReferenceGenerator(engine, max_tokens=settings.reference_max_tokens)
+
+
+def _generate_references(read, generator, cache) -> tuple[Any, dict]:
+    """``read`` with each question's generated list filled in; a failed question's candidates are rejects."""
+    from dataclasses import replace
+
+    from models.linkage_references import ReferenceRequest
+    from rubric.linkage_data import LinkageRead
+    from rubric.records import Reject
+
+    results = generator.references([ReferenceRequest(q.question_id, q.question, q.golden) for q in read.questions],
+                                   cache)
+    kept, rejects = [], list(read.rejects)
+    for q, r in zip(read.questions, results):
+        if r.error is None:
+            kept.append(replace(q, references=r.references))
+            continue
+        for c in q.candidates:
+            rejects.append(Reject(row=q.index, field="reference", source_file=read.source_file,
+                                  extra={"answer": c.key},
+                                  reason=f"question {q.index} answer {c.key}: no generated reference list: {r.error}"))
+    stats = {"questions": len(read.questions), "generated_now": sum(1 for r in results if not r.cached and r.text),
+             "from_cache": sum(1 for r in results if r.cached), "failed": sum(1 for r in results if r.error),
+             "answers_rejected": sum(len(q.candidates) for q, r in zip(read.questions, results) if r.error),
+             "failures": [r.error for r in results if r.error]}
+    new = LinkageRead(questions=kept, rejects=rejects, rows_in=read.rows_in, n_references=read.n_references,
+                      n_capped=read.n_capped, source_file=read.source_file)
+    return new, stats
+
+
+def _lists_digest(questions: Sequence[Any]) -> str:
+    """sha256 of every question's reference list: a store scored against other lists is never reused."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for q in questions:
+        h.update(json.dumps([q.question_id, list(q.references)], ensure_ascii=False).encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]
 
 
 def _linkage_scorer(settings: LinkageSettings, config: ScoringConfig):
@@ -215,6 +283,26 @@ def _write_table(rows: list[dict[str, Any]], path: Path) -> int:
     return table.num_rows
 
 
+def _references_lines(settings: LinkageSettings, generation: Mapping[str, dict]) -> list[str]:
+    """The report's lines on where the reference lists came from (generated: counts and failures)."""
+    if settings.references != "generated":
+        return []
+    from rubric.linkage_references import CREATE_REFERENCES_VERSION
+
+    tot = {k: sum(g[k] for g in generation.values())
+           for k in ("questions", "generated_now", "from_cache", "failed", "answers_rejected")}
+    lines = [f"Reference lists: generated by the judge model from each question's golden answer "
+             f"({CREATE_REFERENCES_VERSION}, greedy, at most {settings.reference_max_tokens} new tokens; "
+             f"`{GENERATED_REFERENCES_FILE}`): {tot['questions'] - tot['failed']} of {tot['questions']} questions "
+             f"got a list ({tot['generated_now']} generated now, {tot['from_cache']} from the cache); "
+             f"{tot['failed']} failed, their {tot['answers_rejected']} answers are rejects (`rejects.jsonl`).", ""]
+    failures = [f for g in generation.values() for f in g["failures"]]
+    if failures:
+        lines += ["Failed generations:", "", *(f"- {f}" for f in failures[:20]),
+                  *([f"- ... {len(failures) - 20} more"] if len(failures) > 20 else []), ""]
+    return lines
+
+
 def _platform() -> dict:
     return {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
 
@@ -222,7 +310,7 @@ def _platform() -> dict:
 def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, *, config: ScoringConfig,
                     settings: LinkageSettings | None = None, reader_options: Mapping[str, Any] | None = None,
                     signals: bool = True, rubric_scores: str | Path | None = None, n_boot: int = 1000, seed: int = 0,
-                    progress: bool = True, scorer=None, command: str = "") -> dict:
+                    progress: bool = True, scorer=None, reference_generator=None, command: str = "") -> dict:
     """LINKAGE on graded inputs: OUT/linkage.parquet, rejects.jsonl, report.md, manifest.json (module docstring).
 
     Args:
@@ -238,6 +326,8 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
         seed: their seed.
         progress: progress bars.
         scorer: a prebuilt scorer (tests); default built here when a question needs scoring.
+        reference_generator: a prebuilt ``models.linkage_references.ReferenceGenerator`` (tests); with
+            ``settings.references == "generated"`` default built on the scorer's engine.
         command: the command line, quoted in the report.
 
     Returns:
@@ -264,16 +354,29 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
     reads, plan, failed = {}, [], {}
     for uri in shards:
         try:
-            reads[uri] = read_linkage(uri, **options)
+            reads[uri] = read_linkage(uri, references=settings.references, **options)
         except InputError as e:
             failed[uri] = str(e)
-            continue
-        key = {**score_key(path=uri, sha256=shard_sha256(uri), fmt="graded", options=options, specs=[],
-                           config=config), "linkage": settings.key()}
-        plan.append((shard_name(uri), uri, ShardStore(out / "linkage_scores", shard_name(uri), key)))
     if failed:
         raise InputError(f"{len(failed)} of {len(shards)} input(s) could not be read, so nothing was written: "
                          + "; ".join(f"{u}: {e}" for u, e in failed.items()))
+    generation: dict[str, dict] = {}
+    if settings.references == "generated":
+        from models.linkage_references import ReferenceCache
+
+        generator = reference_generator or _reference_generator(settings, config)
+        cache = ReferenceCache(out / GENERATED_REFERENCES_FILE)
+        for uri in shards:
+            reads[uri], generation[uri] = _generate_references(reads[uri], generator, cache)
+            log.info("%s: %d reference lists generated now, %d from the cache, %d failed (%d answers rejected)",
+                     uri, generation[uri]["generated_now"], generation[uri]["from_cache"], generation[uri]["failed"],
+                     generation[uri]["answers_rejected"])
+    for uri in shards:
+        key = {**score_key(path=uri, sha256=shard_sha256(uri), fmt="graded", options=options, specs=[],
+                           config=config), "linkage": settings.key()}
+        if settings.references == "generated":
+            key["linkage"]["reference_lists"] = _lists_digest(reads[uri].questions)
+        plan.append((shard_name(uri), uri, ShardStore(out / "linkage_scores", shard_name(uri), key)))
     status = {name: "reused" if store.done else "scored" for name, _, store in plan}
     scored_now = 0
     for name, uri, store in plan:
@@ -300,6 +403,13 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
     questions = [q for _, uri, _ in plan for q in reads[uri].questions]
     if not questions:
         first = next((r.rejects[0].reason for r in reads.values() if r.rejects), "none")
+        if generation:  # the generations that failed are the finding: keep them where they can be read
+            out.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(out / "rejects.jsonl", "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
+                                                              for rd in reads.values() for r in rd.rejects).encode())
+            first += (f" ({sum(g['failed'] for g in generation.values())} of "
+                      f"{sum(g['questions'] for g in generation.values())} generated reference lists failed; "
+                      f"{out / 'rejects.jsonl'})")
         raise InputError(f"no usable LINKAGE question in {', '.join(shards)}; first reject: {first}")
     scores: dict[str, dict[str, Score]] = {}
     provenance: dict[str, Provenance] = {}
@@ -344,6 +454,7 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
         f"{sum(len(q.candidates) for q in questions)}, rejected answers: {len(rejects)}. Means over the questions "
         f"where a coefficient is defined, 95% CIs from {n_boot} question-bootstrap replicates.", "",
         *([f"Command: `{command}`", ""] if command else []),
+        *_references_lines(settings, generation),
         linkage_table(results, notes=notes), "",
         "Errors by system: " + ", ".join(f"{s} {sum(1 for r in rows if r['system'] == s and r['error'])}"
                                           for s in systems), ""])
@@ -360,6 +471,10 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
                    "errors_by_system": {s: sum(1 for r in rows if r["system"] == s and r["error"]) for s in systems}},
         "systems": {s: asdict(provenance[s]) for s in systems if s in provenance},
         "settings": settings.key(), "config": asdict(config),
+        **({"generated_references": {"file": str(out / GENERATED_REFERENCES_FILE),
+                                     **{k: sum(g[k] for g in generation.values())
+                                        for k in ("questions", "generated_now", "from_cache", "failed",
+                                                  "answers_rejected")}}} if generation else {}),
         "metrics": {r.system: {"kendall": r.kendall.value, "spearman": r.spearman.value, "pearson": r.pearson.value,
                                "n_defined": r.kendall.n, "n_undefined": r.n_undefined} for r in results},
         "job": {"answers_scored_now": scored_now, "runner": "local"},

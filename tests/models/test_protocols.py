@@ -4,6 +4,8 @@ JudgeScorer's machinery."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from models.protocols import LinkageScorer, ProtocolJudgeScorer, protocol_scorer_factory  # noqa: F401
@@ -202,3 +204,81 @@ def test_paper_judges_still_read_as_before():
     spec = resolve_judges("plain")[0]
     s = ProtocolJudgeScorer(FakeEngine(), [spec])
     assert "protocol" not in s.method(spec.version)
+
+
+# --- LINKAGE reference lists generated from one golden answer ------------------------------------
+
+GEN_OK = "Answer1: a slightly worse answer\nAnswer2: a much worse answer\nAnswer3: unrelated text"
+
+
+def _requests():
+    from models.linkage_references import ReferenceRequest
+
+    return [ReferenceRequest("q1", "why is the sky blue?", "GOLD one"),
+            ReferenceRequest("q2", "how do magnets work?", "GOLD two")]
+
+
+def test_reference_generator_parses_caches_and_regenerates_on_key_change(tmp_path):
+    from models.linkage_references import ReferenceCache, ReferenceGenerator
+
+    eng = FakeEngine(texts={"sky blue": GEN_OK, "magnets": "Sure! Here are three answers."})
+    gen = ReferenceGenerator(eng, max_tokens=64)
+    cache = ReferenceCache(tmp_path / "gen.jsonl")
+    got = gen.references(_requests(), cache)
+    assert eng.calls == [("generate", 2)]
+    assert got[0].references == ("GOLD one", "a slightly worse answer", "a much worse answer", "unrelated text")
+    assert got[0].error is None and not got[0].cached
+    assert got[1].references == () and "how do magnets work?" in got[1].error and "no 'Answer1:' label" in got[1].error
+    rows = [json.loads(line) for line in (tmp_path / "gen.jsonl").read_text().splitlines()]
+    assert [r["question_id"] for r in rows] == ["q1", "q2"]  # the failed text is cached too
+    assert {r["model_id"] for r in rows} == {"fake/protocols"} and {r["max_tokens"] for r in rows} == {64}
+    # resume: a fresh cache object on the same file, nothing generated
+    again = gen.references(_requests(), ReferenceCache(tmp_path / "gen.jsonl"))
+    assert eng.calls == [("generate", 2)] and all(r.cached for r in again)
+    assert [r.references for r in again] == [r.references for r in got] and again[1].error == got[1].error
+    # a changed golden answer, model revision or max_tokens is a new key: generated again
+    from models.linkage_references import ReferenceRequest
+
+    changed = [ReferenceRequest("q1", "why is the sky blue?", "GOLD one, edited"), _requests()[1]]
+    gen.references(changed, ReferenceCache(tmp_path / "gen.jsonl"))
+    assert eng.calls[-1] == ("generate", 1)
+    eng.revision = "r2"
+    gen.references(_requests(), ReferenceCache(tmp_path / "gen.jsonl"))
+    assert eng.calls[-1] == ("generate", 2)
+    ReferenceGenerator(eng, max_tokens=65).references(_requests(), ReferenceCache(tmp_path / "gen.jsonl"))
+    assert eng.calls[-1] == ("generate", 2) and len(eng.calls) == 4
+
+
+def test_reference_cache_skips_a_torn_line_and_rewrites(tmp_path):
+    from models.linkage_references import ReferenceCache, ReferenceGenerator
+
+    eng = FakeEngine(texts={"sky blue": GEN_OK, "magnets": GEN_OK})
+    gen = ReferenceGenerator(eng)
+    path = tmp_path / "gen.jsonl"
+    gen.references(_requests()[:1], ReferenceCache(path))
+    with path.open("a") as f:
+        f.write('{"key": "abc", "te')  # a job killed mid-line
+    cache = ReferenceCache(path)
+    assert cache.torn == 1 and len(cache) == 1
+    got = gen.references(_requests(), cache)
+    assert eng.calls[-1] == ("generate", 1) and [r.cached for r in got] == [True, False]
+    assert [json.loads(line)["question_id"] for line in path.read_text().splitlines()] == ["q1", "q2"]
+
+
+def test_reference_generator_errors():
+    from models.linkage_references import ReferenceGenerator
+
+    eng = FakeEngine(max_context=300, texts={"sky blue": GEN_OK})
+    gen = ReferenceGenerator(eng, max_tokens=100)  # the prompt (~220 words) does not fit the 300 - 100 left
+    got = gen.references(_requests())
+    assert eng.calls == []
+    assert all("tokens, over the" in r.error and r.text == "" for r in got)
+    with pytest.raises(EngineError, match="engine failed generating 2 reference lists"):
+        ReferenceGenerator(_Dead()).references(_requests())
+    with pytest.raises(ConfigError, match="max_tokens"):
+        ReferenceGenerator(FakeEngine(), max_tokens=0)
+
+
+class _Dead(FakeEngine):
+    def generate(self, prompts, max_tokens, *, temperature=0.0, n=1, seed=None):
+        raise RuntimeError("worker died")

@@ -65,3 +65,18 @@ def test_read_graded_max_questions(tmp_path):
     assert {x.question for x in read_graded(p, max_questions=1).pairs} == {"q one?"}
     with pytest.raises(ConfigError, match="max_questions"):
         read_graded(p, max_questions=0)
+
+
+def test_generated_mode_reads_a_golden_answer_and_no_list(tmp_path):
+    data = {"q a?": {"doc_list": [{"answer": "x one", "label": 3}, {"answer": "x two", "label": 1}],
+                     "ground3": "GOLD a", "ground2": "g2", "ground1": "g1", "ground0": "g0"},
+            "q b?": {"doc_list": [{"answer": "y one", "label": 2}], "ground2": "g2"}}  # no ground3
+    r = read_linkage(_write(tmp_path, data), references="generated")
+    (q,) = r.questions
+    assert q.golden == "GOLD a" and q.references == () and len(q.candidates) == 2
+    assert len(r.rejects) == 1 and "no golden answer" in r.rejects[0].reason and r.n_references == 0
+    # the data path rejects q b too (no list) and reads q a's four groundK
+    d = read_linkage(_write(tmp_path, data))
+    assert d.questions[0].references == ("GOLD a", "g2", "g1", "g0") and d.questions[0].golden == ""
+    with pytest.raises(ConfigError, match="'references' must be one of"):
+        read_linkage(_write(tmp_path, data), references="llm")

@@ -31,6 +31,7 @@ EXPECTED = {
     "linkage.listwise_n.v1": ("linkage", "listwise", "[[", tuple("123456789")),
     "linkage.point_no_ref.v1": ("linkage", "pointwise", "[[", tuple(str(i) for i in range(11))),
     "linkage.point_with_ref.v1": ("linkage", "pointwise", "[[", tuple(str(i) for i in range(11))),
+    "linkage.create_multi_step_answer.v1": ("linkage", "generate", "", ("Answer1", "Answer2", "Answer3")),
     "linkage.pairwise.v1": ("linkage", "pairwise", "[[", ("A", "B", "C")),
     "arena.pairwise.v1": ("arena", "pairwise", "<thinking></thinking>\n<rating>", ("1", "2", "0")),
     "lfqa_e.reference_tie.v1": ("lfqa_e", "pairwise", "answer_", ("1", "2", "tie")),

@@ -10,7 +10,7 @@ import pytest
 
 from models.protocols import LinkageScorer, ProtocolJudgeScorer
 from rubric.config import ScoringConfig
-from rubric.errors import EngineError
+from rubric.errors import EngineError, InputError
 from rubric.protocol_judges import protocol_judge
 from tests.models.test_protocols import FakeEngine
 from workers.cli import main
@@ -174,6 +174,12 @@ def test_lfqa_e_job_three_way_report(tmp_path):
     (["judge", "x", "--out", "o", "--format", "lfqa-eval", "--max-questions", "3"], "the pairwise judges"),
     (["judge", "x", "--out", "o", "--protocol", "linkage", "--format", "lfqa-eval"], "graded answer lists"),
     (["judge", "x", "--out", "o", "--protocol", "lfqa-e"], "--protocol lfqa-e needs --format"),
+    (["judge", "x", "--out", "o", "--protocol", "arena", "--systems", "a=f", "--references", "generated"],
+     "--references applies to --protocol linkage"),
+    (["judge", "x", "--out", "o", "--protocol", "linkage", "--reference-max-tokens", "64"],
+     "--reference-max-tokens applies to --references generated"),
+    (["judge", "x", "--out", "o", "--protocol", "linkage", "--references", "generated", "--reference-max-tokens",
+      "0"], "--reference-max-tokens must be in 1..4096, got 0"),
     (["judge", "x", "--out", "o", "--protocol", "arena", "--judges", "cot"], "runs its own judge"),
     (["judge", "x", "--out", "o", "--protocol", "lfqa-e", "--format", "graded", "--tie"], "always offer one"),
     (["judge", "x", "--out", "o", "--protocol", "lfqa-e", "--format", "lfqa-eval", "--max-questions", "2"],
@@ -224,3 +230,95 @@ def test_arena_judge_on_ray_matches_single_process(ray_local, tmp_path):
         return sorted(({k: r[k] for k in cols} for r in t), key=lambda r: (r["pair_id"], r["order"]))
 
     assert rows(tmp_path / "ray") == rows(tmp_path / "local")
+
+
+# --- LINKAGE with reference lists generated from one golden answer --------------------------------
+
+GEN = "Answer1: a fair reply\nAnswer2: a weak reply\nAnswer3: an unrelated reply"
+
+
+def _generator(texts):
+    from models.linkage_references import ReferenceGenerator
+
+    return ReferenceGenerator(FakeEngine(texts=texts), max_tokens=64)
+
+
+def test_linkage_job_generated_references_cache_and_rejects(tmp_path):
+    src = _webglm(tmp_path)
+    out = tmp_path / "out"
+    settings = LinkageSettings("listwise,point_no_ref", references="generated", reference_max_tokens=64)
+    # question 1's generation has two answers only: its three candidates are rejects with the reason
+    gen = _generator({"question number 0?": GEN, "question number 1?": "Answer1: x\nAnswer2: y",
+                      "question number 2?": GEN})
+    m = run_linkage_job(src, out, config=CONFIG, settings=settings, signals=False, n_boot=20, scorer=Counting(),
+                        reference_generator=gen, progress=False)
+    assert gen.engine.calls == [("generate", 3)]
+    rejects = [json.loads(line) for line in (out / "rejects.jsonl").read_text().splitlines()]
+    assert len(rejects) == 3 and {r["row"] for r in rejects} == {1}
+    assert all("question number 1?" in r["reason"] and "too short, 2 of 3" in r["reason"] for r in rejects)
+    assert m["counts"]["rejected"] == 3 and m["inputs"][0]["candidates"] == 6
+    assert m["generated_references"] == {**m["generated_references"], "questions": 3, "generated_now": 3,
+                                         "from_cache": 0, "failed": 1, "answers_rejected": 3}
+    report = (out / "report.md").read_text()
+    assert "2 of 3 questions got a list (3 generated now, 0 from the cache); 1 failed, their 3 answers" in report
+    assert "too short, 2 of 3" in report
+    t = pq.read_table(out / "linkage.parquet").to_pydict()
+    assert set(t["n_references"]) == {4} and len(t["answer_id"]) == 2 * 3 * 2
+    # the golden answer is ground3 and heads the list the judge saw
+    lines = [json.loads(x) for x in (out / "generated_references.jsonl").read_text().splitlines()]
+    assert [x["question"] for x in lines] == [f"question number {i}?" for i in range(3)]
+
+    # resume: nothing generated, nothing scored
+    gen2 = _generator({"question number": GEN})
+    m2 = run_linkage_job(src, out, config=CONFIG, settings=settings, signals=False, n_boot=20,
+                         scorer=Counting(die_after=0), reference_generator=gen2, progress=False)
+    assert gen2.engine.calls == [] and m2["inputs"][0]["status"] == "reused"
+    assert m2["generated_references"]["from_cache"] == 3 and m2["metrics"] == m["metrics"]
+
+    # another model revision: generated again; the lists differ (question 1 now parses), so the store is rescored
+    gen3 = _generator({"question number": GEN})
+    gen3.engine.revision = "r2"
+    m3 = run_linkage_job(src, out, config=CONFIG, settings=settings, signals=False, n_boot=20, scorer=Counting(),
+                         reference_generator=gen3, progress=False)
+    assert gen3.engine.calls == [("generate", 3)] and m3["generated_references"]["failed"] == 0
+    assert m3["inputs"][0]["status"] == "scored" and m3["counts"]["rejected"] == 0
+    assert "reference_lists" in m3["inputs"][0]["rescored_because"]
+
+
+def test_linkage_job_generated_references_golden_is_the_best_graded_answer(tmp_path):
+    data = {"q one?": [{"docid": "d1", "passage": "answer GOOD a", "label": 2},
+                       {"docid": "d2", "passage": "answer BEST b", "label": 3},
+                       {"docid": "d3", "passage": "answer POOR c", "label": 0},
+                       {"docid": "d4", "passage": "answer BEST d", "label": 3}],
+            "q two?": [{"docid": "d1", "passage": "alone", "label": 1}]}
+    src = tmp_path / "trec.json"
+    src.write_text(json.dumps(data))
+    seen = []
+
+    class Spy(Counting):
+        def score_questions(self, questions):
+            seen.extend(questions)
+            return super().score_questions(questions)
+
+    settings = LinkageSettings("listwise", references="generated")
+    m = run_linkage_job(src, tmp_path / "out", config=CONFIG, settings=settings, signals=False, n_boot=20,
+                        scorer=Spy(), reference_generator=_generator({"q one?": GEN}), progress=False)
+    (q,) = seen
+    assert q.golden == "answer BEST b" and q.references == ("answer BEST b", "a fair reply", "a weak reply",
+                                                             "an unrelated reply")
+    assert [c.key for c in q.candidates] == ["0", "2", "3"]  # list keys; the golden answer (1) is taken out
+    rejects = [json.loads(line) for line in (tmp_path / "out" / "rejects.jsonl").read_text().splitlines()]
+    assert len(rejects) == 1 and "only answer" in rejects[0]["reason"]
+    assert m["inputs"][0] == {**m["inputs"][0], "rows_in": 5, "candidates": 3, "references": 1, "rejected": 1}
+
+
+def test_linkage_job_all_generations_fail_writes_rejects(tmp_path):
+    src = _webglm(tmp_path)
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match="3 of 3 generated reference lists failed"):
+        run_linkage_job(src, out, config=CONFIG, settings=LinkageSettings("listwise", references="generated"),
+                        signals=False, n_boot=20, scorer=Counting(), reference_generator=_generator({}),
+                        progress=False)
+    rejects = [json.loads(line) for line in (out / "rejects.jsonl").read_text().splitlines()]
+    assert len(rejects) == 9 and all("no 'Answer1:' label" in r["reason"] for r in rejects)
+    assert not (out / "manifest.json").exists()
