@@ -178,7 +178,7 @@ def test_ray_read_task_writes_the_reference_column(monkeypatch):
     import workers.ray_pipeline as rp
 
     pairs = [PairRecord("p1", "Q1?", "a1", "b1", "a", reference="ref one"), PairRecord("p2", "Q2?", "a2", "b2", "b")]
-    monkeypatch.setattr(rp, "read_shard", lambda uri, fmt, options: types.SimpleNamespace(pairs=pairs))
+    monkeypatch.setattr(rp, "read_unit", lambda uri, fmt, options, block=None: types.SimpleNamespace(pairs=pairs))
     table = rp._explode_shards(pa.table({"shard": [3], "uri": ["s.jsonl"]}), fmt="jsonl", options={})
     assert table.column("answer").to_pylist() == ["a1", "b1", "a2", "b2"]
     assert table.column("reference").to_pylist() == ["ref one", "ref one", None, None]

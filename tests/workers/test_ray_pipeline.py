@@ -148,9 +148,14 @@ def test_global_dedupe_scores_a_shared_answer_once(ray_local, inputs, specs, tmp
                   for i, line in enumerate(shards[0].read_text().split("\n")) if line.strip()])
     m = run_ray_job([shards[0], shards[1], twin], "lfqa-hp", specs, tmp_path / "out", config=CONFIG,
                     progress=False, global_dedupe=True)
+    per_shard = run_ray_job([shards[0], shards[1], twin], "lfqa-hp", specs, tmp_path / "per_shard", config=CONFIG,
+                            progress=False)
     ref = run_job([shards[0], shards[1], twin], "lfqa-hp", specs, tmp_path / "local", config=CONFIG, progress=False)
-    assert m["counts"] == ref["counts"]
-    assert m["job"]["answers_scored_now"] < ref["job"]["answers_scored_now"]
+    assert m["counts"] == ref["counts"] == per_shard["counts"]
+    # without the shuffle Ray scores the twin's answers again; with it, each unique answer once, exactly as
+    # the single-process path does (it looks every answer up across shards before scoring it)
+    assert m["job"]["answers_scored_now"] == ref["job"]["answers_scored_now"] == ref["counts"]["unique_answers"]
+    assert per_shard["job"]["answers_scored_now"] > m["job"]["answers_scored_now"]
     _assert_same_outputs(tmp_path / "out", tmp_path / "local")
 
 
