@@ -407,9 +407,13 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
             out.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(out / "rejects.jsonl", "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
                                                               for rd in reads.values() for r in rd.rejects).encode())
+            atomic_write_bytes(out / "report.md", "\n".join([
+                "# LINKAGE: per-question correlation with the graded labels", "",
+                f"Inputs: {', '.join(shards)}. No question got a reference list, so nothing was scored.", "",
+                *([f"Command: `{command}`", ""] if command else []), *_references_lines(settings, generation)]).encode())
             first += (f" ({sum(g['failed'] for g in generation.values())} of "
                       f"{sum(g['questions'] for g in generation.values())} generated reference lists failed; "
-                      f"{out / 'rejects.jsonl'})")
+                      f"{out / 'rejects.jsonl'}, {out / 'report.md'})")
         raise InputError(f"no usable LINKAGE question in {', '.join(shards)}; first reject: {first}")
     scores: dict[str, dict[str, Score]] = {}
     provenance: dict[str, Provenance] = {}

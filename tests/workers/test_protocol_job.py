@@ -321,4 +321,6 @@ def test_linkage_job_all_generations_fail_writes_rejects(tmp_path):
                         progress=False)
     rejects = [json.loads(line) for line in (out / "rejects.jsonl").read_text().splitlines()]
     assert len(rejects) == 9 and all("no 'Answer1:' label" in r["reason"] for r in rejects)
+    report = (out / "report.md").read_text()
+    assert "0 of 3 questions got a list (3 generated now, 0 from the cache); 3 failed, their 9 answers" in report
     assert not (out / "manifest.json").exists()
