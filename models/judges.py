@@ -148,6 +148,25 @@ def _bound(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
+def engine_call(engine: Engine, calls: list, method: str, fn: Callable[[], list], n: int) -> list:
+    """Run one engine call of ``n`` prompts, logging ``(method, n)`` in ``calls``.
+
+    Raises:
+        EngineError: the engine failed as a whole (one error type; rows never swallow it) or
+            returned another number of results than prompts.
+    """
+    calls.append((method, n))
+    try:
+        out = fn()
+    except RubricError:
+        raise
+    except Exception as e:
+        raise EngineError(f"{engine.backend} engine failed in {method} on {n} prompts: {e}") from e
+    if len(out) != n:
+        raise EngineError(f"{engine.backend} engine returned {len(out)} results for {n} prompts")
+    return out
+
+
 class JudgeScorer:
     """Pairwise LLM judges over pairs, both orders in one engine call, with order debiasing.
 
@@ -374,16 +393,7 @@ class JudgeScorer:
         return out
 
     def _call(self, method: str, fn: Callable[[], list], n: int) -> list:
-        self.last_calls.append((method, n))
-        try:
-            out = fn()
-        except RubricError:
-            raise
-        except Exception as e:  # a dead engine re-raises as one error type; rows never swallow it
-            raise EngineError(f"{self.engine.backend} engine failed in {method} on {n} prompts: {e}") from e
-        if len(out) != n:
-            raise EngineError(f"{self.engine.backend} engine returned {len(out)} results for {n} prompts")
-        return out
+        return engine_call(self.engine, self.last_calls, method, fn, n)
 
     # --- context policy ----------------------------------------------------------------------------
 

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from models.judges import JudgeScorer, _Unit
+from models.judges import JudgeScorer, _Unit, engine_call
 from models.llm.engine import Engine, TextSampler
-from rubric.errors import BatchMismatchError, ConfigError, EngineError, RubricError
+from rubric.errors import BatchMismatchError, ConfigError
 from rubric.geval import DEFAULT_MIN_MASS, ChatPrompt
 from rubric.judges import ORDERS, JudgeSpec, pair_outcome, vote_probs
 from rubric.linkage import (
@@ -382,16 +382,7 @@ class LinkageScorer:
         return Score.ok(sum(wins) / len(wins), mass=None, n_opponents=len(wins))
 
     def _call(self, method: str, fn, n: int) -> list:
-        self.last_calls.append((method, n))
-        try:
-            out = fn()
-        except RubricError:
-            raise
-        except Exception as e:  # a dead engine re-raises as one error type; rows never swallow it
-            raise EngineError(f"{self.engine.backend} engine failed in {method} on {n} prompts: {e}") from e
-        if len(out) != n:
-            raise EngineError(f"{self.engine.backend} engine returned {len(out)} results for {n} prompts")
-        return out
+        return engine_call(self.engine, self.last_calls, method, fn, n)
 
 
 def _score(got: RankScore, version: str, to_score, rank: bool = False) -> Score:

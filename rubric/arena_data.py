@@ -35,6 +35,7 @@ from rubric.readers import (
     _RepeatedKeys,
     _RowError,
     _text,
+    mapping_entries,
 )
 from rubric.records import LABELS, PairRecord, Reject
 
@@ -285,18 +286,7 @@ def _answer_mapping(mapping: Mapping[str, str] | str | None) -> dict[str, str]:
     if mapping is None:
         return {"qid": "qid", "answer": "answer"}
     if isinstance(mapping, str):
-        parsed: dict[str, str] = {}
-        for entry in mapping.split(","):
-            if not entry.strip():
-                continue
-            key, sep, col = entry.partition("=")
-            key, col = key.strip(), col.strip()
-            if not sep or not key or not col:
-                raise ConfigError(f"mapping entry {entry.strip()!r} must look like field=column")
-            if key in parsed:
-                raise ConfigError(f"mapping field {key!r} is given twice")
-            parsed[key] = col
-        mapping = parsed
+        mapping = mapping_entries(mapping)
     unknown = sorted(set(mapping) - set(ANSWER_FIELDS))
     if unknown:
         raise ConfigError(f"unknown mapping field(s) {', '.join(map(repr, unknown))}; "

@@ -924,6 +924,15 @@ def parse_mapping(text: str) -> dict[str, str]:
     Raises:
         ConfigError: an entry is malformed, a field is unknown or repeated, or a required one is missing.
     """
+    return _check_mapping(mapping_entries(text))
+
+
+def mapping_entries(text: str) -> dict[str, str]:
+    """The ``field=column`` entries of a comma-separated CLI mapping, unchecked against any field list.
+
+    Raises:
+        ConfigError: an entry is malformed or a field is repeated.
+    """
     out: dict[str, str] = {}
     for entry in text.split(","):
         if not entry.strip():
@@ -935,7 +944,7 @@ def parse_mapping(text: str) -> dict[str, str]:
         if key in out:
             raise ConfigError(f"mapping field {key!r} is given twice")
         out[key] = col
-    return _check_mapping(out)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
