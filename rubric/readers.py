@@ -1591,7 +1591,8 @@ def _plan_jsonl(p: Path, block_bytes: int) -> list[Block]:
         with p.open("rb") as f:
             _check_encoding(p, f.read(_HEAD_BYTES))
             f.seek(0)
-            while True:
+            # every pass but the last reads at least block_bytes: the file's size bounds the passes
+            for _ in range(p.stat().st_size // max(1, block_bytes) + 2):
                 data = f.read(block_bytes)
                 if not data:
                     break
@@ -1607,6 +1608,8 @@ def _plan_jsonl(p: Path, block_bytes: int) -> list[Block]:
                 pos += len(data)
                 row += n
                 line += data.count(b"\n")
+            else:
+                raise InputError(f"{str(p)!r} grew while it was being cut into blocks; score it once it is complete")
     except OSError as e:
         raise InputError(f"cannot read {str(p)!r}: {e}") from e
     return blocks
