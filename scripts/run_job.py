@@ -15,6 +15,14 @@ judgments.parquet, rejects.jsonl, manifest.json, with per-shard verdicts under O
     ray job submit --working-dir . -- python scripts/run_job.py data/ --format lfqa-hp \
         --judges plain,cot --llm-profile gpu --out /shared/judged
 
+With --protocol linkage|arena|lfqa-e, the job is `lfqa-rubric judge --protocol ...` (the same options,
+docs/protocols.md) with its step on Ray: LINKAGE on a pool of LINKAGE actors (whole questions per
+Ray batch, a store checkpoint per returned batch), RAG-QA Arena and LFQA-E on the judge actors; it
+writes the same folder as the local command, report.md included:
+
+    ray job submit --working-dir . -- python scripts/run_job.py WEBGLM_50.json --protocol linkage \
+        --rubric-scores /shared/webglm_score --llm-actors 2 --out /shared/linkage
+
 Exit status: 0 when the tables were written, 2 when they were not (an input could not be read,
 a usage error, a missing backend); the message names the cause.
 """
@@ -29,8 +37,8 @@ from pathlib import Path
 # `python scripts/run_job.py` puts scripts/ on sys.path, not the checkout (or Ray's --working-dir).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workers.cli import (FORMATS, add_judge_args, add_scoring_args, judge_settings, reader_options,  # noqa: E402
-                         scoring_config)
+from workers.cli import (FORMATS, add_judge_args, add_protocol_args, add_scoring_args,  # noqa: E402
+                         judge_protocol, judge_settings, protocol_flag_errors, reader_options, scoring_config)
 from rubric.errors import RubricError  # noqa: E402
 
 log = logging.getLogger("lfqa_rubric.run_job")
@@ -42,7 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="run_job.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("inputs", nargs="+", help="shard files, directories, globs or URIs")
-    p.add_argument("--format", required=True, choices=FORMATS)
+    p.add_argument("--format", default=None, choices=FORMATS,
+                   help="input format (required without --protocol; linkage: graded; arena: none)")
     p.add_argument("--out", required=True, help="output folder (local to the driver, e.g. a shared mount)")
     p.add_argument("--map", default=None, help="column mapping for jsonl/parquet/csv: question=q,answer_a=...")
     p.add_argument("--labels", default=None, help="label value mapping, e.g. 1=a,2=b,0=tie")
@@ -55,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated LLM judges (plain, cot, rubrics or versions): judge the pairs in both "
                         "orders instead of scoring rubrics")
     add_judge_args(j)
+    add_protocol_args(p)
     add_ray_arguments(p)
     return p
 
@@ -69,6 +79,19 @@ def main(argv: list[str] | None = None) -> int:
     from workers.ray_pipeline import config_for_pools, pools_from_args, run_ray_job
 
     try:
+        if args.protocol is not None:
+            import shlex
+
+            if args.judges:
+                raise RubricError(f"--judges is for the pairwise judges; --protocol {args.protocol} runs its own judge")
+            return judge_protocol(args, ray_pool=pools_from_args(args)["llm"], address=args.address,
+                                  config=config_for_pools(scoring_config(args), args),
+                                  command=shlex.join(["python", "scripts/run_job.py", *(argv or sys.argv[1:])]))
+        errors = protocol_flag_errors(args)  # the protocol-only options, given without --protocol
+        if errors:
+            raise RubricError("; ".join(errors))
+        if args.format is None:
+            raise RubricError("--format is required (or --protocol linkage|arena|lfqa-e)")
         if args.judges:
             from workers.ray_judges import run_ray_judge_job
 

@@ -357,8 +357,15 @@ def _transfer(args) -> int:
 
 def _judge(args) -> int:
     if args.protocol is not None:
-        return _judge_protocol(args)
-    errors = _protocol_flag_errors(args)
+        if args.ray:
+            from workers.ray_pipeline import PoolConfig
+
+            return judge_protocol(args, ray_pool=PoolConfig())
+        return judge_protocol(args)
+    if args.ray:
+        raise RubricError("--ray is for --protocol here; the pairwise judges run on Ray with scripts/run_job.py "
+                          "--judges")
+    errors = protocol_flag_errors(args)
     if errors:
         raise RubricError("; ".join(errors))
     if args.format is None:
@@ -370,7 +377,7 @@ def _judge(args) -> int:
     return 0
 
 
-def _protocol_flag_errors(args) -> list[str]:
+def protocol_flag_errors(args) -> list[str]:
     """Flags that the chosen ``--protocol`` (or the plain judges) does not take, as one message each."""
     only = {"--systems": ("systems", ("arena",)), "--answer-map": ("answer_map", ("arena",)),
             "--max-questions": ("max_questions", ("linkage", "arena", "lfqa-e")),
@@ -390,23 +397,42 @@ def _protocol_flag_errors(args) -> list[str]:
         errors.append("--reference-max-tokens applies to --references generated")
     elif getattr(args, "reference_max_tokens", None) is not None and not 1 <= args.reference_max_tokens <= 4096:
         errors.append(f"--reference-max-tokens must be in 1..4096, got {args.reference_max_tokens}")
-    if args.protocol is not None and args.judges != "plain":
+    if args.protocol is not None and args.judges not in (None, "plain"):
         errors.append(f"--judges is for the pairwise judges; --protocol {args.protocol} runs its own judge")
     if args.protocol is not None and args.tie:
         errors.append(f"--tie is for the pairwise judges; --protocol {args.protocol}'s templates always offer one")
     return errors
 
 
-def _judge_protocol(args) -> int:
+def judge_protocol(args, *, ray_pool=None, address: str | None = None, command: str | None = None,
+                   config=None) -> int:
+    """Run ``--protocol``; with ``ray_pool`` its score/judge step runs on a Ray actor pool (report alike).
+
+    Args:
+        args: the judge command's arguments (or ``scripts/run_job.py``'s, which has the same options).
+        ray_pool: a ``workers.ray_pipeline.PoolConfig``: LINKAGE actors, or the protocol's judge actors.
+        address: the Ray address (None: join RAY_ADDRESS if set, else a local Ray).
+        command: the command line quoted in the report (default: this process's, for ``lfqa-rubric``).
+        config: the engine settings (default: from ``args``).
+    """
     import shlex
+    from functools import partial
 
     from workers import protocol_job
 
-    errors = _protocol_flag_errors(args)
+    errors = protocol_flag_errors(args)
     if errors:
         raise RubricError("; ".join(errors))
-    command = shlex.join(["lfqa-rubric", *sys.argv[1:]]) if sys.argv and "lfqa" in Path(sys.argv[0]).name else ""
-    config = scoring_config(args)
+    if command is None:
+        command = shlex.join(["lfqa-rubric", *sys.argv[1:]]) if sys.argv and "lfqa" in Path(sys.argv[0]).name else ""
+    config = config or scoring_config(args)
+    step, runner, run_linkage = None, "local", protocol_job.run_linkage_job
+    if ray_pool is not None:
+        from workers.ray_judges import ray_judge_step
+        from workers.ray_protocols import run_ray_linkage_job
+
+        step, runner = partial(ray_judge_step, pool=ray_pool, address=address), "ray"
+        run_linkage = partial(run_ray_linkage_job, pool=ray_pool, address=address)
     judge_kwargs = {"mode": args.mode, "n_votes": args.n_votes, "temperature": args.temperature, "seed": args.seed,
                     "max_reasoning_tokens": args.max_reasoning_tokens}
     if args.protocol == "linkage":
@@ -416,12 +442,12 @@ def _judge_protocol(args) -> int:
                 "seed": args.seed, "max_answer_chars": args.max_answer_chars,
                 "max_question_chars": args.max_question_chars}
         mode = "parse" if args.mode == "vote" else "logprob"
-        protocol_job.run_linkage_job(args.inputs, args.out, config=config,
-                                     settings=protocol_job.LinkageSettings(
-                                         args.linkage_systems, mode=mode, references=args.references or "data",
-                                         reference_max_tokens=args.reference_max_tokens or 512),
-                                     reader_options=opts, signals=not args.no_signals, rubric_scores=args.rubric_scores,
-                                     n_boot=args.n_boot, seed=args.seed, progress=not args.quiet, command=command)
+        run_linkage(args.inputs, args.out, config=config,
+                    settings=protocol_job.LinkageSettings(
+                        args.linkage_systems, mode=mode, references=args.references or "data",
+                        reference_max_tokens=args.reference_max_tokens or 512),
+                    reader_options=opts, signals=not args.no_signals, rubric_scores=args.rubric_scores,
+                    n_boot=args.n_boot, seed=args.seed, progress=not args.quiet, command=command)
     elif args.protocol == "arena":
         if len(args.inputs) != 1 or args.format is not None:
             raise RubricError("--protocol arena takes one annotation file (annotations_<domain>_with_citation.jsonl) "
@@ -429,7 +455,8 @@ def _judge_protocol(args) -> int:
         systems = _systems(args.systems)
         protocol_job.run_arena_job(args.inputs[0], systems, args.out, config=config, judge_kwargs=judge_kwargs,
                                    max_questions=args.max_questions, answer_mapping=args.answer_map,
-                                   n_boot=args.n_boot, seed=args.seed, progress=not args.quiet, command=command)
+                                   n_boot=args.n_boot, seed=args.seed, progress=not args.quiet, command=command,
+                                   step=step, runner=runner)
     else:
         if args.format is None:
             raise RubricError("--protocol lfqa-e needs --format (pairs with a reference answer, e.g. graded WebGLM "
@@ -438,7 +465,7 @@ def _judge_protocol(args) -> int:
         protocol_job.run_lfqa_e_job(args.inputs, args.format, args.out, config=config, judge_kwargs=judge_kwargs,
                                     reader_options=opts, rubric_scores=args.rubric_scores,
                                     rubric_model=args.rubric_model, n_boot=args.n_boot, seed=args.seed,
-                                    progress=not args.quiet, command=command)
+                                    progress=not args.quiet, command=command, step=step, runner=runner)
     return 0
 
 
@@ -702,6 +729,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_judge_args(j)
     add_scoring_args(j, "")
     add_protocol_args(j)
+    j.add_argument("--ray", action="store_true",
+                   help="--protocol: run the judge/score step on a Ray pool of one actor (local Ray, or RAY_ADDRESS); "
+                        "scripts/run_job.py --protocol sizes the pool")
     j.set_defaults(func=_judge)
 
     an = sub.add_parser("analyze", help="the rubric model, LLM judges and baselines on the same pairs: accuracy, "

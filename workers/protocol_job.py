@@ -33,7 +33,7 @@ import os
 import platform
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,8 @@ from rubric.scoring import Provenance, Score
 from workers.shards import list_shards, shard_name, shard_sha256
 from workers.store import ShardStore, atomic_write_bytes, score_key
 
-__all__ = ["LINKAGE_SIGNALS", "GENERATED_REFERENCES_FILE", "LinkageSettings", "run_linkage_job", "run_arena_job",
+__all__ = ["LINKAGE_SIGNALS", "GENERATED_REFERENCES_FILE", "LinkageSettings", "LinkagePending", "run_linkage_job",
+           "linkage_local_step", "linkage_chunks", "check_linkage_batch", "store_linkage_batch", "run_arena_job",
            "run_lfqa_e_job", "linkage_rows", "LINKAGE_CHECKPOINT_ANSWERS"]
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,12 @@ class LinkageSettings:
             key["references"] = self.references
             key["reference_max_tokens"] = self.reference_max_tokens
         return key
+
+    def arguments(self) -> dict:
+        """Plain data that rebuilds these settings (``LinkageSettings(**s.arguments())``, e.g. on a Ray actor)."""
+        return {"systems": list(self.systems), "mode": self.mode,
+                "max_pairwise_candidates": self.max_pairwise_candidates, "references": self.references,
+                "reference_max_tokens": self.reference_max_tokens}
 
 
 #: The generated reference lists of a LINKAGE job (models.linkage_references.ReferenceCache).
@@ -303,6 +310,64 @@ def _references_lines(settings: LinkageSettings, generation: Mapping[str, dict])
     return lines
 
 
+@dataclass
+class LinkagePending:
+    """One shard's LINKAGE work for a score step: the questions not yet stored and their store.
+
+    Attributes:
+        name: the shard's name.
+        uri: its input.
+        store: where its scores go (finished by the step once every candidate is stored).
+        n_candidates: the shard's candidates, stored or not (``store.finish``'s count).
+        todo: the questions with a candidate not yet stored, whole questions, in file order.
+    """
+
+    name: str
+    uri: str
+    store: ShardStore
+    n_candidates: int
+    todo: list = field(default_factory=list)
+
+
+def check_linkage_batch(questions: Sequence[Any], got: Sequence[Sequence[Any]]) -> None:
+    """One result list per question and one result per candidate, or BatchMismatchError."""
+    if len(got) != len(questions) or any(len(g) != len(q.candidates) for g, q in zip(got, questions)):
+        raise BatchMismatchError("the LINKAGE scorer lost a question or a candidate")
+
+
+def store_linkage_batch(store: ShardStore, questions: Sequence[Any], got: Sequence[Sequence[Mapping[str, Score]]],
+                        systems: Sequence[str], provenance: Mapping[str, Provenance]) -> int:
+    """Append one checked batch of whole questions to ``store``; returns the candidates stored."""
+    check_linkage_batch(questions, got)
+    ids = [c.answer_id for q in questions for c in q.candidates]
+    flat = [r for g in got for r in g]
+    store.append(ids, {s: [r[s] for r in flat] for s in systems}, provenance)
+    return len(ids)
+
+
+def linkage_chunks(questions: list, config: ScoringConfig) -> list[list]:
+    """Whole questions in chunks of about ``max(LINKAGE_CHECKPOINT_ANSWERS, batch_size)`` candidates."""
+    return _chunks(questions, max(LINKAGE_CHECKPOINT_ANSWERS, config.batch_size))
+
+
+def linkage_local_step(pending: Sequence[LinkagePending], *, settings: LinkageSettings, config: ScoringConfig,
+                       progress: bool, scorer) -> int:
+    """Score the pending questions in this process, a store checkpoint per chunk; returns the answers scored."""
+    from tqdm.auto import tqdm
+
+    scored = 0
+    for sh in pending:
+        with tqdm(total=sum(len(q.candidates) for q in sh.todo), desc=f"LINKAGE {sh.name}", unit="answer",
+                  disable=not progress, mininterval=2.0) as bar:
+            for chunk in linkage_chunks(sh.todo, config):
+                n = store_linkage_batch(sh.store, chunk, scorer.score_questions(chunk), settings.systems,
+                                        {s: scorer.provenance(s) for s in settings.systems})
+                scored += n
+                bar.update(n)
+        sh.store.finish(sh.n_candidates)
+    return scored
+
+
 def _platform() -> dict:
     return {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
 
@@ -310,7 +375,8 @@ def _platform() -> dict:
 def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, *, config: ScoringConfig,
                     settings: LinkageSettings | None = None, reader_options: Mapping[str, Any] | None = None,
                     signals: bool = True, rubric_scores: str | Path | None = None, n_boot: int = 1000, seed: int = 0,
-                    progress: bool = True, scorer=None, reference_generator=None, command: str = "") -> dict:
+                    progress: bool = True, scorer=None, reference_generator=None, command: str = "",
+                    step: Callable | None = None, runner: str = "local") -> dict:
     """LINKAGE on graded inputs: OUT/linkage.parquet, rejects.jsonl, report.md, manifest.json (module docstring).
 
     Args:
@@ -329,6 +395,10 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
         reference_generator: a prebuilt ``models.linkage_references.ReferenceGenerator`` (tests); with
             ``settings.references == "generated"`` default built on the scorer's engine.
         command: the command line, quoted in the report.
+        step: the score step, ``step(pending, *, settings, config, progress) -> answers scored``
+            (default :func:`linkage_local_step`; ``workers.ray_protocols.ray_linkage_step`` for Ray).
+            It stores every pending question and finishes each :class:`LinkagePending` store.
+        runner: recorded in the manifest.
 
     Returns:
         The manifest.
@@ -337,8 +407,6 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
         InputError: an input cannot be read, or no question is usable.
         EngineError: the engine failed (finished chunks stay in the store).
     """
-    from tqdm.auto import tqdm
-
     from rubric.linkage_data import read_linkage
     from rubric.protocol_report import linkage_results, linkage_table
 
@@ -378,27 +446,19 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
             key["linkage"]["reference_lists"] = _lists_digest(reads[uri].questions)
         plan.append((shard_name(uri), uri, ShardStore(out / "linkage_scores", shard_name(uri), key)))
     status = {name: "reused" if store.done else "scored" for name, _, store in plan}
-    scored_now = 0
+    pending = []
     for name, uri, store in plan:
-        if store.done:
-            continue
-        done = store.scored_ids()
-        todo = [q for q in reads[uri].questions if not all(c.answer_id in done for c in q.candidates)]
-        n_todo = sum(len(q.candidates) for q in todo)
-        if todo and scorer is None:
+        if not store.done:
+            done = store.scored_ids()
+            pending.append(LinkagePending(name, uri, store, reads[uri].n_candidates,
+                                          [q for q in reads[uri].questions
+                                           if not all(c.answer_id in done for c in q.candidates)]))
+    if step is None:
+        if scorer is None and any(sh.todo for sh in pending):
             scorer = _linkage_scorer(settings, config)
-        with tqdm(total=n_todo, desc=f"LINKAGE {name}", unit="answer", disable=not progress, mininterval=2.0) as bar:
-            for chunk in _chunks(todo, max(LINKAGE_CHECKPOINT_ANSWERS, config.batch_size)):
-                got = scorer.score_questions(chunk)
-                if len(got) != len(chunk) or any(len(g) != len(q.candidates) for g, q in zip(got, chunk)):
-                    raise BatchMismatchError("the LINKAGE scorer lost a question or a candidate")
-                ids = [c.answer_id for q in chunk for c in q.candidates]
-                flat = [r for g in got for r in g]
-                store.append(ids, {s: [r[s] for r in flat] for s in settings.systems},
-                             {s: scorer.provenance(s) for s in settings.systems})
-                scored_now += len(ids)
-                bar.update(len(ids))
-        store.finish(reads[uri].n_candidates)
+        scored_now = linkage_local_step(pending, settings=settings, config=config, progress=progress, scorer=scorer)
+    else:
+        scored_now = step(pending, settings=settings, config=config, progress=progress)
 
     questions = [q for _, uri, _ in plan for q in reads[uri].questions]
     if not questions:
@@ -481,7 +541,7 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
                                                   "answers_rejected")}}} if generation else {}),
         "metrics": {r.system: {"kendall": r.kendall.value, "spearman": r.spearman.value, "pearson": r.pearson.value,
                                "n_defined": r.kendall.n, "n_undefined": r.n_undefined} for r in results},
-        "job": {"answers_scored_now": scored_now, "runner": "local"},
+        "job": {"answers_scored_now": scored_now, "runner": runner},
         "timings_s": {"total": round(time.perf_counter() - t0, 3)}, "platform": _platform(),
     }
     atomic_write_bytes(out / "manifest.json", json.dumps(manifest, indent=2, default=str).encode())

@@ -324,3 +324,72 @@ def test_linkage_job_all_generations_fail_writes_rejects(tmp_path):
     report = (out / "report.md").read_text()
     assert "0 of 3 questions got a list (3 generated now, 0 from the cache); 3 failed, their 9 answers" in report
     assert not (out / "manifest.json").exists()
+
+
+# --- LINKAGE on Ray --------------------------------------------------------------------------------
+
+def linkage_factory(settings, config):
+    """The LINKAGE scorer on the fake engine, built on a Ray worker (the checkout is on its path)."""
+    return LinkageScorer(FakeEngine(), settings.systems, mode=settings.mode,
+                         max_pairwise_candidates=settings.max_pairwise_candidates)
+
+
+def test_linkage_on_ray_resumes_a_partial_store_and_matches_single_process(ray_local, tmp_path):
+    from workers.ray_pipeline import PoolConfig
+    from workers.ray_protocols import question_from_json, question_to_json, run_ray_linkage_job
+
+    src = _webglm(tmp_path, n=12)  # 36 candidates: a local chunk of 32 answers is 10 questions
+    local = run_linkage_job(src, tmp_path / "local", config=CONFIG, settings=SETTINGS, signals=False, n_boot=20,
+                            scorer=Counting(), progress=False)
+    out = tmp_path / "ray"
+    dying = Counting(die_after=1)  # leaves a partial store: the first chunk only
+    with pytest.raises(EngineError, match="engine died"):
+        run_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20, scorer=dying,
+                        progress=False)
+    assert 0 < dying.n_questions < 12
+    m = run_ray_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20, progress=False,
+                            pool=PoolConfig(size=1, num_cpus=0.5, batch_size=4), scorer_factory=linkage_factory)
+    assert m["job"] == {"answers_scored_now": 3 * (12 - dying.n_questions), "runner": "ray"}
+    assert m["metrics"] == local["metrics"] and m["inputs"][0]["status"] == "scored"
+    cols = ("question_id", "answer_id", "label", "system", "score", "rank", "mass", "error", "template_hash")
+
+    def rows(folder):
+        t = pq.read_table(folder / "linkage.parquet").to_pylist()
+        return [{k: r[k] for k in cols} for r in t]
+
+    assert rows(out) == rows(tmp_path / "local")
+    # everything stored: no question is sent out again (Ray is not even started)
+    again = run_ray_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20,
+                                progress=False, scorer_factory=linkage_factory)
+    assert again["inputs"][0]["status"] == "reused" and again["job"]["answers_scored_now"] == 0
+    from rubric.linkage_data import read_linkage
+
+    q = read_linkage(src).questions[0]
+    assert question_from_json(question_to_json(q)) == q
+
+
+def test_run_job_script_protocol_linkage_runs_on_ray_and_writes_the_report(ray_local, tmp_path, monkeypatch):
+    import functools
+
+    import workers.ray_protocols as rp
+    from tests.workers.test_ray_judges import _run_job_script
+
+    monkeypatch.setattr(rp, "run_ray_linkage_job", functools.partial(rp.run_ray_linkage_job,
+                                                                     scorer_factory=linkage_factory))
+    src, out = _webglm(tmp_path), tmp_path / "out"
+    argv = [str(src), "--protocol", "linkage", "--linkage-systems", "listwise,point_no_ref,pairwise", "--no-signals",
+            "--n-boot", "20", "--llm-actors", "1", "--cpus-per-llm-actor", "0.5", "--out", str(out), "--quiet"]
+    assert _run_job_script().main(argv) == 0
+    report = (out / "report.md").read_text()
+    assert "Command: `python scripts/run_job.py " in report and "| listwise | 1.000" in report
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["job"] == {"answers_scored_now": 9, "runner": "ray"}
+
+
+def test_run_job_script_protocol_options_need_the_protocol(tmp_path, capsys):
+    from tests.workers.test_ray_judges import _run_job_script
+
+    rc = _run_job_script().main(["x.json", "--format", "graded", "--judges", "plain", "--linkage-systems", "listwise",
+                                 "--out", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--linkage-systems applies to --protocol linkage" in err and err.count("\n") == 1
