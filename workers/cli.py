@@ -738,7 +738,8 @@ def build_parser() -> argparse.ArgumentParser:
                                          "transitivity, position and verbosity bias, perturbations (Markdown + PNG)")
     an.add_argument("inputs", nargs="+", metavar="OUT",
                     help="score outputs (pairs.parquet, with model.json or --model), judge outputs "
-                         "(judgments.parquet) and predictions Parquet files over the same pairs")
+                         "(judgments.parquet) and predictions Parquet files over the same pairs; LINKAGE outputs "
+                         "(linkage.parquet) get a table of their own")
     an.add_argument("--model", default=None, help="model JSON applied to the score output (default: OUT/model.json)")
     an.add_argument("--predictions", nargs="+", action="extend", default=[], metavar="FILE",
                     help="predictions Parquet files (pair_id, predicted[, p_a, system, error])")

@@ -8,6 +8,7 @@ Pure functions over decisions; reading the inputs and writing the report are at 
 - :mod:`rubric.analysis.position`: Table 6, each judge in both presentation orders, flip rates;
 - :mod:`rubric.analysis.verbosity`: Table 7, disagreements with people by answer length;
 - :mod:`rubric.analysis.perturbation`: Table 8, the same systems on perturbed answers;
+- :mod:`rubric.analysis.linkage`: a LINKAGE run's per-question correlations, beside Table 4;
 - :mod:`rubric.analysis.stats`: paired metric differences with a question-clustered bootstrap;
 - :mod:`rubric.analysis.run`: read score/judge outputs and predictions files, run everything;
 - :mod:`rubric.analysis.render`: Markdown and charts.
@@ -16,6 +17,7 @@ Every rate comes with a 95% CI from resampling questions.
 """
 
 from rubric.analysis.comparison import Comparison, Undecided, common_pairs, compare_systems, labelled_pairs
+from rubric.analysis.linkage import LinkageRun, LinkageScope, linkage_run, read_linkage_rows
 from rubric.analysis.perturbation import Perturbation, PerturbationRow, perturbation_deltas
 from rubric.analysis.position import Position, PositionRow, position_bias
 from rubric.analysis.render import analysis_markdown, plot_perturbations, plot_position, plot_verbosity, write_analysis
@@ -33,6 +35,7 @@ __all__ = ["PairSet", "System", "judge_systems", "model_systems", "predictions_s
            "Transitivity", "TransitivityRow", "Triad", "find_triads", "classify_triad", "transitivity",
            "Verbosity", "VerbosityRow", "verbosity_bias", "bias_direction",
            "Perturbation", "PerturbationRow", "perturbation_deltas",
+           "LinkageRun", "LinkageScope", "linkage_run", "read_linkage_rows",
            "CLASSES", "MetricDelta", "ab_metrics", "metric_row", "paired_metric_deltas",
            "Analysis", "LoadedInputs", "load_inputs", "parse_perturbed", "analyze",
            "analysis_markdown", "plot_position", "plot_verbosity", "plot_perturbations", "write_analysis"]

@@ -85,6 +85,24 @@ def _comparison(a: Analysis, command: str) -> list[str]:
     return out + [""]
 
 
+def _linkage(a: Analysis, command: str) -> list[str]:
+    """LINKAGE's per-question correlations (per answer, so a table of its own beside Table 4)."""
+    from rubric.protocol_report import linkage_table
+
+    out = []
+    for run in a.linkage:
+        out += [f"## LINKAGE: per-question correlation with the graded labels ({run.source})", "",
+                "Per answer, not per pair: each question's answers ranked by each system against their graded "
+                "labels (mean over the questions where a coefficient is defined, 95% question-bootstrap CIs). "
+                "The rows are the LINKAGE run's: its listwise judge, pointwise and pairwise baselines, reference "
+                "signals, length and rubric scores.", ""]
+        for scope in run.scopes:
+            out += [f"### {scope.name}: {scope.n_questions} questions, {scope.n_answers} answers", "",
+                    linkage_table(scope.results), ""]
+        out += [f"Command: `{command}`", ""]
+    return out
+
+
 def _position(a: Analysis, command: str, chart: str | None) -> list[str]:
     p: Position = a.position
     out = ["## Table 6: position bias (each judge with the answers in the input's order, ab, and swapped, ba)", ""]
@@ -209,6 +227,7 @@ def analysis_markdown(a: Analysis, *, command: str, charts: Mapping[str, str] | 
            "", "## Inputs", ""]
     out += [f"- {line}" for line in a.inputs] + [""]
     out += _comparison(a, command)
+    out += _linkage(a, command)
     out += _transitivity(a, command)
     out += _position(a, command, charts.get("position"))
     out += _verbosity(a, command, charts.get("verbosity"))

@@ -8,7 +8,10 @@ Inputs, each a folder or a file:
   and debiased;
 - a predictions file (Parquet with ``pair_id``, ``predicted``, optionally ``system``, ``p_a``,
   ``error``), given as a file or found as ``OUT/encoder_predictions.parquet``: one system per
-  ``system`` value (else per file).
+  ``system`` value (else per file);
+- a LINKAGE output (``OUT/linkage.parquet``, per answer, :mod:`rubric.analysis.linkage`): its own
+  table of per-question correlations with the graded labels, on all its questions and on those of
+  the analysed split; it describes no pairs, so it goes beside a score or judge output.
 
 The pairs are the union of those the score and judge outputs describe (they must agree on each
 pair's question, answers, label, split and lengths); the analysed split is taken from them. A system
@@ -25,6 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from rubric.analysis.comparison import Comparison, compare_systems
+from rubric.analysis.linkage import LINKAGE_FILE, LinkageRun, linkage_run, read_linkage_rows
 from rubric.analysis.perturbation import Perturbation, perturbation_deltas
 from rubric.analysis.position import Position, position_bias
 from rubric.analysis.systems import KINDS, PairSet, System, baseline_systems, judge_systems, model_systems, \
@@ -54,12 +58,14 @@ class LoadedInputs:
         systems: the systems they gave (rubric model, judges, predictions), in input order.
         described: one line per input saying what it gave.
         model_path: the model file applied to the score output, or None.
+        linkage: each LINKAGE output's file and rows.
     """
 
     pairs: PairSet
     systems: list[System]
     described: list[str] = field(default_factory=list)
     model_path: Path | None = None
+    linkage: list[tuple[str, list[dict]]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class Analysis:
         transitivity: Table 5 (every system, and the people).
         verbosity: Table 7 (on Table 4's pairs).
         perturbations: Table 8, one per perturbed set.
+        linkage: one per LINKAGE output given.
     """
 
     split: str
@@ -87,6 +94,7 @@ class Analysis:
     transitivity: Transitivity
     verbosity: Verbosity
     perturbations: list[Perturbation]
+    linkage: list[LinkageRun] = field(default_factory=list)
 
 
 def _read_parquet(path: Path) -> pa.Table:
@@ -132,6 +140,7 @@ def load_inputs(paths: Sequence[str | Path], *, model: str | Path | None = None,
     systems: list[System] = []
     described: list[str] = []
     used_model: Path | None = None
+    linkage: list[tuple[str, list[dict]]] = []
     in_sample_note = "trained on pairs not recorded here: may be in-sample" if split in ("train", "all") else ""
 
     def add_pairs(ps: PairSet) -> None:
@@ -185,12 +194,21 @@ def load_inputs(paths: Sequence[str | Path], *, model: str | Path | None = None,
             got = predictions_systems(_read_parquet(file), name=path.name, source=str(file), note=in_sample_note)
             systems += got
             described.append(f"{file}: predictions of {', '.join(s.name for s in got)}")
+        if (path / LINKAGE_FILE).is_file():
+            found = True
+            rows = read_linkage_rows(path)
+            linkage.append((str(path / LINKAGE_FILE), rows))
+            described.append(f"{path}: LINKAGE per-answer table ({len(rows)} rows, "
+                             f"{len({r['question_id'] for r in rows})} questions) of "
+                             + ", ".join(dict.fromkeys(str(r["system"]) for r in rows)))
         if not found:
-            raise InputError(f"{path} holds none of pairs.parquet, {JUDGMENTS_FILE}, {ENCODER_PREDICTIONS_FILE}")
+            raise InputError(f"{path} holds none of pairs.parquet, {JUDGMENTS_FILE}, {ENCODER_PREDICTIONS_FILE}, "
+                             f"{LINKAGE_FILE}")
     if pairs is None:
         raise ConfigError("no input describes the pairs: give a score output (pairs.parquet) or a judge output "
-                          f"({JUDGMENTS_FILE}) beside predictions files")
-    return LoadedInputs(pairs=pairs, systems=systems, described=described, model_path=used_model)
+                          f"({JUDGMENTS_FILE}) beside predictions files or a LINKAGE output ({LINKAGE_FILE}; "
+                          "its own report.md has its table)")
+    return LoadedInputs(pairs=pairs, systems=systems, described=described, model_path=used_model, linkage=linkage)
 
 
 def parse_perturbed(values: Sequence[str]) -> dict[str, list[str]]:
@@ -258,5 +276,9 @@ def analyze(inputs: Sequence[str | Path], *, model: str | Path | None = None, pr
         p_systems = _table_order(p_loaded.systems) + baseline_systems(p_pairs)
         perturbations.append(perturbation_deltas(name, pairs, p_pairs, systems, p_systems, n_boot=n_boot, seed=seed))
         described += [f"perturbed set {name!r}: {line}" for line in p_loaded.described]
+    split_questions = {str(q) for q in pairs.question_id}
+    linkage = [linkage_run(rows, source=source, split=split, split_questions=split_questions, n_boot=n_boot, seed=seed)
+               for source, rows in loaded.linkage]
     return Analysis(split=split, pairs=pairs, systems=systems, inputs=described, comparison=comparison,
-                    position=position, transitivity=trans, verbosity=verbosity, perturbations=perturbations)
+                    position=position, transitivity=trans, verbosity=verbosity, perturbations=perturbations,
+                    linkage=linkage)

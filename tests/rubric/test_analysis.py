@@ -590,3 +590,50 @@ def test_inputs_that_describe_a_pair_differently_are_refused(outputs, tmp_path):
     with pytest.raises(ConfigError, match="pair 'q8-01' differs between .*pairs.parquet and .*judgments.parquet: "
                                           "question_id is"):
         analyze([outputs / "score", tmp_path / "judge"], n_boot=10)
+
+
+def _linkage_output(out):
+    """A LINKAGE run over the same 12 questions: answer k has label k (4 answers, no ties in the labels).
+
+    ``listwise`` ranks as the labels do everywhere; ``flipped`` ranks them backwards on the 8 train/dev
+    questions and right on the 4 test questions; ``flat`` gives every answer the same score.
+    """
+    from rubric.records import content_id, question_id
+
+    rows = []
+    for q in range(N_Q):
+        for k in range(N_ANS):
+            text = f"answer {k} to question {q}" + " filler" * FILLER[k]
+            for system, score in (("listwise", -3.0 + k), ("flipped", float(k if _split(q) == "test" else -k)),
+                                  ("flat", 5.0)):
+                rows.append({"question_id": question_id(f"question {q}?"),
+                             "answer_id": content_id(f"question {q}?", text), "label": k, "system": system,
+                             "score": score, "error": None})
+    out.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), out / "linkage.parquet")
+
+
+def test_analyze_puts_a_linkage_run_beside_the_pairwise_tables(outputs, tmp_path):
+    from rubric.analysis import analysis_markdown, analyze
+
+    _linkage_output(tmp_path / "linkage")
+    a = analyze([outputs / "score", outputs / "judge", tmp_path / "linkage"], model=outputs / "model.json",
+                n_boot=20)
+    assert len(a.linkage) == 1 and [s.n_questions for s in a.linkage[0].scopes] == [12, 4]
+    every, test = ({r.system: r for r in s.results} for s in a.linkage[0].scopes)
+    assert every["listwise"].kendall.value == pytest.approx(1.0) and every["listwise"].kendall.n == 12
+    assert every["flipped"].kendall.value == pytest.approx((4 - 8) / 12)  # mean over questions
+    assert test["flipped"].kendall.value == pytest.approx(1.0) and test["flipped"].spearman.value == pytest.approx(1)
+    assert every["flat"].kendall.n == 0 and every["flat"].n_undefined == 12
+    text = analysis_markdown(a, command="lfqa-rubric analyze ...")
+    section = text[text.index("## LINKAGE: per-question correlation"):text.index("## Table 5")]
+    assert "### questions of the test split (those of the pairs above): 4 questions, 16 answers" in section
+    every_md, test_md = section.split("### questions of the test split")
+    assert _line(every_md, "| flipped | ").startswith("| flipped | -0.333") and "12 / 12 | 0 |" in every_md
+    assert _line(test_md, "| flipped | ").startswith("| flipped | 1.000 [1.000, 1.000]")
+    assert "| flipped | -0.333" in section and "| flat | n/a | n/a | n/a | 0 / 12 | 12 |" in section
+    assert any("LINKAGE per-answer table (144 rows, 12 questions) of listwise, flipped, flat" in line
+               for line in a.inputs)
+    # a LINKAGE output alone describes no pairs
+    with pytest.raises(ConfigError, match="LINKAGE output"):
+        analyze([tmp_path / "linkage"], n_boot=10)
