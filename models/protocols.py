@@ -11,7 +11,13 @@ Pairwise protocol judges
     (``lfqa_e.reference_tie.v1``) gets the pair's ``reference``. The judge job builds it whenever a
     judge spec is a protocol's (:func:`protocol_scorer_factory`), so ``lfqa-rubric judge``, the Ray
     judge actors and ``judgments.parquet`` serve these judges unchanged. RAG-QA Arena in logprob mode
-    reads the rating after an empty ``<thinking></thinking>`` (no reasoning is generated).
+    reads the rating after an empty ``<thinking></thinking>`` (``arena.pairwise.v1``), or, with
+    ``arena.pairwise_reasoning.v1``, first generates the judge's own reasoning greedily after
+    ``<thinking>`` (at most ``max_reasoning_tokens``, one ``generate`` call for both orders of every
+    pair; the engine has no stop strings, so the text is cut at its first ``</thinking>``), then reads
+    the rating after ``<thinking>REASONING</thinking>\n<rating>`` in the ``score_token_probs`` call.
+    The reasoning is kept in the row (``text_ab`` / ``text_ba``). In vote mode that judge's budget is
+    ``max_reasoning_tokens + max_vote_tokens``.
 
 LINKAGE per answer
     :class:`LinkageScorer` scores every candidate answer of a question against the question's
@@ -32,15 +38,15 @@ import hashlib
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
-from models.judges import JudgeScorer, _Unit, engine_call
+from models.judges import _TAG_SLACK, JudgeScorer, _Unit, engine_call
 from models.llm.engine import Engine, TextSampler
 from rubric.errors import BatchMismatchError, ConfigError
 from rubric.geval import DEFAULT_MIN_MASS, ChatPrompt
-from rubric.judges import ORDERS, JudgeSpec, pair_outcome, vote_probs
+from rubric.judges import ORDERS, JudgeSpec, VerdictProbs, pair_outcome, vote_probs
 from rubric.linkage import (
     MAX_RANK_POSITIONS,
     RankScore,
@@ -55,7 +61,13 @@ from rubric.linkage import (
 )
 from rubric.linkage_data import LinkageCandidate, LinkageQuestion
 from rubric.protocol_judges import ProtocolJudgeSpec, is_protocol_judge
-from rubric.protocols import get_protocol_template, pairwise_verdict_probs, parse_pairwise_verdict
+from rubric.protocols import (
+    ARENA_THINKING_PREFILL,
+    arena_verdict_prefill,
+    get_protocol_template,
+    pairwise_verdict_probs,
+    parse_pairwise_verdict,
+)
 from rubric.records import PairRecord
 from rubric.scoring import Provenance, Score
 
@@ -108,7 +120,36 @@ class ProtocolJudgeScorer(JudgeScorer):
                       f"max_vote_tokens={self.max_vote_tokens}"]
             if self.prefill_votes:
                 parts.append(f"prefill={spec.prefill!r}")
+        if spec.reasons:  # type: ignore[attr-defined]
+            parts.append(f"max_reasoning_tokens={self.max_reasoning_tokens}")
         return ";".join(parts)
+
+    def _reserve(self, spec: JudgeSpec) -> int:
+        if isinstance(spec, _WithReference):  # what _fit hands on for a protocol judge
+            spec = spec._spec  # type: ignore[assignment]
+        if not (is_protocol_judge(spec) and spec.reasons):  # type: ignore[attr-defined]
+            return super()._reserve(spec)
+        if self.mode == "vote":
+            return self.max_vote_tokens + self.max_reasoning_tokens
+        close = arena_verdict_prefill("").removeprefix(ARENA_THINKING_PREFILL)  # "</thinking>\n<rating>"
+        return self.max_reasoning_tokens + len(self.engine.encode(close)) + _TAG_SLACK + 1
+
+    def _verdict_prompt(self, u: _Unit, order: str, reasoning: str) -> ChatPrompt | None:
+        """The order's prompt with the reasoning closed and ``<rating>`` pre-filled; None (and the
+        order's error set) when even a shortened reasoning leaves no room for the verdict."""
+        limit = self.engine.max_context - 1
+        prompt = replace(u.prompts[order], prefill=arena_verdict_prefill(reasoning))
+        over = self.engine.count_tokens([prompt])[0] - limit
+        if over > 0:  # re-tokenised reasoning came out longer than generated: drop its end
+            ids = self.engine.encode(reasoning)
+            prompt = replace(prompt, prefill=arena_verdict_prefill(
+                self.engine.decode(ids[:max(0, len(ids) - over - _TAG_SLACK)])))
+            if self.engine.count_tokens([prompt])[0] > limit:
+                u.probs[order] = VerdictProbs(None, None, None, 0.0, error=(
+                    f"{u.spec.version}: the reasoning leaves no room for the verdict in "
+                    f"{self.engine.max_context} tokens"))
+                return None
+        return prompt
 
     def _fit(self, index: int, pair: PairRecord, spec: JudgeSpec) -> _Unit:
         if not is_protocol_judge(spec):
@@ -122,17 +163,35 @@ class ProtocolJudgeScorer(JudgeScorer):
         ours = [(u, o) for u in units if is_protocol_judge(u.spec) for o in ORDERS]
         if not ours:
             return
-        probs = self._score_tokens([u.prompts[o] for u, o in ours])
-        for (u, o), tp in zip(ours, probs):
+        reasoning = [(u, o) for u, o in ours if u.spec.reasons]  # type: ignore[attr-defined]
+        texts = self._generate([u.prompts[o] for u, o in reasoning], self.max_reasoning_tokens, 0.0, 1) \
+            if reasoning else []
+        reads = [(u, o, u.prompts[o]) for u, o in ours if not u.spec.reasons]  # type: ignore[attr-defined]
+        for (u, o), text in zip(reasoning, texts):
+            u.texts[o] = text  # type: ignore[assignment]
+            prompt = self._verdict_prompt(u, o, text)  # type: ignore[arg-type]
+            if prompt is not None:
+                reads.append((u, o, prompt))
+        if not reads:
+            return
+        probs = self._score_tokens([p for _, _, p in reads])
+        for (u, o, _), tp in zip(reads, probs):
             u.probs[o] = pairwise_verdict_probs(tp, u.spec.protocol_template, min_mass=self.min_mass,  # type: ignore[attr-defined]
                                                 top_k=self.engine.top_k)
 
     def _run_vote(self, units: list[_Unit]) -> None:
         super()._run_vote([u for u in units if not is_protocol_judge(u.spec)])
         ours = [(u, o) for u in units if is_protocol_judge(u.spec) for o in ORDERS]
-        if not ours:
-            return
-        outs = self._generate([u.prompts[o] for u, o in ours], self.max_vote_tokens, self.temperature, self.n_votes)
+        # a reasoning judge gets its own budget, so a short verdict is never padded out to a reasoning one
+        groups = [([(u, o) for u, o in ours if u.spec.reasons is r], budget)  # type: ignore[attr-defined]
+                  for r, budget in ((False, self.max_vote_tokens),
+                                    (True, self.max_vote_tokens + self.max_reasoning_tokens))]
+        for group, budget in groups:
+            if group:
+                self._vote_group(group, budget)
+
+    def _vote_group(self, ours: list[tuple[_Unit, str]], budget: int) -> None:
+        outs = self._generate([u.prompts[o] for u, o in ours], budget, self.temperature, self.n_votes)
         for (u, o), texts in zip(ours, outs):
             samples = [texts] if isinstance(texts, str) else list(texts)
             samples = [u.prompts[o].prefill + t for t in samples]

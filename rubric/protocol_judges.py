@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from rubric.errors import ConfigError, UnknownNameError
 from rubric.geval import ChatPrompt, PromptTemplate
-from rubric.protocols import PROTOCOL_TEMPLATES, ProtocolTemplate, get_protocol_template
+from rubric.protocols import ARENA_REASONING_VERSION, PROTOCOL_TEMPLATES, ProtocolTemplate, get_protocol_template
 
 __all__ = [
     "PAIRWISE_PROTOCOLS",
@@ -89,6 +89,12 @@ class ProtocolJudgeSpec:
     @property
     def prefill(self) -> str:
         return self.protocol_template.prefill
+
+    @property
+    def reasons(self) -> bool:
+        """The judge writes its own reasoning first (``arena.pairwise_reasoning.v1``): generated after the
+        ``<thinking>`` pre-fill, then the verdict is read after :func:`rubric.protocols.arena_verdict_prefill`."""
+        return self.protocol_template.version == ARENA_REASONING_VERSION
 
     @property
     def template_hash(self) -> str:

@@ -9,8 +9,10 @@ a system turn in ``<version>.system.j2`` (RAG-QA Arena's instruction and rubric)
 Templates
     ``linkage.listwise.v1`` (four references; ``linkage.listwise_n.v1`` for other lengths),
     ``linkage.point_no_ref.v1``, ``linkage.point_with_ref.v1`` (0-10), ``linkage.pairwise.v1`` (A / B /
-    C = tie), ``arena.pairwise.v1`` (1 / 2 / 0 = not sure, with the paper's in-context examples) and
-    ``lfqa_e.reference_tie.v1`` (answer_1 / answer_2 / answer_tie, given a reference answer).
+    C = tie), ``arena.pairwise.v1`` (1 / 2 / 0 = not sure, with the paper's in-context examples; and
+    ``arena.pairwise_reasoning.v1``, the same prompt pre-filled with ``<thinking>`` only, for a judge that
+    writes its own reasoning before the rating is read) and ``lfqa_e.reference_tie.v1`` (answer_1 /
+    answer_2 / answer_tie, given a reference answer).
 
 Pre-fill (logprob mode)
     The assistant turn is pre-filled so that the next token is the verdict: ``"[["`` for LINKAGE (its
@@ -52,6 +54,7 @@ __all__ = [
     "ARENA_THINKING_PREFILL",
     "get_protocol_template",
     "arena_verdict_prefill",
+    "ARENA_REASONING_VERSION",
     "pairwise_verdict_probs",
     "parse_pairwise_verdict",
 ]
@@ -64,6 +67,8 @@ LINKAGE_PREFILL = "[["
 ARENA_THINKING_PREFILL = "<thinking>"
 _ARENA_THINKING_END = "</thinking>"
 _ARENA_RATING = "<rating>"
+#: RAG-QA Arena's judge that writes its own reasoning (pre-fill ``<thinking>``) before the rating is read.
+ARENA_REASONING_VERSION = "arena.pairwise_reasoning.v1"
 
 _DIGITS_0_10 = tuple(str(i) for i in range(11))
 
@@ -158,6 +163,7 @@ class _Decl:
     fields: tuple[str, ...]
     verdicts: tuple[str, ...] = ()
     system: bool = False
+    file: str = ""  # the prompt files' stem when another version's wording is reused (default: the version)
 
 
 _PAIR_FIELDS = ("question", "answer_1", "answer_2")
@@ -184,6 +190,11 @@ _DECLS: dict[str, _Decl] = {
     "arena.pairwise.v1": _Decl("arena", "pairwise", _ARENA, ARENA_THINKING_PREFILL + _ARENA_THINKING_END + "\n"
                                + _ARENA_RATING, ("1", "2", "0"), (1.0, 0.0, 0.5), _PAIR_FIELDS, ("1", "2", "tie"),
                                system=True),
+    # the same prompt; the judge writes its own thinking after "<thinking>" before the rating is read
+    # (arena_verdict_prefill closes it): models.protocols.ProtocolJudgeScorer generates it first
+    ARENA_REASONING_VERSION: _Decl("arena", "pairwise", _ARENA + "; the judge's own reasoning first (lfqa-rubric)",
+                                   ARENA_THINKING_PREFILL, ("1", "2", "0"), (1.0, 0.0, 0.5), _PAIR_FIELDS,
+                                   ("1", "2", "tie"), system=True, file="arena.pairwise.v1"),
     "lfqa_e.reference_tie.v1": _Decl("lfqa_e", "pairwise", _LFQA_E, "answer_", ("1", "2", "tie"), (1.0, 0.0, 0.5),
                                      ("question", "reference", "answer_1", "answer_2"), ("1", "2", "tie")),
 }
@@ -194,12 +205,13 @@ PROTOCOL_VERSIONS: tuple[str, ...] = tuple(_DECLS)
 
 def _load(version: str) -> ProtocolTemplate:
     d = _DECLS[version]
-    text = (_PROMPTS / f"{version}.j2").read_text(encoding="utf-8")
+    stem = d.file or version
+    text = (_PROMPTS / f"{stem}.j2").read_text(encoding="utf-8")
     system = None
     if d.system:
         # rendered once: the system turn has no fields, only its header comment to drop
         env = Environment(undefined=StrictUndefined, autoescape=False)
-        system = env.from_string((_PROMPTS / f"{version}.system.j2").read_text(encoding="utf-8")).render()
+        system = env.from_string((_PROMPTS / f"{stem}.system.j2").read_text(encoding="utf-8")).render()
     template = PromptTemplate(name=version.rsplit(".", 1)[0], version=version, layout=d.kind, text=text,
                               prefill=d.prefill, score_tokens=d.tokens, score_values=d.values, fields=d.fields)
     return ProtocolTemplate(protocol=d.protocol, kind=d.kind, version=version, source=d.source, template=template,

@@ -385,6 +385,7 @@ def protocol_flag_errors(args) -> list[str]:
             "--linkage-systems": ("linkage_systems", ("linkage",)), "--no-signals": ("no_signals", ("linkage",)),
             "--references": ("references", ("linkage",)),
             "--reference-max-tokens": ("reference_max_tokens", ("linkage",)),
+            "--reasoning-tokens": ("reasoning_tokens", ("arena",)),
             "--rubric-scores": ("rubric_scores", ("linkage", "lfqa-e")), "--rubric-model": ("rubric_model", ("lfqa-e",))}
     errors = []
     for flag, (dest, protocols) in only.items():
@@ -456,7 +457,7 @@ def judge_protocol(args, *, ray_pool=None, address: str | None = None, command: 
         protocol_job.run_arena_job(args.inputs[0], systems, args.out, config=config, judge_kwargs=judge_kwargs,
                                    max_questions=args.max_questions, answer_mapping=args.answer_map,
                                    n_boot=args.n_boot, seed=args.seed, progress=not args.quiet, command=command,
-                                   step=step, runner=runner)
+                                   step=step, runner=runner, reasoning_tokens=args.reasoning_tokens or 0)
     else:
         if args.format is None:
             raise RubricError("--protocol lfqa-e needs --format (pairs with a reference answer, e.g. graded WebGLM "
@@ -550,6 +551,10 @@ def add_protocol_args(p: argparse.ArgumentParser) -> None:
                         "(linkage.create_multi_step_answer.v1, cached in OUT/generated_references.jsonl)")
     g.add_argument("--reference-max-tokens", type=int, default=None,
                    help="linkage --references generated: cap on new tokens per generated list (default 512)")
+    g.add_argument("--reasoning-tokens", type=int, default=None, metavar="N",
+                   help="arena: the judge first writes its own reasoning (greedy, at most N tokens, cut at "
+                        "</thinking>), then the rating is read (arena.pairwise_reasoning.v1); default: the rating "
+                        "after an empty <thinking></thinking>")
     g.add_argument("--no-signals", action="store_true",
                    help="linkage: leave out ROUGE-1/ROUGE-L, MiniLM similarity and length")
     g.add_argument("--rubric-scores", default=None, metavar="SCORE_OUT",

@@ -588,7 +588,7 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
                   config: ScoringConfig, judge_kwargs: Mapping[str, Any] | None = None,
                   max_questions: int | None = None, answer_mapping: str | None = None, n_boot: int = 1000,
                   seed: int = 0, progress: bool = True, scorer=None, step: Callable | None = None,
-                  runner: str = "local", command: str = "") -> dict:
+                  runner: str = "local", command: str = "", reasoning_tokens: int = 0) -> dict:
     """RAG-QA Arena: every system's answer against the LFRQA reference, both orders; report with ratings.
 
     Args:
@@ -606,14 +606,18 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
         step: the judge job's step (default local; ``workers.ray_judges.ray_judge_step`` for Ray).
         runner: recorded in the manifest.
         command: the command line, quoted in the report.
+        reasoning_tokens: 0 reads the rating after an empty ``<thinking></thinking>``
+            (``arena.pairwise.v1``); N > 0 has the judge write its own reasoning first, greedy, at most
+            N tokens (``arena.pairwise_reasoning.v1``; N is its ``max_reasoning_tokens``, in the store key).
 
     Raises:
-        ConfigError: a system name is empty, repeated or contains ':'.
+        ConfigError: a system name is empty, repeated or contains ':'; ``reasoning_tokens`` < 0.
         InputError: a file cannot be read, or no pair is left.
     """
     from rubric.arena_data import ArenaQuestions, join_arena, read_arena_annotations, read_arena_answers
     from rubric.protocol_report import arena_tables
     from rubric.protocol_judges import PAIRWISE_PROTOCOLS
+    from rubric.protocols import ARENA_REASONING_VERSION
     from workers.judge_job import run_judge_job
 
     out = Path(out)
@@ -624,6 +628,8 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
             raise ConfigError(f"system name {name!r} must not contain ':' (pair ids are SYSTEM:QID)")
     if max_questions is not None and max_questions < 1:
         raise ConfigError(f"'max_questions' must be >= 1, got {max_questions}")
+    if isinstance(reasoning_tokens, bool) or not isinstance(reasoning_tokens, int) or reasoning_tokens < 0:
+        raise ConfigError(f"'reasoning_tokens' must be an integer >= 0, got {reasoning_tokens!r}")
     qs = read_arena_annotations(annotations)
     sliced_off: set[str] = set()
     if max_questions is not None and len(qs.questions) > max_questions:
@@ -650,6 +656,9 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
     if not pairs_file.is_file() or pairs_file.read_bytes() != data:  # same bytes: same sha256, the store is reused
         atomic_write_bytes(pairs_file, data)
     version = PAIRWISE_PROTOCOLS["arena"]
+    if reasoning_tokens:
+        version = ARENA_REASONING_VERSION
+        judge_kwargs = {**(judge_kwargs or {}), "max_reasoning_tokens": reasoning_tokens}
     manifest = run_judge_job(pairs_file, "lfqa-eval", _judge_settings(version, judge_kwargs), out, config=config,
                              seed=seed, progress=progress, scorer=scorer, step=step, runner=runner)
     dec = _decisions(out, version)
@@ -661,7 +670,9 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
     model = next(iter(manifest["judges"].values()))["model_id"]
     report = "\n".join([
         "# RAG-QA Arena: systems against the LFRQA reference", "",
-        f"Judge: {version} on {model} ({manifest['settings']['mode']} mode, both orders, order-debiased). "
+        f"Judge: {version} on {model} ({manifest['settings']['mode']} mode, both orders, order-debiased"
+        + (f"; its own reasoning first, greedy, at most {reasoning_tokens} tokens, kept in judgments.parquet's "
+           "`text`" if reasoning_tokens else "") + "). "
         f"Annotations: {annotations} ({len(qs.questions)} questions). Systems: "
         + ", ".join(f"{n} ({p})" for n, p in systems.items()) + ".", "",
         *([f"Command: `{command}`", ""] if command else []), tables, ""])

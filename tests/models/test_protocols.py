@@ -282,3 +282,48 @@ def test_reference_generator_errors():
 class _Dead(FakeEngine):
     def generate(self, prompts, max_tokens, *, temperature=0.0, n=1, seed=None):
         raise RuntimeError("worker died")
+
+
+class _Recording(FakeEngine):
+    """The fake engine, keeping the prompts it scored."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.scored = []
+
+    def score_token_probs(self, prompts, candidates):
+        self.scored += list(prompts)
+        return super().score_token_probs(prompts, candidates)
+
+
+def test_arena_reasoning_judge_generates_then_reads_the_rating_after_its_reasoning():
+    spec = resolve_judges("arena.pairwise_reasoning.v1")[0]
+    assert spec.reasons and not protocol_judge("arena").reasons
+    eng = _Recording(texts={"Now compare": "  Answer one is fuller.</thinking>\n<rating>2</rating> more"})
+    s = ProtocolJudgeScorer(eng, [spec], max_reasoning_tokens=40)
+    [win, lose] = s.judge_pairs([_pair("answer BEST", "answer POOR"), _pair("answer POOR", "answer BEST")])
+    assert eng.calls == [("generate", 4), ("score", 4)]  # both orders of both pairs, one call each
+    # the rating is read after the reasoning, cut at </thinking> (the rating it wrote is not used)
+    assert {p.prefill for p in eng.scored} == {"<thinking>Answer one is fuller.</thinking>\n<rating>"}
+    assert all(p.system for p in eng.scored)  # the system turn survives the new pre-fill
+    got = win["arena.pairwise_reasoning.v1"]
+    assert got.extras["decision"] == "a" and lose["arena.pairwise_reasoning.v1"].extras["decision"] == "b"
+    assert got.extras["text_ab"].startswith("  Answer one is fuller.</thinking>")  # the reasoning is kept
+    assert "max_reasoning_tokens=40" in s.method("arena.pairwise_reasoning.v1")
+    assert "max_reasoning_tokens" not in ProtocolJudgeScorer(eng, [protocol_judge("arena")]).method(
+        "arena.pairwise.v1")
+
+
+def test_arena_reasoning_longer_than_the_context_allows_is_shortened_to_fit():
+    spec = resolve_judges("arena.pairwise_reasoning.v1")[0]
+    words = " ".join(f"w{i}" for i in range(60))
+    prompt = spec.render("why?", "answer BEST", "answer POOR", prefill=True)
+    # room for the prompt and a 20-token reasoning; the engine returns 60 words anyway
+    eng = _Recording(max_context=FakeEngine().count_tokens([prompt])[0] + 30, texts={"Now compare": words})
+    s = ProtocolJudgeScorer(eng, [spec], max_reasoning_tokens=20)
+    [row] = s.judge_pairs([_pair("answer BEST", "answer POOR")])
+    got = row["arena.pairwise_reasoning.v1"]
+    assert got.extras["decision"] == "a" and got.extras["text_ab"] == words  # the row keeps all it generated
+    kept = [p.prefill for p in eng.scored]
+    assert all(k.startswith("<thinking>w0 w1 ") and "w59" not in k for k in kept)
+    assert max(eng.count_tokens(eng.scored)) <= eng.max_context - 1

@@ -34,6 +34,7 @@ EXPECTED = {
     "linkage.create_multi_step_answer.v1": ("linkage", "generate", "", ("Answer1", "Answer2", "Answer3")),
     "linkage.pairwise.v1": ("linkage", "pairwise", "[[", ("A", "B", "C")),
     "arena.pairwise.v1": ("arena", "pairwise", "<thinking></thinking>\n<rating>", ("1", "2", "0")),
+    "arena.pairwise_reasoning.v1": ("arena", "pairwise", "<thinking>", ("1", "2", "0")),
     "lfqa_e.reference_tie.v1": ("lfqa_e", "pairwise", "answer_", ("1", "2", "tie")),
 }
 
@@ -201,3 +202,10 @@ def test_parsed_votes_use_the_judges_majority():
                                                         "<rating>1</rating>")]
     got = vote_probs(votes, tie=True)
     assert got.verdict == "1" and got.ptie == pytest.approx(1 / 3)
+
+
+def test_arena_reasoning_template_is_the_same_prompt_with_an_open_thinking():
+    reasoning = get_protocol_template("arena.pairwise_reasoning.v1")
+    a, b = (t.render(question="q?", answer_1="one", answer_2="two") for t in (ARENA, reasoning))
+    assert (a.user, a.system) == (b.user, b.system) and b.prefill == "<thinking>"
+    assert reasoning.template_hash != ARENA.template_hash

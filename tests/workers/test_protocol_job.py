@@ -10,7 +10,7 @@ import pytest
 
 from models.protocols import LinkageScorer, ProtocolJudgeScorer
 from rubric.config import ScoringConfig
-from rubric.errors import EngineError, InputError
+from rubric.errors import ConfigError, EngineError, InputError
 from rubric.protocol_judges import protocol_judge
 from tests.models.test_protocols import FakeEngine
 from workers.cli import main
@@ -152,6 +152,34 @@ def test_arena_job_win_rates_ratings_and_rejects(tmp_path):
     assert m2["inputs"][0]["status"] == "reused"
 
 
+def test_arena_job_with_the_judges_own_reasoning(tmp_path):
+    from rubric.judges import resolve_judges
+
+    ann, files = _arena_files(tmp_path)
+    out = tmp_path / "out"
+    spec = resolve_judges("arena.pairwise_reasoning.v1")[0]
+    eng = FakeEngine(texts={"Now compare": "I compare them.</thinking>"})
+    m = run_arena_job(ann, files, out, config=CONFIG, n_boot=20, progress=False, reasoning_tokens=16,
+                      scorer=ProtocolJudgeScorer(eng, [spec], max_reasoning_tokens=16))
+    t = pq.read_table(out / "judgments.parquet").to_pydict()
+    assert set(t["judge"]) == {"arena.pairwise_reasoning.v1"} and set(t["text"]) == {"I compare them.</thinking>"}
+    assert m["settings"]["max_reasoning_tokens"] == 16
+    assert sum(n for c, n in eng.calls if c == "generate") == sum(n for c, n in eng.calls if c == "score") == 24
+    report = (out / "report.md").read_text()
+    assert "Judge: arena.pairwise_reasoning.v1" in report and "at most 16 tokens" in report
+    assert "| worse | 0.000 [0.000, 0.000] | 0.000 [0.000, 0.000] | 4 | 0 |" in report
+    # the option is in the store key: without it (or with another budget) the pairs are judged again
+    again = run_arena_job(ann, files, out, config=CONFIG, n_boot=20, progress=False,
+                          scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena")]))
+    assert again["inputs"][0]["status"] == "judged" and set(
+        pq.read_table(out / "judgments.parquet").column("judge").to_pylist()) == {"arena.pairwise.v1"}
+    other = run_arena_job(ann, files, out, config=CONFIG, n_boot=20, progress=False, reasoning_tokens=8,
+                          scorer=ProtocolJudgeScorer(eng, [spec], max_reasoning_tokens=8))
+    assert other["inputs"][0]["status"] == "judged"
+    with pytest.raises(ConfigError, match="'reasoning_tokens' must be an integer >= 0"):
+        run_arena_job(ann, files, out, config=CONFIG, reasoning_tokens=-1)
+
+
 def test_lfqa_e_job_three_way_report(tmp_path):
     src = _webglm(tmp_path)
     out = tmp_path / "out"
@@ -181,6 +209,9 @@ def test_lfqa_e_job_three_way_report(tmp_path):
     (["judge", "x", "--out", "o", "--protocol", "linkage", "--references", "generated", "--reference-max-tokens",
       "0"], "--reference-max-tokens must be in 1..4096, got 0"),
     (["judge", "x", "--out", "o", "--protocol", "arena", "--judges", "cot"], "runs its own judge"),
+    (["judge", "x", "--out", "o", "--protocol", "linkage", "--reasoning-tokens", "64"],
+     "--reasoning-tokens applies to --protocol arena"),
+    (["judge", "x", "--out", "o", "--format", "lfqa-eval", "--ray"], "--ray is for --protocol"),
     (["judge", "x", "--out", "o", "--protocol", "lfqa-e", "--format", "graded", "--tie"], "always offer one"),
     (["judge", "x", "--out", "o", "--protocol", "lfqa-e", "--format", "lfqa-eval", "--max-questions", "2"],
      "--max-questions reads a slice of graded lists"),
