@@ -1,7 +1,7 @@
 """LINKAGE's reference lists written by the LLM from one golden answer, with a per-question cache.
 
-:class:`ReferenceGenerator` renders ``linkage.create_multi_step_answer.v1`` for each (question, golden
-answer), generates greedily with a bounded number of new tokens (one ``engine.generate`` call for all
+:class:`ReferenceGenerator` renders ``linkage.create_multi_step_answer.v1`` (or ``v2``, pre-filled with
+``Answer1:``; the text is then read after the pre-fill) for each (question, golden answer), generates greedily with a bounded number of new tokens (one ``engine.generate`` call for all
 the questions not cached) and reads the text with
 :func:`rubric.linkage_references.parse_generated_references`.
 
@@ -26,8 +26,10 @@ from models.llm.engine import Engine, TextSampler
 from rubric.errors import ConfigError, EngineError, RubricError
 from rubric.linkage_references import (
     CREATE_REFERENCES_VERSION,
+    CREATE_REFERENCES_VERSIONS,
     GeneratedReferences,
     create_references_prompt,
+    generated_text,
     generation_key,
     golden_sha256,
     parse_generated_references,
@@ -121,12 +123,17 @@ class ReferenceGenerator:
         engine: a loaded engine that can generate text.
         max_tokens: the cap on new tokens per generation.
         n_answers: labelled answers a generation must hold (the prompt asks for 3).
+        version: the prompt, one of ``rubric.linkage_references.CREATE_REFERENCES_VERSIONS``.
 
     Raises:
         ConfigError: the engine cannot generate, or a setting is out of range.
     """
 
-    def __init__(self, engine: Engine, *, max_tokens: int = DEFAULT_REFERENCE_MAX_TOKENS, n_answers: int = 3) -> None:
+    def __init__(self, engine: Engine, *, max_tokens: int = DEFAULT_REFERENCE_MAX_TOKENS, n_answers: int = 3,
+                 version: str = CREATE_REFERENCES_VERSION) -> None:
+        if version not in CREATE_REFERENCES_VERSIONS:
+            raise ConfigError(f"unknown reference generation template {version!r}; known: "
+                              f"{', '.join(CREATE_REFERENCES_VERSIONS)}")
         if not isinstance(engine, TextSampler):
             raise ConfigError(f"{type(engine).__name__} cannot generate text, which generated references need")
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 4096:
@@ -134,11 +141,12 @@ class ReferenceGenerator:
         self.engine = engine
         self.max_tokens = max_tokens
         self.n_answers = n_answers
+        self.version = version
         self.last_generated = 0
 
     def settings(self) -> dict:
         """Everything that changes the generated text: part of every cache key."""
-        t = get_protocol_template(CREATE_REFERENCES_VERSION)
+        t = get_protocol_template(self.version)
         return {"template": t.version, "template_hash": t.template_hash, "backend": self.engine.backend,
                 "model_id": self.engine.model_id, "model_revision": self.engine.revision,
                 "max_tokens": self.max_tokens, "temperature": 0.0, "n_answers": self.n_answers}
@@ -164,7 +172,7 @@ class ReferenceGenerator:
         prompts = {}
         for i in todo:
             try:
-                prompts[i] = create_references_prompt(requests[i].question, requests[i].golden)
+                prompts[i] = create_references_prompt(requests[i].question, requests[i].golden, version=self.version)
             except ConfigError as e:
                 errors[i] = f"question {requests[i].question[:60]!r}: no reference list: {e}"
         live = [i for i in todo if i in prompts]
@@ -174,7 +182,7 @@ class ReferenceGenerator:
             fits = []
             for i, n in zip(live, counts):
                 if n > limit:
-                    errors[i] = (f"question {requests[i].question[:60]!r}: the {CREATE_REFERENCES_VERSION} prompt has "
+                    errors[i] = (f"question {requests[i].question[:60]!r}: the {self.version} prompt has "
                                  f"{n} tokens, over the {limit} the context leaves for {self.max_tokens} new tokens")
                 else:
                     fits.append(i)
@@ -205,7 +213,7 @@ class ReferenceGenerator:
                 out.append(ReferenceResult((), errors[i], "", False))
                 continue
             text, cached = texts[i]
-            parsed: GeneratedReferences = parse_generated_references(text, r.golden, question=r.question,
-                                                                     n_answers=self.n_answers)
+            parsed: GeneratedReferences = parse_generated_references(generated_text(text, self.version), r.golden,
+                                                                     question=r.question, n_answers=self.n_answers)
             out.append(ReferenceResult(parsed.references, parsed.error, text, cached))
         return out

@@ -11,6 +11,11 @@ followed by those three, best first (as LINKAGE's code orders ``ground3`` .. ``g
 labelled answers in order (a missing, repeated or out-of-order label, an empty answer, an answer that
 repeats the golden answer or another one) is an error whose reason names the question, and the caller
 rejects the question's candidates with it. There is no fallback to the data's references.
+
+Two versions of the prompt (:data:`CREATE_REFERENCES_VERSIONS`): ``v1`` is LINKAGE's as it is, with an
+empty assistant turn; ``v2`` is the same prompt with the assistant turn pre-filled with ``Answer1:``, so
+that a model which never starts the format itself (the embedded SmolLM2: 0 of 10 with ``v1``) continues
+it. A ``v2`` generation is read after its pre-fill (:func:`generated_text`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ from rubric.protocols import ProtocolTemplate, get_protocol_template
 
 __all__ = [
     "CREATE_REFERENCES_VERSION",
+    "CREATE_REFERENCES_VERSIONS",
     "N_GENERATED",
+    "generated_text",
     "GeneratedReferences",
     "create_references_prompt",
     "parse_generated_references",
@@ -35,8 +42,10 @@ __all__ = [
     "generation_key",
 ]
 
-#: The versioned generation prompt.
+#: The versioned generation prompt (LINKAGE's, no pre-fill): the default.
 CREATE_REFERENCES_VERSION = "linkage.create_multi_step_answer.v1"
+#: Every version: LINKAGE's, and the same prompt pre-filled with ``Answer1:``.
+CREATE_REFERENCES_VERSIONS: tuple[str, ...] = (CREATE_REFERENCES_VERSION, "linkage.create_multi_step_answer.v2")
 #: How many answers the prompt asks for (the list is the golden answer and these).
 N_GENERATED = 3
 
@@ -58,23 +67,33 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _spec() -> ProtocolTemplate:
-    spec = get_protocol_template(CREATE_REFERENCES_VERSION)
-    if spec.kind != "generate":  # pragma: no cover - the registry is tested
-        raise ConfigError(f"{CREATE_REFERENCES_VERSION} is not a generation template")
-    return spec
+def _spec(version: str = CREATE_REFERENCES_VERSION) -> ProtocolTemplate:
+    if version not in CREATE_REFERENCES_VERSIONS:
+        raise ConfigError(f"unknown reference generation template {version!r}; known: "
+                          f"{', '.join(CREATE_REFERENCES_VERSIONS)}")
+    return get_protocol_template(version)
 
 
-def create_references_prompt(question: str, golden: str) -> ChatPrompt:
-    """LINKAGE's ``create_multi_step_answer`` prompt for one question and its golden answer (no pre-fill).
+def create_references_prompt(question: str, golden: str, *, version: str = CREATE_REFERENCES_VERSION) -> ChatPrompt:
+    """LINKAGE's ``create_multi_step_answer`` prompt for one question and its golden answer.
+
+    Args:
+        question: the question.
+        golden: its golden answer.
+        version: one of :data:`CREATE_REFERENCES_VERSIONS` (``v2`` pre-fills ``Answer1:``).
 
     Raises:
-        ConfigError: the question or the golden answer is empty.
+        ConfigError: the question or the golden answer is empty, or the version is unknown.
     """
     for name, v in (("question", question), ("golden answer", golden)):
         if not isinstance(v, str) or not v.strip():
             raise ConfigError(f"the {name} is empty")
-    return _spec().render(prefill=False, question=question, golden=golden)
+    return _spec(version).render(prefill=True, question=question, golden=golden)
+
+
+def generated_text(continuation: str, version: str = CREATE_REFERENCES_VERSION) -> str:
+    """The text a list is read from: the version's pre-fill (``Answer1:`` for ``v2``) and the continuation."""
+    return _spec(version).prefill + continuation
 
 
 @dataclass(frozen=True)

@@ -185,6 +185,12 @@ _DECLS: dict[str, _Decl] = {
     "linkage.create_multi_step_answer.v1": _Decl("linkage", "generate", _LINKAGE + "create_multi_step_answer.txt",
                                                  "", ("Answer1", "Answer2", "Answer3"), (1.0, 2.0, 3.0),
                                                  ("question", "golden")),
+    # the same prompt with the assistant turn pre-filled with "Answer1:": a small model that never starts
+    # the format by itself continues it (the generation is read after the pre-fill)
+    "linkage.create_multi_step_answer.v2": _Decl("linkage", "generate", _LINKAGE + "create_multi_step_answer.txt; "
+                                                 "the assistant turn pre-filled with 'Answer1:' (lfqa-rubric)",
+                                                 "Answer1:", ("Answer1", "Answer2", "Answer3"), (1.0, 2.0, 3.0),
+                                                 ("question", "golden"), file="linkage.create_multi_step_answer.v1"),
     "linkage.pairwise.v1": _Decl("linkage", "pairwise", _LINKAGE + "pairwise_comparison.txt", LINKAGE_PREFILL,
                                  ("A", "B", "C"), (1.0, 0.0, 0.5), _PAIR_FIELDS, ("1", "2", "tie")),
     "arena.pairwise.v1": _Decl("arena", "pairwise", _ARENA, ARENA_THINKING_PREFILL + _ARENA_THINKING_END + "\n"

@@ -386,6 +386,7 @@ def protocol_flag_errors(args) -> list[str]:
             "--references": ("references", ("linkage",)),
             "--reference-max-tokens": ("reference_max_tokens", ("linkage",)),
             "--reasoning-tokens": ("reasoning_tokens", ("arena",)),
+            "--reference-template": ("reference_template", ("linkage",)),
             "--rubric-scores": ("rubric_scores", ("linkage", "lfqa-e")), "--rubric-model": ("rubric_model", ("lfqa-e",))}
     errors = []
     for flag, (dest, protocols) in only.items():
@@ -398,6 +399,9 @@ def protocol_flag_errors(args) -> list[str]:
         errors.append("--reference-max-tokens applies to --references generated")
     elif getattr(args, "reference_max_tokens", None) is not None and not 1 <= args.reference_max_tokens <= 4096:
         errors.append(f"--reference-max-tokens must be in 1..4096, got {args.reference_max_tokens}")
+    if getattr(args, "reference_template", None) is not None and args.protocol == "linkage" \
+            and args.references != "generated":
+        errors.append("--reference-template applies to --references generated")
     if args.protocol is not None and args.judges not in (None, "plain"):
         errors.append(f"--judges is for the pairwise judges; --protocol {args.protocol} runs its own judge")
     if args.protocol is not None and args.tie:
@@ -446,7 +450,8 @@ def judge_protocol(args, *, ray_pool=None, address: str | None = None, command: 
         run_linkage(args.inputs, args.out, config=config,
                     settings=protocol_job.LinkageSettings(
                         args.linkage_systems, mode=mode, references=args.references or "data",
-                        reference_max_tokens=args.reference_max_tokens or 512),
+                        reference_max_tokens=args.reference_max_tokens or 512,
+                        reference_template=args.reference_template),
                     reader_options=opts, signals=not args.no_signals, rubric_scores=args.rubric_scores,
                     n_boot=args.n_boot, seed=args.seed, progress=not args.quiet, command=command)
     elif args.protocol == "arena":
@@ -551,6 +556,10 @@ def add_protocol_args(p: argparse.ArgumentParser) -> None:
                         "(linkage.create_multi_step_answer.v1, cached in OUT/generated_references.jsonl)")
     g.add_argument("--reference-max-tokens", type=int, default=None,
                    help="linkage --references generated: cap on new tokens per generated list (default 512)")
+    g.add_argument("--reference-template", default=None,
+                   choices=("linkage.create_multi_step_answer.v1", "linkage.create_multi_step_answer.v2"),
+                   help="linkage --references generated: v1 is LINKAGE's prompt (default), v2 the same with the "
+                        "assistant turn pre-filled with 'Answer1:'")
     g.add_argument("--reasoning-tokens", type=int, default=None, metavar="N",
                    help="arena: the judge first writes its own reasoning (greedy, at most N tokens, cut at "
                         "</thinking>), then the rating is read (arena.pairwise_reasoning.v1); default: the rating "

@@ -249,6 +249,29 @@ def test_reference_generator_parses_caches_and_regenerates_on_key_change(tmp_pat
     assert eng.calls[-1] == ("generate", 2) and len(eng.calls) == 4
 
 
+def test_reference_generator_v2_pre_fills_answer1_and_has_its_own_cache_key(tmp_path):
+    from models.linkage_references import ReferenceCache, ReferenceGenerator
+
+    class Prefilled(FakeEngine):  # continues after the pre-fill, as a model would
+        def generate(self, prompts, max_tokens, *, temperature=0.0, n=1, seed=None):
+            assert {p.prefill for p in prompts} == {"Answer1:"}
+            return [" a fair reply\nAnswer2: a weak reply\nAnswer3: an unrelated reply" for _ in prompts]
+
+    eng = Prefilled()
+    cache = ReferenceCache(tmp_path / "gen.jsonl")
+    v2 = ReferenceGenerator(eng, version="linkage.create_multi_step_answer.v2")
+    got = v2.references(_requests(), cache)
+    assert [r.references[1:] for r in got] == [("a fair reply", "a weak reply", "an unrelated reply")] * 2
+    assert got[0].text.startswith(" a fair reply")  # the cache keeps the continuation only
+    assert v2.settings()["template"] == "linkage.create_multi_step_answer.v2"
+    assert all(r.cached for r in v2.references(_requests(), ReferenceCache(tmp_path / "gen.jsonl")))
+    # v1 on the same cache file is another key: generated again (and, without the pre-fill, not parsed here)
+    v1 = ReferenceGenerator(FakeEngine(), version="linkage.create_multi_step_answer.v1")
+    assert not any(r.cached for r in v1.references(_requests(), ReferenceCache(tmp_path / "gen.jsonl")))
+    with pytest.raises(ConfigError, match="unknown reference generation template"):
+        ReferenceGenerator(eng, version="linkage.create_multi_step_answer.v3")
+
+
 def test_reference_cache_skips_a_torn_line_and_rewrites(tmp_path):
     from models.linkage_references import ReferenceCache, ReferenceGenerator
 

@@ -111,3 +111,20 @@ def test_generation_key_changes_with_every_input():
     others = {generation_key("q2", GOLD, base), generation_key("q1", GOLD + " ", base),
               *(generation_key("q1", GOLD, {**base, f: "x"}) for f in base)}
     assert k not in others and len(others) == 2 + len(base)
+
+
+def test_v2_is_the_same_prompt_pre_filled_with_answer1_and_is_read_after_it():
+    from rubric.linkage_references import CREATE_REFERENCES_VERSIONS, generated_text
+
+    v1 = create_references_prompt(Q, GOLD)
+    v2 = create_references_prompt(Q, GOLD, version="linkage.create_multi_step_answer.v2")
+    assert v2.user == v1.user and (v1.prefill, v2.prefill) == ("", "Answer1:")
+    assert CREATE_REFERENCES_VERSIONS == (CREATE_REFERENCES_VERSION, "linkage.create_multi_step_answer.v2")
+    assert get_protocol_template(CREATE_REFERENCES_VERSIONS[1]).template_hash \
+        != get_protocol_template(CREATE_REFERENCES_VERSION).template_hash
+    cont = " It is hard.\nAnswer2: Try harder.\nAnswer3: Water moves."
+    assert generated_text(cont, CREATE_REFERENCES_VERSION) == cont  # v1: the continuation as it is
+    got = parse_generated_references(generated_text(cont, CREATE_REFERENCES_VERSIONS[1]), GOLD, question=Q)
+    assert got.error is None and got.references == (GOLD, "It is hard.", "Try harder.", "Water moves.")
+    with pytest.raises(ConfigError, match="unknown reference generation template 'linkage.x.v9'"):
+        create_references_prompt(Q, GOLD, version="linkage.x.v9")

@@ -32,6 +32,7 @@ EXPECTED = {
     "linkage.point_no_ref.v1": ("linkage", "pointwise", "[[", tuple(str(i) for i in range(11))),
     "linkage.point_with_ref.v1": ("linkage", "pointwise", "[[", tuple(str(i) for i in range(11))),
     "linkage.create_multi_step_answer.v1": ("linkage", "generate", "", ("Answer1", "Answer2", "Answer3")),
+    "linkage.create_multi_step_answer.v2": ("linkage", "generate", "Answer1:", ("Answer1", "Answer2", "Answer3")),
     "linkage.pairwise.v1": ("linkage", "pairwise", "[[", ("A", "B", "C")),
     "arena.pairwise.v1": ("arena", "pairwise", "<thinking></thinking>\n<rating>", ("1", "2", "0")),
     "arena.pairwise_reasoning.v1": ("arena", "pairwise", "<thinking>", ("1", "2", "0")),

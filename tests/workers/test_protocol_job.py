@@ -209,6 +209,8 @@ def test_lfqa_e_job_three_way_report(tmp_path):
     (["judge", "x", "--out", "o", "--protocol", "linkage", "--references", "generated", "--reference-max-tokens",
       "0"], "--reference-max-tokens must be in 1..4096, got 0"),
     (["judge", "x", "--out", "o", "--protocol", "arena", "--judges", "cot"], "runs its own judge"),
+    (["judge", "x", "--out", "o", "--protocol", "linkage", "--reference-template",
+      "linkage.create_multi_step_answer.v2"], "--reference-template applies to --references generated"),
     (["judge", "x", "--out", "o", "--protocol", "linkage", "--reasoning-tokens", "64"],
      "--reasoning-tokens applies to --protocol arena"),
     (["judge", "x", "--out", "o", "--format", "lfqa-eval", "--ray"], "--ray is for --protocol"),
@@ -424,3 +426,12 @@ def test_run_job_script_protocol_options_need_the_protocol(tmp_path, capsys):
                                  "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert rc == 2 and "--linkage-systems applies to --protocol linkage" in err and err.count("\n") == 1
+
+
+def test_linkage_settings_reference_template_is_keyed_and_needs_generated_lists():
+    v1 = LinkageSettings("listwise", references="generated")
+    v2 = LinkageSettings("listwise", references="generated", reference_template="linkage.create_multi_step_answer.v2")
+    assert "reference_template" not in v1.key() and v2.key()["reference_template"].endswith(".v2")
+    assert LinkageSettings(**v2.arguments()).key() == v2.key()
+    with pytest.raises(ConfigError, match="applies to references='generated'"):
+        LinkageSettings("listwise", reference_template="linkage.create_multi_step_answer.v2")
