@@ -15,6 +15,7 @@ and ``workers.local.score_items``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -201,13 +202,34 @@ def _explode_shards(batch, *, fmt: str, options: Mapping[str, Any]):
     return pa.concat_tables(tables) if tables else _empty_items_table()
 
 
-def _one_per_answer(group):
-    """Global dedupe: the first row of an answer_id group, with every (shard, index, n_items) it stands for."""
+def _one_per_answer(block):
+    """Global dedupe of one hash partition: one row per answer_id, with every (shard, index, n_items) it stands for.
+
+    The partition holds every row of its answer ids (a hash repartition on ``answer_id``), so keeping
+    the first row of each id here is exact; the texts are the first occurrence's.
+    """
     import pyarrow as pa
 
-    members = json.dumps([list(m) for m in zip(group.column("shard").to_pylist(), group.column("index").to_pylist(),
-                                                group.column("n_items").to_pylist())])
-    return group.slice(0, 1).append_column("members", pa.array([members], pa.string()))
+    if block.num_rows == 0:
+        return block.append_column("members", pa.array([], pa.string()))
+    ids = block.column("answer_id").to_pylist()
+    shard, index, n_items = (block.column(c).to_pylist() for c in ("shard", "index", "n_items"))
+    first: dict[str, int] = {}
+    members: dict[str, list[list[int]]] = {}
+    for row, answer_id in enumerate(ids):
+        first.setdefault(answer_id, row)
+        members.setdefault(answer_id, []).append([shard[row], index[row], n_items[row]])
+    keep = block.take(pa.array(list(first.values()), pa.int64()))
+    return keep.append_column("members", pa.array([json.dumps(members[a]) for a in first], pa.string()))
+
+
+def _dedupe_partitions(n_units: int) -> int:
+    """Hash partitions for the global dedupe: about one per read unit (a block of at most ~50k pairs), capped.
+
+    Ray Data's default (200) starts an aggregator per partition, which stalls a small machine; a
+    partition per unit keeps each near a block's size.
+    """
+    return max(1, min(n_units, 200))
 
 
 def _group_specs(specs: Sequence[RubricSpec]) -> dict[str, list[RubricSpec]]:
@@ -242,7 +264,9 @@ def _build_dataset(pending: list[tuple[int, str, str]], groups: dict[str, list[R
                         fn_kwargs={"fmt": fmt, "options": dict(options)})
     if global_dedupe:
         # An all-to-all step: no shard can finish before every shard has been read.
-        ds = ds.groupby("answer_id").map_groups(_one_per_answer, batch_format="pyarrow", num_cpus=read_cpus)
+        # (Ray's own groupby().map_groups() does the same repartition but calls Python once per group.)
+        ds = ds.repartition(_dedupe_partitions(len(pending)), keys=["answer_id"], sort=True)
+        ds = ds.map_batches(_one_per_answer, batch_size=None, batch_format="pyarrow", num_cpus=read_cpus)
     last = list(groups)[-1]
     for pool, group in groups.items():
         cfg = pools.get(pool, PoolConfig())
@@ -302,7 +326,7 @@ def _store_shard(sh: PendingShard, got: _Pending, specs: Sequence[RubricSpec]) -
 
 def ray_step(pending: Sequence[PendingShard], *, fmt: str, options: Mapping[str, Any], specs: Sequence[RubricSpec],
              config: ScoringConfig, progress: bool, pools: Mapping[str, PoolConfig] | None = None,
-             address: str | None = None, read_cpus: float = 0.25, global_dedupe: bool = False,
+             address: str | None = None, read_cpus: float = 0.25, global_dedupe: bool = True,
              fault_marker: str | None = None) -> StepResult:
     """The job's score step on Ray (see the module docstring); arguments as :func:`run_ray_job`."""
     pools = {**DEFAULT_POOLS, **(pools or {})}
@@ -391,7 +415,7 @@ def _score_pending(pending: Sequence[PendingShard], groups, specs, result: StepR
 def run_ray_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence[RubricSpec], out: str | Path, *,
                 config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
                 pools: Mapping[str, PoolConfig] | None = None, address: str | None = None,
-                read_cpus: float = 0.25, global_dedupe: bool = False, progress: bool = True,
+                read_cpus: float = 0.25, global_dedupe: bool = True, progress: bool = True,
                 fault_marker: str | None = None) -> dict:
     """The scoring job with its score step on Ray; the same outputs as :func:`workers.job.run_job`.
 
@@ -409,8 +433,9 @@ def run_ray_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequ
             otherwise starts a local Ray; "local" starts a local Ray of at most 2 CPUs; "auto" or
             "ray://..." joins a running cluster. Ignored if Ray is already initialised.
         read_cpus: CPUs reserved per shard-read task.
-        global_dedupe: score an answer that occurs in several pending shards once (a shuffle by
-            answer id; no shard is complete before all have been read).
+        global_dedupe: score an answer that occurs in several pending shards or blocks once (a
+            hash shuffle by answer id; no shard is complete before all have been read). False
+            streams shards through independently and scores a shared answer in each.
         progress: show Ray Data's progress bars.
         fault_marker: testing only, see :class:`workers.actors.ScorerActor`.
 
@@ -453,8 +478,10 @@ def add_ray_arguments(p) -> None:
                    help="answers per Ray batch (default: --batch-size)")
     g.add_argument("--max-restarts", type=int, default=2, help="restarts of a dead actor (bounded)")
     g.add_argument("--max-task-retries", type=int, default=2, help="retries of a batch whose actor died")
-    g.add_argument("--global-dedupe", action="store_true",
-                   help="score an answer shared by several shards once (shuffle; shards finish together)")
+    g.add_argument("--global-dedupe", action=argparse.BooleanOptionalAction, default=True,
+                   help="score an answer shared by several shards or blocks once (a hash shuffle by answer id, "
+                        "so shards finish together); --no-global-dedupe streams shards through independently "
+                        "and scores a shared answer in each")
 
 
 def pools_from_args(args) -> dict[str, PoolConfig]:

@@ -101,7 +101,7 @@ def test_ray_job_matches_single_process_including_questions_across_shards(ray_ru
     assert sum(len(v) > 1 for v in shards_of_q.values()) >= 3, "the test needs questions that cross shards"
     c = manifest["counts"]
     assert c["rows_in"] == c["rows_ok"] + c["rejected"] == 33
-    # without --global-dedupe an answer shared by two shards is scored in each (the tables hold it once)
+    # the default global dedupe scores each answer once across shards
     assert manifest["job"]["runner"] == "ray" and manifest["job"]["answers_scored_now"] >= c["unique_answers"]
     assert [i["status"] for i in manifest["inputs"]] == ["scored"] * 3
     assert not (out / "part0").exists(), "one layout for both paths: no per-shard table folders"
@@ -149,7 +149,7 @@ def test_global_dedupe_scores_a_shared_answer_once(ray_local, inputs, specs, tmp
     m = run_ray_job([shards[0], shards[1], twin], "lfqa-hp", specs, tmp_path / "out", config=CONFIG,
                     progress=False, global_dedupe=True)
     per_shard = run_ray_job([shards[0], shards[1], twin], "lfqa-hp", specs, tmp_path / "per_shard", config=CONFIG,
-                            progress=False)
+                            progress=False, global_dedupe=False)
     ref = run_job([shards[0], shards[1], twin], "lfqa-hp", specs, tmp_path / "local", config=CONFIG, progress=False)
     assert m["counts"] == ref["counts"] == per_shard["counts"]
     # without the shuffle Ray scores the twin's answers again; with it, each unique answer once, exactly as
