@@ -72,11 +72,17 @@ class VLLMClaimGenerator:
     Args:
         engine: a loaded ``models.llm.vllm_engine.VLLMEngine``.
         stop: stop strings (default: ``rubric.claims.EXTRACTION_STOP``).
+
+    Attributes:
+        last_stats: of the last ``generate`` call: prompt tokens sent, those served from the prefix
+            cache, tokens generated, and completions cut at ``max_tokens`` (``length_capped``).
     """
 
     def __init__(self, engine: Engine, stop: Sequence[str] = EXTRACTION_STOP) -> None:
         self.engine = engine
         self.stop = list(stop)
+        self.last_stats: dict[str, int] = {"prompt_tokens": 0, "cached_tokens": 0, "generated_tokens": 0,
+                                           "length_capped": 0}
 
     def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int) -> list[str]:
         import vllm
@@ -94,6 +100,10 @@ class VLLMClaimGenerator:
             raise EngineError(f"vLLM generate failed: {e}") from e
         if len(outs) != len(ids):
             raise EngineError(f"vLLM returned {len(outs)} outputs for {len(ids)} prompts")
+        self.last_stats = {"prompt_tokens": sum(len(x) for x in ids),
+                           "cached_tokens": sum(int(getattr(o, "num_cached_tokens", 0) or 0) for o in outs),
+                           "generated_tokens": sum(len(o.outputs[0].token_ids) for o in outs if o.outputs),
+                           "length_capped": sum(1 for o in outs if o.outputs and o.outputs[0].finish_reason == "length")}
         return [o.outputs[0].text if o.outputs else "" for o in outs]
 
 

