@@ -83,11 +83,17 @@ def table_rubrics(table: pa.Table) -> list[str]:
 
 def answers_table(items: Sequence[AnswerItem], specs: Sequence[RubricSpec],
                   scores: Mapping[str, Sequence[Score]], provenance: Mapping[str, Provenance],
-                  fitted: FittedMinMax | None = None) -> pa.Table:
+                  fitted: FittedMinMax | None = None,
+                  extra_keys: Mapping[str, Sequence[str]] | None = None) -> pa.Table:
     """Lay out per-answer scores. ``scores[r][i]`` is rubric ``r``'s score of ``items[i]``.
 
     The 1-5 column uses each rubric's declared range, or its ``fitted`` bounds where it has them;
     the schema metadata records which, with the rest of each rubric's provenance.
+
+    Args:
+        extra_keys: rubric -> the extras to lay out as columns (null where a score lacks one); default:
+            every extra any of these scores has. A table written in pieces passes the whole job's
+            keys so that every piece has the same columns.
     """
     cols: dict[str, list] = {
         "answer_id": [it.answer_id for it in items],
@@ -109,8 +115,8 @@ def answers_table(items: Sequence[AnswerItem], specs: Sequence[RubricSpec],
         cols[r] = [None if s.raw is None else to_1_5(s.raw) for s in rs]
         cols[f"{r}_raw"] = [s.raw for s in rs]
         cols[f"{r}_error"] = [s.error for s in rs]
-        extra_keys = sorted({k for s in rs for k in s.extras})
-        for k in extra_keys:
+        keys = sorted({k for s in rs for k in s.extras}) if extra_keys is None else sorted(extra_keys.get(r, ()))
+        for k in keys:
             cols[f"{r}_{k}"] = [s.extras.get(k) for s in rs]
         p = provenance[r]
         for key, val in (("version", p.rubric_version), ("backend", p.backend), ("model", p.model_id),

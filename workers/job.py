@@ -86,14 +86,15 @@ ScoreStep = Callable[..., StepResult]
 
 
 class _RunScores:
-    """Scores of the answers this run has scored, on disk (SQLite): an answer met again in a later
-    block is copied, not scored again, and memory does not grow with the job."""
+    """Scores by answer id on disk (SQLite), so memory does not grow with the job: the answers this
+    run has scored (an answer met again in a later block is copied, not scored again), and the
+    job's merged scores for the assemble step (an :class:`rubric.assemble.ScoreLookup`)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, name: str = "run") -> None:
         import sqlite3
 
         folder.mkdir(parents=True, exist_ok=True)
-        self.path = folder / f".run-scores-{os.getpid()}.sqlite"
+        self.path = folder / f".{name}-scores-{os.getpid()}.sqlite"
         self.path.unlink(missing_ok=True)
         self.db = sqlite3.connect(self.path, isolation_level=None)
         self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
@@ -111,7 +112,11 @@ class _RunScores:
 
     def put(self, ids: Sequence[str], scores: Mapping[str, Sequence[Score]], provenance: Mapping[str, Provenance]) -> None:
         self.provenance.update(provenance)
-        rows = ((aid, json.dumps({r: encode_score(col[i]) for r, col in scores.items()})) for i, aid in enumerate(ids))
+        self.put_encoded(ids, {r: [encode_score(s) for s in col] for r, col in scores.items()})
+
+    def put_encoded(self, ids: Sequence[str], encoded: Mapping[str, Sequence[str]]) -> None:
+        """Add scores already encoded (``workers.store.encode_score``); an answer stored before keeps its scores."""
+        rows = ((aid, json.dumps({r: col[i] for r, col in encoded.items()})) for i, aid in enumerate(ids))
         self.db.execute("BEGIN")
         self.db.executemany("INSERT OR IGNORE INTO s VALUES (?, ?)", rows)
         self.db.execute("COMMIT")
@@ -180,23 +185,27 @@ def local_step(pending: Sequence[PendingShard], *, fmt: str, options: Mapping[st
     return result
 
 
-def _load_scores(plan: Sequence[_Unit], specs: Sequence[RubricSpec]
-                 ) -> tuple[dict[str, dict[str, Score]], dict[str, Provenance]]:
-    """Merge the units' stores: the first unit's score of an answer wins; provenances must agree."""
+def _load_scores(plan: Sequence[_Unit], specs: Sequence[RubricSpec], folder: Path
+                 ) -> tuple["_RunScores", dict[str, Provenance]]:
+    """Merge the units' stores into one on-disk lookup: the first unit's score of an answer wins;
+    provenances must agree. Memory follows one stored part, not the job."""
     names = [s.name for s in specs]
-    scores: dict[str, dict[str, Score]] = {}
+    merged = _RunScores(folder, "merged")
     prov: dict[str, tuple[Provenance, str]] = {}
-    for u in plan:
-        name, store = u.name, u.store
-        shard_scores, shard_prov = store.load(names)
-        for r, p in shard_prov.items():
-            first = prov.setdefault(r, (p, name))
-            if first[0] != p:
-                raise ConfigError(f"rubric {r!r} was scored two ways in one job: shard {first[1]} by {first[0]}, "
-                                  f"shard {name} by {p}; re-score one of them (delete OUT/scores/{name})")
-        for aid, s in shard_scores.items():
-            scores.setdefault(aid, s)
-    return scores, {r: p for r, (p, _) in prov.items()}
+    try:
+        for u in plan:
+            for ids, encoded, part_prov in u.store.parts(names):
+                for r, p in part_prov.items():
+                    first = prov.setdefault(r, (p, u.name))
+                    if first[0] != p:
+                        raise ConfigError(f"rubric {r!r} was scored two ways in one job: shard {first[1]} by "
+                                          f"{first[0]}, shard {u.name} by {p}; re-score one of them (delete "
+                                          f"OUT/scores/{u.name})")
+                merged.put_encoded(ids, encoded)
+    except BaseException:
+        merged.close()
+        raise
+    return merged, {r: p for r, (p, _) in prov.items()}
 
 
 def write_outputs(out: Path, assembled: Assembled, manifest: dict) -> None:
@@ -305,7 +314,7 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
     for u in plan:
         if not u.store.done:
             raise BatchMismatchError(f"shard {u.name} is not completely scored after the score step")
-    scores, provenance = _load_scores(plan, specs)
+    scores, provenance = _load_scores(plan, specs, out / "scores")
     for s in specs:  # a job whose every answer was rejected still says how it would have scored
         provenance.setdefault(s.name, Provenance(s.version, s.backend))
 
@@ -315,12 +324,19 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
             yield JobInput(name=u.name if u.block is None else u.shard, read=read or read_unit(u.uri, fmt, options, u.block),
                            fmt=fmt, sha256=u.sha, group=None if u.block is None else u.shard)
 
-    writer = _TableWriter(out)
     try:
-        assembled = assemble_stream(read_inputs, scores, provenance, specs, write_pairs=writer.pairs,
-                                    write_rejects=writer.rejects, rescale=config.rescale, seed=seed,
-                                    workdir=str(writer.tmpdir))
-        del scores
+        writer = _TableWriter(out)
+    except BaseException:
+        scores.close()
+        raise
+    try:
+        try:
+            assembled = assemble_stream(read_inputs, scores, provenance, specs, write_pairs=writer.pairs,
+                                        write_rejects=writer.rejects, write_answers=writer.answers,
+                                        write_claims=writer.claims, rescale=config.rescale, seed=seed,
+                                        workdir=str(writer.tmpdir))
+        finally:
+            scores.close()
         for uri, sha in shard_sha.items():
             if shard_sha256(uri, fmt, options) != sha:
                 raise InputError(f"{uri!r} changed while the job ran; run it again")
@@ -352,33 +368,39 @@ class _TableWriter:
         self.tmpdir = out / f".assemble-{os.getpid()}"
         shutil.rmtree(self.tmpdir, ignore_errors=True)
         self.tmpdir.mkdir()
-        self._pairs = None
+        self._tables: dict[str, Any] = {}  # name -> open ParquetWriter
         self._rejects = (self.tmpdir / "rejects.jsonl").open("w", encoding="utf-8")
 
-    def pairs(self, table) -> None:
+    def _write(self, name: str, table) -> None:
         import pyarrow.parquet as pq
 
-        if self._pairs is None:
-            self._pairs = pq.ParquetWriter(self.tmpdir / "pairs.parquet", table.schema)
-        self._pairs.write_table(table)
+        if name not in self._tables:
+            self._tables[name] = pq.ParquetWriter(self.tmpdir / f"{name}.parquet", table.schema)
+        self._tables[name].write_table(table)
+
+    def pairs(self, table) -> None:
+        self._write("pairs", table)
+
+    def answers(self, table) -> None:
+        self._write("answers", table)
+
+    def claims(self, table) -> None:
+        self._write("claims", table)
 
     def rejects(self, rejects) -> None:
         self._rejects.write("".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in rejects))
 
     def commit(self, assembled: StreamAssembled, manifest: dict) -> None:
-        import pyarrow.parquet as pq
-
         out = self.out
-        if self._pairs is None:  # pragma: no cover - assemble_stream raises when there is no pair
-            raise BatchMismatchError("the assemble step wrote no pairs")
-        self._pairs.close()
+        for name in ("pairs", "answers") + (("claims",) if assembled.has_claims else ()):
+            if name not in self._tables:  # pragma: no cover - assemble_stream raises when there is no pair
+                raise BatchMismatchError(f"the assemble step wrote no {name}")
+        for w in self._tables.values():
+            w.close()
         self._rejects.close()
-        tmp = self.tmpdir / "answers.parquet"
-        pq.write_table(assembled.answers, tmp)
-        os.replace(tmp, out / "answers.parquet")
+        os.replace(self.tmpdir / "answers.parquet", out / "answers.parquet")
         os.replace(self.tmpdir / "pairs.parquet", out / "pairs.parquet")
-        if assembled.claims is not None:
-            pq.write_table(assembled.claims, self.tmpdir / "claims.parquet")
+        if assembled.has_claims:
             os.replace(self.tmpdir / "claims.parquet", out / "claims.parquet")
         else:
             (out / "claims.parquet").unlink(missing_ok=True)
@@ -391,9 +413,9 @@ class _TableWriter:
 
     def abort(self) -> None:
         """Close and remove whatever was not committed (a no-op after :meth:`commit`)."""
-        if self._pairs is not None:
+        for w in self._tables.values():
             try:
-                self._pairs.close()
+                w.close()
             except Exception:  # already closed by commit
                 pass
         self._rejects.close()

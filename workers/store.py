@@ -25,7 +25,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -211,15 +211,14 @@ class ShardStore:
         atomic_write_bytes(self.dir / "done.json",
                            json.dumps({"key": _digest(self.key), "n_answers": n_answers}).encode())
 
-    def load(self, rubrics: Sequence[str]) -> tuple[dict[str, dict[str, Score]], dict[str, Provenance]]:
-        """Every stored score: answer_id -> rubric -> Score, and the one provenance per rubric.
+    def parts(self, rubrics: Sequence[str]) -> Iterator[tuple[list[str], dict[str, list[str]], dict[str, Provenance]]]:
+        """Each stored part in order: its answer ids, their encoded scores per rubric, and its provenance.
 
         Raises:
             ConfigError: two parts of this shard record different provenances for one rubric.
         """
         import pyarrow.parquet as pq
 
-        scores: dict[str, dict[str, Score]] = {}
         prov: dict[str, Provenance] = {}
         for part in self._parts():
             t = pq.read_table(part).to_pydict()
@@ -229,6 +228,17 @@ class ShardStore:
                     if prov.setdefault(r, p) != p:
                         raise ConfigError(f"shard {self.name}: stored {r!r} scores were made two ways: {prov[r]} and "
                                           f"{p}; delete {self.dir} to re-score")
-            for i, aid in enumerate(t["answer_id"]):
-                scores[aid] = {r: decode_score(t[f"score__{r}"][i]) for r in rubrics}
+            yield t["answer_id"], {r: t[f"score__{r}"] for r in rubrics}, dict(prov)
+
+    def load(self, rubrics: Sequence[str]) -> tuple[dict[str, dict[str, Score]], dict[str, Provenance]]:
+        """Every stored score: answer_id -> rubric -> Score, and the one provenance per rubric.
+
+        Raises:
+            ConfigError: two parts of this shard record different provenances for one rubric.
+        """
+        scores: dict[str, dict[str, Score]] = {}
+        prov: dict[str, Provenance] = {}
+        for ids, encoded, prov in self.parts(rubrics):
+            for i, aid in enumerate(ids):
+                scores[aid] = {r: decode_score(encoded[r][i]) for r in rubrics}
         return scores, prov
