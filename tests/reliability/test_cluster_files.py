@@ -304,3 +304,16 @@ def test_dockerfile_copies_every_package_and_its_python_fits(docker):
     (version,) = versions
     requires = SpecifierSet(project["project"]["requires-python"])
     assert requires.contains(version), f"the image's Python {version} does not satisfy requires-python {requires}"
+
+
+def test_dockerfile_pip_and_ray_are_the_image_pythons(docker):
+    """Ubuntu's python3-pip serves the distro's own python3 (3.10 on 22.04), not a python3.X installed
+    beside it: the image makes a venv of its python3.X and puts its bin/ first on PATH, so that
+    ``python -m pip`` installs into the Python that runs the job and ``ray start`` is that Python's."""
+    run_text = " ".join(args for word, args in docker if word == "RUN")
+    (version,) = set(re.findall(r"\bpython(3\.\d+)\b", run_text))
+    assert "python3-pip" not in run_text.split(), "python3-pip is the distro Python's pip, not python" + version
+    venv = re.search(rf"\bpython{re.escape(version)} -m venv (\S+)", run_text)
+    assert venv, f"Dockerfile.gpu should create a venv with python{version}"
+    env = " ".join(args for word, args in docker if word == "ENV")
+    assert re.search(rf"\bPATH={re.escape(venv.group(1))}/bin:", env), f"{venv.group(1)}/bin is not first on PATH"
