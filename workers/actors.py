@@ -9,6 +9,10 @@ bad batch becomes per-row errors in both paths and an engine failure re-raises i
 Scores travel back as Arrow string columns holding JSON, one per rubric, so that a raw value, an
 error reason and rubric-specific extras of any mix of types round-trip exactly (Python's float repr
 is exact). Column names: :func:`score_column` and :func:`provenance_column`.
+
+With ``batches_in_flight > 1`` (engine pools) Ray Data calls the actor from that many threads at
+once; the actor then hands its LLM engines to an engine loop (:meth:`VLLMEngine.keep_busy`), so
+the batches' requests share one running engine while other batches are rendered and written.
 """
 
 from __future__ import annotations
@@ -53,19 +57,31 @@ class ScorerActor:
         fault_marker: testing only. When set and the file does not exist yet, the first batch creates
             it and then kills this worker process, as a node failure would; Ray restarts the actor
             and retries the batch.
+        batches_in_flight: Ray batches this actor scores at once (one thread each). Above 1, every
+            LLM engine built in this process is kept busy (needs the vllm backend).
+
+    Raises:
+        ConfigError: no versions, ``batches_in_flight < 1``, or above 1 without a vLLM engine to keep busy.
     """
 
     def __init__(self, versions: Sequence[str], config: ScoringConfig, *, drop_columns: Sequence[str] = (),
-                 fault_marker: str | None = None) -> None:
+                 fault_marker: str | None = None, batches_in_flight: int = 1) -> None:
         from models.backends import build_scorers  # heavy backends import lazily inside their factories
 
         if not versions:
             raise ConfigError("a ScorerActor needs at least one rubric version")
+        if batches_in_flight < 1:
+            raise ConfigError(f"'batches_in_flight' must be >= 1, got {batches_in_flight}")
         self._specs = [RUBRICS.get(v) for v in versions]
         self._config = config
         self._fault_marker = fault_marker
         self._drop = list(drop_columns)
         self._scorers = build_scorers(self._specs, config)
+        self.batches_in_flight = batches_in_flight
+        if batches_in_flight > 1:
+            from models.llm.scorer import keep_engines_busy
+
+            keep_engines_busy()
         self._provenance = {s.name: encode_provenance(sc.provenance(s.name))
                             for sc in self._scorers for s in sc.specs}
         log.info("scorer actor pid %d ready for %s", os.getpid(), ", ".join(versions))

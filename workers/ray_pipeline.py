@@ -30,7 +30,7 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError, RubricError
-from rubric.records import explode
+from rubric.records import AnswerItem, explode
 from rubric.scoring import Score
 from rubric.specs import RubricSpec
 from workers.actors import ScorerActor, provenance_column, score_column
@@ -40,7 +40,7 @@ from workers.shards import read_unit
 from workers.store import decode_provenance, decode_score
 
 __all__ = ["PoolConfig", "DEFAULT_POOLS", "pool_of_backend", "init_local_ray", "ray_step", "run_ray_job",
-           "add_ray_arguments", "pools_from_args", "config_for_pools"]
+           "add_ray_arguments", "pools_from_args", "config_for_pools", "add_pool_stage", "answer_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +67,9 @@ class PoolConfig:
         batch_size: answers per Ray batch; None uses ``ScoringConfig.batch_size``.
         max_restarts: times Ray restarts a dead actor (bounded: never retry forever).
         max_task_retries: times a batch is retried on a restarted actor.
+        batches_in_flight: Ray batches each actor scores at once (engine pools only). 1 is one
+            synchronous engine call per batch; above 1, Ray Data sends that many batches to an actor,
+            which runs them in threads on one kept-busy engine (see docs/ray.md, "Engines kept busy").
     """
 
     size: int = 1
@@ -75,6 +78,7 @@ class PoolConfig:
     batch_size: int | None = None
     max_restarts: int = 2
     max_task_retries: int = 2
+    batches_in_flight: int = 1
 
     def __post_init__(self) -> None:
         if self.size < 1:
@@ -88,6 +92,8 @@ class PoolConfig:
         for name in ("max_restarts", "max_task_retries"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name!r} must be >= 0 (bounded retries), got {getattr(self, name)}")
+        if self.batches_in_flight < 1:
+            raise ConfigError(f"'batches_in_flight' must be >= 1, got {self.batches_in_flight}")
 
 
 #: Pool per resource kind. "classifier" hosts any backend that is neither text nor an engine
@@ -188,18 +194,25 @@ def _explode_shards(batch, *, fmt: str, options: Mapping[str, Any]):
             # an unreadable shard must not stop the others; the driver re-reads it and reports why
             log.error("shard %s cannot be read: %s", uri, e)
             continue
-        n = len(items)
-        tables.append(pa.table({
-            "shard": pa.array([shard_id] * n, pa.int64()),
-            "index": pa.array(range(n), pa.int64()),
-            "n_items": pa.array([n] * n, pa.int64()),
-            "answer_id": pa.array([it.answer_id for it in items], pa.string()),
-            "question": pa.array([it.question for it in items], pa.string()),
-            "answer": pa.array([it.answer for it in items], pa.string()),
-            "docs": pa.array([json.dumps(list(it.docs), ensure_ascii=False) for it in items], pa.string()),
-            "reference": pa.array([it.reference for it in items], pa.string()),  # null: no reference answer
-        }))
+        tables.append(answer_rows(items, shard_id))
     return pa.concat_tables(tables) if tables else _empty_items_table()
+
+
+def answer_rows(items: Sequence[AnswerItem], shard_id: int = 0):
+    """The Arrow rows the pools score: one per answer, carrying its shard id and index in the shard."""
+    import pyarrow as pa
+
+    n = len(items)
+    return pa.table({
+        "shard": pa.array([shard_id] * n, pa.int64()),
+        "index": pa.array(range(n), pa.int64()),
+        "n_items": pa.array([n] * n, pa.int64()),
+        "answer_id": pa.array([it.answer_id for it in items], pa.string()),
+        "question": pa.array([it.question for it in items], pa.string()),
+        "answer": pa.array([it.answer for it in items], pa.string()),
+        "docs": pa.array([json.dumps(list(it.docs), ensure_ascii=False) for it in items], pa.string()),
+        "reference": pa.array([it.reference for it in items], pa.string()),  # null: no reference answer
+    })
 
 
 def _one_per_answer(block):
@@ -269,29 +282,58 @@ def _build_dataset(pending: list[tuple[int, str, str]], groups: dict[str, list[R
         ds = ds.map_batches(_one_per_answer, batch_size=None, batch_format="pyarrow", num_cpus=read_cpus)
     last = list(groups)[-1]
     for pool, group in groups.items():
-        cfg = pools.get(pool, PoolConfig())
-        num_gpus = _resolve_gpus(pool, cfg)
-        log.info("pool %s: %d actor(s) x (%.2f CPU, %.2f GPU) for %s", pool, cfg.size, cfg.num_cpus, num_gpus,
-                 ", ".join(s.version for s in group))
-        with warnings.catch_warnings():
-            # Ray 2.60 has no named parameter for max_restarts / max_task_retries yet; the
-            # **ray_remote_args route is the documented one and warns that it will change in 2.64.
-            warnings.filterwarnings("ignore", message=".*ray_remote_args.* is deprecated")
-            ds = ds.map_batches(
-                ScorerActor,
-                fn_constructor_kwargs={"versions": [s.version for s in group], "config": config,
-                                       "drop_columns": _TEXT_COLUMNS if pool == last else (),
-                                       "fault_marker": fault_marker},
-                batch_size=cfg.batch_size or config.batch_size,
-                batch_format="pyarrow",
-                compute=ray.data.ActorPoolStrategy(size=cfg.size),
-                num_cpus=cfg.num_cpus,
-                num_gpus=num_gpus or None,
-                # bounded actor fault tolerance: Ray Data's default is to restart and retry forever
-                max_restarts=cfg.max_restarts,
-                max_task_retries=cfg.max_task_retries,
-            )
+        ds = add_pool_stage(ds, pool, [s.version for s in group], pools.get(pool, PoolConfig()), config,
+                            drop_columns=_TEXT_COLUMNS if pool == last else (), fault_marker=fault_marker)
     return ds
+
+
+def add_pool_stage(ds, pool: str, versions: Sequence[str], cfg: PoolConfig, config: ScoringConfig, *,
+                   drop_columns: Sequence[str] = (), fault_marker: str | None = None):
+    """``ds`` followed by one fixed-size ``ScorerActor`` pool scoring ``versions``.
+
+    Args:
+        ds: a dataset of answer rows (answer_id, question, answer, docs, reference, ...).
+        pool: the pool's kind ("text", "classifier", "factuality", "llm").
+        versions: rubric versions its actors serve.
+        cfg: the pool's settings.
+        config: the job's scoring settings, passed to every actor.
+        drop_columns: input columns the actors leave out of their output.
+        fault_marker: testing only, see :class:`workers.actors.ScorerActor`.
+
+    Raises:
+        ConfigError: ``batches_in_flight > 1`` for a pool without an engine.
+    """
+    import ray
+
+    if cfg.batches_in_flight > 1 and pool not in _ENGINE_POOLS:
+        raise ConfigError(f"batches_in_flight > 1 keeps an LLM engine busy; pool {pool!r} has none "
+                          f"(engine pools: {list(_ENGINE_POOLS)})")
+    num_gpus = _resolve_gpus(pool, cfg)
+    log.info("pool %s: %d actor(s) x (%.2f CPU, %.2f GPU, %d batch(es) in flight) for %s", pool, cfg.size,
+             cfg.num_cpus, num_gpus, cfg.batches_in_flight, ", ".join(versions))
+    k = cfg.batches_in_flight
+    # k > 1: Ray Data sends k batches to an actor and runs them in k threads (true multi-threading:
+    # the UDF itself runs concurrently), and the actor's engine loop merges their requests.
+    compute = (ray.data.ActorPoolStrategy(size=cfg.size) if k == 1 else
+               ray.data.ActorPoolStrategy(size=cfg.size, max_tasks_in_flight_per_actor=k,
+                                          max_concurrent_calls_per_actor=k, enable_true_multi_threading=True))
+    with warnings.catch_warnings():
+        # Ray 2.60 has no named parameter for max_restarts / max_task_retries yet; the
+        # **ray_remote_args route is the documented one and warns that it will change in 2.64.
+        warnings.filterwarnings("ignore", message=".*ray_remote_args.* is deprecated")
+        return ds.map_batches(
+            ScorerActor,
+            fn_constructor_kwargs={"versions": list(versions), "config": config, "drop_columns": tuple(drop_columns),
+                                   "fault_marker": fault_marker, "batches_in_flight": k},
+            batch_size=cfg.batch_size or config.batch_size,
+            batch_format="pyarrow",
+            compute=compute,
+            num_cpus=cfg.num_cpus,
+            num_gpus=num_gpus or None,
+            # bounded actor fault tolerance: Ray Data's default is to restart and retry forever
+            max_restarts=cfg.max_restarts,
+            max_task_retries=cfg.max_task_retries,
+        )
 
 
 @dataclass
@@ -478,6 +520,9 @@ def add_ray_arguments(p) -> None:
                    help="answers per Ray batch (default: --batch-size)")
     g.add_argument("--max-restarts", type=int, default=2, help="restarts of a dead actor (bounded)")
     g.add_argument("--max-task-retries", type=int, default=2, help="retries of a batch whose actor died")
+    g.add_argument("--llm-batches-in-flight", type=int, default=1,
+                   help="Ray batches each engine actor (llm and factuality) scores at once on one kept-busy vLLM "
+                        "engine; 1 (default): one synchronous engine call per batch")
     g.add_argument("--global-dedupe", action=argparse.BooleanOptionalAction, default=True,
                    help="score an answer shared by several shards or blocks once (a hash shuffle by answer id, "
                         "so shards finish together); --no-global-dedupe streams shards through independently "
@@ -497,8 +542,9 @@ def pools_from_args(args) -> dict[str, PoolConfig]:
         "text": PoolConfig(size=args.text_actors, num_cpus=args.cpus_per_actor, **common),
         "classifier": PoolConfig(size=args.classifier_actors, num_cpus=args.cpus_per_actor, **common),
         "factuality": PoolConfig(size=args.factuality_actors, num_cpus=args.cpus_per_llm_actor, num_gpus=llm_gpus,
-                                 **common),
-        "llm": PoolConfig(size=args.llm_actors, num_cpus=args.cpus_per_llm_actor, num_gpus=llm_gpus, **common),
+                                 batches_in_flight=args.llm_batches_in_flight, **common),
+        "llm": PoolConfig(size=args.llm_actors, num_cpus=args.cpus_per_llm_actor, num_gpus=llm_gpus,
+                          batches_in_flight=args.llm_batches_in_flight, **common),
     }
 
 

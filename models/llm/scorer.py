@@ -23,7 +23,7 @@ from rubric.records import AnswerItem
 from rubric.scoring import Provenance, Score
 from rubric.specs import RubricSpec
 
-__all__ = ["LLMRubricScorer", "TRUNCATION_MARKER", "build_engine"]
+__all__ = ["LLMRubricScorer", "TRUNCATION_MARKER", "build_engine", "keep_engines_busy"]
 
 log = logging.getLogger(__name__)
 
@@ -235,6 +235,40 @@ def build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> Eng
     if key not in _ENGINES:
         _ENGINES[key] = _build_engine(config, logprobs_k=logprobs_k)
     return _ENGINES[key]
+
+
+def keep_engines_busy(enabled: bool = True) -> int:
+    """Hand every engine built in this process to an engine loop, so concurrent calls share it.
+
+    For a Ray actor that scores several batches at once (``PoolConfig.batches_in_flight``): the
+    scorers built on these engines are unchanged; only how their engine calls are served changes.
+
+    Args:
+        enabled: False stops the loops again (calls become synchronous; the models stay loaded).
+
+    Returns:
+        How many engines changed mode (or were already in it).
+
+    Raises:
+        ConfigError: no engine was built here, or one cannot be kept busy (the transformers backend
+            runs one forward at a time; use the vllm backend).
+    """
+    from models.llm.vllm_engine import VLLMEngine
+
+    if not enabled:
+        for engine in _ENGINES.values():
+            if isinstance(engine, VLLMEngine):
+                engine.close()
+        return len(_ENGINES)
+    if not _ENGINES:
+        raise ConfigError("no LLM engine was built in this process: batches_in_flight > 1 is for the "
+                          "llm and factuality pools")
+    for engine in _ENGINES.values():
+        if not isinstance(engine, VLLMEngine):
+            raise ConfigError(f"batches_in_flight > 1 needs llm_backend='vllm'; the {engine.backend} engine "
+                              "cannot merge concurrent batches")
+        engine.keep_busy()
+    return len(_ENGINES)
 
 
 def _build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> Engine:

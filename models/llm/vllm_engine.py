@@ -7,6 +7,10 @@ transformers engine renders them, so the two backends see the same input.
 
 A script that builds this engine needs an ``if __name__ == "__main__":`` guard (vLLM may spawn
 processes).
+
+:meth:`VLLMEngine.keep_busy` hands the engine to a :class:`models.llm.engine_loop.EngineLoop`, after
+which its methods may be called from several threads at once and their requests share the running
+engine (the Ray pools' ``batches_in_flight``); the numbers each call returns are computed the same way.
 """
 
 from __future__ import annotations
@@ -109,6 +113,7 @@ class VLLMEngine(TokenizerMixin):
         except RuntimeError as e:
             raise EngineError(f"vLLM failed to start for {model_path!r}: {e}") from e
         self._on_gpu = on_gpu
+        self._loop: Any = None
         self.model_id = model_id or str(model_path)
         self.revision = revision or "local"
         self.max_context = int(self.llm.llm_engine.model_config.max_model_len)
@@ -122,6 +127,34 @@ class VLLMEngine(TokenizerMixin):
     def reset_prefix_cache(self) -> None:
         """Forget cached prefixes (for benchmarks that compare layouts from a cold cache)."""
         self.llm.reset_prefix_cache()
+
+    @property
+    def kept_busy(self) -> bool:
+        """Whether an engine loop serves this engine's calls (see :meth:`keep_busy`)."""
+        return self._loop is not None
+
+    def keep_busy(self) -> None:
+        """Serve every later call through one engine loop, so calls from several threads share the engine.
+
+        Idempotent. ``self.llm`` becomes the loop's ``generate`` front end; :meth:`close` hands the
+        engine back to synchronous calls.
+        """
+        if self._loop is not None:
+            return
+        from models.llm.engine_loop import EngineLoop, LoopFrontend, VLLMRequestEngine
+
+        self._sync_llm = self.llm
+        self._loop = EngineLoop(VLLMRequestEngine(self.llm), name=f"engine-loop-{self.model_id}")
+        self.llm = LoopFrontend(self.llm, self._loop)
+        log.info("vLLM engine %s kept busy: concurrent calls share one running engine", self.model_id)
+
+    def close(self) -> None:
+        """Stop the engine loop, if any (calls become synchronous again); the model stays loaded."""
+        if self._loop is None:
+            return
+        self._loop.close()
+        self.llm = self._sync_llm
+        self._loop = None
 
     def score_token_probs(self, prompts: Sequence[ChatPrompt], candidates: Sequence[str]) -> list[dict[str, float]]:
         cand = self.candidate_ids(candidates)
@@ -173,6 +206,11 @@ class VLLMEngine(TokenizerMixin):
             EngineError: vLLM failed, or returned a different number of outputs.
         """
         check_sampling(max_tokens, temperature, n, seed)
+        if self._loop is not None and temperature > 0.0 and seed is not None and not self._on_gpu:
+            # Other calls' requests share the loop's steps, so no sub-batching can keep a seeded
+            # prefill inside one step (the CPU crash described above).
+            raise ConfigError("seeded sampling on CPU is not available on a kept-busy engine; "
+                              "use batches_in_flight=1 for this pool")
         ids = self.fitting_prompt_ids(prompts, max_tokens)
         if temperature == 0.0:
             params = self._vllm.SamplingParams(max_tokens=max_tokens, temperature=0.0, seed=0)

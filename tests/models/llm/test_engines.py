@@ -94,3 +94,27 @@ def test_greedy_generate_agrees_across_backends(hf_engine, vllm_engine):
     assert len(a) == len(b) == 2 and all(x.strip() for x in a)
     # compare the first few words: the last token can differ where two logits tie within float noise
     assert [x.split()[:4] for x in a] == [x.split()[:4] for x in b]
+
+
+def test_kept_busy_vllm_engine_returns_the_sync_numbers_from_concurrent_calls(vllm_engine):
+    from concurrent.futures import ThreadPoolExecutor
+
+    batches = [_prompts(v)[1] for v in ("coherence.geval.v1", "relevance.geval.v1", "fluency.geval.v1")]
+    sync_probs = [vllm_engine.score_token_probs(b, DIGITS) for b in batches]
+    sync_text = vllm_engine.generate(batches[0], max_tokens=6)
+    vllm_engine.keep_busy()
+    try:
+        assert vllm_engine.kept_busy
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            probs = pool.map(lambda b: vllm_engine.score_token_probs(b, DIGITS), batches)
+            text = pool.submit(vllm_engine.generate, batches[0], 6)
+            probs = list(probs)
+            assert text.result() == sync_text
+        for want, got in zip(sync_probs, probs):
+            assert len(got) == len(want)
+            for w, g in zip(want, got):
+                assert set(g) == set(w)
+                assert max(abs(g[t] - w[t]) for t in w) < 1e-5
+    finally:
+        vllm_engine.close()
+    assert not vllm_engine.kept_busy

