@@ -6,7 +6,8 @@ path; only scoring is distributed here::
     read tasks (one per shard: rubric.readers -> rubric.records.explode, rows carry shard + index)
       -> [optional: group by answer_id, so an answer shared by shards is scored once]
       -> map_batches over one fixed-size ScorerActor pool per resource (text, classifier, factuality, llm)
-      -> the driver collects each shard's rows and writes them to its ShardStore when complete
+      -> the driver appends each shard's rows to its ShardStore as they come (workers.collect),
+         a bounded buffer at a time, and marks the shard finished when its last answer is in
 
 A shard's store is finished as soon as its last answer comes back, so a killed job loses at most
 the shards in flight. No scoring logic lives here: actors call ``models.backends.build_scorers``
@@ -31,13 +32,12 @@ from typing import Any
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError, RubricError
 from rubric.records import AnswerItem, explode
-from rubric.scoring import Score
 from rubric.specs import RubricSpec
 from workers.actors import ScorerActor, provenance_column, score_column
+from workers.collect import ShardCollector
 from workers.job import PendingShard, StepResult, run_job
 from rubric.readers import Block
 from workers.shards import read_unit
-from workers.store import decode_provenance, decode_score
 
 __all__ = ["PoolConfig", "DEFAULT_POOLS", "pool_of_backend", "init_local_ray", "ray_step", "run_ray_job",
            "add_ray_arguments", "pools_from_args", "config_for_pools", "add_pool_stage", "answer_rows"]
@@ -336,36 +336,6 @@ def add_pool_stage(ds, pool: str, versions: Sequence[str], cfg: PoolConfig, conf
         )
 
 
-@dataclass
-class _Pending:
-    """Rows of one shard collected so far on the driver."""
-
-    n_items: int
-    rows: dict[int, tuple[str, dict[str, str], dict[str, str]]]  # index -> (answer_id, scores, provenance)
-
-
-def _store_shard(sh: PendingShard, got: _Pending, specs: Sequence[RubricSpec]) -> None:
-    """Write a complete shard's rows, in input order, to its store; check one output per input."""
-    if sorted(got.rows) != list(range(got.n_items)):
-        missing = sorted(set(range(got.n_items)) - set(got.rows))
-        raise BatchMismatchError(f"shard {sh.uri}: {len(got.rows)} of {got.n_items} answers came back; "
-                                 f"missing indices {missing[:10]}")
-    ids: list[str] = []
-    scores: dict[str, list[Score]] = {s.name: [] for s in specs}
-    provenance = {}
-    for i in range(got.n_items):
-        answer_id, row_scores, row_prov = got.rows[i]
-        ids.append(answer_id)
-        for s in specs:
-            scores[s.name].append(decode_score(row_scores[s.name]))
-            p = decode_provenance(row_prov[s.name])
-            if provenance.setdefault(s.name, p) != p:
-                raise ConfigError(f"shard {sh.uri}: actors disagree on how {s.name!r} is made: "
-                                  f"{provenance[s.name]} vs {p} (mixed model revisions?)")
-    sh.store.append(ids, scores, provenance)
-    sh.store.finish(got.n_items)
-
-
 def ray_step(pending: Sequence[PendingShard], *, fmt: str, options: Mapping[str, Any], specs: Sequence[RubricSpec],
              config: ScoringConfig, progress: bool, pools: Mapping[str, PoolConfig] | None = None,
              address: str | None = None, read_cpus: float = 0.25, global_dedupe: bool = True,
@@ -400,7 +370,7 @@ def ray_step(pending: Sequence[PendingShard], *, fmt: str, options: Mapping[str,
 
 def _score_pending(pending: Sequence[PendingShard], groups, specs, result: StepResult, *, fmt, options, config,
                    pools, read_cpus, progress, fault_marker, global_dedupe) -> int:
-    """Stream the pending shards through the pools, storing each shard when complete.
+    """Stream the pending shards through the pools into the shards' stores (:class:`workers.collect.ShardCollector`).
 
     Returns:
         How many answers the pools scored (fewer than the shards' answers under global dedupe).
@@ -410,38 +380,31 @@ def _score_pending(pending: Sequence[PendingShard], groups, specs, result: StepR
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = progress
     by_id = dict(enumerate(pending))
-    collected: dict[int, _Pending] = {}
     ds = _build_dataset([(i, sh.uri, sh.block.to_json() if sh.block is not None else "") for i, sh in by_id.items()],
                         groups, fmt=fmt, options=options, config=config,
                         pools=pools, read_cpus=read_cpus, fault_marker=fault_marker, global_dedupe=global_dedupe)
     names = [s.name for s in specs]
+    collector = ShardCollector(by_id, names)
     n_scored = 0
-    finished: set[int] = set()
     for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
         cols = batch.to_pydict()
         n_scored += batch.num_rows
         for j in range(batch.num_rows):
-            row = (cols["answer_id"][j], {n: cols[score_column(n)][j] for n in names},
-                   {n: cols[provenance_column(n)][j] for n in names})
+            scores = {n: cols[score_column(n)][j] for n in names}
+            prov = {n: cols[provenance_column(n)][j] for n in names}
             members = json.loads(cols["members"][j]) if "members" in cols else \
                 [(cols["shard"][j], cols["index"][j], cols["n_items"][j])]
             for shard_id, idx, n_items in members:
-                got = collected.setdefault(shard_id, _Pending(n_items=n_items, rows={}))
-                if idx in got.rows:
-                    raise BatchMismatchError(f"shard {by_id[shard_id].uri}: answer {idx} came back twice")
-                got.rows[idx] = row
-                if len(got.rows) == got.n_items:
-                    _store_shard(by_id[shard_id], collected.pop(shard_id), specs)
-                    finished.add(shard_id)
-                    log.info("shard %s scored (%d answers)", by_id[shard_id].name, got.n_items)
+                collector.add(shard_id, idx, n_items, cols["answer_id"][j], scores, prov)
     # A shard with no answers (every row rejected) or that its read task could not read sends no
     # row: read it here to tell the two apart; a shard with answers still open is a lost row.
+    still_open = collector.still_open()
     for shard_id, sh in by_id.items():
-        if shard_id in finished:
+        if shard_id in collector.finished:
             continue
-        if shard_id in collected:
-            got = collected[shard_id]
-            raise BatchMismatchError(f"shard {sh.uri}: {len(got.rows)} of {got.n_items} answers came back")
+        if shard_id in still_open:
+            got, n = still_open[shard_id]
+            raise BatchMismatchError(f"shard {sh.uri}: {got} of {n} answers came back")
         try:
             n = len(explode(read_unit(sh.uri, fmt, options, sh.block).pairs))
         except InputError as e:

@@ -189,6 +189,15 @@ class ShardStore:
     def append(self, answer_ids: Sequence[str], scores: Mapping[str, Sequence[Score]],
                provenance: Mapping[str, Provenance]) -> None:
         """Store one finished chunk (atomically); ``scores[r][i]`` belongs to ``answer_ids[i]``."""
+        for r, col in scores.items():
+            if len(col) != len(answer_ids):
+                raise ConfigError(f"{len(col)} {r} scores for {len(answer_ids)} answers")
+        self.append_encoded(answer_ids, {r: [encode_score(s) for s in col] for r, col in scores.items()},
+                            {r: encode_provenance(provenance[r]) for r in scores})
+
+    def append_encoded(self, answer_ids: Sequence[str], scores: Mapping[str, Sequence[str]],
+                       provenance: Mapping[str, str]) -> None:
+        """:meth:`append` for scores and provenances already encoded (:func:`encode_score`, :func:`encode_provenance`)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -198,8 +207,8 @@ class ShardStore:
         for r, col in scores.items():
             if len(col) != len(answer_ids):
                 raise ConfigError(f"{len(col)} {r} scores for {len(answer_ids)} answers")
-            cols[f"score__{r}"] = pa.array([encode_score(s) for s in col], pa.string())
-            cols[f"prov__{r}"] = pa.array([encode_provenance(provenance[r])] * len(answer_ids), pa.string())
+            cols[f"score__{r}"] = pa.array(list(col), pa.string())
+            cols[f"prov__{r}"] = pa.array([provenance[r]] * len(answer_ids), pa.string())
         n = len(self._parts())
         path = self.dir / f"part-{n:05d}.parquet"
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")

@@ -1,0 +1,54 @@
+"""The Ray driver's collector: rows go to the shards' stores as they come, a bounded buffer at a time."""
+
+from __future__ import annotations
+
+import pytest
+
+from rubric.errors import BatchMismatchError, ConfigError
+from rubric.scoring import Provenance, Score
+from workers.collect import ShardCollector
+from workers.job import PendingShard
+from workers.store import ShardStore, encode_provenance, encode_score
+
+PROV = encode_provenance(Provenance("conciseness.lexical_density.v1", "spacy"))
+
+
+def _shards(tmp_path, n: int) -> dict[int, PendingShard]:
+    return {i: PendingShard(f"s{i}", f"/data/s{i}.jsonl", ShardStore(tmp_path, f"s{i}", {"shard": i}))
+            for i in range(n)}
+
+
+def _add(c: ShardCollector, shard: int, idx: int, n: int, *, prov: str = PROV) -> None:
+    c.add(shard, idx, n, f"a{shard}-{idx}", {"conciseness": encode_score(Score.ok(idx / 10))}, {"conciseness": prov})
+
+
+def test_rows_in_any_order_reach_each_store_and_finish_it(tmp_path):
+    shards = _shards(tmp_path, 2)
+    c = ShardCollector(shards, ["conciseness"], flush_rows=2)
+    order = [(0, 2), (1, 0), (0, 0), (1, 1), (0, 1)]  # interleaved, out of order
+    for s, i in order[:-1]:
+        _add(c, s, i, 3 if s == 0 else 2)
+    assert c.finished == {1} and c.still_open() == {0: (2, 3)}
+    # two rows buffered wrote every buffer (a0-2, a1-0): the driver does not hold a shard until it completes
+    assert shards[0].store.scored_ids() == {"a0-2"} and not shards[0].store.done
+    _add(c, 0, 1, 3)
+    assert c.finished == {0, 1} and c.still_open() == {}
+    for s, n in ((0, 3), (1, 2)):
+        scores, prov = shards[s].store.load(["conciseness"])
+        assert shards[s].store.done
+        assert {a: sc["conciseness"].raw for a, sc in scores.items()} == {f"a{s}-{i}": i / 10 for i in range(n)}
+        assert prov["conciseness"] == Provenance("conciseness.lexical_density.v1", "spacy")
+
+
+def test_a_doubled_or_misplaced_row_and_mixed_provenance_are_refused(tmp_path):
+    c = ShardCollector(_shards(tmp_path, 1), ["conciseness"])
+    _add(c, 0, 1, 3)
+    with pytest.raises(BatchMismatchError, match="answer 1 came back twice"):
+        _add(c, 0, 1, 3)
+    with pytest.raises(BatchMismatchError, match="answer 3 of 3 does not fit"):
+        _add(c, 0, 3, 3)
+    other = encode_provenance(Provenance("conciseness.lexical_density.v1", "spacy", model_id="other"))
+    with pytest.raises(ConfigError, match="actors disagree on how 'conciseness' is made"):
+        _add(c, 0, 0, 3, prov=other)
+    with pytest.raises(ConfigError, match="'flush_rows' must be >= 1"):
+        ShardCollector({}, ["conciseness"], flush_rows=0)
