@@ -117,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     sync_rate = n * args.repeat / pooled[1]
     out = [f"{n} unique answers of {args.questions} WebGLM questions; rubrics {', '.join(versions)}; "
            f"{args.batch_size} answers per Ray batch; one LLM actor ({args.cpus_per_actor} CPU) on a "
-           f"{args.num_cpus}-CPU local Ray; load average {load_start:.2f} at the start, {os.getloadavg()[0]:.2f} at the end", "",
+           f"{args.num_cpus}-CPU local Ray; load average {load_start:.2f} at the start, "
+           f"{os.getloadavg()[0]:.2f} at the end", "",
            "| pass | path | batches in flight | answers | seconds | answers/s | ratio to synchronous "
            "| scores vs first synchronous pass |",
            "|---|---|---|---|---|---|---|---|"]
