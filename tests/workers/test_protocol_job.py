@@ -435,3 +435,23 @@ def test_linkage_settings_reference_template_is_keyed_and_needs_generated_lists(
     assert LinkageSettings(**v2.arguments()).key() == v2.key()
     with pytest.raises(ConfigError, match="applies to references='generated'"):
         LinkageSettings("listwise", reference_template="linkage.create_multi_step_answer.v2")
+
+
+def test_run_job_script_protocol_arena_judges_on_ray_and_writes_the_report(ray_local, tmp_path, monkeypatch):
+    import functools
+
+    import workers.ray_judges as rj
+    from tests.workers.test_ray_judges import _run_job_script
+
+    monkeypatch.setattr(rj, "ray_judge_step", functools.partial(rj.ray_judge_step, scorer_factory=protocol_factory))
+    ann, files = _arena_files(tmp_path)
+    out = tmp_path / "out"
+    argv = [str(ann), "--protocol", "arena", "--systems", *(f"{n}={p}" for n, p in files.items()),
+            "--answer-map", "qid=qid,answer=answer,label=human", "--n-boot", "20", "--llm-actors", "1",
+            "--cpus-per-llm-actor", "0.5", "--out", str(out), "--quiet"]
+    assert _run_job_script().main(argv) == 0
+    report = (out / "report.md").read_text()
+    assert "Command: `python scripts/run_job.py " in report
+    assert "| worse | 0.000 [0.000, 0.000] | 0.000 [0.000, 0.000] | 4 | 0 |" in report
+    m = json.loads((out / "manifest.json").read_text())
+    assert m["protocol"] == "arena" and m["job"]["runner"] == "ray"
