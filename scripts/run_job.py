@@ -79,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     from workers.ray_pipeline import config_for_pools, pools_from_args, run_ray_job
 
     try:
+        if (args.protocol is not None or args.judges) and args.llm_batches_in_flight > 1:
+            raise RubricError("--llm-batches-in-flight is for the scoring job's llm and factuality pools; judge and "
+                              "protocol actors score one batch at a time")
         if args.protocol is not None:
             import shlex
 

@@ -137,3 +137,11 @@ def test_run_job_script_reports_an_unknown_judge_in_one_line(tmp_path, capsys):
     rc = _run_job_script().main(["data/", "--format", "lfqa-hp", "--out", str(tmp_path), "--judges", "oracle"])
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("run_job: error:") and "oracle" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("mode", [["--judges", "plain"], ["--protocol", "lfqa-e"]])
+def test_run_job_script_refuses_batches_in_flight_for_judge_pools(tmp_path, capsys, mode):
+    rc = _run_job_script().main(["data/", "--format", "lfqa-hp", "--out", str(tmp_path), *mode,
+                                 "--llm-batches-in-flight", "3"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--llm-batches-in-flight is for the scoring job" in err
