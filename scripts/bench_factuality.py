@@ -235,7 +235,9 @@ def main() -> int:
     if args.compare_to:
         lines += ["", compare_dumps(json.loads(Path(args.compare_to).read_text(encoding="utf-8")), dump)]
     end = os.getloadavg()
-    sys.stdout.write("\n".join(lines) + f"\n\nengine: {engine.backend} {engine.model_id}; max_claim_tokens "
+    kv = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "engine default")
+    sys.stdout.write("\n".join(lines) + f"\n\nengine: {engine.backend} {engine.model_id}; block size "
+                     f"{args.block_size or 'engine default'}; VLLM_CPU_KVCACHE_SPACE {kv} GiB; max_claim_tokens "
                      f"{args.max_claim_tokens}; load average (1/5/15 min) at start {load[0]:.2f}/{load[1]:.2f}/"
                      f"{load[2]:.2f}, at end {end[0]:.2f}/{end[1]:.2f}/{end[2]:.2f} on {os.cpu_count()} cores"
                      + (f"; same claim counts and scores on both paths: {same}" if len(results) > 1 else "") + "\n")
