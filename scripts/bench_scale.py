@@ -87,13 +87,16 @@ def build_parquet(path: Path, n_pairs: int, pool, seed: int, row_group: int = 10
 
 
 class PeakRSS:
-    """Peak summed RSS of a process and all its descendants, sampled in a thread."""
+    """Peak summed RSS of a process and all its descendants, sampled in a thread; ``at_peak`` is the
+    composition at the peak: process name (Ray names its workers ``ray::<task or actor>``) ->
+    (processes, bytes)."""
 
     def __init__(self, pid: int, interval: float = 0.2) -> None:
         import psutil
 
         self._proc = psutil.Process(pid)
         self.peak = 0
+        self.at_peak: dict[str, tuple[int, int]] = {}
         self._stop = threading.Event()
         self._interval = interval
         self._t = threading.Thread(target=self._run, daemon=True)
@@ -103,16 +106,22 @@ class PeakRSS:
 
         while not self._stop.is_set():
             total = 0
+            parts: dict[str, tuple[int, int]] = {}
             try:
                 procs = [self._proc] + self._proc.children(recursive=True)
             except psutil.Error:
                 break
             for p in procs:
                 try:
-                    total += p.memory_info().rss
+                    rss = p.memory_info().rss
+                    name = "driver (CLI)" if p.pid == self._proc.pid else p.name()
                 except psutil.Error:
-                    pass
-            self.peak = max(self.peak, total)
+                    continue
+                total += rss
+                n, b = parts.get(name, (0, 0))
+                parts[name] = (n + 1, b + rss)
+            if total > self.peak:
+                self.peak, self.at_peak = total, parts
             self._stop.wait(self._interval)
 
     def __enter__(self) -> "PeakRSS":
@@ -150,7 +159,7 @@ def run_one(path: Path, out: Path, ray: bool, timeout: float) -> dict:
     c = m["counts"]
     if c["rows_in"] != c["pairs"] + c["rejected"]:
         raise SystemExit(f"rows in {c['rows_in']} != pairs {c['pairs']} + rejects {c['rejected']}")
-    return {"wall": wall, "rss": rss.peak, "counts": c, "blocks": m["inputs"][0].get("blocks", 1),
+    return {"wall": wall, "rss": rss.peak, "at_peak": rss.at_peak, "counts": c, "blocks": m["inputs"][0].get("blocks", 1),
             "scored": m["job"]["answers_scored_now"], "timings": m["timings_s"]}
 
 
@@ -205,6 +214,10 @@ def main(argv: list[str] | None = None) -> int:
               f"| {c['unique_answers']:,} ({r['scored']:,}) "
               f"| {c['rows_in']:,} = {c['pairs']:,} + {c['rejected']:,} | {r['wall']:.1f} | {n / r['wall']:,.0f} "
               f"| {r['rss'] / 2**20:,.0f} | {t['plan']:.1f} / {t['score']:.1f} / {t['assemble']:.1f} |")
+    print("\nPeak RSS by process at each run's peak (processes x MiB; the largest first):\n")
+    for n, path, r in rows:
+        top = sorted(r["at_peak"].items(), key=lambda kv: -kv[1][1])[:8]
+        print(f"- {n:,} {path}: " + ", ".join(f"{name} {k} x {b / 2**20:,.0f}" for name, (k, b) in top))
     return 0
 
 
