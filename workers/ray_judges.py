@@ -19,9 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, fields
 from typing import TYPE_CHECKING
@@ -30,7 +28,8 @@ from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError
 from rubric.records import PairRecord
 from workers.judge_job import JudgePending, JudgeSettings, run_judge_job
-from workers.ray_pipeline import PoolConfig, _connect, _resolve_gpus
+from workers.ray_pipeline import PoolConfig
+from workers.ray_pools import checked_batches, keyed_pool, ray_session
 from workers.store import decode_provenance, decode_score, encode_provenance, encode_score
 
 if TYPE_CHECKING:
@@ -124,38 +123,15 @@ def ray_judge_step(pending: Sequence[JudgePending], *, settings: JudgeSettings, 
         for sh in pending:
             sh.store.finish(sh.n_pairs)
         return 0
-    started, temp_dir = _connect(address)
     t0 = time.perf_counter()
-    try:
-        import ray
-
-        ray.data.DataContext.get_current().enable_progress_bars = progress
-        batch_size = pool.batch_size or config.batch_size
-        n_blocks = max(1, min(len(todo) // batch_size + 1, 64 * pool.size))
-        ds = ray.data.from_items([{"shard": i, "pair_id": p.pair_id, "record": pair_to_json(p)} for i, p in todo],
-                                 override_num_blocks=n_blocks)
-        num_gpus = _resolve_gpus("llm", pool)
-        log.info("judge pool: %d actor(s) x (%.2f CPU, %.2f GPU) for %s", pool.size, pool.num_cpus, num_gpus,
-                 ", ".join(versions))
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*ray_remote_args.* is deprecated")
-            ds = ds.map_batches(JudgeActor, fn_constructor_kwargs={"settings": settings.arguments(), "config": config,
-                                                                  "scorer_factory": scorer_factory},
-                                batch_size=batch_size, batch_format="pyarrow",
-                                compute=ray.data.ActorPoolStrategy(size=pool.size), num_cpus=pool.num_cpus,
-                                num_gpus=num_gpus or None, max_restarts=pool.max_restarts,
-                                max_task_retries=pool.max_task_retries)
+    with ray_session(address):
+        log.info("judge pool: %d actor(s) x (%.2f CPU) for %s", pool.size, pool.num_cpus, ", ".join(versions))
+        ds = keyed_pool([{"shard": i, "pair_id": p.pair_id, "record": pair_to_json(p)} for i, p in todo], JudgeActor,
+                        {"settings": settings.arguments(), "config": config, "scorer_factory": scorer_factory},
+                        pool=pool, batch_size=pool.batch_size or config.batch_size, progress=progress)
         expected = {i: {p.pair_id for p in sh.todo} for i, sh in enumerate(pending)}
-        seen: dict[int, set[str]] = {i: set() for i in expected}
-        for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
-            cols = batch.to_pydict()
-            by_shard: dict[int, list[int]] = {}
-            for j, (shard, pid) in enumerate(zip(cols["shard"], cols["pair_id"])):
-                if pid not in expected[shard] or pid in seen[shard]:
-                    raise BatchMismatchError(f"shard {pending[shard].uri}: pair {pid!r} came back "
-                                             f"{'twice' if pid in seen[shard] else 'but was never sent'}")
-                seen[shard].add(pid)
-                by_shard.setdefault(shard, []).append(j)
+        for cols, by_shard, complete in checked_batches(ds, expected, "pair_id", what="pair",
+                                                         uris=[sh.uri for sh in pending]):
             for shard, rows in by_shard.items():
                 prov = {}
                 for v in versions:
@@ -166,22 +142,12 @@ def ray_judge_step(pending: Sequence[JudgePending], *, settings: JudgeSettings, 
                 pending[shard].store.append([cols["pair_id"][j] for j in rows],
                                             {v: [decode_score(cols[verdict_column(v)][j]) for j in rows]
                                              for v in versions}, prov)
-                if seen[shard] == expected[shard]:
-                    pending[shard].store.finish(pending[shard].n_pairs)
-                    log.info("shard %s judged (%d pairs)", pending[shard].name, len(expected[shard]))
+            for shard in complete:
+                pending[shard].store.finish(pending[shard].n_pairs)
+                log.info("shard %s judged (%d pairs)", pending[shard].name, len(expected[shard]))
         for i, sh in enumerate(pending):
-            if seen[i] != expected[i]:
-                raise BatchMismatchError(f"shard {sh.uri}: {len(seen[i])} of {len(expected[i])} pairs came back; "
-                                         f"first missing {sorted(expected[i] - seen[i])[:3]}")
             if not expected[i]:
                 sh.store.finish(sh.n_pairs)
-    finally:
-        if started:
-            import ray
-
-            ray.shutdown()
-        if temp_dir is not None:
-            shutil.rmtree(temp_dir, ignore_errors=True)
     log.info("judged %d pairs on Ray in %.1f s", len(todo), time.perf_counter() - t0)
     return len(todo)
 

@@ -21,21 +21,20 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rubric.config import ScoringConfig
-from rubric.errors import BatchMismatchError, ConfigError
+from rubric.errors import ConfigError
 from rubric.linkage_data import LinkageCandidate, LinkageQuestion
 from workers.protocol_job import (LinkagePending, LinkageSettings, check_linkage_batch, linkage_chunks,
                                   run_linkage_job, store_linkage_batch)
 from workers.ray_judges import _NoLocalScorer
-from workers.ray_pipeline import PoolConfig, _connect, _resolve_gpus
+from workers.ray_pipeline import PoolConfig
+from workers.ray_pools import checked_batches, keyed_pool, ray_session
 from workers.store import decode_provenance, decode_score, encode_provenance, encode_score
 
 if TYPE_CHECKING:
@@ -107,41 +106,21 @@ def ray_linkage_step(pending: Sequence[LinkagePending], *, settings: LinkageSett
         for sh in pending:
             sh.store.finish(sh.n_candidates)
         return 0
-    started, temp_dir = _connect(address)
     t0 = time.perf_counter()
-    try:
-        import ray
-
-        ray.data.DataContext.get_current().enable_progress_bars = progress
+    with ray_session(address):
         # a Ray batch is questions; size it so it holds about a batch of candidates
         per_question = max(1, round(sum(len(q.candidates) for _, q in todo) / len(todo)))
         batch_size = max(1, (pool.batch_size or config.batch_size) // per_question)
-        n_blocks = max(1, min(len(todo) // batch_size + 1, 64 * pool.size))
-        ds = ray.data.from_items([{"shard": i, "question_id": q.question_id, "record": question_to_json(q)}
-                                  for i, q in todo], override_num_blocks=n_blocks)
-        num_gpus = _resolve_gpus("llm", pool)
-        log.info("LINKAGE pool: %d actor(s) x (%.2f CPU, %.2f GPU) for %s", pool.size, pool.num_cpus, num_gpus,
+        log.info("LINKAGE pool: %d actor(s) x (%.2f CPU) for %s", pool.size, pool.num_cpus,
                  ", ".join(settings.systems))
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*ray_remote_args.* is deprecated")
-            ds = ds.map_batches(LinkageActor, fn_constructor_kwargs={"settings": settings.arguments(),
-                                                                    "config": config, "scorer_factory": scorer_factory},
-                                batch_size=batch_size, batch_format="pyarrow",
-                                compute=ray.data.ActorPoolStrategy(size=pool.size), num_cpus=pool.num_cpus,
-                                num_gpus=num_gpus or None, max_restarts=pool.max_restarts,
-                                max_task_retries=pool.max_task_retries)
+        ds = keyed_pool([{"shard": i, "question_id": q.question_id, "record": question_to_json(q)} for i, q in todo],
+                        LinkageActor, {"settings": settings.arguments(), "config": config,
+                                       "scorer_factory": scorer_factory},
+                        pool=pool, batch_size=batch_size, progress=progress)
         by_id = [{q.question_id: q for q in sh.todo} for sh in pending]
-        seen: list[set[str]] = [set() for _ in pending]
         scored = 0
-        for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
-            cols = batch.to_pydict()
-            by_shard: dict[int, list[int]] = {}
-            for j, (shard, qid) in enumerate(zip(cols["shard"], cols["question_id"])):
-                if qid not in by_id[shard] or qid in seen[shard]:
-                    raise BatchMismatchError(f"shard {pending[shard].uri}: question {qid!r} came back "
-                                             f"{'twice' if qid in seen[shard] else 'but was never sent'}")
-                seen[shard].add(qid)
-                by_shard.setdefault(shard, []).append(j)
+        for cols, by_shard, complete in checked_batches(ds, {i: set(q) for i, q in enumerate(by_id)}, "question_id",
+                                                         what="question", uris=[sh.uri for sh in pending]):
             for shard, rows in by_shard.items():
                 prov: dict = {}
                 for text in {cols["provenance"][j] for j in rows}:
@@ -156,22 +135,12 @@ def ray_linkage_step(pending: Sequence[LinkagePending], *, settings: LinkageSett
                     got.append([dict(zip(settings.systems, vals)) for vals in
                                 zip(*([decode_score(t) for t in enc[s]] for s in settings.systems), strict=True)])
                 scored += store_linkage_batch(pending[shard].store, questions, got, settings.systems, prov)
-                if seen[shard] == set(by_id[shard]):
-                    pending[shard].store.finish(pending[shard].n_candidates)
-                    log.info("shard %s scored (%d questions)", pending[shard].name, len(by_id[shard]))
+            for shard in complete:
+                pending[shard].store.finish(pending[shard].n_candidates)
+                log.info("shard %s scored (%d questions)", pending[shard].name, len(by_id[shard]))
         for i, sh in enumerate(pending):
-            if seen[i] != set(by_id[i]):
-                raise BatchMismatchError(f"shard {sh.uri}: {len(seen[i])} of {len(by_id[i])} questions came back; "
-                                         f"first missing {sorted(set(by_id[i]) - seen[i])[:3]}")
             if not by_id[i]:
                 sh.store.finish(sh.n_candidates)
-    finally:
-        if started:
-            import ray
-
-            ray.shutdown()
-        if temp_dir is not None:
-            shutil.rmtree(temp_dir, ignore_errors=True)
     log.info("scored %d LINKAGE answers on Ray in %.1f s", scored, time.perf_counter() - t0)
     return scored
 
