@@ -133,7 +133,7 @@ class PeakRSS:
         self._t.join()
 
 
-def run_one(path: Path, out: Path, ray: bool, timeout: float) -> dict:
+def run_one(path: Path, out: Path, ray: bool, timeout: float, read_concurrency: int | None = None) -> dict:
     """Score ``path`` in a fresh child process (so each row's peak RSS is its own) and measure it."""
     import psutil
 
@@ -141,6 +141,8 @@ def run_one(path: Path, out: Path, ray: bool, timeout: float) -> dict:
            "--rubrics", "conciseness,grammar", "--quiet"]
     if ray:
         cmd += ["--ray", "--address", "local", "--text-actors", "2", "--global-dedupe"]
+        if read_concurrency is not None:
+            cmd += ["--read-concurrency", str(read_concurrency)]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -173,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the workdir")
     p.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--read-concurrency", type=int, default=None,
+                   help="Ray rows: most blocks read at once (default: as many as the CPUs allow)")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("bench_scale")
@@ -196,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
                 out = work / f"out-{path}-{n}"
                 shutil.rmtree(out, ignore_errors=True)
                 log.info("scoring %d pairs, %s", n, path)
-                r = run_one(f, out, path == "ray", args.timeout)
+                r = run_one(f, out, path == "ray", args.timeout, args.read_concurrency)
                 log.info("%s %d: %.1f s, peak RSS %.0f MiB, %s", path, n, r["wall"], r["rss"] / 2**20, r["timings"])
                 rows.append((n, path, r))
                 shutil.rmtree(out, ignore_errors=True)
@@ -204,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep and args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
     print(f"\nPool: {len(pool)} questions, {n_answers} answers ({args.data}); rubrics conciseness,grammar; "
-          f"{os.cpu_count()} CPUs; every 500th row rejected (empty answer_2).\n")
+          f"{os.cpu_count()} CPUs; every 500th row rejected (empty answer_2); Ray read concurrency "
+          f"{args.read_concurrency or 'as the CPUs allow'}.\n")
     print("| pairs | path | blocks | unique answers (scored) | rows in = pairs + rejects | wall (s) | pairs/s "
           "| peak RSS, process tree (MiB) | plan / score / assemble (s) |")
     print("|---|---|---|---|---|---|---|---|---|")

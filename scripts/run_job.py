@@ -106,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         run_ray_job(args.inputs, args.format, resolve_rubrics(args.rubrics), args.out,
                     config=config_for_pools(scoring_config(args), args), reader_options=reader_options(args),
                     seed=args.seed, pools=pools_from_args(args), address=args.address,
-                    global_dedupe=args.global_dedupe, progress=not args.quiet)
+                    global_dedupe=args.global_dedupe,
+                    read_concurrency=args.read_concurrency, progress=not args.quiet)
     except (RubricError, OSError) as e:
         sys.stderr.write(f"run_job: error: {e}\n")
         return 2

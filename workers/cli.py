@@ -115,7 +115,8 @@ def _score(args) -> int:
 
         run_ray_job(args.inputs, args.format, specs, args.out, config=config_for_pools(scoring_config(args), args),
                     reader_options=reader_options(args), seed=args.seed, pools=pools_from_args(args),
-                    address=args.address, global_dedupe=args.global_dedupe, progress=not args.quiet)
+                    address=args.address, global_dedupe=args.global_dedupe,
+                    read_concurrency=args.read_concurrency, progress=not args.quiet)
         return 0
     from workers.job import run_job
 

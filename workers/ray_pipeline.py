@@ -265,7 +265,8 @@ def _resolve_gpus(pool: str, cfg: PoolConfig) -> float:
 
 def _build_dataset(pending: list[tuple[int, str, str]], groups: dict[str, list[RubricSpec]], *, fmt: str,
                    options: Mapping[str, Any], config: ScoringConfig, pools: Mapping[str, PoolConfig],
-                   read_cpus: float, fault_marker: str | None, global_dedupe: bool):
+                   read_cpus: float, fault_marker: str | None, global_dedupe: bool,
+                   read_concurrency: int | None = None):
     import ray
 
     # One read task per unit (a shard, or a block of one: Parquet row groups, a JSONL byte range, rows
@@ -273,7 +274,9 @@ def _build_dataset(pending: list[tuple[int, str, str]], groups: dict[str, list[R
     # ray.data.read_parquet / read_json / from_huggingface do not fit here.
     ds = ray.data.from_items([{"shard": i, "uri": u, "block": b} for i, u, b in pending],
                              override_num_blocks=len(pending))
+    # each read task holds one block (up to ~50k rows) while it runs: read_concurrency caps how many at once
     ds = ds.map_batches(_explode_shards, batch_size=1, batch_format="pyarrow", num_cpus=read_cpus,
+                        concurrency=read_concurrency,
                         fn_kwargs={"fmt": fmt, "options": dict(options)})
     if global_dedupe:
         # An all-to-all step: no shard can finish before every shard has been read.
@@ -338,13 +341,16 @@ def add_pool_stage(ds, pool: str, versions: Sequence[str], cfg: PoolConfig, conf
 
 def ray_step(pending: Sequence[PendingShard], *, fmt: str, options: Mapping[str, Any], specs: Sequence[RubricSpec],
              config: ScoringConfig, progress: bool, pools: Mapping[str, PoolConfig] | None = None,
-             address: str | None = None, read_cpus: float = 0.25, global_dedupe: bool = True,
+             address: str | None = None, read_cpus: float = 0.25, read_concurrency: int | None = None,
+             global_dedupe: bool = True,
              fault_marker: str | None = None) -> StepResult:
     """The job's score step on Ray (see the module docstring); arguments as :func:`run_ray_job`."""
+    if read_concurrency is not None and read_concurrency < 1:
+        raise ConfigError(f"'read_concurrency' must be >= 1 or None, got {read_concurrency}")
     pools = {**DEFAULT_POOLS, **(pools or {})}
     groups = _group_specs(specs)
     result = StepResult(info={"pools": {k: asdict(pools.get(k, PoolConfig())) for k in groups},
-                              "global_dedupe": global_dedupe})
+                              "global_dedupe": global_dedupe, "read_concurrency": read_concurrency})
     if not pending:
         return result
     for sh in pending:  # Ray scores a shard whole: a partial local run's chunks are not merged in
@@ -355,7 +361,8 @@ def ray_step(pending: Sequence[PendingShard], *, fmt: str, options: Mapping[str,
     t0 = time.perf_counter()
     try:
         result.answers_scored = _score_pending(pending, groups, specs, result, fmt=fmt, options=options,
-                                               config=config, pools=pools, read_cpus=read_cpus, progress=progress,
+                                               config=config, pools=pools, read_cpus=read_cpus,
+                                               read_concurrency=read_concurrency, progress=progress,
                                                fault_marker=fault_marker, global_dedupe=global_dedupe)
     finally:
         if started:
@@ -369,7 +376,7 @@ def ray_step(pending: Sequence[PendingShard], *, fmt: str, options: Mapping[str,
 
 
 def _score_pending(pending: Sequence[PendingShard], groups, specs, result: StepResult, *, fmt, options, config,
-                   pools, read_cpus, progress, fault_marker, global_dedupe) -> int:
+                   pools, read_cpus, progress, fault_marker, global_dedupe, read_concurrency=None) -> int:
     """Stream the pending shards through the pools into the shards' stores (:class:`workers.collect.ShardCollector`).
 
     Returns:
@@ -382,7 +389,8 @@ def _score_pending(pending: Sequence[PendingShard], groups, specs, result: StepR
     by_id = dict(enumerate(pending))
     ds = _build_dataset([(i, sh.uri, sh.block.to_json() if sh.block is not None else "") for i, sh in by_id.items()],
                         groups, fmt=fmt, options=options, config=config,
-                        pools=pools, read_cpus=read_cpus, fault_marker=fault_marker, global_dedupe=global_dedupe)
+                        pools=pools, read_cpus=read_cpus, fault_marker=fault_marker, global_dedupe=global_dedupe,
+                        read_concurrency=read_concurrency)
     names = [s.name for s in specs]
     collector = ShardCollector(by_id, names)
     n_scored = 0
@@ -420,7 +428,8 @@ def _score_pending(pending: Sequence[PendingShard], groups, specs, result: StepR
 def run_ray_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence[RubricSpec], out: str | Path, *,
                 config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
                 pools: Mapping[str, PoolConfig] | None = None, address: str | None = None,
-                read_cpus: float = 0.25, global_dedupe: bool = True, progress: bool = True,
+                read_cpus: float = 0.25, read_concurrency: int | None = None, global_dedupe: bool = True,
+                progress: bool = True,
                 fault_marker: str | None = None) -> dict:
     """The scoring job with its score step on Ray; the same outputs as :func:`workers.job.run_job`.
 
@@ -438,6 +447,8 @@ def run_ray_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequ
             otherwise starts a local Ray; "local" starts a local Ray of at most 2 CPUs; "auto" or
             "ray://..." joins a running cluster. Ignored if Ray is already initialised.
         read_cpus: CPUs reserved per shard-read task.
+        read_concurrency: most read tasks at once (each holds one block while it runs, so this
+            bounds the read side's memory); None lets Ray run as many as the CPUs allow.
         global_dedupe: score an answer that occurs in several pending shards or blocks once (a
             hash shuffle by answer id; no shard is complete before all have been read). False
             streams shards through independently and scores a shared answer in each.
@@ -448,7 +459,8 @@ def run_ray_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequ
         The job manifest (also ``OUT/manifest.json``).
     """
     def step(pending, **kw) -> StepResult:
-        return ray_step(pending, pools=pools, address=address, read_cpus=read_cpus, global_dedupe=global_dedupe,
+        return ray_step(pending, pools=pools, address=address, read_cpus=read_cpus,
+                        read_concurrency=read_concurrency, global_dedupe=global_dedupe,
                         fault_marker=fault_marker, **kw)
 
     return run_job(inputs, fmt, specs, out, config=config, reader_options=reader_options, seed=seed,
@@ -486,6 +498,9 @@ def add_ray_arguments(p) -> None:
     g.add_argument("--llm-batches-in-flight", type=int, default=1,
                    help="Ray batches each engine actor (llm and factuality) scores at once on one kept-busy vLLM "
                         "engine; 1 (default): one synchronous engine call per batch")
+    g.add_argument("--read-concurrency", type=int, default=None,
+                   help="most input blocks read at once (each read task holds one block of up to ~50k rows); "
+                        "default: as many as the CPUs allow")
     g.add_argument("--global-dedupe", action=argparse.BooleanOptionalAction, default=True,
                    help="score an answer shared by several shards or blocks once (a hash shuffle by answer id, "
                         "so shards finish together); --no-global-dedupe streams shards through independently "

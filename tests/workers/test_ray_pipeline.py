@@ -147,7 +147,7 @@ def test_global_dedupe_scores_a_shared_answer_once(ray_local, inputs, specs, tmp
     _write(twin, [{**json.loads(line), "id": f"twin-{i}"}
                   for i, line in enumerate(shards[0].read_text().split("\n")) if line.strip()])
     m = run_ray_job([shards[0], shards[1], twin], "lfqa-hp", specs, tmp_path / "out", config=CONFIG,
-                    progress=False, global_dedupe=True)
+                    progress=False, global_dedupe=True, read_concurrency=1)
     per_shard = run_ray_job([shards[0], shards[1], twin], "lfqa-hp", specs, tmp_path / "per_shard", config=CONFIG,
                             progress=False, global_dedupe=False)
     ref = run_job([shards[0], shards[1], twin], "lfqa-hp", specs, tmp_path / "local", config=CONFIG, progress=False)
@@ -156,6 +156,7 @@ def test_global_dedupe_scores_a_shared_answer_once(ray_local, inputs, specs, tmp
     # the single-process path does (it looks every answer up across shards before scoring it)
     assert m["job"]["answers_scored_now"] == ref["job"]["answers_scored_now"] == ref["counts"]["unique_answers"]
     assert per_shard["job"]["answers_scored_now"] > m["job"]["answers_scored_now"]
+    assert m["job"]["read_concurrency"] == 1 and per_shard["job"]["read_concurrency"] is None
     _assert_same_outputs(tmp_path / "out", tmp_path / "local")
 
 
@@ -208,3 +209,10 @@ def test_llm_rubric_on_ray_matches_single_process(ray_local, graded_shards, tmp_
     assert got.column("coherence_error").to_pylist() == [None] * 5
     assert got.column("coherence").to_pylist() == pytest.approx(ref.column("coherence").to_pylist(), abs=1e-6)
     assert set(got.column("coherence_backend").to_pylist()) == {"vllm"}
+
+
+def test_read_concurrency_below_one_is_refused_before_ray_starts(inputs, specs, tmp_path):
+    _, shards, _ = inputs
+    with pytest.raises(ConfigError, match="'read_concurrency' must be >= 1 or None, got 0"):
+        run_ray_job([shards[0]], "lfqa-hp", specs, tmp_path / "out", config=CONFIG, progress=False,
+                    read_concurrency=0)
