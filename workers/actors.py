@@ -81,7 +81,7 @@ class ScorerActor:
         if batches_in_flight > 1:
             from models.llm.scorer import keep_engines_busy
 
-            keep_engines_busy()
+            keep_engines_busy(config)
         self._provenance = {s.name: encode_provenance(sc.provenance(s.name))
                             for sc in self._scorers for s in sc.specs}
         log.info("scorer actor pid %d ready for %s", os.getpid(), ", ".join(versions))

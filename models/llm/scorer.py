@@ -223,43 +223,59 @@ def _cuda_available() -> bool:
 #: Engines built in this process, keyed by what determines them: the LLM rubrics and the claim
 #: checker share one engine instead of loading the model twice (two vLLM engines on one GPU would
 #: each claim most of its memory).
-_ENGINES: dict[str, Engine] = {}
+_ENGINES: dict[tuple[str, int | None], Engine] = {}
+
+
+def _config_key(config: ScoringConfig) -> str:
+    import json
+
+    return json.dumps([config.llm_profile, config.llm_backend, config.llm_model, config.engine_kwargs],
+                      sort_keys=True, default=str)
 
 
 def build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> Engine:
     """The engine ``config`` names, built once per process and then shared (see :func:`_build_engine`)."""
-    import json
-
-    key = json.dumps([config.llm_profile, config.llm_backend, config.llm_model, logprobs_k,
-                      config.engine_kwargs], sort_keys=True, default=str)
+    key = (_config_key(config), logprobs_k)
     if key not in _ENGINES:
         _ENGINES[key] = _build_engine(config, logprobs_k=logprobs_k)
     return _ENGINES[key]
 
 
-def keep_engines_busy(enabled: bool = True) -> int:
-    """Hand every engine built in this process to an engine loop, so concurrent calls share it.
+def keep_engines_busy(config: ScoringConfig, enabled: bool = True) -> int:
+    """Hand the engines built in this process for ``config`` to an engine loop, so concurrent calls share them.
 
     For a Ray actor that scores several batches at once (``PoolConfig.batches_in_flight``): the
     scorers built on these engines are unchanged; only how their engine calls are served changes.
+    Engines built here for other settings are left alone.
 
     Args:
+        config: the scoring settings the engines were built for (every ``logprobs_k``).
         enabled: False stops the loops again (calls become synchronous; the models stay loaded).
 
     Returns:
         How many engines changed mode (or were already in it).
 
     Raises:
-        ConfigError: no engine was built here, or one cannot be kept busy (the transformers backend
-            runs one forward at a time; use the vllm backend).
+        ConfigError: no engine was built here for ``config``, or one cannot be kept busy (the
+            transformers backend runs one forward at a time; use the vllm backend).
     """
     from models.llm.vllm_engine import VLLMEngine
 
+    mine = [e for (k, _), e in _ENGINES.items() if k == _config_key(config)]
     if not enabled:
-        for engine in _ENGINES.values():
+        for engine in mine:
             if isinstance(engine, VLLMEngine):
                 engine.close()
-        return len(_ENGINES)
+        return len(mine)
+    if not mine:
+        raise ConfigError("no LLM engine was built in this process for these settings: batches_in_flight > 1 is "
+                          "for the llm and factuality pools")
+    for engine in mine:
+        if not isinstance(engine, VLLMEngine):
+            raise ConfigError(f"batches_in_flight > 1 needs llm_backend='vllm'; the {engine.backend} engine "
+                              "cannot merge concurrent batches")
+        engine.keep_busy()
+    return len(mine)
     if not _ENGINES:
         raise ConfigError("no LLM engine was built in this process: batches_in_flight > 1 is for the "
                           "llm and factuality pools")

@@ -89,7 +89,7 @@ def test_kept_busy_actor_scores_concurrent_batches_as_the_synchronous_one(smollm
         with ThreadPoolExecutor(max_workers=3) as pool:
             got = list(pool.map(busy, batches))
     finally:
-        keep_engines_busy(False)  # the engine is shared by this process's later tests
+        keep_engines_busy(_CFG, False)  # the engine is shared by this process's later tests
     for w, g in zip(want, got):
         assert g.column("answer_id").to_pylist() == w.column("answer_id").to_pylist()
         for wa, ga in zip(w.column("score__coherence").to_pylist(), g.column("score__coherence").to_pylist()):
@@ -113,3 +113,19 @@ def test_llm_pool_with_batches_in_flight_on_ray_matches_single_process(ray_local
     assert got.column("answer_id").to_pylist() == ref.column("answer_id").to_pylist()
     assert got.column("coherence_error").to_pylist() == [None] * 5
     assert got.column("coherence").to_pylist() == pytest.approx(ref.column("coherence").to_pylist(), abs=1e-6)
+
+
+def test_keep_busy_touches_only_the_engines_of_the_given_settings(monkeypatch):
+    # A process that built a transformers engine for other settings (another test, another rubric
+    # group) can still keep its own settings' engine busy; and settings with no engine are named.
+    from types import SimpleNamespace
+
+    from models.llm import scorer
+
+    other = ScoringConfig(llm_backend="transformers")
+    monkeypatch.setattr(scorer, "_ENGINES", {(scorer._config_key(other), 5): SimpleNamespace(backend="transformers")})
+    with pytest.raises(ConfigError, match="no LLM engine was built in this process for these settings"):
+        scorer.keep_engines_busy(_CFG)
+    assert scorer.keep_engines_busy(_CFG, False) == 0
+    with pytest.raises(ConfigError, match="needs llm_backend='vllm'; the transformers engine"):
+        scorer.keep_engines_busy(other)
