@@ -37,7 +37,7 @@ from rubric.specs import RubricSpec
 from workers.shards import list_shards, read_unit, shard_blocks, shard_name, shard_sha256, unit_name
 from workers.store import ShardStore, atomic_write_bytes, decode_score, encode_score, score_key
 
-__all__ = ["PendingShard", "StepResult", "run_job", "local_step", "write_outputs"]
+__all__ = ["PendingShard", "StepResult", "run_job", "local_step"]
 
 log = logging.getLogger(__name__)
 
@@ -206,35 +206,6 @@ def _load_scores(plan: Sequence[_Unit], specs: Sequence[RubricSpec], folder: Pat
         merged.close()
         raise
     return merged, {r: p for r, (p, _) in prov.items()}
-
-
-def write_outputs(out: Path, assembled: Assembled, manifest: dict) -> None:
-    """Write the job's tables, rejects and manifest (last); remove outputs this job does not make."""
-    import pyarrow.parquet as pq
-
-    out.mkdir(parents=True, exist_ok=True)
-    # No old manifest may vouch for new tables while they are being written.
-    (out / "manifest.json").unlink(missing_ok=True)
-
-    def parquet(table, name: str) -> None:
-        path = out / name
-        tmp = path.with_name(f".{name}.tmp-{os.getpid()}")
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-
-    parquet(assembled.answers, "answers.parquet")
-    parquet(assembled.pairs, "pairs.parquet")
-    if assembled.claims is not None:
-        parquet(assembled.claims, "claims.parquet")
-    else:
-        (out / "claims.parquet").unlink(missing_ok=True)
-    if assembled.fitted is not None:
-        atomic_write_bytes(out / "rescale.json", assembled.fitted.to_json_bytes())
-    else:
-        (out / "rescale.json").unlink(missing_ok=True)
-    atomic_write_bytes(out / "rejects.jsonl", "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
-                                                      for r in assembled.rejects).encode())
-    atomic_write_bytes(out / "manifest.json", json.dumps(manifest, indent=2, default=str).encode())
 
 
 def _check_backends(specs: Sequence[RubricSpec], config: ScoringConfig) -> None:
