@@ -17,6 +17,7 @@ from rubric.specificity import (
     format_input,
     label_order,
     latent_score,
+    window_spans,
 )
 from rubric.specs import RubricSpec
 
@@ -30,7 +31,8 @@ class SubjectiveQAScorer:
 
     Each answer becomes ``"Question: {q} Answer: {a}"``; a text longer than ``max_length`` tokens
     is cut into windows of ``max_length`` tokens (special tokens included) that overlap by
-    ``stride`` tokens (transformers' ``stride`` with ``return_overflowing_tokens``). All windows of
+    ``stride`` tokens (``rubric.specificity.window_spans``; the windowing of transformers'
+    ``stride``, written out because some transformers releases drop the tail). All windows of
     all items go through the model in one pass, in chunks of ``batch_size`` sorted by length so
     little padding is wasted. Window softmaxes are averaged weighted by each window's token count
     (``rubric.specificity.combine_windows``); the raw value is ``0.5 * p_neutral + p_high``.
@@ -87,6 +89,7 @@ class SubjectiveQAScorer:
                 f"{model!r} loaded a slow tokenizer; windowing needs a fast (Rust) tokenizer: pip install tokenizers")
         self._order = label_order(self.model.config.id2label)
         n_special = self.tokenizer.num_special_tokens_to_add(pair=False)
+        self._prefix, self._suffix = _special_frame(self.tokenizer, n_special, str(model))
         if not stride < max_length - n_special:
             raise ConfigError(f"'stride' must be < max_length - {n_special} special tokens "
                               f"= {max_length - n_special}, got {stride}")
@@ -110,10 +113,22 @@ class SubjectiveQAScorer:
                           model_revision=self.revision)
 
     def windows(self, texts: Sequence[str]) -> tuple[list[list[int]], list[int]]:
-        """Token windows of all texts and, per window, the index of the text it came from."""
-        enc = self.tokenizer(list(texts), truncation=True, max_length=self.max_length, stride=self.stride,
-                             return_overflowing_tokens=True, padding=False)
-        return [list(x) for x in enc["input_ids"]], [int(i) for i in enc["overflow_to_sample_mapping"]]
+        """Token windows of all texts and, per window, the index of the text it came from.
+
+        Each text is tokenized whole, cut with ``rubric.specificity.window_spans`` into windows of
+        ``max_length`` tokens (special tokens included) sharing ``stride`` content tokens, and each
+        window gets the tokenizer's special tokens. Not transformers' ``return_overflowing_tokens``:
+        transformers 5.17 silently dropped the tail of long texts there (seen on a GPU machine).
+        """
+        size = self.max_length - len(self._prefix) - len(self._suffix)
+        enc = self.tokenizer(list(texts), add_special_tokens=False, truncation=False, padding=False, verbose=False)
+        ids: list[list[int]] = []
+        owner: list[int] = []
+        for t, content in enumerate(enc["input_ids"]):
+            for start, end in window_spans(len(content), size, self.stride):
+                ids.append([*self._prefix, *content[start:end], *self._suffix])
+                owner.append(t)
+        return ids, owner
 
     def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
         """One ``{"specificity": Score}`` per item, in order; raw = ``0.5 * p_neutral + p_high``."""
@@ -162,3 +177,27 @@ class SubjectiveQAScorer:
         except (RuntimeError, MemoryError) as e:
             raise EngineError(f"SubjECTive-QA forward pass failed: {e}") from e
         return out
+
+
+def _special_frame(tokenizer: Any, n_special: int, model: str) -> tuple[list[int], list[int]]:
+    """The special tokens the tokenizer puts before and after one sequence (``[CLS]`` / ``[SEP]`` for BERT).
+
+    Read off a probe text encoded with and without special tokens, since transformers 5's fast
+    tokenizers have no ``build_inputs_with_special_tokens``.
+
+    Raises:
+        BackendUnavailableError: the probe's content is not found whole inside its encoding, or the
+            frame's size disagrees with ``num_special_tokens_to_add``.
+    """
+    probe = "specific answer"
+    bare = list(tokenizer(probe, add_special_tokens=False)["input_ids"])
+    full = list(tokenizer(probe, add_special_tokens=True)["input_ids"])
+    for i in range(len(full) - len(bare) + 1):
+        if bare and full[i:i + len(bare)] == bare:
+            prefix, suffix = full[:i], full[i + len(bare):]
+            if len(prefix) + len(suffix) == n_special:
+                return prefix, suffix
+            break
+    raise BackendUnavailableError(
+        f"cannot tell where {model!r}'s tokenizer puts its special tokens (probe {bare} -> {full}, "
+        f"{n_special} special tokens expected); windows need a single-sequence [prefix] text [suffix] template")

@@ -52,11 +52,16 @@ def _manual(folder, question: str, answer: str, max_length=512, stride=128):
 
     tok = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForSequenceClassification.from_pretrained(folder).eval()
-    enc = tok(f"Question: {question} Answer: {answer}", truncation=True, max_length=max_length, stride=stride,
-              return_overflowing_tokens=True)
+    # Windows written out here, not read from transformers' overflow (5.17 drops the tail there):
+    # content windows of max_length - 2 ([CLS], [SEP]) starting every (max_length - 2 - stride) tokens.
+    content = tok(f"Question: {question} Answer: {answer}", add_special_tokens=False)["input_ids"]
+    size = max_length - 2
+    starts = range(0, max(len(content) - stride, 1), size - stride)
+    windows = [[tok.cls_token_id, *content[a:a + size], tok.sep_token_id] for a in starts]
+    assert sum(len(w) - 2 for w in windows) - stride * (len(windows) - 1) == len(content)  # each token once
     num = [0.0, 0.0, 0.0]
     total = 0
-    for ids in enc["input_ids"]:
+    for ids in windows:
         with torch.no_grad():
             logits = model(input_ids=torch.tensor([ids])).logits[0]
         p = torch.softmax(logits, -1).tolist()
@@ -65,7 +70,7 @@ def _manual(folder, question: str, answer: str, max_length=512, stride=128):
             num[j] += v * len(ids)
         total += len(ids)
     low, neu, high = (x / total for x in num)
-    return len(enc["input_ids"]), 1 + 4 * (0.5 * neu + high)
+    return len(windows), 1 + 4 * (0.5 * neu + high)
 
 
 def test_windows_and_scores_match_manual(tiny_model):
@@ -124,3 +129,45 @@ def test_missing_model_is_actionable(tmp_path, monkeypatch):
     with pytest.raises(BackendUnavailableError, match="specificity.geval.v1") as e:
         SubjectiveQAScorer((SPEC,), model=str(tmp_path / "no-such-model"))
     assert "Hub" in str(e.value)
+
+
+@pytest.mark.parametrize("n_words", [0, 3, 500, 508, 509, 700, 891, 892, 1500])
+def test_windows_cover_every_token_once_past_the_overlap(tiny_model, n_words):
+    """Each content token is in a window; windows overlap by exactly ``stride``; where transformers'
+    own overflow windows cover the text too (5.19 here; 5.17 dropped the tail), they are the same."""
+    from transformers import AutoTokenizer
+
+    scorer = SubjectiveQAScorer((SPEC,), model=str(tiny_model), device="cpu")
+    text = "why ? " + _text(n_words, 7)
+    ids, owner = scorer.windows([text])
+    assert owner == [0] * len(ids) and all(len(w) <= 512 for w in ids)
+    tok = scorer.tokenizer
+    content = tok(text, add_special_tokens=False)["input_ids"]
+    body = [w[1:-1] for w in ids]  # strip [CLS] ... [SEP]
+    assert all(w[0] == tok.cls_token_id and w[-1] == tok.sep_token_id for w in ids)
+    rebuilt = body[0] + [t for w in body[1:] for t in w[128:]]
+    assert rebuilt == content
+    assert all(len(w) == 510 for w in body[:-1])
+    theirs = AutoTokenizer.from_pretrained(tiny_model)(text, truncation=True, max_length=512, stride=128,
+                                                       return_overflowing_tokens=True)["input_ids"]
+    if sum(len(w) - 2 for w in theirs) - 128 * (len(theirs) - 1) == len(content):
+        assert [list(w) for w in theirs] == ids
+
+
+def test_special_frame_is_read_off_the_tokenizer():
+    from models.specificity import _special_frame
+
+    class Tok:  # RoBERTa-like: <s> text </s>, ids 0 and 2
+        def __init__(self, frame):
+            self.frame = frame
+
+        def __call__(self, text, add_special_tokens=True):
+            ids = [10 + len(w) for w in text.split()]
+            return {"input_ids": self.frame(ids) if add_special_tokens else ids}
+
+    assert _special_frame(Tok(lambda ids: [0, *ids, 2]), 2, "m") == ([0], [2])
+    assert _special_frame(Tok(lambda ids: [*ids, 2]), 1, "m") == ([], [2])
+    with pytest.raises(BackendUnavailableError, match="special tokens"):
+        _special_frame(Tok(lambda ids: [0, *ids[::-1], 2]), 2, "m")  # content not found whole
+    with pytest.raises(BackendUnavailableError, match="special tokens"):
+        _special_frame(Tok(lambda ids: [0, *ids, 2]), 3, "m")  # disagrees with num_special_tokens_to_add

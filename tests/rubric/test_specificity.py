@@ -2,7 +2,8 @@ import pytest
 
 from rubric.errors import ConfigError
 from rubric.rescale import minmax_1_5
-from rubric.specificity import combine_windows, format_input, label_order, latent_score, ordinal_score_1_5
+from rubric.specificity import (combine_windows, format_input, label_order, latent_score, ordinal_score_1_5,
+                                window_spans)
 
 
 @pytest.mark.parametrize("p,want", [
@@ -88,3 +89,31 @@ def test_geval_template_renders(layout):
     assert parse_score({"4": 0.5, "5": 0.5}, tmpl).value == pytest.approx(4.5)
     with pytest.raises(ConfigError):
         tmpl.render(question="q")
+
+
+@pytest.mark.parametrize("n,size,stride,want", [
+    (0, 510, 128, [(0, 0)]),                       # an empty text is still one window
+    (5, 510, 128, [(0, 5)]),
+    (510, 510, 128, [(0, 510)]),
+    (511, 510, 128, [(0, 510), (382, 511)]),
+    (910, 510, 128, [(0, 510), (382, 892), (764, 910)]),
+    (10, 4, 0, [(0, 4), (4, 8), (8, 10)]),
+    (10, 4, 3, [(0, 4), (1, 5), (2, 6), (3, 7), (4, 8), (5, 9), (6, 10)]),
+])
+def test_window_spans(n, size, stride, want):
+    assert window_spans(n, size, stride) == want
+
+
+@pytest.mark.parametrize("n", range(0, 60))
+def test_window_spans_cover_every_token(n):
+    spans = window_spans(n, 7, 2)
+    covered = {i for a, b in spans for i in range(a, b)}
+    assert covered == set(range(n))
+    assert spans[-1][1] == n and all(b - a == 7 for a, b in spans[:-1])
+    assert all(b2 - a2 >= 0 and a2 - a1 == 5 for (a1, _), (a2, b2) in zip(spans, spans[1:]))
+
+
+@pytest.mark.parametrize("size,stride", [(0, 0), (4, 4), (4, 5), (4, -1)])
+def test_window_spans_errors(size, stride):
+    with pytest.raises(ConfigError, match="stride"):
+        window_spans(10, size, stride)
