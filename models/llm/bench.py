@@ -169,3 +169,48 @@ def format_table(runs: Sequence[RunResult], baseline: RunResult) -> str:
                      f"| {r.rate(r.unique_answers):.3f} | {r.rate(r.prompts):.2f} | {r.rate(r.prompt_tokens):.0f} "
                      f"| {cached:.0f} | {speedup:.2f} | {r.load:.1f} |")
     return "\n".join(lines)
+
+
+def device_line() -> str:
+    """Where the run ran: torch's CUDA device name and version, or the CPU count."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - the bench needs torch for either engine
+        return f"{os.cpu_count()} CPU cores"
+    if torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}"
+    return f"{os.cpu_count()} CPU cores, torch {torch.__version__}"
+
+
+def save_scores(path: str | Path, run: RunResult, *, meta: dict) -> None:
+    """Write a run's raw scores as JSON ``{"name", "meta", "scores": {answer_id: {rubric: raw}}}``."""
+    Path(path).write_text(json.dumps({"name": run.name, "meta": meta, "scores": run.scores}, indent=1),
+                          encoding="utf-8")
+
+
+def load_scores(path: str | Path) -> RunResult:
+    """A ``save_scores`` file as a ``RunResult`` holding only its name and scores."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        meta = data.get("meta", {})
+        res = RunResult(f"{data['name']}{meta.get('where', '')}")
+        res.scores = {str(k): dict(v) for k, v in data["scores"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise InputError(f"cannot read saved scores {path}: {e}") from e
+    return res
+
+
+def compare_scores(a: RunResult, b: RunResult, rubrics: Sequence[str]) -> dict[str, tuple[int, float, float, float]]:
+    """Per rubric: (answers both scored, Pearson r, max |diff|, mean |diff|) of two runs' raw scores."""
+    out: dict[str, tuple[int, float, float, float]] = {}
+    for r in rubrics:
+        diffs, xs, ys = [], [], []
+        for aid, sa in a.scores.items():
+            va, vb = sa.get(r), b.scores.get(aid, {}).get(r)
+            if va is not None and vb is not None:
+                xs.append(va)
+                ys.append(vb)
+                diffs.append(abs(va - vb))
+        out[r] = (len(diffs), _pearson(xs, ys), max(diffs, default=math.nan),
+                  sum(diffs) / len(diffs) if diffs else math.nan)
+    return out

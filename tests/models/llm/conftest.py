@@ -35,7 +35,10 @@ def hf_engine(smollm2_path):
     from models.manifests import get_profile
 
     m = get_profile("cpu").manifest
-    return TransformersEngine(str(smollm2_path), model_id=m.id, revision=m.revision, max_context=TEST_CONTEXT)
+    # float32 as the cpu profile pins it, also where the engine would pick a GPU and bfloat16 by default:
+    # the tests compare exact numbers (tests/models/llm/test_cuda.py covers bfloat16).
+    return TransformersEngine(str(smollm2_path), model_id=m.id, revision=m.revision, max_context=TEST_CONTEXT,
+                              dtype="float32")
 
 
 @pytest.fixture(scope="session")
