@@ -219,10 +219,10 @@ def main(argv: list[str] | None = None) -> int:
               f"| {c['unique_answers']:,} ({r['scored']:,}) "
               f"| {c['rows_in']:,} = {c['pairs']:,} + {c['rejected']:,} | {r['wall']:.1f} | {n / r['wall']:,.0f} "
               f"| {r['rss'] / 2**20:,.0f} | {t['plan']:.1f} / {t['score']:.1f} / {t['assemble']:.1f} |")
-    print("\nPeak RSS by process at each run's peak (processes x MiB; the largest first):\n")
+    print("\nPeak RSS by process name at each run's peak (processes of that name: MiB together; the largest first):\n")
     for n, path, r in rows:
         top = sorted(r["at_peak"].items(), key=lambda kv: -kv[1][1])[:8]
-        print(f"- {n:,} {path}: " + ", ".join(f"{name} {k} x {b / 2**20:,.0f}" for name, (k, b) in top))
+        print(f"- {n:,} {path}: " + ", ".join(f"{name} ({k}): {b / 2**20:,.0f}" for name, (k, b) in top))
     return 0
 
 
