@@ -98,14 +98,10 @@ def window_spans(n_tokens: int, size: int, stride: int) -> list[tuple[int, int]]
         raise ConfigError(f"windows need size >= 1 and 0 <= stride < size, got size={size} stride={stride}")
     if n_tokens < 0:
         raise ConfigError(f"n_tokens must be >= 0, got {n_tokens}")
-    spans: list[tuple[int, int]] = []
-    start = 0
-    while True:
-        end = min(start + size, n_tokens)
-        spans.append((start, end))
-        if end >= n_tokens:
-            return spans
-        start += size - stride
+    # The last start is the last one before n_tokens - stride: its window reaches n_tokens, the one
+    # before it does not (so no window is redundant); max(.., 1) gives short texts their one window.
+    starts = range(0, max(n_tokens - stride, 1), size - stride)
+    return [(a, min(a + size, n_tokens)) for a in starts]
 
 
 def combine_windows(probs_per_window: Sequence[Sequence[float]],
