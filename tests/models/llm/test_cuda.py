@@ -1,8 +1,9 @@
 """The torch paths on CUDA, set against the same code on CPU: skipped where no CUDA device is visible.
 
 CI has no GPU, so these run only on a lent GPU machine (docs/llm.md says which run, where and with
-what result). Two models: the embedded SmolLM2-135M judge through the transformers engine, and a
-tiny BERT classifier built here through the SubjECTive-QA specificity scorer.
+what result). Three models: the embedded SmolLM2-135M judge through the transformers engine, a
+tiny BERT classifier built here through the SubjECTive-QA specificity scorer, and the packaged
+all-MiniLM-L6-v2 through the sentence encoder (signals, encoder baseline).
 """
 
 from __future__ import annotations
@@ -131,3 +132,23 @@ def test_specificity_classifier_on_cuda_matches_cpu(tiny_model):
         assert sb.extras["n_windows"] == sa.extras["n_windows"]
         assert sb.raw == pytest.approx(sa.raw, abs=1e-4)
     assert gpu[0]["specificity"].extras["n_windows"] == 3
+
+
+def test_minilm_encoder_on_cuda_matches_cpu():
+    import numpy as np
+
+    from models.encoder import SentenceEncoder
+    from rubric.errors import BackendUnavailableError
+
+    try:
+        cpu = SentenceEncoder(device="cpu")
+    except BackendUnavailableError as e:
+        pytest.skip(f"packaged MiniLM unavailable: {e}")
+    gpu = SentenceEncoder(device="cuda")
+    assert str(gpu.model.device).startswith("cuda")
+    texts = [QUESTION, *ANSWERS, "word " * 400]  # the last one is cut at the encoder's 256 word pieces
+    a, b = cpu.encode(texts), gpu.encode(texts)
+    assert a.shape == b.shape == (len(texts), cpu.dim) and b.dtype == np.float32
+    cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    print(f"\nMiniLM cuda vs cpu: min cosine {cos.min():.7f}, max |diff| {np.abs(a - b).max():.2e}")
+    assert cos.min() > 0.9999 and np.abs(a - b).max() < 1e-3
