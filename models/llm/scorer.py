@@ -224,6 +224,7 @@ def _cuda_available() -> bool:
 #: checker share one engine instead of loading the model twice (two vLLM engines on one GPU would
 #: each claim most of its memory).
 _ENGINES: dict[tuple[str, int | None], Engine] = {}
+_RELEASE_AT_EXIT = False
 
 
 def _config_key(config: ScoringConfig) -> str:
@@ -235,9 +236,15 @@ def _config_key(config: ScoringConfig) -> str:
 
 def build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> Engine:
     """The engine ``config`` names, built once per process and then shared (see :func:`_build_engine`)."""
+    global _RELEASE_AT_EXIT
     key = (_config_key(config), logprobs_k)
     if key not in _ENGINES:
         _ENGINES[key] = _build_engine(config, logprobs_k=logprobs_k)
+        if not _RELEASE_AT_EXIT:
+            import atexit
+
+            atexit.register(release_engines)
+            _RELEASE_AT_EXIT = True
     return _ENGINES[key]
 
 
@@ -276,15 +283,25 @@ def keep_engines_busy(config: ScoringConfig, enabled: bool = True) -> int:
                               "cannot merge concurrent batches")
         engine.keep_busy()
     return len(mine)
-    if not _ENGINES:
-        raise ConfigError("no LLM engine was built in this process: batches_in_flight > 1 is for the "
-                          "llm and factuality pools")
-    for engine in _ENGINES.values():
-        if not isinstance(engine, VLLMEngine):
-            raise ConfigError(f"batches_in_flight > 1 needs llm_backend='vllm'; the {engine.backend} engine "
-                              "cannot merge concurrent batches")
-        engine.keep_busy()
-    return len(_ENGINES)
+
+
+def release_engines() -> int:
+    """Drop every engine built in this process (stopping their engine loops first); returns how many.
+
+    Registered with ``atexit`` when the first engine is built, so vLLM's engines, their threads and
+    worker processes are torn down while the interpreter is whole, not during its finalization,
+    where native code can crash the exit. ``build_engine`` builds anew afterwards.
+    """
+    import gc
+
+    n = len(_ENGINES)
+    for engine in list(_ENGINES.values()):
+        close = getattr(engine, "close", None)
+        if callable(close):
+            close()
+    _ENGINES.clear()
+    gc.collect()
+    return n
 
 
 def _build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> Engine:

@@ -181,3 +181,32 @@ def test_llm_rubrics_and_claim_checker_share_one_engine(smollm2_path):
     cfg = ScoringConfig(llm_backend="transformers", engine_kwargs={"max_model_len": 640})
     llm, fact = build_scorers(resolve_rubrics("coherence,factuality"), cfg)
     assert llm.engine is fact.engine
+
+
+def test_engines_are_shared_then_released_once_registered_at_exit(monkeypatch):
+    """build_engine builds once per settings and registers release_engines with atexit once;
+    release_engines closes and drops every engine, and a later build starts afresh."""
+    import atexit
+    from types import SimpleNamespace
+
+    from models.llm import scorer as sc
+    from rubric.config import ScoringConfig
+
+    built, closed, registered = [], [], []
+
+    def fake_build(config, *, logprobs_k=None):
+        e = SimpleNamespace(backend="fake", close=lambda: closed.append(e))
+        built.append(e)
+        return e
+
+    monkeypatch.setattr(sc, "_ENGINES", {})
+    monkeypatch.setattr(sc, "_RELEASE_AT_EXIT", False)
+    monkeypatch.setattr(sc, "_build_engine", fake_build)
+    monkeypatch.setattr(atexit, "register", registered.append)
+    a, b = ScoringConfig(), ScoringConfig(llm_backend="transformers")
+    assert sc.build_engine(a) is sc.build_engine(a)
+    sc.build_engine(b)
+    assert len(built) == 2 and registered == [sc.release_engines]
+    assert sc.release_engines() == 2
+    assert closed == built and sc._ENGINES == {}
+    assert sc.build_engine(a) is not built[0] and len(built) == 3 and len(registered) == 1
