@@ -41,8 +41,9 @@ $(STAMP): pyproject.toml Makefile
 demo: setup
 	$(BIN)/lfqa-rubric demo --out demo-out
 
+# -X faulthandler: a crash after the last test (native code torn down at exit) prints its Python stack.
 test: setup
-	$(BIN)/python -m pytest -q -rs tests
+	$(BIN)/python -X faulthandler -m pytest -q -rs tests
 
 bench: setup
 	$(BIN)/python scripts/bench_cpu_rubrics.py
