@@ -227,6 +227,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from models.factuality import FactualityScorer, SpacySentenceSplitter, claim_generator
+    from models.llm.bench import device_line, transformers_kwargs
     from models.llm.scorer import build_engine
     from rubric.claims import claims_from_json
     from rubric.config import ScoringConfig
@@ -234,8 +235,8 @@ def main() -> int:
 
     items, corpus = _load(args)
     kwargs = {} if args.block_size is None else {"block_size": args.block_size}
-    hf_kw = {k: v for k, v in (("device", args.device), ("dtype", args.dtype), ("batch_size", args.engine_batch_size),
-                                ("max_batch_tokens", args.engine_batch_tokens)) if v}
+    hf_kw = transformers_kwargs(device=args.device, dtype=args.dtype, batch_size=args.engine_batch_size,
+                                batch_tokens=args.engine_batch_tokens)
     if hf_kw:
         if args.backend != "transformers":
             ap.error("--device/--dtype/--engine-batch-* set the transformers engine: use them with --backend transformers")
@@ -297,10 +298,7 @@ def main() -> int:
         lines += ["", compare_dumps(json.loads(Path(args.compare_to).read_text(encoding="utf-8")), dump)]
     end = os.getloadavg()
     kv = os.environ.get("VLLM_CPU_KVCACHE_SPACE", "engine default")
-    where = ""
-    if engine.backend == "transformers":
-        import torch
-        where = f" on {engine.device} ({torch.cuda.get_device_name(0) if str(engine.device).startswith('cuda') else 'CPU'}), {engine.model.dtype}"
+    where = f" on {engine.device}, {engine.model.dtype} ({device_line()})" if engine.backend == "transformers" else ""
     sys.stdout.write("\n".join(lines) + f"\n\nengine: {engine.backend} {engine.model_id}{where}; "
                      f"sentences: {'replayed from ' + args.sentences if args.sentences else 'spaCy'}; block size "
                      f"{args.block_size or 'engine default'}; VLLM_CPU_KVCACHE_SPACE {kv} GiB; max_claim_tokens "

@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     log = logging.getLogger("bench_llm")
 
     from models.llm.bench import (compare_scores, correlations, device_line, format_table, load_pairs, load_scores,
-                                  run_ours, run_reference, save_scores, warm_up)
+                                  run_ours, run_reference, save_scores, transformers_kwargs, warm_up)
     from models.llm.scorer import build_engine
     from rubric.config import ScoringConfig
     from rubric.specs import resolve_rubrics
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     specs = resolve_rubrics(RUBRICS)
     pairs = load_pairs(args.data, args.questions)
     kw = {"max_context": args.max_context} if args.max_context else {}
-    hf_kw = {k: v for k, v in (("device", args.device), ("dtype", args.dtype)) if v}
+    hf_kw = transformers_kwargs(device=args.device, dtype=args.dtype)
     if hf_kw and args.backend != "transformers" and args.skip_reference:
         ap.error("--device/--dtype set the transformers engine: use them with --backend transformers or (a)")
     runs = []
@@ -88,11 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     b_kw = dict(kw)
     if args.backend == "transformers":
-        b_kw.update(hf_kw)
-        if args.engine_batch_size:
-            b_kw["batch_size"] = args.engine_batch_size
-        if args.engine_batch_tokens:
-            b_kw["max_batch_tokens"] = args.engine_batch_tokens
+        b_kw.update(transformers_kwargs(device=args.device, dtype=args.dtype, batch_size=args.engine_batch_size,
+                                        batch_tokens=args.engine_batch_tokens))
     eng = build_engine(ScoringConfig(llm_profile=args.profile, llm_backend=args.backend, llm_model=args.model,
                                      engine_kwargs=b_kw))
     log.info("%s engine started in %.1f s", args.backend, time.perf_counter() - t0)

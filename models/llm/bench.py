@@ -145,16 +145,7 @@ def _pearson(x: Sequence[float], y: Sequence[float]) -> float:
 
 def correlations(a: RunResult, b: RunResult, rubrics: Sequence[str]) -> dict[str, tuple[float, float]]:
     """Per rubric: (Pearson r, max |difference|) of two runs' raw scores over the answers both scored."""
-    out: dict[str, tuple[float, float]] = {}
-    for r in rubrics:
-        xs, ys = [], []
-        for aid, sa in a.scores.items():
-            va, vb = sa.get(r), b.scores.get(aid, {}).get(r)
-            if va is not None and vb is not None:
-                xs.append(va)
-                ys.append(vb)
-        out[r] = (_pearson(xs, ys), max((abs(x - y) for x, y in zip(xs, ys)), default=math.nan))
-    return out
+    return {r: (pr, dmax) for r, (_, pr, dmax, _) in compare_scores(a, b, rubrics).items()}
 
 
 def format_table(runs: Sequence[RunResult], baseline: RunResult) -> str:
@@ -169,6 +160,13 @@ def format_table(runs: Sequence[RunResult], baseline: RunResult) -> str:
                      f"| {r.rate(r.unique_answers):.3f} | {r.rate(r.prompts):.2f} | {r.rate(r.prompt_tokens):.0f} "
                      f"| {cached:.0f} | {speedup:.2f} | {r.load:.1f} |")
     return "\n".join(lines)
+
+
+def transformers_kwargs(*, device: str | None = None, dtype: str | None = None, batch_size: int | None = None,
+                        batch_tokens: int | None = None) -> dict:
+    """The transformers engine's kwargs a bench's ``--device/--dtype/--engine-batch-*`` options set (unset ones left out)."""
+    given = {"device": device, "dtype": dtype, "batch_size": batch_size, "max_batch_tokens": batch_tokens}
+    return {k: v for k, v in given.items() if v}
 
 
 def device_line() -> str:

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from models.llm.bench import RunResult, compare_scores, load_scores, save_scores
+from models.llm.bench import RunResult, compare_scores, correlations, load_scores, save_scores, transformers_kwargs
 from rubric.errors import InputError
 
 
@@ -30,6 +30,12 @@ def test_saved_scores_read_back_and_compare(tmp_path):
     n, r, dmax, dmean = out["fluency"]  # y has no fluency in a: compared on x and z only
     assert n == 2 and math.isnan(r) and dmax == pytest.approx(0.5)  # r needs 3 answers
     assert out["relevance"][0] == 0 and math.isnan(out["relevance"][2])
+    assert correlations(back, b, ["coherence"]) == {"coherence": out["coherence"][1:3]}
+
+
+def test_transformers_kwargs_leave_unset_options_to_the_engine():
+    assert transformers_kwargs() == {}
+    assert transformers_kwargs(device="cuda", batch_tokens=4096) == {"device": "cuda", "max_batch_tokens": 4096}
 
 
 @pytest.mark.parametrize("text", ["not json", '{"name": "x"}', '{"name": "x", "scores": [1, 2]}'])
