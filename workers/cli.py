@@ -153,8 +153,11 @@ def _fit(args) -> int:
                               seed=int(getattr(args, "seed", 0)))
     except ProvenanceError as e:  # the message comes from the table; say which file it is
         raise ProvenanceError(f"{Path(args.outdir) / 'pairs.parquet'}: {e}") from None
-    model.to_json(args.out, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
-                  excluded=dm.excluded, n_missing_rows=dm.n_missing_rows)
+    from workers.outdir import OutLock
+
+    with OutLock(Path(args.out).parent):  # not into a folder that a job is writing
+        model.to_json(args.out, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
+                      excluded=dm.excluded, n_missing_rows=dm.n_missing_rows)
     if dm.excluded:
         log.warning("rubrics left out: %s", dm.excluded)
     log.info("fitted on %d %s pairs (%d ties dropped, %d with a missing rubric, %d unlabeled left out; C=%g; "

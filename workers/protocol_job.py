@@ -41,7 +41,8 @@ from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.scoring import Provenance, Score
 from workers.shards import list_shards, shard_name, shard_sha256
-from workers.store import ShardStore, atomic_write_bytes, score_key
+from workers.outdir import atomic_write_bytes, locks_out
+from workers.store import ShardStore, score_key
 
 __all__ = ["LINKAGE_SIGNALS", "GENERATED_REFERENCES_FILE", "LinkageSettings", "LinkagePending", "run_linkage_job",
            "linkage_local_step", "linkage_chunks", "check_linkage_batch", "store_linkage_batch", "run_arena_job",
@@ -383,6 +384,7 @@ def _platform() -> dict:
     return {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
 
 
+@locks_out()
 def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, *, config: ScoringConfig,
                     settings: LinkageSettings | None = None, reader_options: Mapping[str, Any] | None = None,
                     signals: bool = True, rubric_scores: str | Path | None = None, n_boot: int = 1000, seed: int = 0,
@@ -595,6 +597,7 @@ def _decisions(out: Path, version: str) -> dict[str, str | None]:
             if j == version and o == "ab"}
 
 
+@locks_out()
 def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], out: str | Path, *,
                   config: ScoringConfig, judge_kwargs: Mapping[str, Any] | None = None,
                   max_questions: int | None = None, answer_mapping: str | None = None, n_boot: int = 1000,
@@ -692,6 +695,7 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
                               "questions": len(qs.questions), "pairs": len(joined.pairs)}})
 
 
+@locks_out()
 def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str | Path, *, config: ScoringConfig,
                    judge_kwargs: Mapping[str, Any] | None = None, reader_options: Mapping[str, Any] | None = None,
                    rubric_scores: str | Path | None = None, rubric_model: str | Path | None = None,
