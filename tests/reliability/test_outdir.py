@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
 from rubric.evaluate import read_pairs
 from rubric.outputs import PUBLISHING, check_published
@@ -71,12 +72,34 @@ def test_dotdot_input_through_the_cli_twice(tmp_path, monkeypatch):
     Path("...jsonl").write_text(json.dumps(row) + "\n")
     Path("good.jsonl").write_text(json.dumps({**row, "id": "g"}) + "\n")
     argv = ["--format", "lfqa-hp", "--rubrics", "conciseness", "--out", "O", "--quiet"]
+    for _ in range(2):  # into a fresh OUT (was: "[Errno 17] File exists", then the folder wiped)
+        assert main(["score", "...jsonl", *argv[:-3], "--out", "fresh", "--quiet"]) == 0
+    assert read_pairs("fresh").num_rows == 1
     assert main(["score", "good.jsonl", *argv]) == 0
     Path("O/model.json").write_text("{}")
     for _ in range(2):
         assert main(["score", "...jsonl", *argv]) == 0
     assert Path("O/model.json").is_file() and Path("O/scores/good/key.json").is_file()
     assert read_pairs("O").num_rows == 1
+
+
+@pytest.mark.parametrize("filename", ["...jsonl", "..json"])
+def test_hostile_name_in_the_judge_job_keeps_earlier_results(tmp_path, filename):
+    from tests.workers.test_judge_job import LengthJudge
+    from workers.judge_job import JudgeSettings, run_judge_job
+
+    settings = JudgeSettings("plain")
+    out = tmp_path / "out"
+    good = _write(tmp_path / "good.jsonl", _records()[:6])
+    run_judge_job(good, "lfqa-hp", settings, out, config=ScoringConfig(batch_size=4), progress=False,
+                  scorer=LengthJudge([s.version for s in settings.specs]))
+    (out / "notes.txt").write_text("mine")
+    src = _write(tmp_path / filename, [{**r, "id": f"h{i}"} for i, r in enumerate(_records()[:4])])
+    m = run_judge_job(src, "lfqa-hp", settings, out, config=ScoringConfig(batch_size=4), progress=False,
+                      scorer=LengthJudge([s.version for s in settings.specs]))
+    assert m["counts"]["pairs"] == 4 and (out / "notes.txt").read_text() == "mine"
+    assert (out / "judge_scores" / "good" / "key.json").is_file()
+    check_published(out)
 
 
 @pytest.mark.parametrize("name", ["..", ".", "", "a/b", "a\\b", "x@00001", ".tmp", "é" * 100, "a\x00b"])
