@@ -189,14 +189,23 @@ class ShardStore:
         """
         import pyarrow.parquet as pq
 
+        rows = 0
         for part in self._parts():
             try:
-                pq.read_metadata(part)
+                rows += pq.read_metadata(part).num_rows
             except Exception as e:  # pyarrow raises several types for a damaged file
                 log.warning("shard %s: score part %s cannot be read (%s: %s); removing it, its answers are "
                             "scored again", self.name, part, type(e).__name__, str(e).split("\n")[0])
                 remove_tree(self.root, part)
                 remove_tree(self.root, self.dir / "done.json")
+        try:
+            promised = json.loads((self.dir / "done.json").read_text()).get("n_answers", 0)
+        except (OSError, ValueError, AttributeError):
+            return
+        if isinstance(promised, int) and rows < promised:  # a part deleted by hand
+            log.warning("shard %s: its store holds %d scored answers but was finished with %d; the missing ones "
+                        "are scored again", self.name, rows, promised)
+            remove_tree(self.root, self.dir / "done.json")
 
     def scored_ids(self) -> set[str]:
         """Answer ids with a stored score (finished parts only)."""

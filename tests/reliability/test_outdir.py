@@ -315,6 +315,19 @@ def test_truncated_store_part_is_rescored_with_a_warning(tmp_path, caplog, monke
     assert len(parts) == len(set(parts)) and "part-00000.parquet" not in parts  # no part overwritten
 
 
+def test_store_part_deleted_by_hand_is_rescored(tmp_path, caplog, monkeypatch):
+    monkeypatch.setattr("workers.local.CHECKPOINT_ANSWERS", 8)
+    src = _write(tmp_path / "in.jsonl", _records())
+    out = tmp_path / "out"
+    _run(src, out, LengthScorer())
+    (out / "scores" / "in" / "part-00001.parquet").unlink()
+    scorer = LengthScorer()
+    with caplog.at_level(logging.WARNING, logger="workers.store"):
+        m = _run(src, out, scorer)
+    assert any("scored again" in r.getMessage() for r in caplog.records)
+    assert scorer.scored == 8 and m["counts"]["pairs"] == read_pairs(out).num_rows
+
+
 def test_only_input_unreadable_says_so_and_leaves_no_store(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
