@@ -49,6 +49,20 @@ F = TypeVar("F", bound=Callable[..., Any])
 _held: dict[str, list[int]] = {}
 
 
+def _forget_in_child() -> None:
+    # A forked child (an engine worker) must not keep the parent's lock alive after the parent ends:
+    # an flock lasts while any descriptor of it is open.
+    for fd, _ in _held.values():
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _held.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write via a temp file and rename, so a killed job never leaves a half-written file."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
@@ -152,8 +166,11 @@ class OutLock:
                     info = _holder(self.path.read_text())
                 except OSError:
                     info = {}
-                raise ConfigError(f"{self.out} is in use by {_describe(info)}; wait for it to finish or "
-                                  "write to another folder") from None
+                left = (info.get("host", socket.gethostname()) == socket.gethostname()
+                        and isinstance(info.get("pid"), int) and not _alive(info["pid"]))
+                raise ConfigError(f"{self.out} is in use by {_describe(info)}"
+                                  + ("; that process has ended, but one it started still holds the lock: stop it"
+                                     if left else "; wait for it to finish or write to another folder")) from None
             try:  # the file we locked must still be the one at the path (a releasing holder unlinks it)
                 same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
             except FileNotFoundError:

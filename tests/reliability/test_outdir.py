@@ -198,6 +198,26 @@ def test_stale_lock_of_a_dead_process_is_taken_over_with_a_warning(tmp_path, cap
     assert not (out / LOCK_FILE).exists()  # released at the end
 
 
+def test_a_forked_child_does_not_keep_a_dead_parents_lock(tmp_path):
+    out = tmp_path / "out"
+    code = textwrap.dedent(f"""
+        import os, time
+        from workers.outdir import OutLock
+        OutLock({str(out)!r}).acquire()
+        if os.fork() == 0:  # an engine worker that outlives its parent
+            time.sleep(5)
+            os._exit(0)
+        print("forked", flush=True)
+        os._exit(0)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.stdout.readline().strip() == "forked"
+    proc.wait()
+    with OutLock(out):  # the parent ended; its child, still running, holds nothing
+        pass
+
+
 def test_lock_is_reentrant_in_one_process_and_released(tmp_path):
     out = tmp_path / "out"
     with OutLock(out):
