@@ -239,6 +239,9 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
             return local_judge_step(todo, scorer=scorer, **kw)
     judged_now = step(pending, settings=settings, config=config, progress=progress) if pending else 0
     if failed:
+        for _name, uri, _sha, store in plan:  # an unreadable input's store holds nothing but its key
+            if uri in failed:
+                store.discard_if_empty()
         raise InputError(f"{len(failed)} of {len(plan)} input(s) could not be read, so no judgments were written: "
                          + "; ".join(f"{u}: {e}" for u, e in failed.items()))
 

@@ -358,3 +358,16 @@ def test_only_input_unreadable_says_so_and_leaves_no_store(tmp_path):
     assert not (out / "scores" / "bad").exists()
     assert not out.exists() or not any(out.rglob("*"))
 
+
+def test_judge_job_with_an_unreadable_only_input_leaves_no_store(tmp_path):
+    from tests.workers.test_judge_job import LengthJudge
+    from workers.judge_job import JudgeSettings, run_judge_job
+
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    settings = JudgeSettings("plain")
+    with pytest.raises(InputError, match="could not be read"):
+        run_judge_job(bad, "lfqa-hp", settings, tmp_path / "out", config=ScoringConfig(batch_size=4),
+                      progress=False, scorer=LengthJudge([s.version for s in settings.specs]))
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*"))
+
