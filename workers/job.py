@@ -94,8 +94,9 @@ class _RunScores:
         import sqlite3
 
         folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
         self.path = folder / f".{name}-scores-{os.getpid()}.sqlite"
-        self.path.unlink(missing_ok=True)
+        remove_tree(folder, self.path)
         self.db = sqlite3.connect(self.path, isolation_level=None)
         self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                               "CREATE TABLE s (aid TEXT PRIMARY KEY, scores TEXT) WITHOUT ROWID;")
@@ -123,7 +124,7 @@ class _RunScores:
 
     def close(self) -> None:
         self.db.close()
-        self.path.unlink(missing_ok=True)
+        remove_tree(self.folder, self.path)
 
 
 def local_step(pending: Sequence[PendingShard], *, fmt: str, options: Mapping[str, Any],
@@ -339,7 +340,7 @@ class _TableWriter:
     def __init__(self, out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
         # No old manifest may vouch for new tables while they are being written.
-        (out / "manifest.json").unlink(missing_ok=True)
+        remove_tree(out, out / "manifest.json")
         self.out = out
         self.tmpdir = out / f".assemble-{os.getpid()}"
         remove_tree(out, self.tmpdir)
