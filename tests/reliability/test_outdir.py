@@ -205,14 +205,15 @@ def test_a_forked_child_does_not_keep_a_dead_parents_lock(tmp_path):
         from workers.outdir import OutLock
         OutLock({str(out)!r}).acquire()
         if os.fork() == 0:  # an engine worker that outlives its parent
+            print("child", flush=True)  # os.fork has returned here, so the at-fork hooks have run
             time.sleep(5)
             os._exit(0)
-        print("forked", flush=True)
+        print("parent", flush=True)
         os._exit(0)
     """)
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(REPO)})
-    assert proc.stdout.readline().strip() == "forked"
+    assert {proc.stdout.readline().strip(), proc.stdout.readline().strip()} == {"parent", "child"}
     proc.wait()
     with OutLock(out):  # the parent ended; its child, still running, holds nothing
         pass
