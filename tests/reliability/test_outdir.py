@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -249,11 +250,13 @@ def test_fit_into_a_folder_in_use_is_refused(tmp_path, capsys):
 
 
 _SLOW_SCORE = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     import workers.job as job
     real = job.local_step
-    def slow(*a, **k):  # both runs are surely in their score step at once
-        time.sleep(4)
+    def slow(*a, **k):  # the run holding OUT stays in its score step until the test says go
+        deadline = time.time() + 120
+        while not os.path.exists(os.environ["GO_FILE"]) and time.time() < deadline:
+            time.sleep(0.05)
         return real(*a, **k)
     job.local_step = slow
     from workers.cli import main
@@ -266,10 +269,16 @@ def test_two_concurrent_score_runs_one_refusal_one_consistent_set(tmp_path):
     a = _write(tmp_path / "a.jsonl", recs[:20])
     b = _write(tmp_path / "b.jsonl", [{**r, "id": f"b{i}"} for i, r in enumerate(recs[20:])])
     out = tmp_path / "out"
+    go = tmp_path / "go"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "GO_FILE": str(go)}
     procs = [subprocess.Popen([sys.executable, "-c", _SLOW_SCORE, "score", str(src), "--format", "lfqa-hp",
                                "--rubrics", "conciseness", "--out", str(out), "--quiet"],
-                              cwd=REPO, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+                              cwd=REPO, stderr=subprocess.PIPE, text=True, env=env)
              for src in (a, b)]
+    deadline = time.monotonic() + 120
+    while all(p.poll() is None for p in procs) and time.monotonic() < deadline:  # the second one is refused
+        time.sleep(0.05)
+    go.write_text("")  # now the holder may finish
     results = [(p.wait(timeout=300), p.stderr.read()) for p in procs]
     rcs = sorted(rc for rc, _ in results)
     assert rcs == [0, 2], results
