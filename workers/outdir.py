@@ -179,9 +179,10 @@ class OutLock:
                 os.close(fd)
                 continue
             old = _holder(os.pread(fd, 1 << 16, 0).decode("utf-8", "replace"))
-            if old.get("pid") not in (None, os.getpid()):
+            if old and old.get("pid") != os.getpid():
+                pid = old.get("pid")
                 how = ("is no longer running" if old.get("host", socket.gethostname()) == socket.gethostname()
-                       and not _alive(int(old["pid"])) else "no longer holds it")
+                       and isinstance(pid, int) and not _alive(pid) else "no longer holds it")
                 log.warning("%s: taking over the lock of %s, which %s (an interrupted run; its finished work "
                             "is resumed)", self.out, _describe(old), how)
             info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(),
