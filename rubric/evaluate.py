@@ -46,10 +46,13 @@ def read_output_table(out_dir: str | Path, table: str = "pairs") -> pa.Table:
     """
     import pyarrow.parquet as pq
 
+    from rubric.outputs import check_published
+
     out = Path(out_dir)
     path = out / f"{table}.parquet"
     if not path.is_file():
         raise InputError(f"{path} not found: run 'lfqa-rubric score ... --out {out_dir}' first")
+    check_published(out)
     try:
         return pq.read_table(path)
     except Exception as e:  # pyarrow raises several types for a damaged file

@@ -79,7 +79,7 @@ def scoring_config(args):
 
 
 def reader_options(args) -> dict:
-    from rubric.readers import parse_mapping
+    from rubric.readers import parse_label_values, parse_mapping
 
     opts: dict = {"max_answer_chars": args.max_answer_chars, "max_question_chars": args.max_question_chars}
     if args.format == "graded":
@@ -95,12 +95,12 @@ def reader_options(args) -> dict:
                               "question=COL,answer_a=COL,answer_b=COL[,label=COL]")
         opts["mapping"] = parse_mapping(args.map)
         if args.labels:
-            opts["label_values"] = parse_mapping(args.labels)
+            opts["label_values"] = parse_label_values(args.labels)
     if args.format == "hf":  # LFQA-HP-1M's field names unless --map names other columns
         if args.map:
             opts["mapping"] = parse_mapping(args.map)
             if args.labels:
-                opts["label_values"] = parse_mapping(args.labels)
+                opts["label_values"] = parse_label_values(args.labels)
         if getattr(args, "hf_split", None):
             opts["split"] = args.hf_split
     return opts
@@ -153,8 +153,11 @@ def _fit(args) -> int:
                               seed=int(getattr(args, "seed", 0)))
     except ProvenanceError as e:  # the message comes from the table; say which file it is
         raise ProvenanceError(f"{Path(args.outdir) / 'pairs.parquet'}: {e}") from None
-    model.to_json(args.out, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
-                  excluded=dm.excluded, n_missing_rows=dm.n_missing_rows)
+    from workers.outdir import OutLock
+
+    with OutLock(Path(args.out).parent):  # not into a folder that a job is writing
+        model.to_json(args.out, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
+                      excluded=dm.excluded, n_missing_rows=dm.n_missing_rows)
     if dm.excluded:
         log.warning("rubrics left out: %s", dm.excluded)
     log.info("fitted on %d %s pairs (%d ties dropped, %d with a missing rubric, %d unlabeled left out; C=%g; "
