@@ -1,0 +1,111 @@
+"""The neighbouring protocols' section: LINKAGE's per-question correlations, RAG-QA Arena's win rates
+and ratings.
+
+The numbers come from the functions the protocol jobs' own ``report.md`` is built with
+(:func:`rubric.protocol_report.linkage_results`; :func:`rubric.arena.win_rates`,
+:func:`rubric.arena.rating_intervals` and :func:`rubric.arena.human_agreement`, which
+:func:`rubric.protocol_report.arena_tables` renders), on the rows the job wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rubric.analysis.linkage import read_linkage_rows
+from rubric.arena import HumanAgreement, RatingInterval, WinRate, battles_against, human_agreement, rating_intervals, \
+    win_rates
+from rubric.errors import ConfigError, InputError
+from rubric.html_report._charts import plot_linkage, plot_win_rates
+from rubric.judgments import read_judgments
+from rubric.linkage import LinkageCorrelations
+from rubric.protocol_report import linkage_results
+from rubric.records import question_id
+
+__all__ = ["LinkageSection", "ArenaSection", "linkage_section", "arena_section", "ARENA_PAIRS_FILE"]
+
+#: The arena job's join of annotations and systems' answers (lfqa_eval format).
+ARENA_PAIRS_FILE = "arena_pairs.jsonl"
+
+_HUMAN = {-1: "a", 0: "tie", 1: "b"}
+
+
+@dataclass(frozen=True)
+class LinkageSection:
+    """A LINKAGE output: every system's mean per-question correlations, and their chart."""
+
+    folder: str
+    n_questions: int
+    n_answers: int
+    results: list[LinkageCorrelations]
+    chart: str
+
+
+def linkage_section(folder: str | Path, *, n_boot: int = 1000, seed: int = 0) -> LinkageSection:
+    """Read ``OUT/linkage.parquet`` and compute what its report.md shows (same function, same seed)."""
+    rows = read_linkage_rows(folder)
+    results = linkage_results(rows, n_boot=n_boot, seed=seed)
+    return LinkageSection(folder=str(folder), n_questions=len({r["question_id"] for r in rows}),
+                          n_answers=len({r["answer_id"] for r in rows}), results=results,
+                          chart=plot_linkage(results) if results else "")
+
+
+@dataclass(frozen=True)
+class ArenaSection:
+    """A RAG-QA Arena output: win rates against the reference, Elo and Bradley-Terry with CIs."""
+
+    folder: str
+    judge: str
+    n_pairs: int
+    win_rates: list[WinRate]
+    ratings: dict[str, list[RatingInterval]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    agreement: HumanAgreement | None = None
+    chart: str = ""
+
+
+def arena_section(folder: str | Path, *, n_boot: int = 1000, seed: int = 0) -> ArenaSection:
+    """Join ``arena_pairs.jsonl`` with the judge's order-debiased decisions, as the arena job's report does.
+
+    Raises:
+        InputError: the pairs file is missing or not JSONL.
+    """
+    folder = Path(folder)
+    path = folder / ARENA_PAIRS_FILE
+    if not path.is_file():
+        raise InputError(f"{path} not found: not a RAG-QA Arena output (lfqa-rubric judge --protocol arena)")
+    pairs = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                pairs.append(json.loads(line))
+            except ValueError as e:
+                raise InputError(f"{path}: line {i} is not JSON ({e})") from None
+    d = read_judgments(folder).select(["pair_id", "judge", "order", "decision_debiased"]).to_pydict()
+    judge = next((j for j, o in zip(d["judge"], d["order"]) if o == "ab"), "")
+    dec = {p: x for p, j, o, x in zip(d["pair_id"], d["judge"], d["order"], d["decision_debiased"])
+           if j == judge and o == "ab"}
+    pairs = [p for p in pairs if p["pair_id"] in dec]
+    systems = [p["answer_a_type"] for p in pairs]
+    outcomes = [dec[p["pair_id"]] for p in pairs]
+    qids = [question_id(p["question"]) for p in pairs]
+    humans = [_HUMAN.get(p.get("overall_preference")) for p in pairs]
+    wr = win_rates(systems, outcomes, qids, n_boot=n_boot, seed=seed)
+    battles = battles_against(systems, outcomes, qids)
+    ratings: dict[str, list[RatingInterval]] = {}
+    notes = []
+    for method, name in (("online", "Elo (online, K=4)"), ("bt", "Bradley-Terry")):
+        if not battles:
+            break
+        try:
+            ivs, failed = rating_intervals(battles, method=method, unit="question", n_boot=n_boot, seed=seed)
+        except ConfigError as e:
+            notes.append(f"{name}: {e}")
+            continue
+        if failed:
+            notes.append(f"{name}: {failed} of {n_boot} replicates unbounded, left out")
+        ratings[name] = ivs
+    agreement = human_agreement(outcomes, humans) if any(h is not None for h in humans) else None
+    return ArenaSection(folder=str(folder), judge=judge, n_pairs=len(pairs), win_rates=wr, ratings=ratings,
+                        notes=notes, agreement=agreement, chart=plot_win_rates(wr) if wr else "")
