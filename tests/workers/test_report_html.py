@@ -268,3 +268,28 @@ def test_the_report_in_a_real_browser(outputs, browser, tmp_path):
     assert requests[0] == html.as_uri() and all(u == html.as_uri() or u.startswith("data:") for u in requests), \
         requests
     browser.send("Target.closeTarget", {"targetId": target})
+
+
+def test_arena_win_rates_and_ratings_equal_its_report(tmp_path):
+    """A RAG-QA Arena output: its section shows the win rates and ratings of its own report.md."""
+    from models.protocols import ProtocolJudgeScorer
+    from rubric.protocol_judges import protocol_judge
+    from tests.models.test_protocols import FakeEngine
+    from tests.workers.test_protocol_job import _arena_files
+    from workers.protocol_job import run_arena_job
+
+    ann, files = _arena_files(tmp_path)
+    out = tmp_path / "arena"
+    run_arena_job(ann, files, out, config=ScoringConfig(batch_size=4), n_boot=1000, progress=False,
+                  scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena")]),
+                  answer_mapping="qid=qid,answer=answer,label=human")
+    html = tmp_path / "arena.html"
+    assert main(["report", str(out), "--html", str(html)]) == 0
+    page = html.read_text(encoding="utf-8")
+    assert set(parse(page).sections.values()) == {"protocols"} and 'data-chart="arena"' in page
+    tables = parse(page).tables
+    md = (out / "report.md").read_text()
+    assert {r[0]: r[1:] for r in md_rows(md, "| system | win |")} == {r[0]: r[1:] for r in tables["win-rates"][1:]}
+    elo = {r[0]: r[1] for r in md_rows(md, "| system | Elo")}
+    assert elo["lfrqa"].startswith("1016") and {r[0]: r[1] for r in tables["ratings"][1:]} == elo
+    assert "Bradley-Terry ratings are unbounded" in page  # said, as in the Markdown, not hidden
