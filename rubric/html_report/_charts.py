@@ -113,45 +113,39 @@ def _err(value: float, ci: tuple[float, float]) -> tuple[float, float]:
     return max(value - lo, 0.0), max(hi - value, 0.0)
 
 
-def plot_linkage(results: Sequence) -> str:
-    """Mean per-question Kendall τ and Spearman ρ per system with their 95% CIs (LINKAGE's metric)."""
-    plt = _plt()
-    y = np.arange(len(results))
-    h = 0.38
-    with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.5, 0.5 * len(results) + 1.6))
-        for k, (attr, colour) in enumerate((("kendall", "#264653"), ("spearman", "#2a9d8f"))):
-            ms = [getattr(r, attr) for r in results]
-            vals = [0.0 if math.isnan(m.value) else m.value for m in ms]
-            ax.barh(y + (k - 0.5) * h, vals, height=h, color=colour, label={"kendall": "Kendall τ",
-                                                                              "spearman": "Spearman ρ"}[attr],
-                    xerr=np.array([_err(m.value, m.ci) for m in ms]).T.reshape(2, -1), capsize=3)
-        ax.set_yticks(y, [r.system for r in results])
-        ax.invert_yaxis()
-        ax.axvline(0, color="black", linewidth=0.8)
-        ax.set_xlim(-1, 1)
-        ax.set_xlabel("mean per-question correlation with the graded labels (95% CI)")
-        ax.legend(loc="lower right", fontsize=8)
-        fig.tight_layout()
-    return svg_figure(fig)
-
-
-def plot_win_rates(rows: Sequence) -> str:
-    """RAG-QA Arena: each system's win and win+tie rate against the reference, with 95% CIs."""
+def _paired_bars(rows: Sequence, series: Sequence[tuple[str, str, str]], *, xlim: tuple[float, float],
+                 xlabel: str, zero_line: bool = False) -> str:
+    """Two bars per row (one per ``(attribute, colour, label)`` of ``series``), each a ClusteredMean-like
+    value with its 95% CI as an error bar."""
     plt = _plt()
     y = np.arange(len(rows))
     h = 0.38
     with plt.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(7.5, 0.5 * len(rows) + 1.6))
-        for k, (attr, colour, label) in enumerate((("win", "#e76f51", "win"), ("win_tie", "#2a9d8f", "win + tie"))):
+        for k, (attr, colour, label) in enumerate(series):
             ms = [getattr(r, attr) for r in rows]
             vals = [0.0 if math.isnan(m.value) else m.value for m in ms]
             ax.barh(y + (k - 0.5) * h, vals, height=h, color=colour, label=label,
                     xerr=np.array([_err(m.value, m.ci) for m in ms]).T.reshape(2, -1), capsize=3)
         ax.set_yticks(y, [r.system for r in rows])
         ax.invert_yaxis()
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("share of pairs against the reference (95% CI)")
+        if zero_line:
+            ax.axvline(0, color="black", linewidth=0.8)
+        ax.set_xlim(*xlim)
+        ax.set_xlabel(xlabel)
         ax.legend(loc="lower right", fontsize=8)
         fig.tight_layout()
     return svg_figure(fig)
+
+
+def plot_linkage(results: Sequence) -> str:
+    """Mean per-question Kendall τ and Spearman ρ per system with their 95% CIs (LINKAGE's metric)."""
+    return _paired_bars(results, (("kendall", "#264653", "Kendall τ"), ("spearman", "#2a9d8f", "Spearman ρ")),
+                        xlim=(-1, 1), xlabel="mean per-question correlation with the graded labels (95% CI)",
+                        zero_line=True)
+
+
+def plot_win_rates(rows: Sequence) -> str:
+    """RAG-QA Arena: each system's win and win+tie rate against the reference, with 95% CIs."""
+    return _paired_bars(rows, (("win", "#e76f51", "win"), ("win_tie", "#2a9d8f", "win + tie")), xlim=(0, 1),
+                        xlabel="share of pairs against the reference (95% CI)")

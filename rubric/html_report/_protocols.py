@@ -3,24 +3,23 @@ and ratings.
 
 The numbers come from the functions the protocol jobs' own ``report.md`` is built with
 (:func:`rubric.protocol_report.linkage_results`; :func:`rubric.arena.win_rates`,
-:func:`rubric.arena.rating_intervals` and :func:`rubric.arena.human_agreement`, which
+:func:`rubric.protocol_report.arena_ratings` and :func:`rubric.arena.human_agreement`, which
 :func:`rubric.protocol_report.arena_tables` renders), on the rows the job wrote.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rubric.analysis.linkage import read_linkage_rows
-from rubric.arena import HumanAgreement, RatingInterval, WinRate, battles_against, human_agreement, rating_intervals, \
-    win_rates
-from rubric.errors import ConfigError, InputError
+from rubric.arena import HumanAgreement, RatingInterval, WinRate, battles_against, human_agreement, win_rates
+from rubric.errors import InputError
 from rubric.html_report._charts import plot_linkage, plot_win_rates
 from rubric.judgments import read_judgments
 from rubric.linkage import LinkageCorrelations
-from rubric.protocol_report import linkage_results
+from rubric.html_report._score import read_jsonl
+from rubric.protocol_report import arena_ratings, linkage_results
 from rubric.records import question_id
 
 __all__ = ["LinkageSection", "ArenaSection", "linkage_section", "arena_section", "ARENA_PAIRS_FILE"]
@@ -75,13 +74,7 @@ def arena_section(folder: str | Path, *, n_boot: int = 1000, seed: int = 0) -> A
     path = folder / ARENA_PAIRS_FILE
     if not path.is_file():
         raise InputError(f"{path} not found: not a RAG-QA Arena output (lfqa-rubric judge --protocol arena)")
-    pairs = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                pairs.append(json.loads(line))
-            except ValueError as e:
-                raise InputError(f"{path}: line {i} is not JSON ({e})") from None
+    pairs = read_jsonl(path)
     d = read_judgments(folder).select(["pair_id", "judge", "order", "decision_debiased"]).to_pydict()
     judge = next((j for j, o in zip(d["judge"], d["order"]) if o == "ab"), "")
     dec = {p: x for p, j, o, x in zip(d["pair_id"], d["judge"], d["order"], d["decision_debiased"])
@@ -93,19 +86,7 @@ def arena_section(folder: str | Path, *, n_boot: int = 1000, seed: int = 0) -> A
     humans = [_HUMAN.get(p.get("overall_preference")) for p in pairs]
     wr = win_rates(systems, outcomes, qids, n_boot=n_boot, seed=seed)
     battles = battles_against(systems, outcomes, qids)
-    ratings: dict[str, list[RatingInterval]] = {}
-    notes = []
-    for method, name in (("online", "Elo (online, K=4)"), ("bt", "Bradley-Terry")):
-        if not battles:
-            break
-        try:
-            ivs, failed = rating_intervals(battles, method=method, unit="question", n_boot=n_boot, seed=seed)
-        except ConfigError as e:
-            notes.append(f"{name}: {e}")
-            continue
-        if failed:
-            notes.append(f"{name}: {failed} of {n_boot} replicates unbounded, left out")
-        ratings[name] = ivs
+    ratings, notes = arena_ratings(battles, n_boot=n_boot, seed=seed) if battles else ({}, [])
     agreement = human_agreement(outcomes, humans) if any(h is not None for h in humans) else None
     return ArenaSection(folder=str(folder), judge=judge, n_pairs=len(pairs), win_rates=wr, ratings=ratings,
                         notes=notes, agreement=agreement, chart=plot_win_rates(wr) if wr else "")

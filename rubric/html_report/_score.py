@@ -21,7 +21,7 @@ from rubric.features import table_rubrics
 from rubric.html_report._charts import plot_correlations, plot_distributions
 from rubric.provenance import table_provenance
 
-__all__ = ["ScoreSummary", "read_rejects", "read_manifest", "spearman_matrix", "score_summary"]
+__all__ = ["ScoreSummary", "read_jsonl", "read_rejects", "read_manifest", "spearman_matrix", "score_summary"]
 
 #: The length column the "is it just length?" row and column use (whitespace tokens, as everywhere).
 LENGTH = "n_words"
@@ -61,11 +61,12 @@ class ScoreSummary:
     answers: pa.Table | None = field(default=None, repr=False)
 
 
-def read_rejects(folder: Path) -> list[dict]:
-    """``OUT/rejects.jsonl`` (empty when absent)."""
-    path = folder / "rejects.jsonl"
-    if not path.is_file():
-        return []
+def read_jsonl(path: Path) -> list[dict]:
+    """The records of a JSONL file an output folder holds; a bad line is one error naming it.
+
+    Raises:
+        InputError: a line is not JSON.
+    """
     out = []
     for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.strip():
@@ -74,6 +75,12 @@ def read_rejects(folder: Path) -> list[dict]:
             except ValueError as e:
                 raise InputError(f"{path}: line {i} is not JSON ({e})") from None
     return out
+
+
+def read_rejects(folder: Path) -> list[dict]:
+    """``OUT/rejects.jsonl`` (empty when absent)."""
+    path = folder / "rejects.jsonl"
+    return read_jsonl(path) if path.is_file() else []
 
 
 def read_manifest(folder: Path) -> dict:
