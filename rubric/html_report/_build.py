@@ -151,6 +151,9 @@ def _add_analysis(rep: Report, inputs: list[Path], *, model, perturbed, allow_pr
         rep.notes.append(f"judges and §5 analyses: not computed ({e})")
         return
     rep.analysis = a
+    from rubric.html_report._charts import plot_accuracy
+
+    rep.analysis_charts["agreement"] = plot_accuracy(a.comparison.rows, title="agreement with people, same pairs")
     if a.position.rows:
         rep.analysis_charts["position"] = svg_of(plot_position, a.position)
     if a.verbosity.rows:

@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["svg_of", "svg_figure", "plot_distributions", "plot_correlations", "plot_linkage", "plot_win_rates"]
+__all__ = ["svg_of", "svg_figure", "plot_distributions", "plot_correlations", "plot_linkage", "plot_win_rates",
+           "plot_accuracy"]
 
 _RC = {"savefig.format": "svg", "svg.fonttype": "none", "svg.hashsalt": "lfqa-rubric", "font.size": 9}
 
@@ -149,3 +150,23 @@ def plot_win_rates(rows: Sequence) -> str:
     """RAG-QA Arena: each system's win and win+tie rate against the reference, with 95% CIs."""
     return _paired_bars(rows, (("win", "#e76f51", "win"), ("win_tie", "#2a9d8f", "win + tie")), xlim=(0, 1),
                         xlabel="share of pairs against the reference (95% CI)")
+
+
+def plot_accuracy(rows: Sequence, *, title: str) -> str:
+    """Accuracy per system with its question-clustered 95% CI (``MetricRow``s), the chance line at 0.5."""
+    plt = _plt()
+    y = np.arange(len(rows))
+    with plt.rc_context(_RC):
+        fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(rows) + 1.4))
+        vals = [r.values["accuracy"] for r in rows]
+        ax.barh(y, [0.0 if math.isnan(v) else v for v in vals], height=0.6,
+                color=["#8ab17d" if r.system.startswith("baseline") else "#2a9d8f" for r in rows],
+                xerr=np.array([_err(v, r.ci["accuracy"]) for v, r in zip(vals, rows)]).T.reshape(2, -1), capsize=3)
+        ax.axvline(0.5, color="grey", linestyle="--", linewidth=1)
+        ax.set_yticks(y, [r.system for r in rows])
+        ax.invert_yaxis()
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("accuracy (question-clustered bootstrap 95% CI)")
+        ax.set_title(title, fontsize=9)
+        fig.tight_layout()
+    return svg_figure(fig)

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from rubric.evaluate import Evaluation, evaluate_model, read_pairs, saved_weight_ci
 from rubric.features import table_rubrics
-from rubric.html_report._charts import svg_of
+from rubric.html_report._charts import plot_accuracy, svg_of
 from rubric.preference import PreferenceModel
 from rubric.report import IN_SAMPLE_SPLITS, ci_warning, plot_reliability, plot_weights
 
@@ -37,7 +37,7 @@ class ModelSection:
         weight_ci: the saved weight CIs (``{"ci": {column: (lo, hi)}, "n_boot": ..., "seed": ...}``) or None.
         in_sample: why the evaluated split is in-sample, or "".
         warning: the "CIs are unreliable" line, or None.
-        weights_svg / calibration_svg: the charts.
+        accuracy_svg / weights_svg / calibration_svg: the charts.
     """
 
     model_path: str
@@ -50,6 +50,7 @@ class ModelSection:
     warning: str | None
     weights_svg: str
     calibration_svg: str
+    accuracy_svg: str = ""
 
 
 def model_section(model_path: str | Path, folder: str | Path, *, split: str = "test", n_boot: int = 1000,
@@ -73,7 +74,8 @@ def model_section(model_path: str | Path, folder: str | Path, *, split: str = "t
     cal_svg = svg_of(plot_reliability, ev.calibration.bins) if ev.calibration is not None else ""
     return ModelSection(model_path=str(model_path), folder=str(folder), evaluation=ev, model=model, weights=weights,
                         weight_ci=weight_ci, in_sample=IN_SAMPLE_SPLITS.get(split, ""), warning=ci_warning(ev.rows),
-                        weights_svg=weights_svg or "", calibration_svg=cal_svg)
+                        weights_svg=weights_svg or "", calibration_svg=cal_svg,
+                        accuracy_svg=plot_accuracy(ev.rows, title=f"{split} split: the model beside its baselines"))
 
 
 def _f(x) -> float | None:

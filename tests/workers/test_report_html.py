@@ -210,7 +210,8 @@ def test_the_report_in_a_real_browser(outputs, browser, tmp_path):
                      "protocols": "protocols"}
     assert all(h > 100 for _, _, h in page["sections"])
     charts = {name for name, _, _ in page["charts"]}
-    assert charts == {"distributions", "correlations", "weights", "calibration", "position", "verbosity", "linkage"}
+    assert charts == {"distributions", "correlations", "accuracy", "weights", "calibration", "agreement", "position",
+                      "verbosity", "linkage"}
     for name, (w, h), marks in page["charts"]:
         assert w > 200 and h > 100 and marks > 10, (name, w, h, marks)
 
