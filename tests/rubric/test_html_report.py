@@ -83,12 +83,15 @@ def outputs(tmp_path_factory):
     model, _ = fit_model(table, split="train", n_boot_weights=50, seed=1)
     model.to_json(root / "score" / "model.json")
     _judge_output(root / "judge")
+    _score_output(root / "score_typos", perturbed=True)
+    _judge_output(root / "judge_typos", perturbed=True)
     return root
 
 
 @pytest.fixture(scope="module")
 def full(outputs):
-    rep = build_report([outputs / "score", outputs / "judge"], n_boot=N_BOOT)
+    rep = build_report([outputs / "score", outputs / "judge"], n_boot=N_BOOT,
+                       perturbed={"typos": [outputs / "score_typos", outputs / "judge_typos"]})
     return rep, render_html(rep)
 
 
@@ -97,7 +100,11 @@ def test_every_section_of_the_folders_given_and_no_other(outputs, full):
     kinds = parse(html).sections
     assert kinds == {"score-0": "score", "model-0": "model", "pairs-0": "pairs", "analysis": "analysis"}
     assert html.count('data-chart="weights"') == 1 and html.count('data-chart="calibration"') == 1
-    assert 'data-chart="position"' in html and 'data-chart="verbosity"' in html
+    for name in ("accuracy", "agreement", "position", "verbosity", "perturbation"):
+        assert html.count(f'data-chart="{name}"') == 1, name
+    # Table 8: one row per system on the perturbed set, as analyze computed it
+    perturbation = parse(html).tables["perturbation"][1:]
+    assert [r[0] for r in perturbation] == [r.system for r in rep.analysis.perturbations[0].rows]
     # a score output alone: its own section and its pairs, no model, no analysis, no protocols
     alone = parse(render_html(build_report([outputs / "judge"], n_boot=N_BOOT))).sections
     assert set(alone.values()) == {"analysis"}
