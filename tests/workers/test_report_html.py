@@ -294,3 +294,13 @@ def test_arena_win_rates_and_ratings_equal_its_report(tmp_path):
     elo = {r[0]: r[1] for r in md_rows(md, "| system | Elo")}
     assert elo["lfrqa"].startswith("1016") and {r[0]: r[1] for r in tables["ratings"][1:]} == elo
     assert "Bradley-Terry ratings are unbounded" in page  # said, as in the Markdown, not hidden
+
+
+def test_report_errors_are_one_line(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "missing"), "--html", str(tmp_path / "r.html")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "is not an output folder" in err and str(tmp_path / "missing") in err
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty"), "--html", str(tmp_path / "r.html")]) == 2
+    assert "holds no pairs.parquet, judgments.parquet or linkage.parquet" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
