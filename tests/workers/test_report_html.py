@@ -247,6 +247,11 @@ def test_the_report_in_a_real_browser(outputs, browser, tmp_path):
     assert _eval(browser, session, first_words) == max(words)
     assert _eval(browser, session, """(() => { const h = document.querySelector(".answers-table");
       [...h.querySelectorAll(".pager button")].pop().click(); return h.dataset.page; })()""") == "2"
+    # and read one answer whole
+    picked = _eval(browser, session, """(() => { document.querySelector(".answers-table tbody tr").click();
+      const d = document.querySelector(".answer-detail"); return [d.dataset.answer, d.querySelector(".text").textContent]; })()""")
+    texts = dict(zip(answers.column("answer_id").to_pylist(), answers.column("answer").to_pylist()))
+    assert picked[1] == texts[picked[0]] and len(picked[1]) > 100
 
     # screenshots, one per section
     shots = tmp_path / "shots"

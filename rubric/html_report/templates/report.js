@@ -78,7 +78,13 @@
     const cols = d.answers.columns.map((name, i) => ({label: name, value: (r) => r[i], num: i > 0,
       cell: i > 1 ? (r) => fmt(r[i], 2) : null}));
     cols.push({label: "answer (start)", value: (r) => (d.texts[r[0]] || "").slice(0, 90)});
-    pagedTable(host, cols, d.answers.rows, {search: true});
+    const detail = host.parentElement.querySelector(".answer-detail");
+    pagedTable(host, cols, d.answers.rows, {search: true, onPick: (r) => {
+      detail.replaceChildren(el("h4", {}, `${r[0]} · ${r[1]} words`),
+        el("div", {class: "note"}, d.answers.columns.slice(2).map((name, i) => `${name} ${fmt(r[i + 2], 2)}`).join(" · ")),
+        el("div", {class: "answer"}, el("div", {class: "text"}, d.texts[r[0]] ?? "")));
+      detail.dataset.answer = r[0];
+    }});
   }
 
   function decided(label) { return label === "a" || label === "b"; }
