@@ -37,10 +37,10 @@ def report(args) -> int:
 def add_report_parser(sub) -> argparse.ArgumentParser:
     """Register the ``report`` subcommand on ``build_parser``'s subparsers."""
     r = sub.add_parser("report", help="one self-contained HTML page (no server, no CDN) for score, fit, judge, "
-                                      "analyze, LINKAGE and RAG-QA Arena output folders")
+                                      "analyze, LINKAGE, RAG-QA Arena and LFQA-E output folders")
     r.add_argument("outputs", nargs="+", metavar="OUT",
                    help="output folders: score (with model.json for the model and pair sections), judge, "
-                        "judge --protocol linkage/arena")
+                        "judge --protocol linkage/arena/lfqa-e")
     r.add_argument("--html", required=True, metavar="FILE", help="the HTML file to write")
     r.add_argument("--model", default=None, help="model JSON for the first score output (default: OUT/model.json)")
     r.add_argument("--split", default="test", choices=("train", "dev", "test", "all"),

@@ -1,4 +1,4 @@
-"""One self-contained HTML page for every output: score, fit/evaluate, judge, analyze, LINKAGE and RAG-QA Arena.
+"""One self-contained HTML page for every output: score, fit/evaluate, judge, analyze, LINKAGE, RAG-QA Arena, LFQA-E.
 
 The page is another view of the result objects the Markdown reports render (``evaluate``'s
 :class:`~rubric.evaluate.Evaluation`, ``analyze``'s :class:`~rubric.analysis.Analysis`, the protocol

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from rubric.errors import ConfigError, InputError, ProvenanceError
 from rubric.html_report._model import ModelSection, model_section, pair_browser_data
-from rubric.html_report._protocols import ARENA_PAIRS_FILE, ArenaSection, LinkageSection, arena_section, \
-    linkage_section
+from rubric.html_report._protocols import ARENA_PAIRS_FILE, ArenaSection, LfqaESection, LinkageSection, \
+    arena_section, lfqa_e_section, linkage_section
 from rubric.html_report._score import ScoreSummary, read_manifest, score_summary
 
 __all__ = ["Report", "folder_kinds", "build_report", "render_html", "write_html"]
@@ -38,6 +38,7 @@ class Report:
     analysis_charts: dict[str, str] = field(default_factory=dict)
     linkage: list[LinkageSection] = field(default_factory=list)
     arena: list[ArenaSection] = field(default_factory=list)
+    lfqa_e: list[LfqaESection] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
@@ -126,7 +127,10 @@ def build_report(folders: Sequence[str | Path], *, model: str | Path | None = No
         if "arena" in k:
             rep.arena.append(arena_section(f, n_boot=n_boot, seed=seed))
         if "lfqa-e" in k:
-            rep.notes.append(f"{f}: an LFQA-E output; its tables are in {Path(f) / 'report.md'} (not rendered here)")
+            try:
+                rep.lfqa_e.append(lfqa_e_section(f, n_boot=n_boot, seed=seed))
+            except InputError as e:
+                rep.notes.append(f"{f}: LFQA-E output not shown ({e}); its tables are in {Path(f) / 'report.md'}")
     return rep
 
 

@@ -249,7 +249,8 @@ def test_the_report_in_a_real_browser(outputs, browser, tmp_path):
       [...h.querySelectorAll(".pager button")].pop().click(); return h.dataset.page; })()""") == "2"
     # and read one answer whole
     picked = _eval(browser, session, """(() => { document.querySelector(".answers-table tbody tr").click();
-      const d = document.querySelector(".answer-detail"); return [d.dataset.answer, d.querySelector(".text").textContent]; })()""")
+      const d = document.querySelector(".answer-detail");
+      return [d.dataset.answer, d.querySelector(".text").textContent]; })()""")
     texts = dict(zip(answers.column("answer_id").to_pylist(), answers.column("answer").to_pylist()))
     assert picked[1] == texts[picked[0]] and len(picked[1]) > 100
 
@@ -309,3 +310,24 @@ def test_report_errors_are_one_line(tmp_path, capsys):
     assert main(["report", str(tmp_path / "empty"), "--html", str(tmp_path / "r.html")]) == 2
     assert "holds no pairs.parquet, judgments.parquet or linkage.parquet" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
+
+
+def test_lfqa_e_judge_row_equals_its_report(tmp_path):
+    """An LFQA-E output: its judge's accuracy and macro-F1, overall and by pair type, as in its report.md."""
+    from models.protocols import ProtocolJudgeScorer
+    from rubric.protocol_judges import protocol_judge
+    from tests.models.test_protocols import FakeEngine
+    from tests.workers.test_protocol_job import _webglm
+    from workers.protocol_job import run_lfqa_e_job
+
+    out = tmp_path / "lfqa_e"
+    run_lfqa_e_job(_webglm(tmp_path, n=4), "graded", out, config=ScoringConfig(batch_size=4), n_boot=1000,
+                   progress=False, scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("lfqa-e")]))
+    html = tmp_path / "lfqa_e.html"
+    assert main(["report", str(out), "--html", str(html)]) == 0
+    tables = parse(html.read_text(encoding="utf-8")).tables
+    md = (out / "report.md").read_text()
+    [overall] = md_rows(md, "| system | accuracy | macro-F1 |")
+    assert tables["lfqa-e-table"][1] == overall[:6] and overall[1].startswith("1.000")
+    by_type = {r[1]: r[2:] for r in md_rows(md, "| system | pair type |")}
+    assert {r[0]: r[1:] for r in tables["lfqa-e-types"][1:]} == by_type and by_type
