@@ -257,8 +257,10 @@ def test_the_report_in_a_real_browser(outputs, browser, tmp_path):
     # screenshots, one per section
     shots = tmp_path / "shots"
     shots.mkdir()
-    for sid in kinds:
-        _eval(browser, session, f"document.getElementById('{sid}').scrollIntoView()")
+    views = {sid: f"document.getElementById('{sid}')" for sid in kinds}
+    views["pair-detail"] = "document.querySelector('.pair-detail')"  # both answers, bars and verdicts (README)
+    for sid, element in views.items():
+        _eval(browser, session, f"{element}.scrollIntoView(); window.scrollBy(0, -120)")  # below the sticky header
         png = base64.b64decode(browser.send("Page.captureScreenshot", {"format": "png"}, session=session)["data"])
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
         (shots / f"{sid}.png").write_bytes(png)
