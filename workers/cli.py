@@ -9,6 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 from rubric.errors import ProvenanceError, RubricError
+from workers.report_cmd import add_report_parser, html_report
 
 __all__ = ["main", "build_parser", "add_scoring_args", "scoring_config", "reader_options", "FORMATS"]
 
@@ -296,6 +297,7 @@ def _demo(args) -> int:
     # unreliable. That is the honest result; reporting every pair would present in-sample numbers.
     _evaluate(argparse.Namespace(outdir=out, model=model_path, split="test", n_boot=1000,
                                  report=str(out / "report.md")))
+    html_report([out], out / "report.html")
     log.info("demo outputs in %s: answers.parquet, pairs.parquet, claims.parquet, rejects.jsonl, manifest.json, "
              "model.json, report.md, report.png", out)
     return 0
@@ -772,6 +774,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="apply the model even if the table's rubrics were made differently")
     an.set_defaults(func=_analyze)
 
+    add_report_parser(sub)
     r = sub.add_parser("rubrics", help="list the registered rubric versions")
     r.set_defaults(func=_rubrics)
     return p
