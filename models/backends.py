@@ -1,6 +1,6 @@
 """The backend registry: a backend name -> a factory that builds a ``Scorer`` for some rubric specs.
 
-Rubric specs (``rubric.specs``) name their backend; the runner groups the requested specs by
+Rubric specs (``rubric.scoring.specs``) name their backend; the runner groups the requested specs by
 backend and calls each factory once, so one engine serves all the rubrics that share it.
 Factories import their heavy modules lazily so ``import models.backends`` stays cheap.
 
@@ -22,8 +22,8 @@ from pathlib import Path
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError
 from rubric.registry import Registry
-from rubric.scoring import Scorer
-from rubric.specs import RubricSpec
+from rubric.scoring.scorer import Scorer
+from rubric.scoring.specs import RubricSpec
 
 __all__ = [
     "BACKENDS",

@@ -2,7 +2,7 @@
 
 Batching: all sentences of all answers in a batch go to the generator in one ``generate`` call, and
 all (claim, evidence) pairs of the batch to the engine in one ``score_token_probs`` call. The
-prompts, parsing and scores are in ``rubric.claims``; evidence sources in ``models.evidence``.
+prompts, parsing and scores are in ``rubric.scoring.claims``; evidence sources in ``models.evidence``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 from models.evidence import EvidenceSource
 from models.llm.engine import Engine
 from models.text import load_spacy
-from rubric.claims import (
+from rubric.scoring.claims import (
     EXTRACTION_STOP,
     FACTUALITY_VERSION,
     NO_CLAIMS_REASON,
@@ -33,10 +33,10 @@ from rubric.claims import (
     verification_template,
 )
 from rubric.errors import BackendUnavailableError, BatchMismatchError, ConfigError, EngineError, UnknownNameError
-from rubric.geval import DEFAULT_MIN_MASS, ChatPrompt
-from rubric.records import AnswerItem
-from rubric.scoring import Provenance, Score, ScoreSet
-from rubric.specs import RubricSpec
+from rubric.scoring.geval import DEFAULT_MIN_MASS, ChatPrompt
+from rubric.io.records import AnswerItem
+from rubric.scoring.scorer import Provenance, Score, ScoreSet
+from rubric.scoring.specs import RubricSpec
 
 __all__ = ["TextGenerator", "SentenceSplitter", "SpacySentenceSplitter", "VLLMClaimGenerator", "claim_generator",
            "FactualityScorer", "claims_table"]
@@ -71,7 +71,7 @@ class VLLMClaimGenerator:
 
     Args:
         engine: a loaded ``models.llm.vllm_engine.VLLMEngine``.
-        stop: stop strings (default: ``rubric.claims.EXTRACTION_STOP``).
+        stop: stop strings (default: ``rubric.scoring.claims.EXTRACTION_STOP``).
 
     Attributes:
         last_stats: of the last ``generate`` call: prompt tokens sent, those served from the prefix

@@ -1,7 +1,7 @@
 """Grammar scorers: Harper (offline, in-process, the default) and LanguageTool (the paper's tool).
 
-Both count the findings that ``rubric.grammar`` says are grammar errors and turn the count into
-the paper's 1-5 score with ``rubric.grammar.grammar_score``.
+Both count the findings that ``rubric.scoring.grammar`` says are grammar errors and turn the count into
+the paper's 1-5 score with ``rubric.scoring.grammar.grammar_score``.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from importlib import metadata
 from typing import Any
 
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError, UnknownNameError
-from rubric.grammar import count_harper_lints, count_languagetool_matches, grammar_score
-from rubric.records import AnswerItem
-from rubric.scoring import Provenance, Score, ScoreSet
-from rubric.specs import RUBRICS, RubricSpec
+from rubric.scoring.grammar import count_harper_lints, count_languagetool_matches, grammar_score
+from rubric.io.records import AnswerItem
+from rubric.scoring.scorer import Provenance, Score, ScoreSet
+from rubric.scoring.specs import RUBRICS, RubricSpec
 
 __all__ = ["HarperGrammarScorer", "LanguageToolGrammarScorer", "HARPER_VERSION", "LANGUAGETOOL_VERSION",
            "HARPER_LANGUAGE", "LANGUAGETOOL_URL_ENV"]

@@ -6,8 +6,8 @@ Pairwise protocol judges
     one engine call, the same context policy, the same ``Score`` extras and order debiasing) with the
     protocol's own reading: the verdict tokens after the protocol's pre-fill (``[[`` then ``A``/``B``/``C``;
     ``<rating>`` then ``1``/``2``/``0``; ``answer_`` then ``1``/``2``/``tie``) are mapped onto
-    ``1``/``2``/``tie`` by :func:`rubric.protocols.pairwise_verdict_probs`, generated votes are read
-    by :func:`rubric.protocols.parse_pairwise_verdict`, and a template that shows a reference answer
+    ``1``/``2``/``tie`` by :func:`rubric.protocols.templates.pairwise_verdict_probs`, generated votes are read
+    by :func:`rubric.protocols.templates.parse_pairwise_verdict`, and a template that shows a reference answer
     (``lfqa_e.reference_tie.v1``) gets the pair's ``reference``. The judge job builds it whenever a
     judge spec is a protocol's (:func:`protocol_scorer_factory`), so ``lfqa-rubric judge``, the Ray
     judge actors and ``judgments.parquet`` serve these judges unchanged. RAG-QA Arena in logprob mode
@@ -45,9 +45,9 @@ from typing import Any
 from models.judges import _TAG_SLACK, JudgeScorer, _Unit, engine_call
 from models.llm.engine import Engine, TextSampler
 from rubric.errors import BatchMismatchError, ConfigError
-from rubric.geval import DEFAULT_MIN_MASS, ChatPrompt
-from rubric.judges import ORDERS, JudgeSpec, VerdictProbs, pair_outcome, vote_probs
-from rubric.linkage import (
+from rubric.scoring.geval import DEFAULT_MIN_MASS, ChatPrompt
+from rubric.judging.judges import ORDERS, JudgeSpec, VerdictProbs, pair_outcome, vote_probs
+from rubric.protocols.linkage import (
     MAX_RANK_POSITIONS,
     RankScore,
     expected_point_score,
@@ -59,17 +59,17 @@ from rubric.linkage import (
     pointwise_prompt,
     rank_score,
 )
-from rubric.linkage_data import LinkageCandidate, LinkageQuestion
-from rubric.protocol_judges import ProtocolJudgeSpec, is_protocol_judge
-from rubric.protocols import (
+from rubric.protocols.linkage_data import LinkageCandidate, LinkageQuestion
+from rubric.protocols.judges import ProtocolJudgeSpec, is_protocol_judge
+from rubric.protocols.templates import (
     ARENA_THINKING_PREFILL,
     arena_verdict_prefill,
     get_protocol_template,
     pairwise_verdict_probs,
     parse_pairwise_verdict,
 )
-from rubric.records import PairRecord
-from rubric.scoring import Provenance, Score
+from rubric.io.records import PairRecord
+from rubric.scoring.scorer import Provenance, Score
 
 __all__ = [
     "ProtocolJudgeScorer",
@@ -103,7 +103,7 @@ class _WithReference:
 class ProtocolJudgeScorer(JudgeScorer):
     """:class:`models.judges.JudgeScorer` that also reads the neighbouring protocols' pairwise judges.
 
-    Takes :class:`rubric.judges.JudgeSpec` and :class:`rubric.protocol_judges.ProtocolJudgeSpec`
+    Takes :class:`rubric.judging.judges.JudgeSpec` and :class:`rubric.protocols.judges.ProtocolJudgeSpec`
     alike (the paper's judges are read exactly as ``JudgeScorer`` reads them); arguments as
     ``JudgeScorer``'s.
     """

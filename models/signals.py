@@ -1,9 +1,9 @@
 """Scorers for the extra signals: answer length, ROUGE-L and MiniLM similarity to the reference, Q-A similarity.
 
-These are opt-in features outside the paper's nine rubrics (``rubric.specs.EXTRA_SIGNALS``):
+These are opt-in features outside the paper's nine rubrics (``rubric.scoring.specs.EXTRA_SIGNALS``):
 
 * ``length.words.v1`` (backend ``length``): ``log(1 + words)``, words capped at 1000
-  (:func:`rubric.signals.length_raw`); pure Python, served by the Ray "text" pool.
+  (:func:`rubric.scoring.signals.length_raw`); pure Python, served by the Ray "text" pool.
 * ``ref_rouge_l.v1`` (backend ``rouge``): ROUGE-L F1 of the answer against the question's reference
   answer, with Google's ``rouge-score`` (its default tokenizer: lower-case, ``[a-z0-9]+`` tokens,
   Porter stemming of tokens longer than 3 characters). Served by the "text" pool.
@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
-from rubric.records import AnswerItem
-from rubric.scoring import Provenance, Score, ScoreSet
-from rubric.signals import LENGTH_WORD_CAP, length_raw, row_cosine, whitespace_words
-from rubric.specs import RUBRICS, RubricSpec
+from rubric.io.records import AnswerItem
+from rubric.scoring.scorer import Provenance, Score, ScoreSet
+from rubric.scoring.signals import LENGTH_WORD_CAP, length_raw, row_cosine, whitespace_words
+from rubric.scoring.specs import RUBRICS, RubricSpec
 
 __all__ = [
     "LENGTH_VERSION", "ROUGE_VERSION", "QA_SIMILARITY_VERSION", "REF_SIMILARITY_VERSION",
@@ -232,7 +232,7 @@ class MiniLMSimilarityScorer:
 
     For a batch, the distinct texts it needs (answers, questions, references; a question shared
     by several answers once) are embedded in one ``encode`` call and compared row by row with
-    :func:`rubric.signals.row_cosine`. The model reads at most 256 word pieces of a text; the extra
+    :func:`rubric.scoring.signals.row_cosine`. The model reads at most 256 word pieces of a text; the extra
     ``truncated`` says whether either text of a comparison was cut there. An empty answer, question
     or reference has no meaningful embedding and is a row error; a missing reference is
     ``NO_REFERENCE``.

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError, UnknownNameError
-from rubric.records import AnswerItem
-from rubric.scoring import Provenance, Score, ScoreSet
-from rubric.specificity import (
+from rubric.io.records import AnswerItem
+from rubric.scoring.scorer import Provenance, Score, ScoreSet
+from rubric.scoring.specificity import (
     GEVAL_VERSION,
     SUBJECTIVEQA_MODEL,
     SUBJECTIVEQA_VERSION,
@@ -19,7 +19,7 @@ from rubric.specificity import (
     latent_score,
     window_spans,
 )
-from rubric.specs import RubricSpec
+from rubric.scoring.specs import RubricSpec
 
 __all__ = ["SubjectiveQAScorer"]
 
@@ -31,11 +31,11 @@ class SubjectiveQAScorer:
 
     Each answer becomes ``"Question: {q} Answer: {a}"``; a text longer than ``max_length`` tokens
     is cut into windows of ``max_length`` tokens (special tokens included) that overlap by
-    ``stride`` tokens (``rubric.specificity.window_spans``; the windowing of transformers'
+    ``stride`` tokens (``rubric.scoring.specificity.window_spans``; the windowing of transformers'
     ``stride``, written out because some transformers releases drop the tail). All windows of
     all items go through the model in one pass, in chunks of ``batch_size`` sorted by length so
     little padding is wasted. Window softmaxes are averaged weighted by each window's token count
-    (``rubric.specificity.combine_windows``); the raw value is ``0.5 * p_neutral + p_high``.
+    (``rubric.scoring.specificity.combine_windows``); the raw value is ``0.5 * p_neutral + p_high``.
 
     Args:
         specs: exactly one spec, version ``specificity.subjectiveqa.v1``.
@@ -115,7 +115,7 @@ class SubjectiveQAScorer:
     def windows(self, texts: Sequence[str]) -> tuple[list[list[int]], list[int]]:
         """Token windows of all texts and, per window, the index of the text it came from.
 
-        Each text is tokenized whole, cut with ``rubric.specificity.window_spans`` into windows of
+        Each text is tokenized whole, cut with ``rubric.scoring.specificity.window_spans`` into windows of
         ``max_length`` tokens (special tokens included) sharing ``stride`` content tokens, and each
         window gets the tokenizer's special tokens. Not transformers' ``return_overflowing_tokens``:
         transformers 5.17 silently dropped the tail of long texts there (seen on a GPU machine).

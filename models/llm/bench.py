@@ -2,7 +2,7 @@
 
 (a) ``reference``: what the paper's reference code does - for every preference *pair*, each of its
     two answers is scored again, one rubric prompt per call, through transformers, no caching.
-(b) ``ours``: unique answers only (``rubric.records.explode``), all rubric prompts of a batch in one
+(b) ``ours``: unique answers only (``rubric.io.records.explode``), all rubric prompts of a batch in one
     vLLM call, prefix caching on; in the paper's layout and in the answer-first layout.
 
 Reported per run: answers/s (unique answers covered per second), prompts/s (prompts sent per
@@ -25,9 +25,9 @@ from pathlib import Path
 
 from models.llm.scorer import LLMRubricScorer
 from rubric.errors import InputError
-from rubric.geval import ChatPrompt
-from rubric.records import PairRecord, explode
-from rubric.specs import RubricSpec
+from rubric.scoring.geval import ChatPrompt
+from rubric.io.records import PairRecord, explode
+from rubric.scoring.specs import RubricSpec
 
 __all__ = ["RunResult", "load_pairs", "run_reference", "run_ours", "correlations", "format_table"]
 

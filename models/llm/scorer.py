@@ -1,6 +1,6 @@
 """The LLM rubric scorer: G-Eval rubrics for a batch of answers in one engine call.
 
-For every item it renders one prompt per rubric (``rubric.geval`` templates), applies the context
+For every item it renders one prompt per rubric (``rubric.scoring.geval`` templates), applies the context
 policy (shorten the middle of an answer that does not fit and flag the row ``truncated``), sends
 all prompts of the batch to the engine in one call, and parses each prompt's score-token
 probabilities into ``Score.ok(raw, confidence=mass, truncated=...)`` or ``Score.failed(reason, ...)``.
@@ -18,10 +18,10 @@ from models.llm.engine import Engine
 from models.manifests import get_profile, manifest_for
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError, RubricError
-from rubric.geval import DEFAULT_MIN_MASS, LAYOUTS, ChatPrompt, PromptTemplate, get_template, parse_score
-from rubric.records import AnswerItem
-from rubric.scoring import Provenance, Score
-from rubric.specs import RubricSpec
+from rubric.scoring.geval import DEFAULT_MIN_MASS, LAYOUTS, ChatPrompt, PromptTemplate, get_template, parse_score
+from rubric.io.records import AnswerItem
+from rubric.scoring.scorer import Provenance, Score
+from rubric.scoring.specs import RubricSpec
 
 __all__ = ["LLMRubricScorer", "TRUNCATION_MARKER", "build_engine", "keep_engines_busy"]
 
@@ -48,7 +48,7 @@ class LLMRubricScorer:
     """Scores the LLM rubrics (``backend="llm"`` specs) through one engine.
 
     Args:
-        specs: the rubric specs to compute; each needs a template in ``rubric.geval``.
+        specs: the rubric specs to compute; each needs a template in ``rubric.scoring.geval``.
         engine: a loaded engine (``models.llm.engine.Engine``).
         layout: ``"paper"`` (the paper's prompts) or ``"answer_first"`` (question+answer first, so the
             prompts of one answer share a cached prefix).

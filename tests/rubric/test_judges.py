@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rubric.errors import ConfigError, UnknownNameError
-from rubric.judges import (
+from rubric.judging.judges import (
     JUDGE_NAMES,
     JUDGES,
     OUTPUT_TAG,

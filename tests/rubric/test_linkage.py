@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.linkage import (
+from rubric.protocols.linkage import (
     GradedAnswer,
     expected_point_score,
     expected_rank,

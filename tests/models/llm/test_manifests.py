@@ -12,7 +12,7 @@ from models.llm.scorer import LLMRubricScorer, build_engine
 from models.manifests import MANIFESTS, PROFILES, ModelManifest, Profile, get_profile
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
-from rubric.specs import resolve_rubrics
+from rubric.scoring.specs import resolve_rubrics
 
 
 def test_profiles_snapshot():

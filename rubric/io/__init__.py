@@ -1,0 +1,1 @@
+"""(public face filled in the next commit)."""
