@@ -22,8 +22,8 @@ from pathlib import Path
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError
 from rubric.registry import Registry
-from rubric.scoring.scorer import Scorer
-from rubric.scoring.specs import RubricSpec
+from rubric.scoring import Scorer
+from rubric.scoring import RubricSpec
 
 __all__ = [
     "BACKENDS",

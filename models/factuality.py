@@ -15,28 +15,16 @@ from typing import Protocol, runtime_checkable
 from models.evidence import EvidenceSource
 from models.llm.engine import Engine
 from models.text import load_spacy
-from rubric.scoring.claims import (
-    EXTRACTION_STOP,
-    FACTUALITY_VERSION,
-    NO_CLAIMS_REASON,
-    CheckedClaim,
-    claims_table,
-    claims_to_json,
-    dedupe_claims,
-    extraction_prompts,
-    factuality_scores,
-    factuality_template_hash,
-    format_evidence,
-    parse_claims,
-    read_verdict,
-    verification_prompt,
-    verification_template,
+from rubric.scoring import (
+    EXTRACTION_STOP, FACTUALITY_VERSION, NO_CLAIMS_REASON, CheckedClaim, claims_table, claims_to_json,
+    dedupe_claims, extraction_prompts, factuality_scores, factuality_template_hash, format_evidence,
+    parse_claims, read_verdict, verification_prompt, verification_template,
 )
 from rubric.errors import BackendUnavailableError, BatchMismatchError, ConfigError, EngineError, UnknownNameError
-from rubric.scoring.geval import DEFAULT_MIN_MASS, ChatPrompt
-from rubric.io.records import AnswerItem
-from rubric.scoring.scorer import Provenance, Score, ScoreSet
-from rubric.scoring.specs import RubricSpec
+from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt
+from rubric.io import AnswerItem
+from rubric.scoring import Provenance, Score, ScoreSet
+from rubric.scoring import RubricSpec
 
 __all__ = ["TextGenerator", "SentenceSplitter", "SpacySentenceSplitter", "VLLMClaimGenerator", "claim_generator",
            "FactualityScorer", "claims_table"]

@@ -18,10 +18,10 @@ from importlib import metadata
 from typing import Any
 
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError, UnknownNameError
-from rubric.scoring.grammar import count_harper_lints, count_languagetool_matches, grammar_score
-from rubric.io.records import AnswerItem
-from rubric.scoring.scorer import Provenance, Score, ScoreSet
-from rubric.scoring.specs import RUBRICS, RubricSpec
+from rubric.scoring import count_harper_lints, count_languagetool_matches, grammar_score
+from rubric.io import AnswerItem
+from rubric.scoring import Provenance, Score, ScoreSet
+from rubric.scoring import RUBRICS, RubricSpec
 
 __all__ = ["HarperGrammarScorer", "LanguageToolGrammarScorer", "HARPER_VERSION", "LANGUAGETOOL_VERSION",
            "HARPER_LANGUAGE", "LANGUAGETOOL_URL_ENV"]

@@ -41,22 +41,13 @@ from typing import Any
 from models.llm.engine import Engine, TextSampler
 from models.llm.scorer import LLMRubricScorer
 from rubric.errors import BatchMismatchError, ConfigError, EngineError, RubricError
-from rubric.scoring.geval import DEFAULT_MIN_MASS, ChatPrompt
-from rubric.judging.judges import (
-    ORDERS,
-    OUTPUT_TAG,
-    VERDICT_PREFILL,
-    JudgeSpec,
-    ParsedVerdict,
-    VerdictProbs,
-    cot_verdict_prefill,
-    pair_outcome,
-    parse_verdict,
-    verdict_probs,
-    vote_probs,
+from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt
+from rubric.judging import (
+    ORDERS, OUTPUT_TAG, VERDICT_PREFILL, JudgeSpec, ParsedVerdict, VerdictProbs, cot_verdict_prefill,
+    pair_outcome, parse_verdict, verdict_probs, vote_probs,
 )
-from rubric.io.records import AnswerItem, PairRecord
-from rubric.scoring.scorer import Provenance, Score
+from rubric.io import AnswerItem, PairRecord
+from rubric.scoring import Provenance, Score
 
 __all__ = ["JudgeScorer", "MODES", "EXTRAS_KEYS", "DEFAULT_MAX_VOTE_TOKENS", "DEFAULT_MAX_TEXT_CHARS"]
 

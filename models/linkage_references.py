@@ -24,17 +24,11 @@ from pathlib import Path
 
 from models.llm.engine import Engine, TextSampler
 from rubric.errors import ConfigError, EngineError, RubricError
-from rubric.protocols.linkage_references import (
-    CREATE_REFERENCES_VERSION,
-    CREATE_REFERENCES_VERSIONS,
-    GeneratedReferences,
-    create_references_prompt,
-    generated_text,
-    generation_key,
-    golden_sha256,
-    parse_generated_references,
+from rubric.protocols import (
+    CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS, GeneratedReferences, create_references_prompt,
+    generated_text, generation_key, golden_sha256, parse_generated_references,
 )
-from rubric.protocols.templates import get_protocol_template
+from rubric.protocols import get_protocol_template
 
 __all__ = ["DEFAULT_REFERENCE_MAX_TOKENS", "ReferenceRequest", "ReferenceResult", "ReferenceCache",
            "ReferenceGenerator"]

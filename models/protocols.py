@@ -45,31 +45,20 @@ from typing import Any
 from models.judges import _TAG_SLACK, JudgeScorer, _Unit, engine_call
 from models.llm.engine import Engine, TextSampler
 from rubric.errors import BatchMismatchError, ConfigError
-from rubric.scoring.geval import DEFAULT_MIN_MASS, ChatPrompt
-from rubric.judging.judges import ORDERS, JudgeSpec, VerdictProbs, pair_outcome, vote_probs
-from rubric.protocols.linkage import (
-    MAX_RANK_POSITIONS,
-    RankScore,
-    expected_point_score,
-    expected_rank,
-    listwise_prompt,
-    pairwise_prompt,
-    parse_point_score,
-    parse_rank,
-    pointwise_prompt,
-    rank_score,
+from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt
+from rubric.judging import ORDERS, JudgeSpec, VerdictProbs, pair_outcome, vote_probs
+from rubric.protocols import (
+    MAX_RANK_POSITIONS, RankScore, expected_point_score, expected_rank, listwise_prompt, pairwise_prompt,
+    parse_point_score, parse_rank, pointwise_prompt, rank_score,
 )
-from rubric.protocols.linkage_data import LinkageCandidate, LinkageQuestion
-from rubric.protocols.judges import ProtocolJudgeSpec, is_protocol_judge
-from rubric.protocols.templates import (
-    ARENA_THINKING_PREFILL,
-    arena_verdict_prefill,
-    get_protocol_template,
-    pairwise_verdict_probs,
+from rubric.protocols import LinkageCandidate, LinkageQuestion
+from rubric.protocols import ProtocolJudgeSpec, is_protocol_judge
+from rubric.protocols import (
+    ARENA_THINKING_PREFILL, arena_verdict_prefill, get_protocol_template, pairwise_verdict_probs,
     parse_pairwise_verdict,
 )
-from rubric.io.records import PairRecord
-from rubric.scoring.scorer import Provenance, Score
+from rubric.io import PairRecord
+from rubric.scoring import Provenance, Score
 
 __all__ = [
     "ProtocolJudgeScorer",

@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
-from rubric.io.records import AnswerItem
-from rubric.scoring.scorer import Provenance, Score, ScoreSet
-from rubric.scoring.signals import LENGTH_WORD_CAP, length_raw, row_cosine, whitespace_words
-from rubric.scoring.specs import RUBRICS, RubricSpec
+from rubric.io import AnswerItem
+from rubric.scoring import Provenance, Score, ScoreSet
+from rubric.scoring import LENGTH_WORD_CAP, length_raw, row_cosine, whitespace_words
+from rubric.scoring import RUBRICS, RubricSpec
 
 __all__ = [
     "LENGTH_VERSION", "ROUGE_VERSION", "QA_SIMILARITY_VERSION", "REF_SIMILARITY_VERSION",

@@ -7,19 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError, UnknownNameError
-from rubric.io.records import AnswerItem
-from rubric.scoring.scorer import Provenance, Score, ScoreSet
-from rubric.scoring.specificity import (
-    GEVAL_VERSION,
-    SUBJECTIVEQA_MODEL,
-    SUBJECTIVEQA_VERSION,
-    combine_windows,
-    format_input,
-    label_order,
-    latent_score,
-    window_spans,
+from rubric.io import AnswerItem
+from rubric.scoring import Provenance, Score, ScoreSet
+from rubric.scoring import (
+    GEVAL_VERSION, SUBJECTIVEQA_MODEL, SUBJECTIVEQA_VERSION, combine_windows, format_input, label_order,
+    latent_score, window_spans,
 )
-from rubric.scoring.specs import RubricSpec
+from rubric.scoring import RubricSpec
 
 __all__ = ["SubjectiveQAScorer"]
 

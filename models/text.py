@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rubric.scoring.conciseness import density_from_counts, lexical_density_counts
+from rubric.scoring import density_from_counts, lexical_density_counts
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
-from rubric.io.records import AnswerItem
-from rubric.scoring.scorer import Provenance, Score, ScoreSet
-from rubric.scoring.specs import RUBRICS, RubricSpec
+from rubric.io import AnswerItem
+from rubric.scoring import Provenance, Score, ScoreSet
+from rubric.scoring import RUBRICS, RubricSpec
 
 if TYPE_CHECKING:
     from spacy.language import Language

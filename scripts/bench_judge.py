@@ -173,8 +173,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from models.llm.scorer import build_engine
     from rubric.config import ScoringConfig
-    from rubric.judging.judges import resolve_judges
-    from rubric.io.readers import read_graded
+    import rubric.protocols  # noqa: F401  (registers the protocols' pairwise judges)
+    from rubric.judging import resolve_judges
+    from rubric.io import read_graded
 
     pairs = read_graded(args.data).pairs[: args.pairs]
     specs = resolve_judges(args.judges)

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
                                   run_ours, run_reference, save_scores, transformers_kwargs, warm_up)
     from models.llm.scorer import build_engine
     from rubric.config import ScoringConfig
-    from rubric.scoring.specs import resolve_rubrics
+    from rubric.scoring import resolve_rubrics
 
     specs = resolve_rubrics(RUBRICS)
     pairs = load_pairs(args.data, args.questions)

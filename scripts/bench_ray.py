@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     import ray
 
     from rubric.config import ScoringConfig
-    from rubric.scoring.specs import resolve_rubrics
+    from rubric.scoring import resolve_rubrics
     from workers.job import run_job
     from workers.ray_pipeline import PoolConfig, init_local_ray, run_ray_job
 
@@ -119,10 +119,10 @@ def _prompt_tokens(args) -> int:
 
     from transformers import AutoTokenizer
 
-    from rubric.scoring.geval import get_template
-    from rubric.io.readers import read_input
-    from rubric.io.records import explode
-    from rubric.scoring.specs import resolve_rubrics
+    from rubric.scoring import get_template
+    from rubric.io import read_input
+    from rubric.io import explode
+    from rubric.scoring import resolve_rubrics
 
     if args.tokenizer is None:
         from models.llm.smollm2 import smollm2_folder

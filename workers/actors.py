@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
-from rubric.io.records import AnswerItem
-from rubric.scoring.specs import RUBRICS
+from rubric.io import AnswerItem
+from rubric.scoring import RUBRICS
 from workers.store import encode_provenance, encode_score
 
 if TYPE_CHECKING:

@@ -79,7 +79,7 @@ def scoring_config(args):
 
 
 def reader_options(args) -> dict:
-    from rubric.io.readers import parse_mapping
+    from rubric.io import parse_mapping
 
     opts: dict = {"max_answer_chars": args.max_answer_chars, "max_question_chars": args.max_question_chars}
     if args.format == "graded":
@@ -107,7 +107,7 @@ def reader_options(args) -> dict:
 
 
 def _score(args) -> int:
-    from rubric.scoring.specs import resolve_rubrics
+    from rubric.scoring import resolve_rubrics
 
     specs = resolve_rubrics(args.rubrics)
     if getattr(args, "ray", False):
@@ -139,7 +139,7 @@ def _C_value(text: str) -> float | str:
 
 
 def _fit(args) -> int:
-    from rubric.preference.evaluate import fit_model, read_pairs
+    from rubric.preference import fit_model, read_pairs
 
     pairs = read_pairs(args.outdir)
     features = args.features.split(",") if args.features else None
@@ -164,8 +164,8 @@ def _fit(args) -> int:
 
 
 def _evaluate(args) -> int:
-    from rubric.preference.evaluate import evaluate_model, read_pairs, write_report
-    from rubric.preference.model import PreferenceModel
+    from rubric.preference import evaluate_model, read_pairs, write_report
+    from rubric.preference import PreferenceModel
 
     model = PreferenceModel.from_json(args.model)
     pairs = read_pairs(args.outdir)
@@ -180,7 +180,7 @@ def _evaluate(args) -> int:
     text = write_report(ev, model, report)
     if any(c.startswith("aspect_") for c in pairs.column_names):
         # per-aspect human judgements (lfqa_eval): each rubric against its own aspect and the overall one
-        from rubric.preference.aspects import agreement_markdown, aspect_agreement_from_table
+        from rubric.preference import agreement_markdown, aspect_agreement_from_table
 
         rows = aspect_agreement_from_table(pairs, split=args.split, n_boot=args.n_boot,
                                            seed=int(getattr(args, "seed", 0)))
@@ -192,9 +192,9 @@ def _evaluate(args) -> int:
 
 
 def _predict(args) -> int:
-    from rubric.preference.evaluate import read_pairs
-    from rubric.preference.predict import predict_pairs, write_predictions
-    from rubric.preference.model import PreferenceModel
+    from rubric.preference import read_pairs
+    from rubric.preference import predict_pairs, write_predictions
+    from rubric.preference import PreferenceModel
 
     model = PreferenceModel.from_json(args.model)
     pairs = read_pairs(args.outdir)
@@ -213,7 +213,7 @@ def _export(args) -> int:
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
-    from rubric.preference.evaluate import read_output_table
+    from rubric.preference import read_output_table
 
     table = read_output_table(args.outdir, args.table)
     src = f"{args.outdir} ({args.table})"
@@ -256,7 +256,7 @@ def _encoder(args) -> int:
 
 
 def _perturb(args) -> int:
-    from rubric.judging.perturb import word_budget
+    from rubric.judging import word_budget
     from workers.perturb_job import load_victim, run_perturb_job
 
     word_budget(1, args.budget)  # a bad --budget fails before the victim loads
@@ -305,8 +305,8 @@ def _lfq(args) -> int:
     from models.backends import check_backends
     from models.llm.lfq import classify_questions
     from models.llm.scorer import build_engine
-    from rubric.scoring.geval import LFQ_FILTER_VERSION
-    from rubric.io.readers import read_input
+    from rubric.scoring import LFQ_FILTER_VERSION
+    from rubric.io import read_input
 
     config = scoring_config(args)
     check_backends([], config, backends=["llm"])  # a missing engine package stops here, before reading
@@ -334,8 +334,8 @@ def _lfq(args) -> int:
 
 
 def _transfer(args) -> int:
-    from rubric.preference.evaluate import read_pairs
-    from rubric.preference.transfer import transfer, transfer_markdown
+    from rubric.preference import read_pairs
+    from rubric.preference import transfer, transfer_markdown
 
     # One name per output folder: the same folder given on both sides (however spelled) is one set,
     # and its cell is in-distribution.
@@ -522,7 +522,7 @@ def _analyze(args) -> int:
 
 
 def _rubrics(args) -> int:
-    from rubric.scoring.specs import DEFAULT_VERSIONS, EXTRA_SIGNALS, RUBRICS
+    from rubric.scoring import DEFAULT_VERSIONS, EXTRA_SIGNALS, RUBRICS
 
     # Extra signals are opt-in (never in a default list): their bare name is shown, and the last
     # column says they are not one of the paper's rubrics.

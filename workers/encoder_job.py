@@ -84,8 +84,8 @@ def run_encoder_job(outdir: str | Path, *, out: str | Path | None = None, head_d
     import pyarrow.parquet as pq
 
     from models.encoder import PreferenceHead, SentenceEncoder, load_encoder_baseline, system_name
-    from rubric.preference.evaluate import pairs_fingerprint, read_output_table, read_pairs
-    from rubric.preference.metrics import evaluate_predictions
+    from rubric.preference import pairs_fingerprint, read_output_table, read_pairs
+    from rubric.preference import evaluate_predictions
 
     if isinstance(C, str) and C != "cv":
         raise ConfigError(f"'C' must be a number > 0 or 'cv', got {C!r}")
@@ -129,7 +129,7 @@ def run_encoder_job(outdir: str | Path, *, out: str | Path | None = None, head_d
         head = PreferenceHead(C=1.0 if C == "cv" else float(C))
         selection = None
         if C == "cv":
-            from rubric.preference.selection import cross_validate_C
+            from rubric.preference import cross_validate_C
 
             selection = cross_validate_C(head, X[train_ab], labels[train_ab], qids[train_ab]).to_dict()
             head.set_params(C=selection["best_C"])

@@ -27,13 +27,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rubric.tables.assemble import Assembled, JobInput, StreamAssembled, assemble_stream
+from rubric.tables import Assembled, JobInput, StreamAssembled, assemble_stream
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.io.readers import Block, ReadResult
-from rubric.io.records import explode
-from rubric.scoring.scorer import Provenance, Score, Scorer
-from rubric.scoring.specs import RubricSpec
+from rubric.io import Block, ReadResult
+from rubric.io import explode
+from rubric.scoring import Provenance, Score, Scorer
+from rubric.scoring import RubricSpec
 from workers.shards import list_shards, read_unit, shard_blocks, shard_name, shard_sha256, unit_name
 from workers.store import ShardStore, atomic_write_bytes, decode_score, encode_score, score_key
 
@@ -396,7 +396,7 @@ class _TableWriter:
 def _manifest(assembled: Assembled | StreamAssembled, shards: Sequence[str], *, specs, provenance, fmt, options,
               config, seed, runner, status, why, step: StepResult, timings, names: Mapping[str, str],
               blocks: Mapping[str, int]) -> dict:
-    from rubric.tables.provenance import rubric_provenance
+    from rubric.tables import rubric_provenance
 
     counts = dict(assembled.counts)
     per_input = counts.pop("per_input")

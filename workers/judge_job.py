@@ -25,11 +25,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rubric.tables.assemble import JobInput, combine_inputs, job_splits
+from rubric.tables import JobInput, combine_inputs, job_splits
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.tables.features import word_count
-from rubric.scoring.scorer import Provenance, Score
+from rubric.tables import word_count
+from rubric.scoring import Provenance, Score
 from workers.shards import list_shards, read_shard, shard_name, shard_sha256
 from workers.store import ShardStore, atomic_write_bytes, score_key
 
@@ -62,7 +62,8 @@ class JudgeSettings:
             raise ConfigError(f"'temperature' must be >= 0, got {temperature}")
         if max_reasoning_tokens < 1:
             raise ConfigError(f"'max_reasoning_tokens' must be >= 1, got {max_reasoning_tokens}")
-        from rubric.judging.judges import resolve_judges
+        import rubric.protocols  # noqa: F401  (registers the protocols' pairwise judges)
+        from rubric.judging import resolve_judges
 
         names = judges.split(",") if isinstance(judges, str) else list(judges)
         self.specs = resolve_judges(",".join(n.strip() for n in names if n.strip()), tie=tie)
@@ -86,7 +87,7 @@ class JudgeSettings:
 def _scorer(settings: JudgeSettings, config: ScoringConfig):
     from models.judges import JudgeScorer
     from models.llm.scorer import build_engine
-    from rubric.protocols.judges import is_protocol_judge
+    from rubric.protocols import is_protocol_judge
 
     if any(is_protocol_judge(s) for s in settings.specs):  # a neighbouring protocol's judge reads its own tokens
         from models.protocols import protocol_scorer_factory
@@ -196,7 +197,7 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
     Returns:
         The manifest (also ``OUT/manifest.json``).
     """
-    from rubric.judging.judgments import judgments_table
+    from rubric.judging import judgments_table
 
     t_start = time.perf_counter()
     out = Path(out)

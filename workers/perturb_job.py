@@ -58,7 +58,7 @@ def rubric_scorer(specs: Sequence, config) -> tuple:
         BackendUnavailableError: a backend is missing.
     """
     from models.backends import build_scorers, check_backends
-    from rubric.scoring.scorer import check_batch
+    from rubric.scoring import check_batch
 
     check_backends(specs, config)
     scorers = build_scorers(specs, config)
@@ -101,8 +101,8 @@ def load_victim(path: str | Path, *, device: str | None = None, batch_size: int 
         raise ConfigError(f"victim {str(path)!r} is neither an encoder head folder ({HEAD_JSON}) nor a preference "
                           "model (model.json, or a folder holding one)")
     from rubric.config import ScoringConfig
-    from rubric.judging.perturb import RubricVictim, rubric_victim_specs
-    from rubric.preference.model import PreferenceModel
+    from rubric.judging import RubricVictim, rubric_victim_specs
+    from rubric.preference import PreferenceModel
 
     model = PreferenceModel.from_json(model_json)
     specs, fitted = rubric_victim_specs(model)
@@ -146,9 +146,9 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
     """
     from tqdm import tqdm
 
-    from rubric.tables.assemble import job_splits
-    from rubric.judging.perturb import ATTACKS, attack_pair, decide, p_label, rewrite_input, word_budget, words
-    from rubric.io.readers import read_input
+    from rubric.tables import job_splits
+    from rubric.judging import ATTACKS, attack_pair, decide, p_label, rewrite_input, word_budget, words
+    from rubric.io import read_input
 
     if attack not in ATTACKS:
         raise ConfigError(f"unknown attack {attack!r}; known: {', '.join(ATTACKS)}")

@@ -39,7 +39,7 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.scoring.scorer import Provenance, Score
+from rubric.scoring import Provenance, Score
 from workers.shards import list_shards, shard_name, shard_sha256
 from workers.store import ShardStore, atomic_write_bytes, score_key
 
@@ -82,9 +82,9 @@ class LinkageSettings:
     def __init__(self, systems: Sequence[str] | str | None = None, *, mode: str = "logprob",
                  max_pairwise_candidates: int = 12, references: str = "data",
                  reference_max_tokens: int = 512, reference_template: str | None = None) -> None:
-        from rubric.protocols.linkage_references import CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS
+        from rubric.protocols import CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS
 
-        from rubric.protocols.templates import get_protocol_template
+        from rubric.protocols import get_protocol_template
 
         all_systems = ("listwise", "point_no_ref", "point_with_ref", "pairwise")
         if systems is None:
@@ -149,8 +149,8 @@ def _generate_references(read, generator, cache) -> tuple[Any, dict]:
     from dataclasses import replace
 
     from models.linkage_references import ReferenceRequest
-    from rubric.protocols.linkage_data import LinkageRead
-    from rubric.io.records import Reject
+    from rubric.protocols import LinkageRead
+    from rubric.io import Reject
 
     results = generator.references([ReferenceRequest(q.question_id, q.question, q.golden) for q in read.questions],
                                    cache)
@@ -213,7 +213,7 @@ def _reference_signals(questions: Sequence[Any]) -> dict[str, dict[str, Score]]:
     from rouge_score import rouge_scorer
     from sentence_transformers import SentenceTransformer
 
-    from rubric.tables.features import word_count
+    from rubric.tables import word_count
 
     rs = rouge_scorer.RougeScorer(["rouge1", "rougeL"], use_stemmer=True)
     pairs = [(q, c) for q in questions for c in q.candidates]
@@ -243,8 +243,8 @@ def _signal_provenance() -> dict[str, Provenance]:
 
 def _rubric_scores(score_out: str | Path, answer_ids: set[str]) -> tuple[dict[str, dict[str, Score]], list[str]]:
     """answer_id -> rubric -> Score (the 1-5 value) from a score output's answers.parquet."""
-    from rubric.preference.evaluate import read_output_table
-    from rubric.tables.features import table_rubrics
+    from rubric.preference import read_output_table
+    from rubric.tables import table_rubrics
 
     table = read_output_table(score_out, "answers")
     rubrics = table_rubrics(table)
@@ -418,8 +418,8 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
         InputError: an input cannot be read, or no question is usable.
         EngineError: the engine failed (finished chunks stay in the store).
     """
-    from rubric.protocols.linkage_data import read_linkage
-    from rubric.protocols.report import linkage_results, linkage_table
+    from rubric.protocols import read_linkage
+    from rubric.protocols import linkage_results, linkage_table
 
     t0 = time.perf_counter()
     out = Path(out)
@@ -625,10 +625,10 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
         ConfigError: a system name is empty, repeated or contains ':'; ``reasoning_tokens`` < 0.
         InputError: a file cannot be read, or no pair is left.
     """
-    from rubric.protocols.arena_data import ArenaQuestions, join_arena, read_arena_annotations, read_arena_answers
-    from rubric.protocols.report import arena_tables
-    from rubric.protocols.judges import PAIRWISE_PROTOCOLS
-    from rubric.protocols.templates import ARENA_REASONING_VERSION
+    from rubric.protocols import ArenaQuestions, join_arena, read_arena_annotations, read_arena_answers
+    from rubric.protocols import arena_tables
+    from rubric.protocols import PAIRWISE_PROTOCOLS
+    from rubric.protocols import ARENA_REASONING_VERSION
     from workers.judge_job import run_judge_job
 
     out = Path(out)
@@ -674,7 +674,7 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
                              seed=seed, progress=progress, scorer=scorer, step=step, runner=runner)
     dec = _decisions(out, version)
     pairs = [p for p in joined.pairs if p.pair_id in dec]
-    from rubric.io.records import question_id
+    from rubric.io import question_id
 
     tables = arena_tables([p.system for p in pairs], [dec[p.pair_id] for p in pairs],
                           [question_id(p.question) for p in pairs], [p.human for p in pairs], n_boot=n_boot, seed=seed)
@@ -707,8 +707,8 @@ def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str
         rubric_model: its model JSON (default ``RUBRIC_SCORES/model.json``).
         Others: as :func:`run_arena_job`.
     """
-    from rubric.protocols.report import lfqa_e_tables
-    from rubric.protocols.judges import PAIRWISE_PROTOCOLS
+    from rubric.protocols import lfqa_e_tables
+    from rubric.protocols import PAIRWISE_PROTOCOLS
     from workers.judge_job import run_judge_job
     from workers.shards import read_shard
 
@@ -723,9 +723,9 @@ def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str
     decisions: dict[str, list[str | None]] = {version: [dec[p.pair_id] for p in pairs]}
     notes = {version: f"{manifest['settings']['mode']} mode, both orders, order-debiased"}
     if rubric_scores is not None:
-        from rubric.preference.evaluate import read_pairs
-        from rubric.preference.predict import predict_pairs
-        from rubric.preference.model import PreferenceModel
+        from rubric.preference import read_pairs
+        from rubric.preference import predict_pairs
+        from rubric.preference import PreferenceModel
 
         model_path = Path(rubric_model) if rubric_model else Path(rubric_scores) / "model.json"
         model = PreferenceModel.from_json(model_path)

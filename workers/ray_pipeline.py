@@ -31,12 +31,12 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError, RubricError
-from rubric.io.records import AnswerItem, explode
-from rubric.scoring.specs import RubricSpec
+from rubric.io import AnswerItem, explode
+from rubric.scoring import RubricSpec
 from workers.actors import ScorerActor, provenance_column, score_column
 from workers.collect import ShardCollector
 from workers.job import PendingShard, StepResult, run_job
-from rubric.io.readers import Block
+from rubric.io import Block
 from workers.shards import read_unit
 
 __all__ = ["PoolConfig", "DEFAULT_POOLS", "pool_of_backend", "init_local_ray", "ray_step", "run_ray_job",

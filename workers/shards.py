@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import InputError
-from rubric.io.readers import Block, ReadResult, hf_files, hf_name, plan_blocks, read_block, read_input
+from rubric.io import Block, ReadResult, hf_files, hf_name, plan_blocks, read_block, read_input
 
 __all__ = ["SHARD_EXTENSIONS", "list_shards", "shard_name", "read_shard", "shard_sha256", "is_uri", "shard_blocks",
            "read_unit", "unit_name"]

@@ -32,8 +32,8 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
-from rubric.scoring.scorer import Provenance, Score
-from rubric.scoring.specs import RubricSpec
+from rubric.scoring import Provenance, Score
+from rubric.scoring import RubricSpec
 
 __all__ = ["NOT_SCORE_FIELDS", "score_key", "key_differences", "ShardStore", "encode_score", "decode_score",
            "encode_provenance", "decode_provenance", "atomic_write_bytes"]

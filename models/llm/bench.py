@@ -25,9 +25,9 @@ from pathlib import Path
 
 from models.llm.scorer import LLMRubricScorer
 from rubric.errors import InputError
-from rubric.scoring.geval import ChatPrompt
-from rubric.io.records import PairRecord, explode
-from rubric.scoring.specs import RubricSpec
+from rubric.scoring import ChatPrompt
+from rubric.io import PairRecord, explode
+from rubric.scoring import RubricSpec
 
 __all__ = ["RunResult", "load_pairs", "run_reference", "run_ours", "correlations", "format_table"]
 

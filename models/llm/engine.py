@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from rubric.errors import ConfigError
-from rubric.scoring.geval import ChatPrompt
+from rubric.scoring import ChatPrompt
 
 __all__ = ["Engine", "TextSampler", "candidate_token_ids", "check_chat_template", "check_sampling",
            "render_prompt_ids"]

@@ -18,10 +18,10 @@ from models.llm.engine import Engine
 from models.manifests import get_profile, manifest_for
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError, RubricError
-from rubric.scoring.geval import DEFAULT_MIN_MASS, LAYOUTS, ChatPrompt, PromptTemplate, get_template, parse_score
-from rubric.io.records import AnswerItem
-from rubric.scoring.scorer import Provenance, Score
-from rubric.scoring.specs import RubricSpec
+from rubric.scoring import DEFAULT_MIN_MASS, LAYOUTS, ChatPrompt, PromptTemplate, get_template, parse_score
+from rubric.io import AnswerItem
+from rubric.scoring import Provenance, Score
+from rubric.scoring import RubricSpec
 
 __all__ = ["LLMRubricScorer", "TRUNCATION_MARKER", "build_engine", "keep_engines_busy"]
 

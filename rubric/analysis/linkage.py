@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rubric.errors import InputError
-from rubric.protocols.linkage import LinkageCorrelations
-from rubric.protocols.report import linkage_results
+from rubric.protocols import LinkageCorrelations
+from rubric.protocols import linkage_results
 
 __all__ = ["LINKAGE_FILE", "LINKAGE_COLUMNS", "LinkageScope", "LinkageRun", "read_linkage_rows", "linkage_run"]
 

@@ -16,8 +16,8 @@ from rubric.analysis.position import Position
 from rubric.analysis.run import Analysis
 from rubric.analysis.stats import MetricDelta
 from rubric.analysis.verbosity import Verbosity
-from rubric.preference.metrics import METRICS, ClusteredMean
-from rubric.preference.report import MIN_QUESTIONS_FOR_CI
+from rubric.preference import METRICS, ClusteredMean
+from rubric.preference import MIN_QUESTIONS_FOR_CI
 
 __all__ = ["analysis_markdown", "plot_position", "plot_verbosity", "plot_perturbations", "write_analysis"]
 
@@ -87,7 +87,7 @@ def _comparison(a: Analysis, command: str) -> list[str]:
 
 def _linkage(a: Analysis, command: str) -> list[str]:
     """LINKAGE's per-question correlations (per answer, so a table of its own beside Table 4)."""
-    from rubric.protocols.report import linkage_table
+    from rubric.protocols import linkage_table
 
     out = []
     for run in a.linkage:

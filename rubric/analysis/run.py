@@ -36,7 +36,7 @@ from rubric.analysis.systems import KINDS, PairSet, System, baseline_systems, ju
 from rubric.analysis.transitivity import Transitivity, transitivity
 from rubric.analysis.verbosity import Verbosity, verbosity_bias
 from rubric.errors import ConfigError, InputError
-from rubric.judging.judgments import JUDGMENTS_FILE, check_both_orders, read_judgments
+from rubric.judging import JUDGMENTS_FILE, check_both_orders, read_judgments
 
 __all__ = ["ENCODER_PREDICTIONS_FILE", "LoadedInputs", "Analysis", "load_inputs", "parse_perturbed", "analyze"]
 
@@ -133,8 +133,8 @@ def load_inputs(paths: Sequence[str | Path], *, model: str | Path | None = None,
         ConfigError: the inputs describe a pair differently, several score outputs bring a model, or
             no input describes the pairs (predictions files alone do not).
     """
-    from rubric.preference.evaluate import read_pairs
-    from rubric.preference.model import PreferenceModel
+    from rubric.preference import read_pairs
+    from rubric.preference import PreferenceModel
 
     pairs: PairSet | None = None
     systems: list[System] = []

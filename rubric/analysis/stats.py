@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rubric.errors import ConfigError
-from rubric.preference.metrics import METRICS, MetricRow, question_bootstrap_weights
+from rubric.preference import METRICS, MetricRow, question_bootstrap_weights
 
 __all__ = ["CLASSES", "MetricDelta", "ab_metrics", "metric_row", "paired_metric_deltas"]
 

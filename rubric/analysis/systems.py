@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 
 from rubric.errors import ConfigError
-from rubric.judging.judgments import DECISIONS, PAIR_COLUMNS
-from rubric.preference.metrics import always_a, longer_answer_wins
+from rubric.judging import DECISIONS, PAIR_COLUMNS
+from rubric.preference import always_a, longer_answer_wins
 
 __all__ = ["PairSet", "System", "KINDS", "ORDER_NAMES", "judge_systems", "model_systems", "predictions_systems",
            "baseline_systems", "people_system", "LONGER_WINS", "ALWAYS_A", "PEOPLE"]
@@ -273,8 +273,8 @@ def model_systems(model, pairs: pa.Table, *, in_sample: bool, source: str = "",
     Raises:
         ProvenanceError: the model's features were made differently from the table's (not allowed).
     """
-    from rubric.preference.evaluate import MODEL_ROW, STYLE_CONTROLLED_ROW, model_inputs
-    from rubric.preference.predict import predict_pairs
+    from rubric.preference import MODEL_ROW, STYLE_CONTROLLED_ROW, model_inputs
+    from rubric.preference import predict_pairs
 
     pred = predict_pairs(model, pairs, allow_provenance_mismatch=allow_provenance_mismatch)
     pids = pred.column("pair_id").to_pylist()

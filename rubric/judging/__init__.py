@@ -1,1 +1,36 @@
-"""(public face filled in the next commit)."""
+"""Pairwise LLM judges and what is done with them.
+
+``judges`` (judge specs and their registry, verdict parsing, position debiasing; templates
+``rubric/prompts/judge.*.j2``), ``judgments`` (the judgments.parquet schema), ``perturb``
+(character and synonym attacks on answers). The Table 4-8 analyses are ``rubric.analysis``.
+
+This is the package's public face: other packages import from here, not from its modules.
+"""
+
+from rubric.judging.judges import (
+    JudgeSpec, JUDGES, JUDGE_NAMES, VERDICT_PREFILL, OUTPUT_TAG, ORDERS, Order, Verdict, ParsedVerdict,
+    VerdictProbs, PairOutcome, get_judge, resolve_judges, OTHER_JUDGES, register_judge_factory,
+    cot_verdict_prefill, parse_verdict, verdict_probs, vote_probs, to_original, p_a, debias,
+    debiased_decision, pair_outcome,
+)
+from rubric.judging.judgments import (
+    JUDGMENTS_FILE, JUDGMENT_COLUMNS, NULLABLE_COLUMNS, PAIR_COLUMNS, DECISIONS, MODES, judgments_table,
+    validate_judgments, read_judgments, write_judgments, check_both_orders,
+)
+from rubric.judging.perturb import (
+    ATTACKS, STOPWORDS, Word, words, word_budget, match_case, char_edits, same_stem, SynonymSource,
+    synonym_candidates, replace_words, remove_word, Victim, decide, p_label, word_importance, WordChange,
+    AttackResult, attack_pair, RubricVictim, rubric_victim_specs, rewrite_input, answer_fields,
+)
+
+__all__ = [
+    "JudgeSpec", "JUDGES", "JUDGE_NAMES", "VERDICT_PREFILL", "OUTPUT_TAG", "ORDERS", "Order", "Verdict",
+    "ParsedVerdict", "VerdictProbs", "PairOutcome", "get_judge", "resolve_judges", "OTHER_JUDGES",
+    "register_judge_factory", "cot_verdict_prefill", "parse_verdict", "verdict_probs", "vote_probs",
+    "to_original", "p_a", "debias", "debiased_decision", "pair_outcome", "JUDGMENTS_FILE", "JUDGMENT_COLUMNS",
+    "NULLABLE_COLUMNS", "PAIR_COLUMNS", "DECISIONS", "MODES", "judgments_table", "validate_judgments",
+    "read_judgments", "write_judgments", "check_both_orders", "ATTACKS", "STOPWORDS", "Word", "words",
+    "word_budget", "match_case", "char_edits", "same_stem", "SynonymSource", "synonym_candidates",
+    "replace_words", "remove_word", "Victim", "decide", "p_label", "word_importance", "WordChange",
+    "AttackResult", "attack_pair", "RubricVictim", "rubric_victim_specs", "rewrite_input", "answer_fields",
+]

@@ -59,13 +59,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
 
 from rubric.errors import ConfigError, UnknownNameError
-from rubric.scoring.geval import DEFAULT_MIN_MASS, ChatPrompt, PromptTemplate, PROMPTS_DIR, fold_token_probs
+from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt, PromptTemplate, PROMPTS_DIR, fold_token_probs
 from rubric.registry import Registry
 
 __all__ = [
@@ -82,6 +82,8 @@ __all__ = [
     "PairOutcome",
     "get_judge",
     "resolve_judges",
+    "OTHER_JUDGES",
+    "register_judge_factory",
     "cot_verdict_prefill",
     "parse_verdict",
     "verdict_probs",
@@ -157,6 +159,23 @@ class JudgeSpec:
 
 #: Every judge version, under its versioned name.
 JUDGES: Registry[JudgeSpec] = Registry("judge")
+#: Pairwise judges other rooms declare, version -> a factory of their spec: the neighbouring protocols'
+#: templates (``arena.pairwise.v1`` ...) register here when ``rubric.protocols`` is imported
+#: (:func:`register_judge_factory`), so this module needs nothing from them. Their spec has a
+#: JudgeSpec's fields and reads its verdicts with the protocol's own tokens.
+OTHER_JUDGES: Registry[Callable[[], object]] = Registry("judge")
+
+
+def register_judge_factory(version: str, factory: Callable[[], object]) -> None:
+    """Make ``version`` resolvable by :func:`resolve_judges`; ``factory()`` builds its spec.
+
+    Raises:
+        ConfigError: ``version`` is already a judge.
+    """
+    if version in JUDGES:
+        raise ConfigError(f"judge {version!r} is already registered")
+    OTHER_JUDGES.register(version, factory)
+
 
 _BASE: dict[str, tuple[str, bool]] = {
     "plain": ("LLMPairwiseJudgement.txt", False),
@@ -206,7 +225,8 @@ def resolve_judges(names: str | Sequence[str], tie: bool = False) -> list[JudgeS
     A short name takes the version with or without a tie option as ``tie`` says; a versioned name
     (``judge.cot_tie.v1``) is taken as it is, and so is a neighbouring protocol's pairwise template
     (``arena.pairwise.v1``, ``lfqa_e.reference_tie.v1``, ``linkage.pairwise.v1``: a
-    :class:`rubric.protocols.judges.ProtocolJudgeSpec`).
+    :class:`rubric.protocols.judges.ProtocolJudgeSpec`, registered by ``rubric.protocols`` in
+    :data:`OTHER_JUDGES`; import ``rubric.protocols`` before resolving one).
 
     Args:
         names: short names or versions, as a list or one comma-separated string.
@@ -229,8 +249,8 @@ def resolve_judges(names: str | Sequence[str], tie: bool = False) -> list[JudgeS
             spec = JUDGES.get(_version(n, tie))
         elif n in JUDGES:
             spec = JUDGES.get(n)
-        elif n in _protocol_versions():
-            spec = _protocol_judge(n)
+        elif n in OTHER_JUDGES:
+            spec = OTHER_JUDGES.get(n)()
         else:
             raise UnknownNameError(f"unknown judge {n!r}; known: {', '.join(JUDGE_NAMES)}; "
                                    f"versions: {', '.join(JUDGES.names())}")
@@ -238,24 +258,6 @@ def resolve_judges(names: str | Sequence[str], tie: bool = False) -> list[JudgeS
             raise ConfigError(f"judge {spec.version!r} is named twice")
         specs.append(spec)
     return specs
-
-
-def _protocol_versions() -> tuple[str, ...]:
-    # rubric.protocols.templates imports this module: resolve the protocols' judges lazily
-    from rubric.protocols.judges import protocol_judge_versions
-
-    return protocol_judge_versions()
-
-
-def _protocol_judge(version: str):
-    """A neighbouring protocol's pairwise judge (``arena.pairwise.v1`` ...) as a judge spec.
-
-    Its verdict tokens are the protocol's own, so ``models.protocols.ProtocolJudgeScorer`` reads it
-    (the judge job picks that scorer when a spec is a protocol's).
-    """
-    from rubric.protocols.judges import protocol_judge
-
-    return protocol_judge(version)
 
 
 def cot_verdict_prefill(reasoning: str) -> str:

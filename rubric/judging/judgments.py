@@ -30,9 +30,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rubric.judging.judges import ORDERS
 from rubric.errors import ConfigError, InputError
 
-__all__ = ["JUDGMENTS_FILE", "JUDGMENT_COLUMNS", "NULLABLE_COLUMNS", "PAIR_COLUMNS", "DECISIONS", "ORDERS", "MODES",
+__all__ = ["JUDGMENTS_FILE", "JUDGMENT_COLUMNS", "NULLABLE_COLUMNS", "PAIR_COLUMNS", "DECISIONS", "MODES",
            "judgments_table", "validate_judgments", "read_judgments", "write_judgments", "check_both_orders"]
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,6 @@ PAIR_COLUMNS: tuple[str, ...] = ("question_id", "answer_id_a", "answer_id_b", "l
                                  "n_words_b")
 
 DECISIONS: tuple[str, ...] = ("a", "b", "tie")
-ORDERS: tuple[str, ...] = ("ab", "ba")
 MODES: tuple[str, ...] = ("logprob", "vote")
 _SPLITS: tuple[str, ...] = ("train", "dev", "test")
 

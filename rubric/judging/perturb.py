@@ -53,13 +53,13 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 
 from rubric.errors import ConfigError, InputError, ProvenanceError
-from rubric.io.records import AnswerItem, PairRecord, content_id
-from rubric.scoring.rescale import FittedMinMax
-from rubric.scoring.scorer import Provenance, ScoreSet
-from rubric.scoring.specs import RUBRICS, RubricSpec
+from rubric.io import AnswerItem, PairRecord, content_id
+from rubric.scoring import FittedMinMax
+from rubric.scoring import Provenance, ScoreSet
+from rubric.scoring import RUBRICS, RubricSpec
 
 if TYPE_CHECKING:
-    from rubric.preference.model import PreferenceModel
+    from rubric.preference import PreferenceModel
 
 __all__ = [
     "ATTACKS", "STOPWORDS", "Word", "words", "word_budget", "match_case", "char_edits", "same_stem",
@@ -561,7 +561,7 @@ class RubricVictim:
                  score_batch: Callable[[Sequence[AnswerItem]], Sequence[ScoreSet]],
                  provenance: Mapping[str, Provenance], *, fitted: FittedMinMax | None = None, batch_size: int = 32,
                  name: str = "preference model (LR on rubric differences)") -> None:
-        from rubric.tables.provenance import provenance_differences, rubric_provenance
+        from rubric.tables import provenance_differences, rubric_provenance
 
         if [str(c) for c in model.classes_] != ["a", "b"]:
             raise ConfigError("the victim must be a binary a/b preference model")
@@ -597,8 +597,8 @@ class RubricVictim:
 
     def p_a(self, triples: Sequence[tuple[str, str, str]]) -> np.ndarray:
         """P(a preferred) for each (question, answer_a, answer_b); NaN where a rubric value is missing."""
-        from rubric.preference.evaluate import model_inputs
-        from rubric.tables.features import answers_table, pairs_table
+        from rubric.preference import model_inputs
+        from rubric.tables import answers_table, pairs_table
 
         if not triples:
             return np.zeros(0)

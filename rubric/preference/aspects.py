@@ -37,18 +37,17 @@ import pyarrow as pa
 
 from rubric.errors import ConfigError
 from rubric.preference.metrics import evaluate_predictions
-from rubric.io.records import LABELS, PairRecord
+from rubric.io import LABELS, PairRecord
+from rubric.tables import ASPECT_COLUMN_PREFIX, table_rubrics
 from rubric.preference.report import MIN_QUESTIONS_FOR_CI
 
-__all__ = ["OVERALL", "ASPECT_COLUMN_PREFIX", "AspectAgreement", "agreement", "aspect_agreement",
+__all__ = ["OVERALL", "AspectAgreement", "agreement", "aspect_agreement",
            "judgements_of", "aspect_agreement_from_table", "agreement_markdown"]
 
 log = logging.getLogger(__name__)
 
 #: The name of the overall judgement (a pair's ``label``) among the judgements.
 OVERALL = "overall"
-#: Pairs-table columns holding one aspect's judgement each: ``aspect_coherence``, ``aspect_factuality``.
-ASPECT_COLUMN_PREFIX = "aspect_"
 
 
 @dataclass(frozen=True)
@@ -203,8 +202,6 @@ def aspect_agreement_from_table(pairs: pa.Table, *, split: str = "all", n_boot: 
     Raises:
         ConfigError: the table lacks a needed column, or the split has no pairs.
     """
-    from rubric.tables.features import table_rubrics
-
     rubrics = table_rubrics(pairs)
     needed = ["label", "split", "question_id"] + [f"d_{r}" for r in rubrics]
     absent = [c for c in needed if c not in pairs.column_names]

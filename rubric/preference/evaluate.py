@@ -19,11 +19,12 @@ import numpy as np
 import pyarrow as pa
 
 from rubric.errors import ConfigError, InputError, ProvenanceError
-from rubric.tables.features import DesignMatrix, design_matrix, fit_length_betas, table_style
+from rubric.tables import DesignMatrix, design_matrix, fit_length_betas, table_style
 from rubric.preference.metrics import MetricRow, always_a, evaluate_predictions, longer_answer_wins
 from rubric.preference.model import PreferenceModel
-from rubric.tables.provenance import (provenance_differences, require_uniform_provenance, table_provenance,
-                               table_provenance_problems)
+from rubric.tables import (
+    provenance_differences, require_uniform_provenance, table_provenance, table_provenance_problems,
+)
 from rubric.preference.report import plot_reliability, plot_weights, render_report
 from rubric.preference.selection import (C_GRID, AblationRow, Calibration, bootstrap_weight_cis, calibration,
                               cross_validate_C, drop_one_ablation)

@@ -26,8 +26,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from rubric.errors import ConfigError, InputError, ProvenanceError
-from rubric.tables.provenance import check_record
-from rubric.tables.style import STYLE_COVARIATES, check_style_record, style_record
+from rubric.tables import check_record
+from rubric.tables import STYLE_COVARIATES, check_style_record, style_record
 
 __all__ = ["PreferenceModel"]
 

@@ -21,9 +21,9 @@ import numpy as np
 import pyarrow as pa
 
 from rubric.preference.evaluate import check_model_table, model_inputs
-from rubric.tables.features import table_rubrics
+from rubric.tables import table_rubrics
 from rubric.preference.model import PreferenceModel
-from rubric.tables.style import STYLE_COVARIATES
+from rubric.tables import STYLE_COVARIATES
 
 __all__ = ["PREDICTIONS_META_KEY", "predict_pairs", "write_predictions"]
 

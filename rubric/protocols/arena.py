@@ -39,7 +39,7 @@ import numpy as np
 
 from rubric.protocols.arena_data import REFERENCE_SYSTEM
 from rubric.errors import ConfigError
-from rubric.preference.metrics import ClusteredMean, clustered_mean, question_bootstrap_weights
+from rubric.preference import ClusteredMean, clustered_mean, question_bootstrap_weights
 
 __all__ = [
     "OUTCOMES",

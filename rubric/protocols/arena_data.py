@@ -37,7 +37,7 @@ from rubric.io.readers import (
     _text,
     mapping_entries,
 )
-from rubric.io.records import LABELS, PairRecord, Reject
+from rubric.io import LABELS, PairRecord, Reject
 
 __all__ = [
     "REFERENCE_SYSTEM",

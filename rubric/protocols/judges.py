@@ -19,9 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 
 from rubric.errors import ConfigError, UnknownNameError
-from rubric.scoring.geval import ChatPrompt, PromptTemplate
+from rubric.judging import register_judge_factory
+from rubric.scoring import ChatPrompt, PromptTemplate
 from rubric.protocols.templates import ARENA_REASONING_VERSION, PROTOCOL_TEMPLATES, ProtocolTemplate, get_protocol_template
 
 __all__ = [
@@ -143,3 +145,8 @@ def protocol_judge(name: str) -> ProtocolJudgeSpec:
 def is_protocol_judge(spec: object) -> bool:
     """True for a :class:`ProtocolJudgeSpec` (its verdicts must be read by the protocol scorer)."""
     return isinstance(spec, ProtocolJudgeSpec)
+
+
+# Each pairwise template is a judge the judge job resolves by version (rubric.judging.resolve_judges).
+for _version in _pairwise_versions():
+    register_judge_factory(_version, partial(protocol_judge, _version))

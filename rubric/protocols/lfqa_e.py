@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rubric.errors import ConfigError
-from rubric.preference.metrics import question_bootstrap_weights
-from rubric.io.records import PairRecord
+from rubric.preference import question_bootstrap_weights
+from rubric.io import PairRecord
 
 __all__ = [
     "CLASSES",

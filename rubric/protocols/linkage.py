@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rubric.errors import ConfigError
-from rubric.scoring.geval import DEFAULT_MIN_MASS, ChatPrompt, fold_token_probs, normalize_token
-from rubric.preference.metrics import ClusteredMean, clustered_mean
+from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt, fold_token_probs, normalize_token
+from rubric.preference import ClusteredMean, clustered_mean
 from rubric.protocols.templates import ProtocolTemplate, get_protocol_template
 
 __all__ = [

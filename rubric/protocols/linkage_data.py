@@ -41,7 +41,7 @@ from rubric.io.readers import (
     _RowError,
     _text,
 )
-from rubric.io.records import Reject, content_id, question_id
+from rubric.io import Reject, content_id, question_id
 
 __all__ = ["REFERENCE_SOURCES", "LinkageCandidate", "LinkageQuestion", "LinkageRead", "read_linkage"]
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rubric.errors import ConfigError
-from rubric.scoring.geval import ChatPrompt
+from rubric.scoring import ChatPrompt
 from rubric.protocols.templates import ProtocolTemplate, get_protocol_template
 
 __all__ = [

@@ -22,8 +22,8 @@ from rubric.protocols.arena_data import REFERENCE_SYSTEM
 from rubric.errors import ConfigError
 from rubric.protocols.lfqa_e import PAIR_TYPES, breakdown_by_pair_type
 from rubric.protocols.linkage import LinkageCorrelations, linkage_correlations
-from rubric.preference.metrics import ClusteredMean
-from rubric.io.records import PairRecord
+from rubric.preference import ClusteredMean
+from rubric.io import PairRecord
 
 __all__ = ["linkage_results", "linkage_table", "arena_tables", "lfqa_e_tables", "fmt_mean"]
 

@@ -41,8 +41,8 @@ from functools import cache
 from jinja2 import Environment, StrictUndefined
 
 from rubric.errors import ConfigError
-from rubric.scoring.geval import DEFAULT_MIN_MASS, ChatPrompt, PromptTemplate, PROMPTS_DIR, fold_token_probs
-from rubric.judging.judges import ParsedVerdict, VerdictProbs, parse_verdict
+from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt, PromptTemplate, PROMPTS_DIR, fold_token_probs
+from rubric.judging import ParsedVerdict, VerdictProbs, parse_verdict
 from rubric.registry import Registry
 
 __all__ = [

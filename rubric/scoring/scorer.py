@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from rubric.errors import BatchMismatchError, ConfigError
-from rubric.io.records import AnswerItem
+from rubric.io import AnswerItem
 from rubric.scoring.specs import RubricSpec
 
 __all__ = ["Score", "Provenance", "Scorer", "ScoreSet", "check_batch"]

@@ -25,12 +25,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.io.readers import ReadResult
-from rubric.io.records import AnswerItem, PairRecord, Reject, explode
-from rubric.scoring.rescale import FittedMinMax
-from rubric.scoring.scorer import Provenance, Score
-from rubric.scoring.specs import RubricSpec
-from rubric.io.splits import SPLITS, assign_splits
+from rubric.io import ReadResult
+from rubric.io import AnswerItem, PairRecord, Reject, explode
+from rubric.scoring import FittedMinMax
+from rubric.scoring import Provenance, Score
+from rubric.scoring import RubricSpec
+from rubric.io import SPLITS, assign_splits
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -219,7 +219,7 @@ def assemble(inputs: Sequence[JobInput], scores: Mapping[str, Mapping[str, Score
     pairs_t = pairs_table(pairs, splits, answers)
     claims = None
     if "factuality" in columns:
-        from rubric.scoring.claims import claims_table
+        from rubric.scoring import claims_table
 
         claims = claims_table([it.answer_id for it in items], columns["factuality"])
     counts = {
@@ -400,7 +400,7 @@ def _conform_pairs(table: "pa.Table", aspects: Sequence[str]) -> "pa.Table":
     """A batch's pairs table with every aspect column of the job, in ``pairs_table``'s column order."""
     import pyarrow as pa
 
-    from rubric.preference.aspects import ASPECT_COLUMN_PREFIX
+    from rubric.tables.features import ASPECT_COLUMN_PREFIX
 
     names = table.column_names
     cut = names.index("has_reference") + 1
@@ -545,7 +545,7 @@ def _question_splits(index: dict, seed: int) -> tuple[dict[str, str] | None, str
     """The inputs' own splits (None: read them from the pairs) or splits assigned per question as job_splits does."""
     questions, n_given, n_pairs = index["questions"], index["n_given"], index["n_pairs"]
     if n_given == 0:
-        from rubric.io.splits import split_questions
+        from rubric.io import split_questions
 
         return split_questions({q: (v[0], v[1]) for q, v in questions.items()}, seed=seed), "assigned"
     if n_given != n_pairs:
@@ -622,7 +622,7 @@ def _assemble_in_pieces(read_inputs, scores: ScoreLookup, provenance, specs, ans
         got = scores.get([it.answer_id for it in items])
         answer_pieces.add(table_of(items, got))
         if has_claims:
-            from rubric.scoring.claims import claims_table
+            from rubric.scoring import claims_table
 
             claim_pieces.add(claims_table([it.answer_id for it in items], [got[it.answer_id]["factuality"]
                                                                            for it in items]))

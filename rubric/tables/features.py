@@ -28,24 +28,25 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from rubric.preference.aspects import ASPECT_COLUMN_PREFIX
 from rubric.errors import ConfigError, InputError
 from rubric.tables.provenance import (PROVENANCE_INDEX_META_KEY, PROVENANCE_META_KEY, provenance_column,
                                provenance_key, provenance_metadata, rubric_provenance, table_provenance,
                                table_provenance_index)
-from rubric.io.records import AnswerItem, PairRecord
-from rubric.scoring.rescale import FittedMinMax
-from rubric.scoring.scorer import Provenance, Score
-from rubric.scoring.specs import RubricSpec
+from rubric.io import AnswerItem, PairRecord
+from rubric.scoring import FittedMinMax
+from rubric.scoring import Provenance, Score
+from rubric.scoring import RubricSpec
 from rubric.tables.style import (STYLE_COVARIATES, STYLE_META_KEY, length_decorrelation_beta, markdown_count,
                           normalised_difference)
 
 __all__ = ["answers_table", "pairs_table", "table_rubrics", "table_style", "concat_feature_tables", "DesignMatrix",
-           "design_matrix", "fit_length_betas", "word_count"]
+           "design_matrix", "fit_length_betas", "word_count", "ASPECT_COLUMN_PREFIX"]
 
 log = logging.getLogger(__name__)
 
 _META_KEY = b"lfqa_rubric.rubrics"
+#: Pairs-table columns holding one aspect's judgement each: ``aspect_coherence``, ``aspect_factuality``.
+ASPECT_COLUMN_PREFIX = "aspect_"
 
 
 def word_count(text: str) -> int:

@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from rubric.errors import ProvenanceError
-from rubric.scoring.rescale import FittedMinMax
-from rubric.scoring.scorer import Provenance
-from rubric.scoring.specs import RubricSpec
+from rubric.scoring import FittedMinMax
+from rubric.scoring import Provenance
+from rubric.scoring import RubricSpec
 
 __all__ = [
     "PROVENANCE_META_KEY",
