@@ -16,7 +16,7 @@ Runs, all on the same pairs and the same vLLM engine (prefix cache reset before 
     pre-filled. On CPU the engine sends seeded samples in sub-batches (a vLLM-CPU workaround, see
     ``VLLMEngine.generate``), so (e) also measures that.
 
-Default data: the first ``--pairs`` pairs that ``rubric.io.readers.read_graded`` makes of
+Default data: the first ``--pairs`` pairs that ``rubric.io.graded.read_graded`` makes of
 ``../shared/data/WEBGLM_50.json`` beside the checkout. Example::
 
     HF_HUB_OFFLINE=1 .venv/bin/python scripts/bench_judge.py --pairs 10

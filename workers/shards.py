@@ -160,7 +160,7 @@ def read_shard(shard: str, fmt: str, options: Mapping[str, Any]) -> ReadResult:
 
 
 def shard_blocks(shard: str, fmt: str, options: Mapping[str, Any]) -> list[Block] | None:
-    """The blocks one shard is read in (``rubric.io.readers.plan_blocks``), or None to read it whole.
+    """The blocks one shard is read in (``rubric.io.blocks.plan_blocks``), or None to read it whole.
 
     A URI shard is read whole (it is copied to a local file first); a Hugging Face input always in blocks.
     """

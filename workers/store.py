@@ -81,7 +81,7 @@ def score_key(*, path: str, sha256: str, fmt: str, options: Mapping[str, Any], s
               config: ScoringConfig, block: Mapping[str, Any] | None = None) -> dict:
     """What a shard's scores depend on, as a JSON-able dict (see the module docstring).
 
-    ``block``: the bounds of one block of the shard (``rubric.io.readers.Block.bounds``); the file's
+    ``block``: the bounds of one block of the shard (``rubric.io.blocks.Block.bounds``); the file's
     sha256 stays in the key, so a changed file re-scores every one of its blocks.
     """
     inp = {"path": path, "sha256": sha256, "format": fmt, "options": dict(options)}

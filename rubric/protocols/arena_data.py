@@ -24,17 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import ConfigError
-from rubric.io.readers import (
+from rubric.io import (
     DEFAULT_MAX_ANSWER_CHARS,
     DEFAULT_MAX_QUESTION_CHARS,
-    _check_max,
-    _check_path,
-    _kind_of,
-    _label_key,
-    _load_records,
-    _RepeatedKeys,
-    _RowError,
-    _text,
+    check_max_chars,
+    check_path,
+    kind_of,
+    label_key,
+    load_records,
+    RepeatedKeys,
+    RowError,
+    text_field,
     mapping_entries,
 )
 from rubric.io import LABELS, PairRecord, Reject
@@ -204,28 +204,28 @@ class ArenaJoin:
 def _qid(rec: Mapping[str, Any], name: str, label: str | None = None) -> str:
     shown = label or repr(name)
     if name not in rec or rec[name] is None:
-        raise _RowError(name, f"missing field {shown}")
+        raise RowError(name, f"missing field {shown}")
     value = rec[name]
     # a bool is an int in Python, and a float id (1093.0) is a different string than 1093
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise _RowError(name, f"field {shown} must be an integer or a string, got {type(value).__name__} {value!r}")
+        raise RowError(name, f"field {shown} must be an integer or a string, got {type(value).__name__} {value!r}")
     qid = str(value).strip()
     if not qid:
-        raise _RowError(name, f"field {shown} is empty")
+        raise RowError(name, f"field {shown} is empty")
     return qid
 
 
-def _row_reject(src: str, row: int, e: _RowError, qid: str | None = None) -> Reject:
+def _row_reject(src: str, row: int, e: RowError, qid: str | None = None) -> Reject:
     return Reject(row=row, field=e.field, reason=f"row {row}: {e.reason}", pair_id=qid, source_file=src)
 
 
 def _record(rec: Any) -> Mapping[str, Any]:
-    if isinstance(rec, _RowError):
+    if isinstance(rec, RowError):
         raise rec
     if not isinstance(rec, Mapping):
-        raise _RowError(None, f"record is a JSON {type(rec).__name__}, expected an object")
-    if isinstance(rec, _RepeatedKeys):
-        raise _RowError(rec.repeated[0], f"field {rec.repeated[0]!r} appears more than once in the record")
+        raise RowError(None, f"record is a JSON {type(rec).__name__}, expected an object")
+    if isinstance(rec, RepeatedKeys):
+        raise RowError(rec.repeated[0], f"field {rec.repeated[0]!r} appears more than once in the record")
     return rec
 
 
@@ -251,9 +251,9 @@ def read_arena_annotations(path: str | Path, *, domain: str | None = None,
         InputError: the file is missing, a directory, not UTF-8 text, unparseable, or holds no records.
         ConfigError: a length limit is not a positive integer.
     """
-    _check_max(max_answer_chars, max_question_chars)
-    p = _check_path(path)
-    records = _load_records(p, _kind_of(p))
+    check_max_chars(max_answer_chars, max_question_chars)
+    p = check_path(path)
+    records = load_records(p, kind_of(p))
     src = str(p)
     if domain is None:
         m = _DOMAIN_RE.match(p.stem)
@@ -267,10 +267,10 @@ def read_arena_annotations(path: str | Path, *, domain: str | None = None,
             rec = _record(rec)
             qid = _qid(rec, "qid")
             if qid in first:
-                raise _RowError("qid", f"qid {qid!r} repeats row {first[qid]}")
-            question = _text(rec, "question", max_question_chars, option="max_question_chars")
-            reference = _text(rec, "answer", max_answer_chars)
-        except _RowError as e:
+                raise RowError("qid", f"qid {qid!r} repeats row {first[qid]}")
+            question = text_field(rec, "question", max_question_chars, option="max_question_chars")
+            reference = text_field(rec, "answer", max_answer_chars)
+        except RowError as e:
             rejects.append(_row_reject(src, row, e, qid))
             continue
         first[qid] = row
@@ -329,7 +329,7 @@ def read_arena_answers(path: str | Path, system: str, mapping: Mapping[str, str]
         raise ConfigError(f"'system' must be a non-empty name without surrounding spaces, got {system!r}")
     if system == REFERENCE_SYSTEM:
         raise ConfigError(f"'system' must not be {REFERENCE_SYSTEM!r}: the reference answers use that name")
-    _check_max(max_answer_chars)
+    check_max_chars(max_answer_chars)
     cols = _answer_mapping(mapping)
     if label_values is not None and "label" not in cols:
         raise ConfigError("'label_values' needs a label column in the mapping (label=COLUMN)")
@@ -337,11 +337,11 @@ def read_arena_answers(path: str | Path, system: str, mapping: Mapping[str, str]
     for key, value in (label_values or {}).items():
         if value not in LABELS:
             raise ConfigError(f"label_values[{key!r}] must be one of {', '.join(LABELS)}, got {value!r}")
-        values[_label_key(key)] = value
+        values[label_key(key)] = value
     if fmt is not None and fmt not in ("jsonl", "parquet", "csv"):
         raise ConfigError(f"'fmt' must be 'jsonl', 'parquet' or 'csv', got {fmt!r}")
-    p = _check_path(path)
-    records = _load_records(p, _kind_of(p, fmt))
+    p = check_path(path)
+    records = load_records(p, kind_of(p, fmt))
     src = str(p)
 
     def named(f: str) -> str:
@@ -356,16 +356,16 @@ def read_arena_answers(path: str | Path, system: str, mapping: Mapping[str, str]
             rec = _record(rec)
             qid = _qid(rec, cols["qid"], named("qid"))
             if qid in first:
-                raise _RowError(cols["qid"], f"qid {qid!r} repeats row {first[qid]}")
-            answer = _text(rec, cols["answer"], max_answer_chars, label=named("answer"))
+                raise RowError(cols["qid"], f"qid {qid!r} repeats row {first[qid]}")
+            answer = text_field(rec, cols["answer"], max_answer_chars, label=named("answer"))
             human = None
             raw = rec.get(cols["label"]) if "label" in cols else None
             if raw is not None and not (isinstance(raw, str) and not raw.strip()):
-                human = values.get(_label_key(raw))
+                human = values.get(label_key(raw))
                 if human is None:
-                    raise _RowError(cols["label"], f"field {named('label')} has value {raw!r}; expected one of "
+                    raise RowError(cols["label"], f"field {named('label')} has value {raw!r}; expected one of "
                                                    f"{', '.join(map(repr, values))} (or null for no judgement)")
-        except _RowError as e:
+        except RowError as e:
             rejects.append(_row_reject(src, row, e, None if qid is None else f"{system}:{qid}"))
             continue
         first[qid] = row

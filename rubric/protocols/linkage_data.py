@@ -1,6 +1,6 @@
 """LINKAGE's inputs: a graded answer file as questions, each with a reference list and candidates to rank.
 
-Pure: no model here. Two shapes, as :func:`rubric.io.readers.read_graded` reads them:
+Pure: no model here. Two shapes, as :func:`rubric.io.graded.read_graded` reads them:
 
 - WebGLM (``{question: {"doc_list": [{"answer", "model", "label"}, ...], "ground0": ..., "ground3": ...}}``):
   the reference list is ``ground3`` .. ``ground0`` (:func:`rubric.protocols.linkage.webglm_references`, best first,
@@ -32,14 +32,14 @@ from pathlib import Path
 
 from rubric.errors import ConfigError
 from rubric.protocols.linkage import WEBGLM_REFERENCE_KEYS, GradedAnswer, graded_reference_split, webglm_references
-from rubric.io.readers import (
+from rubric.io import (
     DEFAULT_MAX_ANSWER_CHARS,
     DEFAULT_MAX_QUESTION_CHARS,
-    _check_max,
-    _graded_item,
-    _load_graded,
-    _RowError,
-    _text,
+    check_max_chars,
+    graded_item,
+    load_graded,
+    RowError,
+    text_field,
 )
 from rubric.io import Reject, content_id, question_id
 
@@ -147,15 +147,15 @@ def read_linkage(path: str | Path, *, max_questions: int | None = None, max_answ
         A :class:`LinkageRead`.
 
     Raises:
-        InputError: as :func:`rubric.io.readers.read_graded` (missing file, not JSON, not a graded shape).
+        InputError: as :func:`rubric.io.graded.read_graded` (missing file, not JSON, not a graded shape).
         ConfigError: an option is out of range.
     """
-    _check_max(max_answer_chars, max_question_chars)
+    check_max_chars(max_answer_chars, max_question_chars)
     _positive("max_questions", max_questions)
     _positive("max_answers_per_question", max_answers_per_question)
     if references not in REFERENCE_SOURCES:
         raise ConfigError(f"'references' must be one of {list(REFERENCE_SOURCES)}, got {references!r}")
-    p, graded = _load_graded(path, include_references=False)
+    p, graded = load_graded(path, include_references=False)
     src = str(p)
     import json
 
@@ -175,8 +175,8 @@ def read_linkage(path: str | Path, *, max_questions: int | None = None, max_answ
                 reject(gq.index, gq.question, key, "question", f"question {gq.index} repeats question {gq.repeats}")
             continue
         try:
-            _text({"question": gq.question}, "question", max_question_chars, option="max_question_chars")
-        except _RowError as e:
+            text_field({"question": gq.question}, "question", max_question_chars, option="max_question_chars")
+        except RowError as e:
             for key, _ in gq.items:
                 reject(gq.index, gq.question, key, e.field, e.reason)
             continue
@@ -184,8 +184,8 @@ def read_linkage(path: str | Path, *, max_questions: int | None = None, max_answ
         seen: dict[str, str] = {}
         for key, item in gq.items:
             try:
-                text, grade = _graded_item(item, max_answer_chars)
-            except _RowError as e:
+                text, grade = graded_item(item, max_answer_chars)
+            except RowError as e:
                 reject(gq.index, gq.question, key, e.field, e.reason)
                 continue
             norm = " ".join(text.split())

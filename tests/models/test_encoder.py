@@ -156,7 +156,7 @@ def _sample_tables(tmp_path):
     import pyarrow as pa
 
     from rubric.tables.assemble import job_splits
-    from rubric.io.readers import read_lfqa_hp
+    from rubric.io import read_lfqa_hp
     from rubric.io.records import explode
 
     read = read_lfqa_hp(SAMPLE)
@@ -277,7 +277,7 @@ def _short_input(path: Path, n: int = 12, n_words: int = 28) -> Path:
 @pytest.mark.parametrize("attack", ["deepwordbug", "textfooler"])
 def test_encoder_and_perturb_commands_end_to_end(tmp_path, attack, capsys):
     from rubric.judging.perturb import word_budget, words
-    from rubric.io.readers import read_lfqa_hp
+    from rubric.io import read_lfqa_hp
     from workers.cli import main
 
     src = _short_input(tmp_path / "short.jsonl")
@@ -322,7 +322,7 @@ def test_encoder_and_perturb_commands_end_to_end(tmp_path, attack, capsys):
 
 @pytest.mark.slow
 def test_perturb_against_the_rubric_model(tmp_path, capsys):
-    from rubric.io.readers import read_lfqa_hp
+    from rubric.io import read_lfqa_hp
     from workers.cli import main
 
     src = _short_input(tmp_path / "short.jsonl", n=8, n_words=20)
@@ -345,7 +345,7 @@ def test_perturb_job_on_a_graded_list_changes_each_answer_once(tmp_path):
     """A graded answer sits in several pairs: the copy holds one text per answer, and every pair's final
     P(label) is measured on the texts the copy holds."""
     from rubric.judging.perturb import word_budget, words
-    from rubric.io.readers import read_graded
+    from rubric.io import read_graded
     from tests.rubric.test_perturb import LexiconVictim
     from workers.perturb_job import changes_path, run_perturb_job
 

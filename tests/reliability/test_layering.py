@@ -325,12 +325,7 @@ def test_rooms_meet_through_their_public_faces():
                 bad.extend(f"{mod}:{node.lineno} imports {a.name}" for a in node.names
                            if a.name.split(".")[0] == "rubric" and len(a.name.split(".")) > 2
                            and a.name.split(".")[1] in ROOMS and a.name.split(".")[1] != own)
-    bad = [b for b in bad if not b.startswith(_READERS_PRIVATE)]
     assert not bad, "; ".join(bad)
-
-
-# the protocol readers' use of the readers' private helpers, until rubric.io gives them a public toolkit
-_READERS_PRIVATE = ("rubric.protocols.arena_data:27 ", "rubric.protocols.linkage_data:35 ")
 
 
 @pytest.mark.parametrize("room", ROOMS)

@@ -15,7 +15,7 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
-from rubric.io.readers import (
+from rubric.io import (
     DEFAULT_MAX_QUESTION_CHARS,
     ReadResult,
     read_graded,
@@ -676,7 +676,7 @@ def test_the_job_counts_unlabeled_pairs_overall_and_per_input(tmp_path):
 def test_reference_answers_are_read_where_the_input_has_them(tmp_path):
     import json as _json
 
-    from rubric.io.readers import read_graded, read_lfqa_hp, read_table
+    from rubric.io import read_graded, read_lfqa_hp, read_table
 
     hp = tmp_path / "hp.jsonl"
     hp.write_text("\n".join(_json.dumps(r) for r in [

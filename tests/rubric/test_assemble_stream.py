@@ -11,7 +11,7 @@ import pytest
 from rubric.tables.assemble import JobInput, MappingScores, assemble, assemble_stream
 from rubric.scoring.claims import CheckedClaim, claims_to_json
 from rubric.errors import BatchMismatchError
-from rubric.io.readers import read_lfqa_hp
+from rubric.io import read_lfqa_hp
 from rubric.io.records import explode
 from rubric.scoring.scorer import Provenance, Score
 from rubric.scoring.specs import RUBRICS

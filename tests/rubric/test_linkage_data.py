@@ -6,7 +6,7 @@ import pytest
 
 from rubric.errors import ConfigError
 from rubric.protocols.linkage_data import read_linkage
-from rubric.io.readers import read_graded
+from rubric.io import read_graded
 
 
 def _write(tmp_path, data):

@@ -22,7 +22,7 @@ from rubric.errors import ConfigError, ProvenanceError
 from rubric.judging.perturb import (ATTACKS, STOPWORDS, RubricVictim, Word, attack_pair, char_edits, decide, match_case,
                             p_label, replace_words, rewrite_input, rubric_victim_specs, same_stem,
                             synonym_candidates, word_budget, word_importance, words)
-from rubric.io.readers import read_input
+from rubric.io import read_input
 from rubric.io.records import PairRecord, content_id, explode
 from rubric.scoring.scorer import Provenance, Score
 from rubric.scoring.signals import length_raw, whitespace_words

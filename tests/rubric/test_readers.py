@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from rubric.errors import ConfigError, InputError
-from rubric.io.readers import (
+from rubric.io import (
     FORMATS,
     ReadResult,
     parse_mapping,
@@ -456,7 +456,7 @@ def test_csv_with_a_200k_answer_is_a_reject_not_a_crash(tmp_path):
 
 
 def test_read_graded_labels_keys_answers_by_content_id(tmp_path):
-    from rubric.io.readers import read_graded_labels
+    from rubric.io import read_graded_labels
     from rubric.io.records import content_id, question_id
 
     f = tmp_path / "g.json"

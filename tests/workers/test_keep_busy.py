@@ -74,7 +74,7 @@ _CFG = ScoringConfig(batch_size=2, engine_kwargs={"max_model_len": 1024})
 @pytest.mark.slow
 def test_kept_busy_actor_scores_concurrent_batches_as_the_synchronous_one(smollm2, shard):
     from models.llm.scorer import keep_engines_busy
-    from rubric.io.readers import read_input
+    from rubric.io import read_input
     from rubric.io.records import explode
     from workers.actors import ScorerActor
     from workers.ray_pipeline import answer_rows

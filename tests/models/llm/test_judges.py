@@ -303,7 +303,7 @@ def _sample_pairs(k: int) -> list[PairRecord]:
     """The k real sample pairs with the shortest answers (so they fit the test context uncut)."""
     from importlib import resources
 
-    from rubric.io.readers import read_lfqa_hp
+    from rubric.io import read_lfqa_hp
 
     pairs = read_lfqa_hp(resources.files("rubric") / "data" / "sample_pairs.jsonl").pairs
     return sorted(pairs, key=lambda p: (len(p.answer_a) + len(p.answer_b), p.pair_id))[:k]

@@ -1,0 +1,77 @@
+"""``--map`` parsing: a table's columns named onto our fields (``question=q,answer_a=...``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from rubric.errors import ConfigError
+
+__all__ = ["TABLE_FIELDS", "parse_mapping", "mapping_entries"]
+
+logger = logging.getLogger(__name__)
+
+
+#: Our field names that ``read_table`` can map onto a file's columns.
+TABLE_FIELDS: tuple[str, ...] = (
+    "question", "answer_a", "answer_b", "label", "pair_id", "source", "domain", "expert", "docs_a", "docs_b",
+    "split", "reference",
+)
+#: ``label`` is optional: without it every pair of the table is unlabeled (scored, not judged).
+_TABLE_REQUIRED: tuple[str, ...] = ("question", "answer_a", "answer_b")
+
+
+
+
+def _check_mapping(mapping: Mapping[str, str]) -> dict[str, str]:
+    unknown = sorted(set(mapping) - set(TABLE_FIELDS))
+    if unknown:
+        raise ConfigError(f"unknown mapping field(s) {', '.join(map(repr, unknown))}; "
+                          f"known: {', '.join(TABLE_FIELDS)}")
+    missing = [f for f in _TABLE_REQUIRED if f not in mapping]
+    if missing:
+        raise ConfigError(f"mapping is missing required field(s) {', '.join(map(repr, missing))}; "
+                          f"required: {', '.join(_TABLE_REQUIRED)} (label is optional)")
+    for key, col in mapping.items():
+        if not isinstance(col, str) or not col.strip():
+            raise ConfigError(f"mapping[{key!r}] must be a non-empty column name, got {col!r}")
+    return dict(mapping)
+
+
+def parse_mapping(text: str) -> dict[str, str]:
+    """Parse a CLI column mapping such as ``"question=q,answer_a=resp1,answer_b=resp2,label=winner"``.
+
+    ``label`` may be left out (a table of pairs to score or predict, nobody's judgement).
+
+    Args:
+        text: comma-separated ``field=column`` entries; spaces around names are ignored.
+
+    Returns:
+        Our field name -> the file's column name.
+
+    Raises:
+        ConfigError: an entry is malformed, a field is unknown or repeated, or a required one is missing.
+    """
+    return _check_mapping(mapping_entries(text))
+
+
+def mapping_entries(text: str) -> dict[str, str]:
+    """The ``field=column`` entries of a comma-separated CLI mapping, unchecked against any field list.
+
+    Raises:
+        ConfigError: an entry is malformed or a field is repeated.
+    """
+    out: dict[str, str] = {}
+    for entry in text.split(","):
+        if not entry.strip():
+            continue
+        key, sep, col = entry.partition("=")
+        key, col = key.strip(), col.strip()
+        if not sep or not key or not col:
+            raise ConfigError(f"mapping entry {entry.strip()!r} must look like field=column")
+        if key in out:
+            raise ConfigError(f"mapping field {key!r} is given twice")
+        out[key] = col
+    return out
+
+
