@@ -3,7 +3,7 @@
 One straight line: read the input (``rubric.io.readers``) -> its splits, as a single-input score job
 with the same seed assigns them (``rubric.tables.assemble.job_splits``) -> load the victim -> attack each
 pair of the chosen split (``rubric.judging.perturb.attack_pair``) -> the victim's P(label) on the final texts
--> write the copy in the input's own format (``rubric.judging.perturb.rewrite_input``), read it back with the
+-> write the copy in the input's own format (``rubric.judging.perturb_rewrite.rewrite_input``), read it back with the
 same reader and check it (same rows, ids, labels; only answers changed) -> ``FILE.changes.jsonl``.
 
 The victim is a folder written by ``lfqa-rubric encoder`` (``head.json``: the encoder baseline) or a

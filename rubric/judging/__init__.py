@@ -2,7 +2,8 @@
 
 ``judges`` (judge specs and their registry, verdict parsing, position debiasing; templates
 ``rubric/prompts/judge.*.j2``), ``judgments`` (the judgments.parquet schema), ``perturb``
-(character and synonym attacks on answers). The Table 4-8 analyses are ``rubric.analysis``.
+(character and synonym attacks on answers; ``perturb_victim``: the rubric model as victim;
+``perturb_rewrite``: the perturbed copy of an input). The Table 4-8 analyses are ``rubric.analysis``.
 
 This is the package's public face: other packages import from here, not from its modules.
 """
@@ -20,7 +21,13 @@ from rubric.judging.judgments import (
 from rubric.judging.perturb import (
     ATTACKS, STOPWORDS, Word, words, word_budget, match_case, char_edits, same_stem, SynonymSource,
     synonym_candidates, replace_words, remove_word, Victim, decide, p_label, word_importance, WordChange,
-    AttackResult, attack_pair, RubricVictim, rubric_victim_specs, rewrite_input, answer_fields,
+    AttackResult, attack_pair,
+)
+from rubric.judging.perturb_victim import (
+    RubricVictim, rubric_victim_specs,
+)
+from rubric.judging.perturb_rewrite import (
+    rewrite_input, answer_fields,
 )
 
 __all__ = [

@@ -24,48 +24,40 @@ answer (whitespace, punctuation, numbers, markdown) is kept exactly.
 
 A victim is anything with ``p_a(triples) -> array``, the probability that answer a is preferred for
 each ``(question, answer_a, answer_b)``: ``models.encoder.EncoderVictim`` (the trained-encoder
-baseline: each probe re-embeds one answer) or :class:`RubricVictim` (the rubric preference model:
+baseline: each probe re-embeds one answer) or ``RubricVictim`` (the rubric preference model:
 each probe re-scores one answer with every rubric of the model). Cost: a pair of answers with ``n``
 words in all needs ``n`` leave-one-out probes plus up to 4 (deepwordbug) or ``max_candidates``
 (textfooler) probes per word visited, so a rubric victim is only practical with cheap CPU rubrics
 such as conciseness (spaCy) and grammar (Harper, ~0.3 s per answer); LLM rubrics would need an
 LLM call per probe.
 
-This module also rewrites an input file with perturbed answers, in its own format
-(:func:`rewrite_input`): same records, same ids and labels, only answer texts changed.
+:mod:`rubric.judging.perturb_victim` holds :class:`RubricVictim`; :mod:`rubric.judging.perturb_rewrite`
+rewrites an input file with perturbed answers, in its own format (``rewrite_input``): same records,
+same ids and labels, only answer texts changed.
 """
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import logging
 import math
 import random
 import re
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
-from rubric.errors import ConfigError, InputError, ProvenanceError
-from rubric.io import AnswerItem, PairRecord, content_id
-from rubric.scoring import FittedMinMax
-from rubric.scoring import Provenance, ScoreSet
-from rubric.scoring import RUBRICS, RubricSpec
+from rubric.errors import ConfigError
 
 if TYPE_CHECKING:
-    from rubric.preference import PreferenceModel
+    pass
 
 __all__ = [
     "ATTACKS", "STOPWORDS", "Word", "words", "word_budget", "match_case", "char_edits", "same_stem",
     "SynonymSource", "synonym_candidates", "replace_words", "remove_word", "Victim", "decide", "p_label",
-    "word_importance", "WordChange", "AttackResult", "attack_pair", "RubricVictim", "rubric_victim_specs",
-    "rewrite_input", "answer_fields",
+    "word_importance", "WordChange", "AttackResult", "attack_pair",
 ]
 
 log = logging.getLogger(__name__)
@@ -506,330 +498,3 @@ def attack_pair(question: str, answer_a: str, answer_b: str, label: str | None, 
 
 
 # --- the rubric preference model as a victim ------------------------------------------------------
-
-def rubric_victim_specs(model: PreferenceModel) -> tuple[list[RubricSpec], FittedMinMax | None]:
-    """The rubric specs and fitted rescale bounds a preference model's features were made with.
-
-    Args:
-        model: a fitted :class:`rubric.preference.model.PreferenceModel` that records its provenance.
-
-    Returns:
-        (specs in the model's feature order, a ``FittedMinMax`` for rubrics rescaled by fitted bounds
-        or None).
-
-    Raises:
-        ProvenanceError: the model records no provenance (a v1 file: re-fit it).
-        UnknownNameError: a rubric version is not registered here.
-    """
-    if model.provenance is None:
-        raise ProvenanceError("the preference model records no provenance, so its rubrics cannot be re-scored "
-                              "the same way: re-fit it with this version of lfqa-rubric")
-    specs, bounds = [], {}
-    for f in model.features_:
-        record = model.provenance[f]
-        specs.append(RUBRICS.get(record["rubric_version"]))
-        if record["rescale"]["kind"] == "fitted":
-            bounds[f] = (float(record["rescale"]["lo"]), float(record["rescale"]["hi"]))
-    return specs, (FittedMinMax(bounds=bounds) if bounds else None)
-
-
-class RubricVictim:
-    """The rubric preference model as a victim: every probe re-scores the changed answer's rubrics.
-
-    Probes go through the same code as a scoring job: scores become an answers table
-    (:func:`rubric.tables.features.answers_table`, rescaled as the model's provenance says), then a pairs
-    table, then the design matrix the model expects (:func:`rubric.preference.evaluate.model_inputs`: length
-    betas, style covariates), so a probe is scored exactly as a table row would be. Scores are
-    cached by (question, answer), so an answer is scored once however many probes share it.
-
-    Args:
-        model: a fitted binary :class:`rubric.preference.model.PreferenceModel`.
-        specs: the rubric specs of its features (:func:`rubric_victim_specs`).
-        score_batch: answers -> one ``{rubric: Score}`` per answer, in order (the scorers' merged
-            ``score_batch``).
-        provenance: rubric -> how the scorers make it; must agree with the model's records.
-        fitted: fitted rescale bounds (:func:`rubric_victim_specs`).
-        batch_size: answers per ``score_batch`` call.
-        name: the victim's name in reports.
-
-    Raises:
-        ConfigError: a three-way model, or specs that are not the model's features.
-        ProvenanceError: the scorers make a feature differently from the model's training table.
-    """
-
-    def __init__(self, model: PreferenceModel, specs: Sequence[RubricSpec],
-                 score_batch: Callable[[Sequence[AnswerItem]], Sequence[ScoreSet]],
-                 provenance: Mapping[str, Provenance], *, fitted: FittedMinMax | None = None, batch_size: int = 32,
-                 name: str = "preference model (LR on rubric differences)") -> None:
-        from rubric.tables import provenance_differences, rubric_provenance
-
-        if [str(c) for c in model.classes_] != ["a", "b"]:
-            raise ConfigError("the victim must be a binary a/b preference model")
-        if [s.name for s in specs] != list(model.features_):
-            raise ConfigError(f"specs {[s.name for s in specs]} are not the model's features {model.features_}")
-        if batch_size < 1:
-            raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
-        mine = {s.name: rubric_provenance(provenance[s.name], s, fitted) for s in specs}
-        if model.provenance is not None:
-            diffs = provenance_differences(model.provenance, mine, list(model.features_))
-            if diffs:
-                raise ProvenanceError("the victim's rubrics would be re-scored differently from its training table:\n- "
-                                      + "\n- ".join(diffs))
-        self.model = model
-        self.specs = list(specs)
-        self.provenance = dict(provenance)
-        self.fitted = fitted
-        self.batch_size = batch_size
-        self.name = name
-        self._score_batch = score_batch
-        self._cache: dict[str, ScoreSet] = {}
-        self._a = [str(c) for c in model.classes_].index("a")
-
-    def _scores(self, items: Sequence[AnswerItem]) -> None:
-        todo = [it for it in items if it.answer_id not in self._cache]
-        for i in range(0, len(todo), self.batch_size):
-            chunk = todo[i:i + self.batch_size]
-            results = self._score_batch(chunk)
-            if len(results) != len(chunk):
-                raise ConfigError(f"the scorers returned {len(results)} results for {len(chunk)} answers")
-            for it, r in zip(chunk, results):
-                self._cache[it.answer_id] = r
-
-    def p_a(self, triples: Sequence[tuple[str, str, str]]) -> np.ndarray:
-        """P(a preferred) for each (question, answer_a, answer_b); NaN where a rubric value is missing."""
-        from rubric.preference import model_inputs
-        from rubric.tables import answers_table, pairs_table
-
-        if not triples:
-            return np.zeros(0)
-        items: dict[str, AnswerItem] = {}
-        pairs = []
-        for i, (q, a, b) in enumerate(triples):
-            for text in (a, b):
-                aid = content_id(q, text)
-                items.setdefault(aid, AnswerItem(answer_id=aid, question=q, answer=text))
-            pairs.append(PairRecord(pair_id=f"probe{i}", question=q, answer_a=a, answer_b=b, label=None, row=i))
-        ordered = list(items.values())
-        self._scores(ordered)
-        columns = {s.name: [self._cache[it.answer_id][s.name] for it in ordered] for s in self.specs}
-        answers = answers_table(ordered, self.specs, columns, self.provenance, fitted=self.fitted)
-        table = pairs_table(pairs, ["test"] * len(pairs), answers)
-        dm = model_inputs(self.model, table, keep_unlabeled=True, keep_ties=True)
-        out = np.full(len(triples), np.nan)
-        if len(dm.y):
-            out[dm.row_index] = self.model.predict_proba(dm.X)[:, self._a]
-        return out
-
-
-# --- writing the perturbed copy -------------------------------------------------------------------
-
-def answer_fields(fmt: str, mapping: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """The record fields holding answer a and answer b in a pair format.
-
-    Raises:
-        ConfigError: "graded" (answers are not pair fields), an unknown format, or a table format
-            without a mapping.
-    """
-    if fmt == "lfqa-hp":
-        return "answer_1", "answer_2"
-    if fmt == "lfqa-eval":
-        return "answer_a", "answer_b"
-    if fmt in ("jsonl", "parquet", "csv"):
-        if not mapping or "answer_a" not in mapping or "answer_b" not in mapping:
-            raise ConfigError(f"format {fmt!r} needs the column mapping it was read with")
-        return mapping["answer_a"], mapping["answer_b"]
-    raise ConfigError(f"format {fmt!r} has no answer fields per record (graded lists are rewritten per answer)")
-
-
-def _decode(path: Path) -> str:
-    # as the readers decode: a BOM is dropped, stray bytes survive as lone surrogates
-    return path.read_bytes().decode("utf-8-sig", errors="surrogateescape")
-
-
-def _encode(text: str) -> bytes:
-    return text.encode("utf-8", errors="surrogateescape")
-
-
-def _rewrite_json_records(src: Path, dest: Path, edits: Mapping[int, Mapping[str, str]],
-                          add: Mapping[int, Mapping[str, str]]) -> None:
-    """Rewrite a JSON list or a JSON Lines file, changing only the edited records' fields.
-
-    A JSON Lines file keeps every other line byte for byte (blank lines, rejected rows, line ends);
-    row numbers count non-blank lines, as the readers do.
-    """
-    text = _decode(src)
-    if src.suffix.lower() != ".jsonl":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            data = None  # a ".json" file holding JSON Lines, which the readers also accept
-        if isinstance(data, list):
-            for row, fields in edits.items():
-                data[row].update(fields)
-                for k, v in add.get(row, {}).items():
-                    data[row].setdefault(k, v)
-            dest.write_bytes(_encode(json.dumps(data, ensure_ascii=False, indent=1)))
-            return
-    out: list[str] = []
-    row = 0
-    for line in text.split("\n"):
-        body = line[:-1] if line.endswith("\r") else line
-        if not body.strip():
-            out.append(line)
-            continue
-        if row in edits:
-            rec = json.loads(body.removeprefix("\ufeff"))
-            rec.update(edits[row])
-            for k, v in add.get(row, {}).items():
-                rec.setdefault(k, v)
-            body = json.dumps(rec, ensure_ascii=False)
-            line = body + ("\r" if line.endswith("\r") else "")
-        out.append(line)
-        row += 1
-    dest.write_bytes(_encode("\n".join(out)))
-
-
-def _rewrite_parquet(src: Path, dest: Path, edits: Mapping[int, Mapping[str, str]]) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(src)
-    for name in sorted({k for fields in edits.values() for k in fields}):
-        values = table.column(name).to_pylist()
-        for row, fields in edits.items():
-            if name in fields:
-                values[row] = fields[name]
-        i = table.schema.get_field_index(name)
-        table = table.set_column(i, table.schema.field(i), pa.array(values, type=table.schema.field(i).type))
-    pq.write_table(table, dest)
-
-
-def _rewrite_csv(src: Path, dest: Path, edits: Mapping[int, Mapping[str, str]]) -> None:
-    text = _decode(src)
-    old = csv.field_size_limit()
-    csv.field_size_limit(max(old, 2**31 - 1))
-    try:
-        rows = list(csv.reader(io.StringIO(text, newline="")))
-    finally:
-        csv.field_size_limit(old)
-    header, body = rows[0], rows[1:]
-    buf = io.StringIO(newline="")
-    writer = csv.writer(buf)
-    writer.writerow(header)
-    row = 0
-    for fields in body:
-        if not fields:  # a blank line is not a record
-            continue
-        if row in edits:
-            fields = list(fields)
-            for name, value in edits[row].items():
-                fields[header.index(name)] = value
-        writer.writerow(fields)
-        row += 1
-    dest.write_bytes(_encode(buf.getvalue()))
-
-
-_ANSWER_TEXT_FIELDS = ("passage", "answer", "text")  # the graded reader's order
-
-
-def _rewrite_graded(src: Path, dest: Path, pairs: Sequence[PairRecord], new: Mapping[str, tuple[str, str]]) -> None:
-    """Rewrite a graded file: each changed answer is found by its question and its key in the pair id."""
-    def hook(items):
-        d = dict(items)
-        if len(d) != len(items):
-            dup = next(k for k, _ in items if sum(1 for x, _ in items if x == k) > 1)
-            raise InputError(f"{str(src)!r} repeats the key {dup!r} in one object: a perturbed copy could not "
-                             "keep what the reader reads; remove the repeat first")
-        return d
-
-    data = json.loads(_decode(src), object_pairs_hook=hook)
-    questions = list(data)
-    texts: dict[tuple[int, str], str] = {}
-    for p in pairs:
-        if p.pair_id not in new:
-            continue
-        _qid, key_x, key_y = p.pair_id.rsplit(":", 2)
-        value = data[questions[p.row]]
-        for text_now, old in zip(new[p.pair_id], (p.answer_a, p.answer_b)):
-            key = next((k for k in (key_x, key_y) if _graded_text(value, k) == old), None)
-            if key is None:
-                raise InputError(f"pair {p.pair_id}: cannot find its answer in question {p.row} of {str(src)!r}")
-            prior = texts.setdefault((p.row, key), text_now)
-            if prior != text_now:
-                raise ConfigError(f"answer {key} of question {p.row} was given two different perturbed texts")
-    for (row, key), text in texts.items():
-        value = data[questions[row]]
-        if key.startswith("ground"):
-            value[key] = text
-        else:
-            item = (value["doc_list"] if isinstance(value, dict) else value)[int(key)]
-            name = next(n for n in _ANSWER_TEXT_FIELDS if item.get(n) is not None)
-            item[name] = text
-    dest.write_bytes(_encode(json.dumps(data, ensure_ascii=False, indent=1)))
-
-
-def _graded_text(value, key: str) -> str | None:
-    if key.startswith("ground"):
-        return value.get(key) if isinstance(value, dict) else None
-    items = value["doc_list"] if isinstance(value, dict) else value
-    item = items[int(key)]
-    return next((item[n] for n in _ANSWER_TEXT_FIELDS if item.get(n) is not None), None)
-
-
-def rewrite_input(src: str | Path, dest: str | Path, fmt: str, pairs: Sequence[PairRecord],
-                  new: Mapping[str, tuple[str, str]], *, mapping: Mapping[str, str] | None = None) -> None:
-    """Write a copy of an input file with some pairs' answers replaced, in the same format.
-
-    Everything else is kept: the same records in the same order, every other field, the ids and
-    labels. A JSON Lines file keeps its untouched lines byte for byte; a JSON list, graded file,
-    Parquet or CSV file is re-serialised with the same content. Pair ids that the reader derived from
-    the file name (``<stem>:row<i>``, for records without an id) would change with the name: for the
-    lfqa-hp and lfqa-eval formats the copy's edited records then carry the original id in a
-    ``pair_id`` field; for the table formats the copy must keep the input's file name (stem).
-
-    Args:
-        src: the input file, as read.
-        dest: where to write; its extension must be the input's (the readers choose the parser by it).
-        fmt: the input format (``rubric.io.readers.FORMATS``).
-        pairs: the pairs the reader returned for ``src``.
-        new: pair id -> (answer a, answer b) after perturbation, for the pairs that changed.
-        mapping: the table formats' column mapping.
-
-    Raises:
-        ConfigError: the extension differs, ``dest`` is ``src``, or derived ids cannot be kept.
-        InputError: a changed answer cannot be found in the file.
-    """
-    src, dest = Path(src), Path(dest)
-    if src.suffix.lower() != dest.suffix.lower():
-        raise ConfigError(f"the perturbed copy must keep the input's extension {src.suffix!r} (the readers choose "
-                          f"the parser by it), got {dest.name!r}")
-    if dest.resolve() == src.resolve():
-        raise ConfigError(f"the perturbed copy would overwrite its input {str(src)!r}")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "graded":
-        _rewrite_graded(src, dest, pairs, new)
-        return
-    field_a, field_b = answer_fields(fmt, mapping)
-    suffix = src.suffix.lower()
-    # the parser each reader uses: lfqa-hp reads Parquet by extension; the table formats by name
-    kind = ("parquet" if fmt == "parquet" or (fmt == "lfqa-hp" and suffix == ".parquet")
-            else "csv" if fmt == "csv" else "json")
-    by_id = {p.pair_id: p for p in pairs}
-    edits: dict[int, dict[str, str]] = {}
-    for pid, (a, b) in new.items():
-        edits[by_id[pid].row] = {field_a: a, field_b: b}
-    add: dict[int, dict[str, str]] = {}
-    derived = [p for p in pairs if p.pair_id == f"{src.stem}:row{p.row}"]
-    if derived and src.stem != dest.stem:
-        if kind != "json" or fmt not in ("lfqa-hp", "lfqa-eval"):
-            raise ConfigError(f"pair ids of {str(src)!r} come from its file name (its records carry no id): name the "
-                              f"copy {src.stem}{src.suffix} (in another folder) to keep them")
-        for p in derived:  # the reader takes 'pair_id' before deriving one
-            edits.setdefault(p.row, {})
-            add[p.row] = {"pair_id": p.pair_id}
-    if kind == "parquet":
-        _rewrite_parquet(src, dest, edits)
-    elif kind == "csv":
-        _rewrite_csv(src, dest, edits)
-    else:
-        _rewrite_json_records(src, dest, edits, add)
