@@ -8,13 +8,13 @@ that an engine with a prefix cache (vLLM) computes each judge's instruction pref
 Modes:
 
 * ``logprob`` - one forward pass per order: the assistant turn is pre-filled with ``"answer_"`` and
-  the verdict is read from the next token's distribution (``rubric.judging.judges.verdict_probs``). The CoT
+  the verdict is read from the next token's distribution (``rubric.judging.verdicts.verdict_probs``). The CoT
   judge first generates at most ``max_reasoning_tokens`` of reasoning greedily (one ``generate``
   call for all its prompts), then its verdict is read after ``reasoning + "### Output: answer_"``
   in the same ``score_token_probs`` call as the other judges. Engine calls per batch: one, or
   two with a CoT judge.
 * ``vote`` - the paper's protocol: no pre-fill, ``n_votes`` generations per order, each parsed by
-  ``rubric.judging.judges.parse_verdict``, strict majority. ``temperature=0`` is the paper's setting
+  ``rubric.judging.verdicts.parse_verdict``, strict majority. ``temperature=0`` is the paper's setting
   (greedy: the votes are identical); ``temperature=1`` with a seed is the appendix's T=1 variant.
   One ``generate`` call per token budget: the direct judges share one (``max_vote_tokens``), a CoT
   judge gets its own (``max_reasoning_tokens + max_vote_tokens``), so a short verdict is never

@@ -88,7 +88,7 @@ ScoreStep = Callable[..., StepResult]
 class _RunScores:
     """Scores by answer id on disk (SQLite), so memory does not grow with the job: the answers this
     run has scored (an answer met again in a later block is copied, not scored again), and the
-    job's merged scores for the assemble step (an :class:`rubric.tables.assemble.ScoreLookup`)."""
+    job's merged scores for the assemble step (an :class:`rubric.tables.assemble_stream.ScoreLookup`)."""
 
     def __init__(self, folder: Path, name: str = "run") -> None:
         import sqlite3

@@ -1,7 +1,8 @@
 """Pairwise LLM judges and what is done with them.
 
-``judges`` (judge specs and their registry, verdict parsing, position debiasing; templates
-``rubric/prompts/judge.*.j2``), ``judgments`` (the judgments.parquet schema), ``perturb``
+``judges`` (judge specs and their registry; templates ``rubric/prompts/judge.*.j2``), ``verdicts``
+(verdict parsing, verdict probabilities, position debiasing), ``judgments`` (the
+judgments.parquet schema), ``perturb``
 (character and synonym attacks on answers; ``perturb_victim``: the rubric model as victim;
 ``perturb_rewrite``: the perturbed copy of an input). The Table 4-8 analyses are ``rubric.analysis``.
 
@@ -9,10 +10,12 @@ This is the package's public face: other packages import from here, not from its
 """
 
 from rubric.judging.judges import (
-    JudgeSpec, JUDGES, JUDGE_NAMES, VERDICT_PREFILL, OUTPUT_TAG, ORDERS, Order, Verdict, ParsedVerdict,
-    VerdictProbs, PairOutcome, get_judge, resolve_judges, OTHER_JUDGES, register_judge_factory,
-    cot_verdict_prefill, parse_verdict, verdict_probs, vote_probs, to_original, p_a, debias,
-    debiased_decision, pair_outcome,
+    JudgeSpec, JUDGES, JUDGE_NAMES, VERDICT_PREFILL, OUTPUT_TAG, ORDERS, Order, Verdict, get_judge,
+    resolve_judges, OTHER_JUDGES, register_judge_factory,
+)
+from rubric.judging.verdicts import (
+    ParsedVerdict, VerdictProbs, PairOutcome, cot_verdict_prefill, parse_verdict, verdict_probs, vote_probs,
+    to_original, p_a, debias, debiased_decision, pair_outcome,
 )
 from rubric.judging.judgments import (
     JUDGMENTS_FILE, JUDGMENT_COLUMNS, NULLABLE_COLUMNS, PAIR_COLUMNS, DECISIONS, MODES, judgments_table,
@@ -32,9 +35,9 @@ from rubric.judging.perturb_rewrite import (
 
 __all__ = [
     "JudgeSpec", "JUDGES", "JUDGE_NAMES", "VERDICT_PREFILL", "OUTPUT_TAG", "ORDERS", "Order", "Verdict",
-    "ParsedVerdict", "VerdictProbs", "PairOutcome", "get_judge", "resolve_judges", "OTHER_JUDGES",
-    "register_judge_factory", "cot_verdict_prefill", "parse_verdict", "verdict_probs", "vote_probs",
-    "to_original", "p_a", "debias", "debiased_decision", "pair_outcome", "JUDGMENTS_FILE", "JUDGMENT_COLUMNS",
+    "get_judge", "resolve_judges", "OTHER_JUDGES", "register_judge_factory", "ParsedVerdict", "VerdictProbs",
+    "PairOutcome", "cot_verdict_prefill", "parse_verdict", "verdict_probs", "vote_probs", "to_original",
+    "p_a", "debias", "debiased_decision", "pair_outcome", "JUDGMENTS_FILE", "JUDGMENT_COLUMNS",
     "NULLABLE_COLUMNS", "PAIR_COLUMNS", "DECISIONS", "MODES", "judgments_table", "validate_judgments",
     "read_judgments", "write_judgments", "check_both_orders", "ATTACKS", "STOPWORDS", "Word", "words",
     "word_budget", "match_case", "char_edits", "same_stem", "SynonymSource", "synonym_candidates",

@@ -2,8 +2,9 @@
 
 ``templates`` (their prompt templates, ``rubric/prompts/{linkage,arena,lfqa_e}.*.j2``),
 ``judges`` (their pairwise templates as judge specs; importing this package registers them
-with ``rubric.judging``), ``linkage``/``linkage_data``/``linkage_references``, ``arena``/
-``arena_data``, ``lfqa_e`` (statistics and readers), ``report`` (their report tables).
+with ``rubric.judging``), ``linkage`` (prompts, reading the judge, reference lists),
+``linkage_metric``, ``linkage_data``, ``linkage_references``, ``arena``/``arena_data``, ``lfqa_e``
+(statistics and readers), ``report`` (their report tables).
 
 This is the package's public face: other packages import from here, not from its modules.
 """
@@ -20,8 +21,10 @@ from rubric.protocols.judges import (
 from rubric.protocols.linkage import (
     MAX_RANK_POSITIONS, WEBGLM_REFERENCE_KEYS, RankScore, expected_rank, parse_rank, rank_score,
     expected_point_score, parse_point_score, format_reference_list, listwise_prompt, pointwise_prompt,
-    pairwise_prompt, webglm_references, GradedAnswer, ReferenceSplit, graded_reference_split,
-    references_above, QuestionCorrelation, LinkageCorrelations, question_correlation, linkage_correlations,
+    pairwise_prompt, webglm_references, GradedAnswer, ReferenceSplit, graded_reference_split, references_above,
+)
+from rubric.protocols.linkage_metric import (
+    QuestionCorrelation, LinkageCorrelations, question_correlation, linkage_correlations,
 )
 from rubric.protocols.linkage_references import (
     CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS, N_GENERATED, generated_text, GeneratedReferences,

@@ -21,7 +21,7 @@ from rubric.protocols.arena import battles_against, human_agreement, rating_inte
 from rubric.protocols.arena_data import REFERENCE_SYSTEM
 from rubric.errors import ConfigError
 from rubric.protocols.lfqa_e import PAIR_TYPES, breakdown_by_pair_type
-from rubric.protocols.linkage import LinkageCorrelations, linkage_correlations
+from rubric.protocols.linkage_metric import LinkageCorrelations, linkage_correlations
 from rubric.preference import ClusteredMean
 from rubric.io import PairRecord
 

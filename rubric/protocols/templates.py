@@ -24,9 +24,9 @@ Pre-fill (logprob mode)
 
 Reading a pairwise verdict
     :func:`pairwise_verdict_probs` turns one order's first-token distribution into
-    :class:`rubric.judging.judges.VerdictProbs` over the verdicts ``1`` (first answer shown), ``2`` and ``tie``,
-    whatever each protocol calls them, so that :func:`rubric.judging.judges.pair_outcome` debiases the two orders
-    and :func:`rubric.judging.judges.vote_probs` counts votes exactly as for the pairwise judges.
+    :class:`rubric.judging.verdicts.VerdictProbs` over the verdicts ``1`` (first answer shown), ``2`` and ``tie``,
+    whatever each protocol calls them, so that :func:`rubric.judging.verdicts.pair_outcome` debiases the two orders
+    and :func:`rubric.judging.verdicts.vote_probs` counts votes exactly as for the pairwise judges.
     :func:`parse_pairwise_verdict` reads generated text (vote mode, generation-only judges).
 """
 
@@ -261,7 +261,7 @@ def pairwise_verdict_probs(token_probs: Mapping[str, float], spec: ProtocolTempl
 
     The protocol's own verdict tokens (``A``/``B``/``C``, ``1``/``2``/``0``, ``1``/``2``/``tie``) are folded
     over their spellings, mapped onto ``1``/``2``/``tie`` and renormalised, as
-    :func:`rubric.judging.judges.verdict_probs` does for the pairwise judges.
+    :func:`rubric.judging.verdicts.verdict_probs` does for the pairwise judges.
 
     Args:
         token_probs: token string (as the tokenizer spells it) -> probability (or log-probability).
@@ -271,7 +271,7 @@ def pairwise_verdict_probs(token_probs: Mapping[str, float], spec: ProtocolTempl
         logprobs: the values are log-probabilities.
 
     Returns:
-        A :class:`~rubric.judging.judges.VerdictProbs` (``ptie`` always set: every protocol here offers a tie);
+        A :class:`~rubric.judging.verdicts.VerdictProbs` (``ptie`` always set: every protocol here offers a tie);
         never raises for a model that did not answer with a verdict.
 
     Raises:
@@ -320,14 +320,14 @@ def parse_pairwise_verdict(text: str, spec: ProtocolTemplate) -> ParsedVerdict:
       a value outside the protocol's verdicts is an error (``[[D]]``, ``<rating>3</rating>``). The
       reference code took the first match of its regex; a text that states two verdicts is ambiguous
       here instead.
-    - LFQA-E (``answer_1``/``answer_2``/``answer_tie``): :func:`rubric.judging.judges.parse_verdict` with a tie.
+    - LFQA-E (``answer_1``/``answer_2``/``answer_tie``): :func:`rubric.judging.verdicts.parse_verdict` with a tie.
 
     Args:
         text: the generated continuation only (the prompt itself shows every verdict as an example).
         spec: a pairwise protocol template.
 
     Returns:
-        A :class:`~rubric.judging.judges.ParsedVerdict` with ``1``/``2``/``tie``, or an error reason.
+        A :class:`~rubric.judging.verdicts.ParsedVerdict` with ``1``/``2``/``tie``, or an error reason.
 
     Raises:
         ConfigError: ``spec`` is not pairwise.

@@ -1,6 +1,7 @@
 """Feature tables: from raw scores to the answers and pairs tables a model is fitted on.
 
-``assemble`` (the jobs' one assemble step: pairs of all inputs, dedupe, splits, fitted rescaling),
+``assemble`` (the jobs' one assemble step: pairs of all inputs, dedupe, splits, fitted rescaling;
+``assemble_stream``: the same step for a job too large to hold),
 ``features`` (the tables and the design matrix), ``provenance`` (per-rubric provenance records
 and their checks), ``style`` (markdown counts, normalised differences, length decorrelation).
 
@@ -21,8 +22,10 @@ from rubric.tables.features import (
     design_matrix, fit_length_betas, word_count, ASPECT_COLUMN_PREFIX,
 )
 from rubric.tables.assemble import (
-    JobInput, Assembled, combine_inputs, job_splits, fit_rescale, assemble, StreamAssembled, ScoreLookup,
-    MappingScores, assemble_stream,
+    JobInput, Assembled, combine_inputs, job_splits, fit_rescale, assemble,
+)
+from rubric.tables.assemble_stream import (
+    StreamAssembled, ScoreLookup, MappingScores, assemble_stream,
 )
 
 __all__ = [

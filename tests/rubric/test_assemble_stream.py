@@ -8,7 +8,8 @@ import json
 import pyarrow as pa
 import pytest
 
-from rubric.tables.assemble import JobInput, MappingScores, assemble, assemble_stream
+from rubric.tables.assemble import JobInput, assemble
+from rubric.tables.assemble_stream import MappingScores, assemble_stream
 from rubric.scoring.claims import CheckedClaim, claims_to_json
 from rubric.errors import BatchMismatchError
 from rubric.io import read_lfqa_hp

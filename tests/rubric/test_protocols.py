@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rubric.errors import ConfigError, UnknownNameError
-from rubric.judging.judges import pair_outcome, vote_probs
+from rubric.judging.verdicts import pair_outcome, vote_probs
 from rubric.protocols.templates import (
     PROTOCOL_TEMPLATES,
     PROTOCOL_VERSIONS,
