@@ -287,7 +287,7 @@ def _subjectiveqa(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Score
 def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.evidence import AttachedDocs, BM25Corpus
     from models.factuality import FactualityScorer, SpacySentenceSplitter
-    from models.llm.scorer import build_engine
+    from models.llm.engines_cache import build_engine
 
     evidence = (BM25Corpus.from_file(config.factuality_corpus, text_field=config.factuality_text_field,
                                      id_field=config.factuality_id_field, cache_dir=config.evidence_cache_dir)

@@ -196,7 +196,7 @@ def protocol_scorer_factory(settings, config) -> ProtocolJudgeScorer:
     The same engine and arguments as the judge job's own ``_scorer``; the judge job and its Ray actors
     call it for judge lists that hold a protocol's judge.
     """
-    from models.llm.scorer import build_engine
+    from models.llm.engines_cache import build_engine
 
     engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
     return ProtocolJudgeScorer(engine, settings.specs, mode=settings.mode, n_votes=settings.n_votes,

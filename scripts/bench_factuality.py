@@ -227,8 +227,8 @@ def main() -> int:
     args = ap.parse_args()
 
     from models.factuality import FactualityScorer, SpacySentenceSplitter, claim_generator
-    from models.llm.bench import device_line, transformers_kwargs
-    from models.llm.scorer import build_engine
+    from scripts._bench_common import device_line, transformers_kwargs
+    from models.llm.engines_cache import build_engine
     from rubric.scoring import claims_from_json
     from rubric.config import ScoringConfig
     from rubric.scoring import RUBRICS

@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--pairs must be >= 1, got {args.pairs}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
-    from models.llm.scorer import build_engine
+    from models.llm.engines_cache import build_engine
     from rubric.config import ScoringConfig
     import rubric.protocols  # noqa: F401  (registers the protocols' pairwise judges)
     from rubric.judging import resolve_judges

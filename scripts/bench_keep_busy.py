@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import ray
 
-    from models.llm.bench import load_pairs
+    from scripts._bench_common import load_pairs
     from rubric.config import ScoringConfig
     from rubric.io import explode
     from rubric.scoring import resolve_rubrics

@@ -35,7 +35,7 @@ from rubric.io import SPLITS, assign_splits
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["JobInput", "Assembled", "combine_inputs", "job_splits", "fit_rescale", "assemble",]
+__all__ = ["JobInput", "Assembled", "combine_inputs", "job_splits", "fit_rescale", "assemble"]
 
 log = logging.getLogger(__name__)
 

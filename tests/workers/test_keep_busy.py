@@ -73,7 +73,7 @@ _CFG = ScoringConfig(batch_size=2, engine_kwargs={"max_model_len": 1024})
 
 @pytest.mark.slow
 def test_kept_busy_actor_scores_concurrent_batches_as_the_synchronous_one(smollm2, shard):
-    from models.llm.scorer import keep_engines_busy
+    from models.llm.engines_cache import keep_engines_busy
     from rubric.io import read_input
     from rubric.io.records import explode
     from workers.actors import ScorerActor
@@ -120,7 +120,7 @@ def test_keep_busy_touches_only_the_engines_of_the_given_settings(monkeypatch):
     # group) can still keep its own settings' engine busy; and settings with no engine are named.
     from types import SimpleNamespace
 
-    from models.llm import scorer
+    from models.llm import engines_cache as scorer
 
     other = ScoringConfig(llm_backend="transformers")
     monkeypatch.setattr(scorer, "_ENGINES", {(scorer._config_key(other), 5): SimpleNamespace(backend="transformers")})

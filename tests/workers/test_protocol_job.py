@@ -226,7 +226,7 @@ def test_protocol_flag_errors_are_one_line(argv, message, capsys):
 
 def test_protocol_judges_travel_to_ray_actors_by_name(monkeypatch):
     """The Ray judge actors rebuild JudgeSettings from plain data; the protocol spec and its scorer survive."""
-    import models.llm.scorer as llm_scorer
+    import models.llm.engines_cache as llm_scorer
     from workers.judge_job import JudgeSettings, _scorer
 
     settings = JudgeSettings("arena.pairwise.v1,lfqa_e.reference_tie.v1")

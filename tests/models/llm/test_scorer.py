@@ -189,7 +189,7 @@ def test_engines_are_shared_then_released_once_registered_at_exit(monkeypatch):
     import atexit
     from types import SimpleNamespace
 
-    from models.llm import scorer as sc
+    from models.llm import engines_cache as sc
     from rubric.config import ScoringConfig
 
     built, closed, registered = [], [], []

@@ -8,7 +8,7 @@
 Reported per run: answers/s (unique answers covered per second), prompts/s (prompts sent per
 second), prompt tokens/s (prefill tokens sent per second, cached ones included: the number a GPU
 run sets against the hardware's limit) and the share of prompt tokens served from the prefix cache.
-Entry point: ``scripts/bench_llm.py``.
+Entry point: ``scripts/bench_llm.py`` (benchmark code, kept out of the installed packages).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from models.llm.bench import RunResult, compare_scores, correlations, load_scores, save_scores, transformers_kwargs
+from scripts._bench_common import RunResult, compare_scores, correlations, load_scores, save_scores, transformers_kwargs
 from rubric.errors import InputError
 
 
