@@ -79,7 +79,7 @@ class ScorerActor:
         self._scorers = build_scorers(self._specs, config)
         self.batches_in_flight = batches_in_flight
         if batches_in_flight > 1:
-            from models.llm.scorer import keep_engines_busy
+            from models.llm.engines_cache import keep_engines_busy
 
             keep_engines_busy(config)
         self._provenance = {s.name: encode_provenance(sc.provenance(s.name))

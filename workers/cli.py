@@ -304,7 +304,7 @@ def _lfq(args) -> int:
 
     from models.backends import check_backends
     from models.llm.lfq import classify_questions
-    from models.llm.scorer import build_engine
+    from models.llm.engines_cache import build_engine
     from rubric.scoring import LFQ_FILTER_VERSION
     from rubric.io import read_input
 

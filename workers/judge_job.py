@@ -86,7 +86,7 @@ class JudgeSettings:
 
 def _scorer(settings: JudgeSettings, config: ScoringConfig):
     from models.judges import JudgeScorer
-    from models.llm.scorer import build_engine
+    from models.llm.engines_cache import build_engine
     from rubric.protocols import is_protocol_judge
 
     if any(is_protocol_judge(s) for s in settings.specs):  # a neighbouring protocol's judge reads its own tokens

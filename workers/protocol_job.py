@@ -138,7 +138,7 @@ GENERATED_REFERENCES_FILE = "generated_references.jsonl"
 
 def _reference_generator(settings: LinkageSettings, config: ScoringConfig):
     from models.linkage_references import ReferenceGenerator
-    from models.llm.scorer import build_engine
+    from models.llm.engines_cache import build_engine
 
     engine = build_engine(config, logprobs_k=config.llm_logprobs_k)  # the scorer's engine (built once per process)
     return ReferenceGenerator(engine, max_tokens=settings.reference_max_tokens, version=settings.reference_template)
@@ -184,7 +184,7 @@ def _lists_digest(questions: Sequence[Any]) -> str:
 
 
 def _linkage_scorer(settings: LinkageSettings, config: ScoringConfig):
-    from models.llm.scorer import build_engine
+    from models.llm.engines_cache import build_engine
     from models.protocols import LinkageScorer
 
     engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
