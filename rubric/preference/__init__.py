@@ -37,6 +37,9 @@ from rubric.preference.predict import (
 from rubric.preference.transfer import (
     TrainedModel, TransferCell, Transfer, labeled_pairs, transfer, transfer_markdown,
 )
+from rubric.preference.core import (
+    check_core_params, fit_core, restore_core,
+)
 
 __all__ = [
     "METRICS", "MetricRow", "evaluate_predictions", "question_bootstrap_weights", "ClusteredMean",
@@ -50,5 +53,6 @@ __all__ = [
     "read_output_table", "read_pairs", "fit_model", "model_inputs", "Evaluation", "model_table_differences",
     "check_model_table", "evaluate_model", "write_report", "pairs_fingerprint", "MODEL_ROW",
     "STYLE_CONTROLLED_ROW", "PREDICTIONS_META_KEY", "predict_pairs", "write_predictions", "TrainedModel",
-    "TransferCell", "Transfer", "labeled_pairs", "transfer", "transfer_markdown",
+    "TransferCell", "Transfer", "labeled_pairs", "transfer", "transfer_markdown", "check_core_params",
+    "fit_core", "restore_core",
 ]

@@ -21,10 +21,9 @@ from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.linear_model import LogisticRegression
-from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
+from rubric.preference.core import check_core_params, fit_core, restore_core
 from rubric.errors import ConfigError, InputError, ProvenanceError
 from rubric.tables import check_record
 from rubric.tables import STYLE_COVARIATES, check_style_record, style_record
@@ -110,8 +109,7 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
     def _check_params(self) -> None:
         if self.ties not in ("drop", "three_way"):
             raise ConfigError(f"'ties' must be 'drop' or 'three_way', got {self.ties!r}")
-        if isinstance(self.C, bool) or not isinstance(self.C, numbers.Real) or not self.C > 0:
-            raise ConfigError(f"'C' must be a number > 0, got {self.C!r}")
+        check_core_params(self.C, self.max_iter)
         style = list(self.style_features)
         unknown = [s for s in style if s not in STYLE_COVARIATES]
         if unknown:
@@ -166,8 +164,7 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
                 raise ConfigError(f"'length_betas' names {stray}, which are not rubric features {self.features_}")
         self.columns_ = self.features_ + list(self.style_features_)
         self.style_provenance_ = {s: style_record(s) for s in self.style_features_}
-        self.scaler_ = StandardScaler().fit(X)
-        self.lr_ = LogisticRegression(C=self.C, max_iter=self.max_iter).fit(self.scaler_.transform(X), y.astype(str))
+        self.scaler_, self.lr_ = fit_core(X, y.astype(str), C=self.C, max_iter=self.max_iter)
         self.classes_ = self.lr_.classes_
         self.n_features_in_ = X.shape[1]
         self.metadata_ = {}
@@ -398,15 +395,8 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
         model.style_provenance_ = style_prov
         model.n_features_in_ = nf
         model.n_ties_dropped_ = n_ties
-        sc = StandardScaler()
-        sc.mean_, sc.scale_, sc.var_ = mean, scale, var
-        sc.n_samples_seen_ = n_seen
-        sc.n_features_in_ = nf
-        lr = LogisticRegression(C=model.C, max_iter=model.max_iter)
-        lr.classes_ = np.asarray(classes, dtype=object)
-        lr.coef_ = coef
-        lr.intercept_ = intercept
-        lr.n_features_in_ = nf
+        sc, lr = restore_core(C=model.C, max_iter=model.max_iter, classes=classes, coef=coef, intercept=intercept,
+                              mean=mean, scale=scale, var=var, n_samples_seen=n_seen)
         model.scaler_, model.lr_, model.classes_ = sc, lr, lr.classes_
         model.metadata_ = metadata
         return model
