@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rubric.config import ScoringConfig
+from rubric.config import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHARS
 from rubric.errors import ConfigError
 from rubric.io.records import LABELS, PairRecord, Reject
 
@@ -23,8 +23,6 @@ __all__ = ["ReadResult", "RowError", "DEFAULT_MAX_ANSWER_CHARS", "DEFAULT_MAX_QU
 logger = logging.getLogger(__name__)
 
 
-DEFAULT_MAX_ANSWER_CHARS: int = ScoringConfig().max_answer_chars
-DEFAULT_MAX_QUESTION_CHARS: int = ScoringConfig().max_question_chars
 
 #: Label spellings ``read_table`` accepts when no ``label_values`` is given (matched case-insensitively).
 #: "1"/"2" mean answer 1 / answer 2 here, not lfqa_eval's -1/0/1 (use ``read_lfqa_eval`` for that).
@@ -80,13 +78,13 @@ class ReadResult:
 
 
 class RowError(Exception):
-    """Internal: one row (or answer) is unusable; carries the field and the reason without the prefix."""
+    """One row (or answer) is unusable: a reader raises it from a field check and turns it into a
+    :class:`~rubric.io.records.Reject` ("row N: " + ``reason``, naming ``field``)."""
 
     def __init__(self, field: str | None, reason: str) -> None:
         super().__init__(reason)
         self.field = field
         self.reason = reason
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -232,6 +230,7 @@ def _docs(rec: Mapping[str, Any], name: str | None) -> tuple[str, ...]:
 
 
 def check_max_chars(max_answer_chars: int, max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS) -> None:
+    """Raise ConfigError unless both length limits are integers >= 1."""
     for name, value in (("max_answer_chars", max_answer_chars), ("max_question_chars", max_question_chars)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"'{name}' must be an integer >= 1, got {value!r}")
@@ -254,9 +253,19 @@ def _as_int(value: Any) -> int | None:
 
 
 
-def label_table(label_values: Mapping[str, str] | None) -> dict[str, str]:
+def label_table(label_values: Mapping[str, str] | None,
+                default: Mapping[str, str] = DEFAULT_LABEL_VALUES) -> dict[str, str]:
+    """Label spelling (matched as :func:`label_key` makes it) -> ``"a"``/``"b"``/``"tie"``.
+
+    Args:
+        label_values: the spellings a file uses (``--labels``); None takes ``default``.
+        default: the spellings when none are given (the protocols' readers pass their own).
+
+    Raises:
+        ConfigError: a value is not a label, or ``label_values`` is empty.
+    """
     if label_values is None:
-        return dict(DEFAULT_LABEL_VALUES)
+        return dict(default)
     table: dict[str, str] = {}
     for key, value in label_values.items():
         if value not in LABELS:
@@ -268,6 +277,7 @@ def label_table(label_values: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def label_key(value: Any) -> str:
+    """How a label cell is matched against a label table: ``2.0`` as ``"2"``, trimmed, lower case."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return str(value).strip().lower()

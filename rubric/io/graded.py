@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rubric.config import DEFAULT_MAX_PAIRS_PER_QUESTION
 from rubric.errors import ConfigError, InputError
 from rubric.io.records import PairRecord, Reject, content_id, question_id
 from rubric.io.fields import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHARS, ReadResult, RowError, _as_int, _has_bad_bytes, _meta, check_max_chars, text_field
@@ -162,7 +163,7 @@ def _no_pair_reason(key: str, grade: int, unique: list[tuple[str, str, int]], ca
 
 def read_graded(
     path: str | Path,
-    max_pairs_per_question: int = 50,
+    max_pairs_per_question: int = DEFAULT_MAX_PAIRS_PER_QUESTION,
     seed: int = 0,
     *,
     include_references: bool = False,

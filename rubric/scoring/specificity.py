@@ -20,6 +20,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
+from rubric.config import DEFAULT_SPECIFICITY_MODEL
 from rubric.errors import ConfigError
 
 __all__ = [
@@ -37,7 +38,7 @@ __all__ = [
 
 SUBJECTIVEQA_VERSION = "specificity.subjectiveqa.v1"
 GEVAL_VERSION = "specificity.geval.v1"
-SUBJECTIVEQA_MODEL = "gtfintechlab/SubjECTiveQA-SPECIFIC"
+SUBJECTIVEQA_MODEL = DEFAULT_SPECIFICITY_MODEL
 
 #: The canonical label order every function here returns probabilities in.
 LABELS: tuple[str, str, str] = ("LOW", "NEUTRAL", "HIGH")
