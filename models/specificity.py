@@ -6,7 +6,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from rubric.errors import BackendUnavailableError, ConfigError, EngineError, UnknownNameError
+from models.single_spec import SingleSpecScorer
+from rubric.errors import BackendUnavailableError, ConfigError, EngineError
 from rubric.io import AnswerItem
 from rubric.scoring import Provenance, Score, ScoreSet
 from rubric.scoring import (
@@ -20,7 +21,7 @@ __all__ = ["SubjectiveQAScorer"]
 log = logging.getLogger(__name__)
 
 
-class SubjectiveQAScorer:
+class SubjectiveQAScorer(SingleSpecScorer):
     """Specificity as the ordinal reading of the SubjECTive-QA SPECIFIC classifier.
 
     Each answer becomes ``"Question: {q} Answer: {a}"``; a text longer than ``max_length`` tokens
@@ -50,10 +51,7 @@ class SubjectiveQAScorer:
 
     def __init__(self, specs: tuple[RubricSpec, ...], *, model: str = SUBJECTIVEQA_MODEL, revision: str | None = None,
                  device: str | None = None, batch_size: int = 16, max_length: int = 512, stride: int = 128) -> None:
-        specs = tuple(specs)
-        if len(specs) != 1 or specs[0].version != SUBJECTIVEQA_VERSION:
-            raise ConfigError(f"SubjectiveQAScorer serves exactly ({SUBJECTIVEQA_VERSION!r},), "
-                              f"got {[s.version for s in specs]}")
+        self._serve(specs, SUBJECTIVEQA_VERSION)
         if batch_size < 1:
             raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
         if max_length < 8:
@@ -100,11 +98,7 @@ class SubjectiveQAScorer:
         self.revision = revision or getattr(self.model.config, "_commit_hash", None) or "local"
 
     def provenance(self, rubric: str) -> Provenance:
-        spec = self.specs[0]
-        if rubric != spec.name:
-            raise UnknownNameError(f"SubjectiveQAScorer has no rubric {rubric!r}; it serves {spec.name!r}")
-        return Provenance(rubric_version=spec.version, backend=self.backend, model_id=self.model_id,
-                          model_revision=self.revision)
+        return self._provenance(rubric, backend=self.backend, model_id=self.model_id, model_revision=self.revision)
 
     def windows(self, texts: Sequence[str]) -> tuple[list[list[int]], list[int]]:
         """Token windows of all texts and, per window, the index of the text it came from.
@@ -126,7 +120,7 @@ class SubjectiveQAScorer:
 
     def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
         """One ``{"specificity": Score}`` per item, in order; raw = ``0.5 * p_neutral + p_high``."""
-        name = self.specs[0].name
+        name = self.spec.name
         out: list[Score | None] = [None] * len(items)
         texts: list[str] = []
         where: list[int] = []
