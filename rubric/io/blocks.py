@@ -16,7 +16,7 @@ from rubric.io.fields import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHAR
 from rubric.io.files import _HEAD_BYTES, _check_encoding, _iter_jsonl, check_path
 from rubric.io.formats import check_options
 from rubric.io.hub import DEFAULT_HF_SPLIT, _hf_builder, _hf_parquet_files, _is_saved_dataset, hf_name, open_hf_dataset
-from rubric.io.mapping import _check_mapping, parse_mapping
+from rubric.io.mapping import check_mapping, parse_mapping
 from rubric.io.pairs import _eval_builder, _hp_builder, _read_pairs, _table_builder
 
 __all__ = ["Block", "BLOCK_ROWS", "BLOCK_BYTES", "plan_blocks", "read_block", "read_hf"]
@@ -279,7 +279,7 @@ def read_block(path: str | Path, fmt: str, block: Block, **options: Any) -> Read
         build, id_fields = _eval_builder(p, max_a, max_q), ("pair_id", "id")
     else:
         mapping = options["mapping"]
-        cols = parse_mapping(mapping) if isinstance(mapping, str) else _check_mapping(mapping)
+        cols = parse_mapping(mapping) if isinstance(mapping, str) else check_mapping(mapping)
         if options.get("label_values") is not None and "label" not in cols:
             raise ConfigError("'label_values' (--labels) needs a label column in the mapping (label=COLUMN)")
         build, id_fields = _table_builder(p, cols, label_table(options.get("label_values")), max_a, max_q)

@@ -11,7 +11,7 @@ from typing import Any
 from rubric.errors import ConfigError, InputError
 from rubric.io.records import PairRecord
 from rubric.io.fields import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHARS, SPLIT_VALUES, check_max_chars, label_table
-from rubric.io.mapping import _check_mapping, parse_mapping
+from rubric.io.mapping import check_mapping, parse_mapping
 from rubric.io.pairs import _hp_builder, _table_builder
 
 __all__ = ["DEFAULT_HF_SPLIT", "HF_OPTIONS", "hf_name", "open_hf_dataset", "hf_files"]
@@ -102,7 +102,7 @@ def _hf_builder(name: str, options: Mapping[str, Any]) -> tuple[Callable[[Mappin
             raise ConfigError("'label_values' (--labels) needs a column mapping (mapping=...) for format 'hf'")
         return _hp_builder(p, max_a, max_q), ("pair_id", "id")
     mapping = options["mapping"]
-    cols = parse_mapping(mapping) if isinstance(mapping, str) else _check_mapping(mapping)
+    cols = parse_mapping(mapping) if isinstance(mapping, str) else check_mapping(mapping)
     if options.get("label_values") is not None and "label" not in cols:
         raise ConfigError("'label_values' (--labels) needs a label column in the mapping (label=COLUMN)")
     return _table_builder(p, cols, label_table(options.get("label_values")), max_a, max_q)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from rubric.errors import ConfigError
 
-__all__ = ["TABLE_FIELDS", "parse_mapping", "mapping_entries"]
+__all__ = ["TABLE_FIELDS", "parse_mapping", "mapping_entries", "check_mapping"]
 
 logger = logging.getLogger(__name__)
 
@@ -23,15 +23,21 @@ _TABLE_REQUIRED: tuple[str, ...] = ("question", "answer_a", "answer_b")
 
 
 
-def _check_mapping(mapping: Mapping[str, str]) -> dict[str, str]:
-    unknown = sorted(set(mapping) - set(TABLE_FIELDS))
+def check_mapping(mapping: Mapping[str, str], fields: Sequence[str] = TABLE_FIELDS,
+                  required: Sequence[str] = _TABLE_REQUIRED) -> dict[str, str]:
+    """``mapping`` (our field -> the file's column) checked against the fields a reader knows.
+
+    Raises:
+        ConfigError: an unknown or missing field, or a column name that is not a non-empty string.
+    """
+    unknown = sorted(set(mapping) - set(fields))
     if unknown:
         raise ConfigError(f"unknown mapping field(s) {', '.join(map(repr, unknown))}; "
-                          f"known: {', '.join(TABLE_FIELDS)}")
-    missing = [f for f in _TABLE_REQUIRED if f not in mapping]
+                          f"known: {', '.join(fields)}")
+    missing = [f for f in required if f not in mapping]
     if missing:
         raise ConfigError(f"mapping is missing required field(s) {', '.join(map(repr, missing))}; "
-                          f"required: {', '.join(_TABLE_REQUIRED)} (label is optional)")
+                          f"required: {', '.join(required)} (label is optional)")
     for key, col in mapping.items():
         if not isinstance(col, str) or not col.strip():
             raise ConfigError(f"mapping[{key!r}] must be a non-empty column name, got {col!r}")
@@ -52,7 +58,7 @@ def parse_mapping(text: str) -> dict[str, str]:
     Raises:
         ConfigError: an entry is malformed, a field is unknown or repeated, or a required one is missing.
     """
-    return _check_mapping(mapping_entries(text))
+    return check_mapping(mapping_entries(text))
 
 
 def mapping_entries(text: str) -> dict[str, str]:

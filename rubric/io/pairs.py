@@ -11,7 +11,7 @@ from rubric.errors import ConfigError
 from rubric.io.records import PairRecord, Reject
 from rubric.io.fields import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHARS, ReadResult, RowError, _as_int, _docs, _expert, _meta, _reference, _split, check_max_chars, label_key, label_table, text_field
 from rubric.io.files import RepeatedKeys, check_path, kind_of, load_records
-from rubric.io.mapping import _check_mapping, parse_mapping
+from rubric.io.mapping import check_mapping, parse_mapping
 
 __all__ = ["TABLE_OPTIONS", "read_lfqa_hp", "read_lfqa_eval", "read_table"]
 
@@ -277,7 +277,7 @@ def read_table(
             extension, or holds no records.
     """
     check_max_chars(max_answer_chars, max_question_chars)
-    cols = parse_mapping(mapping) if isinstance(mapping, str) else _check_mapping(mapping)
+    cols = parse_mapping(mapping) if isinstance(mapping, str) else check_mapping(mapping)
     if label_values is not None and "label" not in cols:
         raise ConfigError("'label_values' (--labels) needs a label column in the mapping (label=COLUMN)")
     labels = label_table(label_values)

@@ -31,13 +31,15 @@ from rubric.io import (
     check_path,
     kind_of,
     label_key,
+    label_table,
     load_records,
     RepeatedKeys,
     RowError,
     text_field,
     mapping_entries,
+    check_mapping,
 )
-from rubric.io import LABELS, PairRecord, Reject
+from rubric.io import PairRecord, Reject
 
 __all__ = [
     "REFERENCE_SYSTEM",
@@ -287,13 +289,7 @@ def _answer_mapping(mapping: Mapping[str, str] | str | None) -> dict[str, str]:
         return {"qid": "qid", "answer": "answer"}
     if isinstance(mapping, str):
         mapping = mapping_entries(mapping)
-    unknown = sorted(set(mapping) - set(ANSWER_FIELDS))
-    if unknown:
-        raise ConfigError(f"unknown mapping field(s) {', '.join(map(repr, unknown))}; "
-                          f"known: {', '.join(ANSWER_FIELDS)}")
-    for key, col in mapping.items():
-        if not isinstance(col, str) or not col.strip():
-            raise ConfigError(f"mapping[{key!r}] must be a non-empty column name, got {col!r}")
+    mapping = check_mapping(mapping, ANSWER_FIELDS, required=())
     out = {"qid": "qid", "answer": "answer"}
     out.update(mapping)
     return out
@@ -333,11 +329,7 @@ def read_arena_answers(path: str | Path, system: str, mapping: Mapping[str, str]
     cols = _answer_mapping(mapping)
     if label_values is not None and "label" not in cols:
         raise ConfigError("'label_values' needs a label column in the mapping (label=COLUMN)")
-    values = dict(DEFAULT_OUTCOME_VALUES) if label_values is None else {}
-    for key, value in (label_values or {}).items():
-        if value not in LABELS:
-            raise ConfigError(f"label_values[{key!r}] must be one of {', '.join(LABELS)}, got {value!r}")
-        values[label_key(key)] = value
+    values = label_table(label_values, default=DEFAULT_OUTCOME_VALUES)
     if fmt is not None and fmt not in ("jsonl", "parquet", "csv"):
         raise ConfigError(f"'fmt' must be 'jsonl', 'parquet' or 'csv', got {fmt!r}")
     p = check_path(path)
