@@ -9,6 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 from rubric.errors import ProvenanceError, RubricError
+from workers.report_cmd import add_report_parser, html_report
 
 __all__ = ["main", "build_parser", "add_scoring_args", "scoring_config", "reader_options", "FORMATS"]
 
@@ -79,7 +80,7 @@ def scoring_config(args):
 
 
 def reader_options(args) -> dict:
-    from rubric.io import parse_mapping
+    from rubric.io import parse_label_values, parse_mapping
 
     opts: dict = {"max_answer_chars": args.max_answer_chars, "max_question_chars": args.max_question_chars}
     if args.format == "graded":
@@ -95,12 +96,12 @@ def reader_options(args) -> dict:
                               "question=COL,answer_a=COL,answer_b=COL[,label=COL]")
         opts["mapping"] = parse_mapping(args.map)
         if args.labels:
-            opts["label_values"] = parse_mapping(args.labels)
+            opts["label_values"] = parse_label_values(args.labels)
     if args.format == "hf":  # LFQA-HP-1M's field names unless --map names other columns
         if args.map:
             opts["mapping"] = parse_mapping(args.map)
             if args.labels:
-                opts["label_values"] = parse_mapping(args.labels)
+                opts["label_values"] = parse_label_values(args.labels)
         if getattr(args, "hf_split", None):
             opts["split"] = args.hf_split
     return opts
@@ -153,8 +154,11 @@ def _fit(args) -> int:
                               seed=int(getattr(args, "seed", 0)))
     except ProvenanceError as e:  # the message comes from the table; say which file it is
         raise ProvenanceError(f"{Path(args.outdir) / 'pairs.parquet'}: {e}") from None
-    model.to_json(args.out, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
-                  excluded=dm.excluded, n_missing_rows=dm.n_missing_rows)
+    from workers.outdir import OutLock
+
+    with OutLock(Path(args.out).parent):  # not into a folder that a job is writing
+        model.to_json(args.out, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
+                      excluded=dm.excluded, n_missing_rows=dm.n_missing_rows)
     if dm.excluded:
         log.warning("rubrics left out: %s", dm.excluded)
     log.info("fitted on %d %s pairs (%d ties dropped, %d with a missing rubric, %d unlabeled left out; C=%g; "
@@ -293,6 +297,7 @@ def _demo(args) -> int:
     # unreliable. That is the honest result; reporting every pair would present in-sample numbers.
     _evaluate(argparse.Namespace(outdir=out, model=model_path, split="test", n_boot=1000,
                                  report=str(out / "report.md")))
+    html_report([out], out / "report.html")
     log.info("demo outputs in %s: answers.parquet, pairs.parquet, claims.parquet, rejects.jsonl, manifest.json, "
              "model.json, report.md, report.png", out)
     return 0
@@ -769,6 +774,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="apply the model even if the table's rubrics were made differently")
     an.set_defaults(func=_analyze)
 
+    add_report_parser(sub)
     r = sub.add_parser("rubrics", help="list the registered rubric versions")
     r.set_defaults(func=_rubrics)
     return p

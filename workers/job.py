@@ -20,7 +20,6 @@ import json
 import logging
 import os
 import platform
-import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -35,7 +34,8 @@ from rubric.io import explode
 from rubric.scoring import Provenance, Score, Scorer
 from rubric.scoring import RubricSpec
 from workers.shards import list_shards, read_unit, shard_blocks, shard_name, shard_sha256, unit_name
-from workers.store import ShardStore, atomic_write_bytes, decode_score, encode_score, score_key
+from workers.outdir import atomic_write_bytes, locks_out, publish, remove_tree
+from workers.store import ShardStore, decode_score, encode_score, score_key
 
 __all__ = ["PendingShard", "StepResult", "run_job", "local_step"]
 
@@ -94,8 +94,9 @@ class _RunScores:
         import sqlite3
 
         folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
         self.path = folder / f".{name}-scores-{os.getpid()}.sqlite"
-        self.path.unlink(missing_ok=True)
+        remove_tree(folder, self.path)
         self.db = sqlite3.connect(self.path, isolation_level=None)
         self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                               "CREATE TABLE s (aid TEXT PRIMARY KEY, scores TEXT) WITHOUT ROWID;")
@@ -123,7 +124,7 @@ class _RunScores:
 
     def close(self) -> None:
         self.db.close()
-        self.path.unlink(missing_ok=True)
+        remove_tree(self.folder, self.path)
 
 
 def local_step(pending: Sequence[PendingShard], *, fmt: str, options: Mapping[str, Any],
@@ -214,6 +215,7 @@ def _check_backends(specs: Sequence[RubricSpec], config: ScoringConfig) -> None:
     check_backends(specs, config)
 
 
+@locks_out()
 def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence[RubricSpec], out: str | Path, *,
             config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
             progress: bool = True, runner: str = "local", step: ScoreStep | None = None) -> dict:
@@ -276,10 +278,14 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
                                        progress=progress)
     timings["score"] = round(time.perf_counter() - t0, 3)
     if step_result.failed:
+        for u in plan:  # an unreadable input's store holds nothing but its key
+            if u.uri in step_result.failed:
+                u.store.discard_if_empty()
         lines = "; ".join(f"{u}: {e}" for u, e in step_result.failed.items())
+        kept = (f" (the other inputs' scores are kept under {out / 'scores'} and a re-run resumes them)"
+                if len(step_result.failed) < n_shards else "")
         raise InputError(f"{len(step_result.failed)} of {n_shards} input(s) could not be read, so no tables were "
-                         f"written (the other inputs' scores are kept under {out / 'scores'} and a re-run resumes "
-                         f"them): {lines}")
+                         f"written{kept}: {lines}")
 
     t0 = time.perf_counter()
     for u in plan:
@@ -334,10 +340,10 @@ class _TableWriter:
     def __init__(self, out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
         # No old manifest may vouch for new tables while they are being written.
-        (out / "manifest.json").unlink(missing_ok=True)
+        remove_tree(out, out / "manifest.json")
         self.out = out
         self.tmpdir = out / f".assemble-{os.getpid()}"
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        remove_tree(out, self.tmpdir)
         self.tmpdir.mkdir()
         self._tables: dict[str, Any] = {}  # name -> open ParquetWriter
         self._rejects = (self.tmpdir / "rejects.jsonl").open("w", encoding="utf-8")
@@ -369,18 +375,14 @@ class _TableWriter:
         for w in self._tables.values():
             w.close()
         self._rejects.close()
-        os.replace(self.tmpdir / "answers.parquet", out / "answers.parquet")
-        os.replace(self.tmpdir / "pairs.parquet", out / "pairs.parquet")
+        names = ["answers.parquet", "pairs.parquet", "rejects.jsonl"]
         if assembled.has_claims:
-            os.replace(self.tmpdir / "claims.parquet", out / "claims.parquet")
-        else:
-            (out / "claims.parquet").unlink(missing_ok=True)
+            names.append("claims.parquet")
         if assembled.fitted is not None:
-            atomic_write_bytes(out / "rescale.json", assembled.fitted.to_json_bytes())
-        else:
-            (out / "rescale.json").unlink(missing_ok=True)
-        os.replace(self.tmpdir / "rejects.jsonl", out / "rejects.jsonl")
-        atomic_write_bytes(out / "manifest.json", json.dumps(manifest, indent=2, default=str).encode())
+            atomic_write_bytes(self.tmpdir / "rescale.json", assembled.fitted.to_json_bytes())
+            names.append("rescale.json")
+        publish(out, {n: self.tmpdir / n for n in names}, manifest,
+                remove=[n for n in ("claims.parquet", "rescale.json") if n not in names])
 
     def abort(self) -> None:
         """Close and remove whatever was not committed (a no-op after :meth:`commit`)."""
@@ -390,7 +392,7 @@ class _TableWriter:
             except Exception:  # already closed by commit
                 pass
         self._rejects.close()
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        remove_tree(self.out, self.tmpdir)
 
 
 def _manifest(assembled: Assembled | StreamAssembled, shards: Sequence[str], *, specs, provenance, fmt, options,

@@ -31,7 +31,8 @@ from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.tables import word_count
 from rubric.scoring import Provenance, Score
 from workers.shards import list_shards, read_shard, shard_name, shard_sha256
-from workers.store import ShardStore, atomic_write_bytes, score_key
+from workers.outdir import atomic_write_bytes, locks_out, publish
+from workers.store import ShardStore, score_key
 
 __all__ = ["JudgeSettings", "JudgePending", "run_judge_job", "local_judge_step", "judgment_rows", "CHECKPOINT_PAIRS"]
 
@@ -175,6 +176,7 @@ def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[s
     return rows
 
 
+@locks_out()
 def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings: JudgeSettings, out: str | Path, *,
                   config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
                   progress: bool = True, scorer=None, step=None, runner: str = "local") -> dict:
@@ -238,6 +240,9 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
             return local_judge_step(todo, scorer=scorer, **kw)
     judged_now = step(pending, settings=settings, config=config, progress=progress) if pending else 0
     if failed:
+        for _name, uri, _sha, store in plan:  # an unreadable input's store holds nothing but its key
+            if uri in failed:
+                store.discard_if_empty()
         raise InputError(f"{len(failed)} of {len(plan)} input(s) could not be read, so no judgments were written: "
                          + "; ".join(f"{u}: {e}" for u, e in failed.items()))
 
@@ -264,12 +269,11 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
     import pyarrow.parquet as pq
 
     out.mkdir(parents=True, exist_ok=True)
-    (out / "manifest.json").unlink(missing_ok=True)
-    tmp = out / f".judgments.parquet.tmp-{os.getpid()}"
-    pq.write_table(table, tmp)
-    os.replace(tmp, out / "judgments.parquet")
-    atomic_write_bytes(out / "rejects.jsonl", "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
-                                                      for r in rejects).encode())
+    staged = {"judgments.parquet": out / f".judgments.parquet.tmp-{os.getpid()}",
+              "rejects.jsonl": out / f".rejects.jsonl.tmp-{os.getpid()}"}
+    pq.write_table(table, staged["judgments.parquet"])
+    atomic_write_bytes(staged["rejects.jsonl"], "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
+                                                        for r in rejects).encode())
     errors = {v: sum(1 for p in pairs if verdicts[p.pair_id][v].error is not None) for v in versions}
     manifest = {
         "tool": "lfqa-rubric", "kind": "judge",
@@ -286,7 +290,7 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
         "timings_s": {"total": round(time.perf_counter() - t_start, 3)},
         "platform": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
     }
-    atomic_write_bytes(out / "manifest.json", json.dumps(manifest, indent=2, default=str).encode())
+    publish(out, staged, manifest)
     log.info("wrote %s: %d pairs x %d judge(s) x 2 orders = %d rows (%d judged now); errors by judge: %s",
              out / "judgments.parquet", len(pairs), len(versions), table.num_rows, judged_now, errors)
     return manifest

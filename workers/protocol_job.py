@@ -41,7 +41,8 @@ from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.scoring import Provenance, Score
 from workers.shards import list_shards, shard_name, shard_sha256
-from workers.store import ShardStore, atomic_write_bytes, score_key
+from workers.outdir import atomic_write_bytes, locks_out, publish
+from workers.store import ShardStore, score_key
 
 __all__ = ["LINKAGE_SIGNALS", "GENERATED_REFERENCES_FILE", "LinkageSettings", "LinkagePending", "run_linkage_job",
            "linkage_local_step", "linkage_chunks", "check_linkage_batch", "store_linkage_batch", "run_arena_job",
@@ -383,6 +384,7 @@ def _platform() -> dict:
     return {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()}
 
 
+@locks_out()
 def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, *, config: ScoringConfig,
                     settings: LinkageSettings | None = None, reader_options: Mapping[str, Any] | None = None,
                     signals: bool = True, rubric_scores: str | Path | None = None, n_boot: int = 1000, seed: int = 0,
@@ -515,11 +517,11 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
     for _, uri, _ in plan:
         rows += linkage_rows(reads[uri].questions, scores, provenance, systems, source=uri)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "manifest.json").unlink(missing_ok=True)
-    n_rows = _write_table(rows, out / "linkage.parquet")
+    staged = {n: out / f".{n}.staged-{os.getpid()}" for n in ("linkage.parquet", "rejects.jsonl", "report.md")}
+    n_rows = _write_table(rows, staged["linkage.parquet"])
     rejects = [r for _, uri, _ in plan for r in reads[uri].rejects]
-    atomic_write_bytes(out / "rejects.jsonl", "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
-                                                      for r in rejects).encode())
+    atomic_write_bytes(staged["rejects.jsonl"], "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
+                                                        for r in rejects).encode())
     results = linkage_results(rows, n_boot=n_boot, seed=seed)
     notes = {**_NOTES, **{n: "rubric score (1-5) from the score output" for n in systems if n.startswith("rubric:")}}
     model = next((p.model_id for s, p in provenance.items() if s in settings.systems), "")
@@ -533,7 +535,7 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
         linkage_table(results, notes=notes), "",
         "Errors by system: " + ", ".join(f"{s} {sum(1 for r in rows if r['system'] == s and r['error'])}"
                                           for s in systems), ""])
-    atomic_write_bytes(out / "report.md", text.encode())
+    atomic_write_bytes(staged["report.md"], text.encode())
     manifest = {
         "tool": "lfqa-rubric", "kind": "judge", "protocol": "linkage",
         "inputs": [{"name": name, "path": uri, "format": "graded", "options": options, "status": status[name],
@@ -555,7 +557,7 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
         "job": {"answers_scored_now": scored_now, "runner": runner},
         "timings_s": {"total": round(time.perf_counter() - t0, 3)}, "platform": _platform(),
     }
-    atomic_write_bytes(out / "manifest.json", json.dumps(manifest, indent=2, default=str).encode())
+    publish(out, staged, manifest)
     log.info("wrote %s: %d rows (%d answers scored now); report %s", out / "linkage.parquet", n_rows, scored_now,
              out / "report.md")
     return manifest
@@ -595,6 +597,7 @@ def _decisions(out: Path, version: str) -> dict[str, str | None]:
             if j == version and o == "ab"}
 
 
+@locks_out()
 def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], out: str | Path, *,
                   config: ScoringConfig, judge_kwargs: Mapping[str, Any] | None = None,
                   max_questions: int | None = None, answer_mapping: str | None = None, n_boot: int = 1000,
@@ -692,6 +695,7 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
                               "questions": len(qs.questions), "pairs": len(joined.pairs)}})
 
 
+@locks_out()
 def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str | Path, *, config: ScoringConfig,
                    judge_kwargs: Mapping[str, Any] | None = None, reader_options: Mapping[str, Any] | None = None,
                    rubric_scores: str | Path | None = None, rubric_model: str | Path | None = None,

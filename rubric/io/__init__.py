@@ -22,7 +22,7 @@ from rubric.io.files import (
     check_path, load_records, kind_of, RepeatedKeys,
 )
 from rubric.io.mapping import (
-    TABLE_FIELDS, parse_mapping, mapping_entries, check_mapping,
+    TABLE_FIELDS, parse_mapping, parse_label_values, mapping_entries, check_mapping, check_mapped_columns,
 )
 from rubric.io.formats import (
     InputFormat, INPUT_FORMATS, register_format, format_names, input_format, check_options,
@@ -48,10 +48,10 @@ __all__ = [
     "assign_splits", "split_questions", "ReadResult", "RowError", "DEFAULT_MAX_ANSWER_CHARS",
     "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_LABEL_VALUES", "SPLIT_VALUES", "text_field", "check_max_chars",
     "label_table", "label_key", "check_path", "load_records", "kind_of", "RepeatedKeys", "TABLE_FIELDS",
-    "parse_mapping", "mapping_entries", "check_mapping", "InputFormat", "INPUT_FORMATS", "register_format",
-    "format_names", "input_format", "check_options", "TABLE_OPTIONS", "read_lfqa_hp", "read_lfqa_eval",
-    "read_table", "WEBGLM_REFERENCE_GRADES", "GradedQuestion", "read_graded", "read_graded_labels",
-    "graded_item", "load_graded", "DEFAULT_HF_SPLIT", "HF_OPTIONS", "hf_name", "open_hf_dataset", "hf_files",
-    "Block", "BLOCK_ROWS", "BLOCK_BYTES", "plan_blocks", "read_block", "read_hf", "READERS", "FORMATS",
-    "read_input",
+    "parse_mapping", "parse_label_values", "mapping_entries", "check_mapping", "check_mapped_columns",
+    "InputFormat", "INPUT_FORMATS", "register_format", "format_names", "input_format", "check_options",
+    "TABLE_OPTIONS", "read_lfqa_hp", "read_lfqa_eval", "read_table", "WEBGLM_REFERENCE_GRADES",
+    "GradedQuestion", "read_graded", "read_graded_labels", "graded_item", "load_graded", "DEFAULT_HF_SPLIT",
+    "HF_OPTIONS", "hf_name", "open_hf_dataset", "hf_files", "Block", "BLOCK_ROWS", "BLOCK_BYTES",
+    "plan_blocks", "read_block", "read_hf", "READERS", "FORMATS", "read_input",
 ]

@@ -16,7 +16,7 @@ from rubric.io.fields import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHAR
 from rubric.io.files import _HEAD_BYTES, _check_encoding, _iter_jsonl, check_path
 from rubric.io.formats import check_options
 from rubric.io.hub import DEFAULT_HF_SPLIT, _hf_builder, _hf_parquet_files, _is_saved_dataset, hf_name, open_hf_dataset
-from rubric.io.mapping import check_mapping, parse_mapping
+from rubric.io.mapping import check_mapped_columns, check_mapping, parse_mapping
 from rubric.io.pairs import _eval_builder, _hp_builder, _read_pairs, _table_builder
 
 __all__ = ["Block", "BLOCK_ROWS", "BLOCK_BYTES", "plan_blocks", "read_block", "read_hf"]
@@ -263,6 +263,10 @@ def read_block(path: str | Path, fmt: str, block: Block, **options: Any) -> Read
             records = ds.with_format("arrow")[block.start:block.stop].to_pylist()
         else:
             records = _block_records(Path(str(path)) / block.part, "parquet", block)
+        if options.get("mapping"):
+            mapping = options["mapping"]
+            check_mapped_columns(Path(str(path)), records,
+                                 parse_mapping(mapping) if isinstance(mapping, str) else check_mapping(mapping))
         return _read_pairs(Path(f"{name}.hf"), records, build, id_fields, row_offset=block.first_row)
     check_options(fmt, options)
     p = check_path(path)
@@ -283,6 +287,7 @@ def read_block(path: str | Path, fmt: str, block: Block, **options: Any) -> Read
         if options.get("label_values") is not None and "label" not in cols:
             raise ConfigError("'label_values' (--labels) needs a label column in the mapping (label=COLUMN)")
         build, id_fields = _table_builder(p, cols, label_table(options.get("label_values")), max_a, max_q)
+        check_mapped_columns(p, records, cols)
     result = _read_pairs(p, records, build, id_fields, row_offset=block.first_row)
     return result
 

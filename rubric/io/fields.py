@@ -131,8 +131,10 @@ def text_field(
             letters, or is too long.
     """
     shown = label or repr(name)
-    if name not in rec or rec[name] is None:
+    if name not in rec:
         raise RowError(name, f"missing field {shown}")
+    if rec[name] is None:
+        raise RowError(name, f"field {shown} is null; expected a string")
     value = rec[name]
     if not isinstance(value, str):
         raise RowError(name, f"field {shown} must be a string, got {type(value).__name__}")

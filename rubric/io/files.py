@@ -144,7 +144,19 @@ class _ObjectHook:
 
 
 def _loads(text: str, hook: _ObjectHook | None = None) -> Any:
-    return json.loads(text, object_pairs_hook=hook or _ObjectHook())
+    """``json.loads`` whose every parse failure is a ``JSONDecodeError`` (callers report those in one line).
+
+    The parser itself can raise others: ``RecursionError`` on arrays or objects nested deeper than
+    the interpreter's stack (100k ``[``), ``ValueError`` on an integer over Python's digit limit.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=hook or _ObjectHook())
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError("arrays or objects nested too deeply to parse (RecursionError)", text, 0) from None
+    except ValueError as e:
+        raise json.JSONDecodeError(f"a value cannot be parsed ({e})", text, 0) from None
 
 
 def _lines(text: str, start_line: int = 1) -> Iterator[tuple[int, str]]:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
-from rubric.errors import ConfigError
+from rubric.errors import ConfigError, InputError
+from rubric.io.records import LABELS
 
-__all__ = ["TABLE_FIELDS", "parse_mapping", "mapping_entries", "check_mapping"]
+__all__ = ["TABLE_FIELDS", "parse_mapping", "parse_label_values", "mapping_entries", "check_mapping",
+           "check_mapped_columns"]
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +63,44 @@ def parse_mapping(text: str) -> dict[str, str]:
         ConfigError: an entry is malformed, a field is unknown or repeated, or a required one is missing.
     """
     return check_mapping(mapping_entries(text))
+
+
+def parse_label_values(text: str) -> dict[str, str]:
+    """Parse a CLI label value mapping such as ``"1=a,2=b,0=tie"`` (``--labels``): file value -> a, b or tie.
+
+    Raises:
+        ConfigError: an entry is malformed, a value is repeated, or a label is not a, b or tie.
+    """
+    out: dict[str, str] = {}
+    for entry in text.split(","):
+        if not entry.strip():
+            continue
+        value, sep, label = (x.strip() for x in entry.partition("="))
+        if not sep or not value or label not in LABELS:
+            raise ConfigError(f"--labels entry {entry.strip()!r} must look like VALUE=LABEL with LABEL one of "
+                              f"{', '.join(LABELS)} (e.g. 1=a,2=b,0=tie)")
+        if value.lower() in out:
+            raise ConfigError(f"--labels gives value {value!r} twice")
+        out[value.lower()] = label
+    if not out:
+        raise ConfigError("--labels is empty; give VALUE=LABEL entries, e.g. 1=a,2=b,0=tie")
+    return out
+
+
+def check_mapped_columns(p: Path, records: Sequence[Any], cols: Mapping[str, str]) -> None:
+    """Refuse a mapping that names a column no record of the file has (a typo would otherwise drop
+    every label, or reject every row, one by one)."""
+    seen: set[str] = set()
+    for rec in records:
+        if isinstance(rec, Mapping):
+            seen.update(rec)
+            if len(seen) >= len(cols) and all(c in seen for c in cols.values()):
+                return
+    absent = [f"{f}={c}" for f, c in cols.items() if c not in seen]
+    if absent:
+        shown = ", ".join(repr(c) for c in sorted(seen, key=str)[:20]) + (", ..." if len(seen) > 20 else "")
+        raise InputError(f"{str(p)!r} has no column(s) named by the mapping (--map): {', '.join(absent)}; "
+                         f"its columns: {shown or 'none'}")
 
 
 def mapping_entries(text: str) -> dict[str, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from rubric.errors import ConfigError
 from rubric.io.records import PairRecord, Reject
 from rubric.io.fields import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHARS, ReadResult, RowError, _as_int, _docs, _expert, _meta, _reference, _split, check_max_chars, label_key, label_table, text_field
 from rubric.io.files import RepeatedKeys, check_path, kind_of, load_records
-from rubric.io.mapping import check_mapping, parse_mapping
+from rubric.io.mapping import check_mapped_columns, check_mapping, parse_mapping
 
 __all__ = ["TABLE_OPTIONS", "read_lfqa_hp", "read_lfqa_eval", "read_table"]
 
@@ -92,9 +93,16 @@ def _default_pair_id(p: Path, row: int) -> str:
     return f"{p.stem}:row{row}"
 
 
+def _check_id_number(value: Any, name: str) -> None:
+    """An id that is a float must be finite (JSON's NaN would otherwise become the id "nan")."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise RowError(name, f"field {name!r} is {value!r}, which is not an id; use a string or an integer")
+
+
 def _pair_id(rec: Mapping[str, Any], row: int, p: Path, *names: str) -> str:
     for name in names:
         if rec.get(name) is not None:
+            _check_id_number(rec[name], name)
             pid = _meta(rec, name)
             if not pid.strip():
                 raise RowError(name, f"field {name!r} is empty")
@@ -285,6 +293,7 @@ def read_table(
         raise ConfigError(f"'fmt' must be 'jsonl', 'parquet' or 'csv', got {fmt!r}")
     p = check_path(path)
     records = load_records(p, kind_of(p, fmt))
+    check_mapped_columns(p, records, cols)
     build, id_fields = _table_builder(p, cols, labels, max_answer_chars, max_question_chars)
     return _read_pairs(p, records, build, id_fields)
 

@@ -12,8 +12,8 @@ from rubric.preference.metrics import METRICS, ClusteredMean, MetricRow, Reliabi
 if TYPE_CHECKING:
     from rubric.preference.selection import AblationRow, Calibration
 
-__all__ = ["MIN_QUESTIONS_FOR_CI", "MIN_PAIRS_FOR_CI", "metrics_markdown", "ci_warning", "weights_markdown",
-           "selection_markdown", "ablation_markdown", "calibration_markdown", "render_report", "plot_weights",
+__all__ = ["MIN_QUESTIONS_FOR_CI", "MIN_PAIRS_FOR_CI", "IN_SAMPLE_SPLITS", "IN_SAMPLE_MARK", "metrics_markdown",
+           "ci_warning", "weights_markdown", "selection_markdown", "ablation_markdown", "calibration_markdown", "render_report", "plot_weights",
            "plot_reliability"]
 
 

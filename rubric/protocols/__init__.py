@@ -47,7 +47,7 @@ from rubric.protocols.lfqa_e import (
     breakdown_by_pair_type,
 )
 from rubric.protocols.report import (
-    linkage_results, linkage_table, arena_tables, lfqa_e_tables, fmt_mean,
+    linkage_results, linkage_table, arena_ratings, arena_tables, lfqa_e_tables, fmt_mean,
 )
 
 __all__ = [
@@ -69,5 +69,5 @@ __all__ = [
     "battles_against", "online_elo", "bradley_terry", "RatingInterval", "rating_intervals", "HumanAgreement",
     "human_agreement", "CLASSES", "PAIR_TYPES", "UNDECIDED_POLICIES", "pair_type", "ThreeWayMetrics",
     "three_way_metrics", "PairTypeBreakdown", "breakdown_by_pair_type", "linkage_results", "linkage_table",
-    "arena_tables", "lfqa_e_tables", "fmt_mean",
+    "arena_ratings", "arena_tables", "lfqa_e_tables", "fmt_mean",
 ]
