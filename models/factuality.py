@@ -203,7 +203,7 @@ class FactualityScorer(SingleSpecScorer):
                  evidence: EvidenceSource, *, generator: TextGenerator | None = None, k: int = 3, f1_k: int = 10,
                  ternary: bool = False, max_claim_tokens: int = 256, max_evidence_chars: int = 1200,
                  min_mass: float = DEFAULT_MIN_MASS) -> None:
-        self._serve(specs, FACTUALITY_VERSION)
+        self._serve(specs, FACTUALITY_VERSION, by_version=True)
         for name, val, lo in (("k", k, 1), ("f1_k", f1_k, 1), ("max_claim_tokens", max_claim_tokens, 1),
                               ("max_evidence_chars", max_evidence_chars, 50)):
             if val < lo:

@@ -23,16 +23,25 @@ class SingleSpecScorer:
 
     specs: tuple[RubricSpec, ...]
 
-    def _serve(self, specs: Sequence[RubricSpec], version: str) -> None:
+    def _serve(self, specs: Sequence[RubricSpec], version: str, *, by_version: bool = False) -> None:
         """Keep ``specs`` as ``self.specs``.
 
+        Args:
+            specs: what the scorer is built with.
+            version: the rubric version it serves.
+            by_version: accept any one spec of ``version`` (a model backend whose spec may carry
+                other settings), not only the registered spec itself.
+
         Raises:
-            ConfigError: ``specs`` is not exactly the registered spec of ``version``.
+            ConfigError: ``specs`` is not exactly one spec of ``version`` (the registered one unless
+                ``by_version``).
         """
-        if tuple(specs) != (RUBRICS.get(version),):
+        specs = tuple(specs)
+        ok = (len(specs) == 1 and specs[0].version == version) if by_version else specs == (RUBRICS.get(version),)
+        if not ok:
             raise ConfigError(f"{type(self).__name__} serves exactly ({version!r},), "
                               f"got {[s.version for s in specs]}")
-        self.specs = tuple(specs)
+        self.specs = specs
 
     @property
     def spec(self) -> RubricSpec:

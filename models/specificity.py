@@ -51,7 +51,7 @@ class SubjectiveQAScorer(SingleSpecScorer):
 
     def __init__(self, specs: tuple[RubricSpec, ...], *, model: str = SUBJECTIVEQA_MODEL, revision: str | None = None,
                  device: str | None = None, batch_size: int = 16, max_length: int = 512, stride: int = 128) -> None:
-        self._serve(specs, SUBJECTIVEQA_VERSION)
+        self._serve(specs, SUBJECTIVEQA_VERSION, by_version=True)
         if batch_size < 1:
             raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
         if max_length < 8:

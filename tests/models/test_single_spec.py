@@ -46,3 +46,19 @@ def test_the_length_scorer_is_one():
     assert isinstance(s, SingleSpecScorer)
     with pytest.raises(UnknownNameError, match="LengthScorer has no rubric"):
         s.provenance("grammar")
+
+
+def test_by_version_accepts_another_spec_of_the_version_only():
+    from dataclasses import replace
+
+    spec = replace(RUBRICS.get("length.words.v1"), raw_max=99.0)
+
+    class ByVersion(_Echo):
+        def __init__(self, specs):
+            self._serve(specs, "length.words.v1", by_version=True)
+
+    assert ByVersion((spec,)).spec is spec
+    with pytest.raises(ConfigError, match="serves exactly"):
+        _Echo((spec,))
+    with pytest.raises(ConfigError, match="serves exactly"):
+        ByVersion((spec, spec))
