@@ -15,7 +15,7 @@ numbers per answer, not hundreds of embedding dimensions) and a cheap victim for
 - :class:`PreferenceHead` is a scikit-learn estimator; it is saved as ``head.safetensors`` (coef,
   intercept, scaler mean and scale, float64) beside ``head.json`` (format, parameters, the encoder's
   id and revision, how it was trained). No pickle.
-- :class:`EncoderVictim` puts the two together behind ``p_a(triples)`` for ``rubric.perturb``.
+- :class:`EncoderVictim` puts the two together behind ``p_a(triples)`` for ``rubric.judging.perturb``.
 """
 
 from __future__ import annotations
@@ -25,17 +25,15 @@ import importlib.metadata
 import json
 import logging
 import math
-import numbers
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.linear_model import LogisticRegression
-from sklearn.preprocessing import StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
+from rubric.preference import check_core_params, fit_core, restore_core
 from rubric.errors import BackendUnavailableError, ConfigError, InputError, ProvenanceError
 
 __all__ = ["DEFAULT_ENCODER", "HEAD_FORMAT", "HEAD_WEIGHTS", "HEAD_JSON", "system_name", "pair_text",
@@ -241,10 +239,7 @@ class PreferenceHead(ClassifierMixin, BaseEstimator):
         self.symmetric = symmetric
 
     def _check_params(self) -> None:
-        if isinstance(self.C, bool) or not isinstance(self.C, numbers.Real) or not self.C > 0:
-            raise ConfigError(f"'C' must be a number > 0, got {self.C!r}")
-        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, int) or self.max_iter < 1:
-            raise ConfigError(f"'max_iter' must be an integer >= 1, got {self.max_iter!r}")
+        check_core_params(self.C, self.max_iter)
 
     def fit(self, X, y) -> "PreferenceHead":
         """Fit on differences ``X`` (one row per pair) and labels ``y`` in {"a", "b", "tie"}; ties are dropped.
@@ -269,8 +264,7 @@ class PreferenceHead(ClassifierMixin, BaseEstimator):
         if self.symmetric:
             X = np.vstack([X, -X])
             y = np.concatenate([y, np.where(y == "a", "b", "a")])
-        self.scaler_ = StandardScaler().fit(X)
-        self.lr_ = LogisticRegression(C=self.C, max_iter=self.max_iter).fit(self.scaler_.transform(X), y)
+        self.scaler_, self.lr_ = fit_core(X, y, C=self.C, max_iter=self.max_iter)
         self.classes_ = self.lr_.classes_
         self.n_features_in_ = X.shape[1]
         self.metadata_ = {}
@@ -401,14 +395,8 @@ class PreferenceHead(ClassifierMixin, BaseEstimator):
                 raise ValueError("'metadata' must be an object")
         except (KeyError, TypeError, ValueError, ConfigError) as e:
             raise InputError(f"encoder head {folder} is damaged: {e}") from None
-        scaler = StandardScaler()
-        scaler.mean_, scaler.scale_, scaler.var_ = mean, scale, scale ** 2
-        scaler.n_features_in_ = dim
-        scaler.n_samples_seen_ = int(doc.get("n_samples_seen", 0))
-        lr = LogisticRegression(C=head.C, max_iter=head.max_iter)
-        lr.classes_ = np.asarray(classes, dtype=object)
-        lr.coef_, lr.intercept_ = coef, intercept
-        lr.n_features_in_ = dim
+        scaler, lr = restore_core(C=head.C, max_iter=head.max_iter, classes=classes, coef=coef, intercept=intercept,
+                                  mean=mean, scale=scale, n_samples_seen=int(doc.get("n_samples_seen", 0)))
         head.scaler_, head.lr_, head.classes_ = scaler, lr, lr.classes_
         head.n_features_in_ = dim
         head.n_ties_dropped_ = int(doc.get("n_ties_dropped", 0))
@@ -430,7 +418,7 @@ def _plain(o):
 
 
 class EncoderVictim:
-    """The encoder baseline behind the ``rubric.perturb.Victim`` interface.
+    """The encoder baseline behind the ``rubric.judging.perturb.Victim`` interface.
 
     Each probe embeds only the answers it has not seen (the encoder caches by word pieces), so a
     leave-one-out probe of one word costs one forward pass of one answer.

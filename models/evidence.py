@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError, InputError
-from rubric.records import AnswerItem
+from rubric.io import AnswerItem
 
 __all__ = [
     "EvidenceSource",

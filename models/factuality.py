@@ -2,7 +2,7 @@
 
 Batching: all sentences of all answers in a batch go to the generator in one ``generate`` call, and
 all (claim, evidence) pairs of the batch to the engine in one ``score_token_probs`` call. The
-prompts, parsing and scores are in ``rubric.claims``; evidence sources in ``models.evidence``.
+prompts, parsing and scores are in ``rubric.scoring.claims``; evidence sources in ``models.evidence``.
 """
 
 from __future__ import annotations
@@ -15,28 +15,17 @@ from typing import Protocol, runtime_checkable
 from models.evidence import EvidenceSource
 from models.llm.engine import Engine
 from models.text import load_spacy
-from rubric.claims import (
-    EXTRACTION_STOP,
-    FACTUALITY_VERSION,
-    NO_CLAIMS_REASON,
-    CheckedClaim,
-    claims_table,
-    claims_to_json,
-    dedupe_claims,
-    extraction_prompts,
-    factuality_scores,
-    factuality_template_hash,
-    format_evidence,
-    parse_claims,
-    read_verdict,
-    verification_prompt,
-    verification_template,
+from models.single_spec import SingleSpecScorer
+from rubric.scoring import (
+    EXTRACTION_STOP, FACTUALITY_VERSION, NO_CLAIMS_REASON, CheckedClaim, claims_table, claims_to_json,
+    dedupe_claims, extraction_prompts, factuality_scores, factuality_template_hash, format_evidence,
+    parse_claims, read_verdict, verification_prompt, verification_template,
 )
-from rubric.errors import BackendUnavailableError, BatchMismatchError, ConfigError, EngineError, UnknownNameError
-from rubric.geval import DEFAULT_MIN_MASS, ChatPrompt
-from rubric.records import AnswerItem
+from rubric.errors import BackendUnavailableError, BatchMismatchError, ConfigError, EngineError
+from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt
+from rubric.io import AnswerItem
 from rubric.scoring import Provenance, Score, ScoreSet
-from rubric.specs import RubricSpec
+from rubric.scoring import RubricSpec
 
 __all__ = ["TextGenerator", "SentenceSplitter", "SpacySentenceSplitter", "VLLMClaimGenerator", "claim_generator",
            "FactualityScorer", "claims_table"]
@@ -71,7 +60,7 @@ class VLLMClaimGenerator:
 
     Args:
         engine: a loaded ``models.llm.vllm_engine.VLLMEngine``.
-        stop: stop strings (default: ``rubric.claims.EXTRACTION_STOP``).
+        stop: stop strings (default: ``rubric.scoring.claims.EXTRACTION_STOP``).
 
     Attributes:
         last_stats: of the last ``generate`` call: prompt tokens sent, those served from the prefix
@@ -174,7 +163,7 @@ class _Work:
     error: str | None = None
 
 
-class FactualityScorer:
+class FactualityScorer(SingleSpecScorer):
     """Precision of an answer's verifiable claims against evidence (VeriScore-style).
 
     For each answer: split it into sentences; extract claims per sentence with the generator
@@ -214,10 +203,7 @@ class FactualityScorer:
                  evidence: EvidenceSource, *, generator: TextGenerator | None = None, k: int = 3, f1_k: int = 10,
                  ternary: bool = False, max_claim_tokens: int = 256, max_evidence_chars: int = 1200,
                  min_mass: float = DEFAULT_MIN_MASS) -> None:
-        specs = tuple(specs)
-        if len(specs) != 1 or specs[0].version != FACTUALITY_VERSION:
-            raise ConfigError(f"FactualityScorer serves exactly ({FACTUALITY_VERSION!r},), "
-                              f"got {[s.version for s in specs]}")
+        self._serve(specs, FACTUALITY_VERSION, by_version=True)
         for name, val, lo in (("k", k, 1), ("f1_k", f1_k, 1), ("max_claim_tokens", max_claim_tokens, 1),
                               ("max_evidence_chars", max_evidence_chars, 50)):
             if val < lo:
@@ -226,7 +212,6 @@ class FactualityScorer:
             raise ConfigError(f"'min_mass' must be in [0, 1), got {min_mass}")
         if generator is None:
             generator = claim_generator(engine)
-        self.specs: tuple[RubricSpec, ...] = specs
         self.engine = engine
         self.generator = generator
         self.split = sentence_splitter
@@ -240,17 +225,14 @@ class FactualityScorer:
         self._candidates = verification_template(ternary).score_tokens
 
     def provenance(self, rubric: str) -> Provenance:
-        spec = self.specs[0]
-        if rubric != spec.name:
-            raise UnknownNameError(f"FactualityScorer has no rubric {rubric!r}; it serves {spec.name!r}")
-        return Provenance(rubric_version=spec.version, backend=self.backend, model_id=self.engine.model_id,
-                          model_revision=self.engine.revision, template_hash=factuality_template_hash(self.ternary))
+        return self._provenance(rubric, backend=self.backend, model_id=self.engine.model_id,
+                                model_revision=self.engine.revision, template_hash=factuality_template_hash(self.ternary))
 
     # --- the three batched stages ----------------------------------------------------------------
 
     def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
         """One ``{"factuality": Score}`` per item, in order."""
-        name = self.specs[0].name
+        name = self.spec.name
         out: list[Score | None] = [None] * len(items)
         ok = [i for i, it in enumerate(items) if isinstance(it.answer, str) and isinstance(it.question, str)]
         for i in set(range(len(items))) - set(ok):

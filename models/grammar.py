@@ -1,7 +1,7 @@
 """Grammar scorers: Harper (offline, in-process, the default) and LanguageTool (the paper's tool).
 
-Both count the findings that ``rubric.grammar`` says are grammar errors and turn the count into
-the paper's 1-5 score with ``rubric.grammar.grammar_score``.
+Both count the findings that ``rubric.scoring.grammar`` says are grammar errors and turn the count into
+the paper's 1-5 score with ``rubric.scoring.grammar.grammar_score``.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from typing import Any
 
-from rubric.errors import BackendUnavailableError, ConfigError, EngineError, UnknownNameError
-from rubric.grammar import count_harper_lints, count_languagetool_matches, grammar_score
-from rubric.records import AnswerItem
+from models.single_spec import SingleSpecScorer
+from rubric.errors import BackendUnavailableError, ConfigError, EngineError
+from rubric.scoring import count_harper_lints, count_languagetool_matches, grammar_score
+from rubric.io import AnswerItem
 from rubric.scoring import Provenance, Score, ScoreSet
-from rubric.specs import RUBRICS, RubricSpec
+from rubric.scoring import RubricSpec
 
 __all__ = ["HarperGrammarScorer", "LanguageToolGrammarScorer", "HARPER_VERSION", "LANGUAGETOOL_VERSION",
            "HARPER_LANGUAGE", "LANGUAGETOOL_URL_ENV"]
@@ -46,24 +47,11 @@ _LT_OPTIONS = (
 )
 
 
-def _check_specs(cls: str, specs: tuple[RubricSpec, ...], version: str) -> tuple[RubricSpec, ...]:
-    want = RUBRICS.get(version)
-    if tuple(specs) != (want,):
-        raise ConfigError(f"{cls} serves exactly ({version!r},), got {[s.version for s in specs]}")
-    return tuple(specs)
-
-
-def _provenance(cls: str, spec: RubricSpec, rubric: str, backend: str, model_id: str, revision: str) -> Provenance:
-    if rubric != spec.name:
-        raise UnknownNameError(f"{cls} has no rubric {rubric!r}; it serves {spec.name!r}")
-    return Provenance(rubric_version=spec.version, backend=backend, model_id=model_id, model_revision=revision)
-
-
 def _ok(n_errors: int, text: str, **extras: Any) -> Score:
     return Score.ok(grammar_score(n_errors, text), n_errors=n_errors, n_words=len(text.split()), **extras)
 
 
-class HarperGrammarScorer:
+class HarperGrammarScorer(SingleSpecScorer):
     """``grammar.harper.v1``: Harper lints of the kinds in ``HARPER_COUNTED_KINDS``, scored 1-5.
 
     One ``harper.Linter`` is built in the constructor (building it loads the dictionary) and
@@ -79,7 +67,7 @@ class HarperGrammarScorer:
     """
 
     def __init__(self, specs: tuple[RubricSpec, ...]) -> None:
-        self.specs: tuple[RubricSpec, ...] = _check_specs(type(self).__name__, specs, HARPER_VERSION)
+        self._serve(specs, HARPER_VERSION)
         try:
             from harper import Linter
         except ImportError as e:
@@ -90,7 +78,7 @@ class HarperGrammarScorer:
         self._revision = metadata.version("harper-py")
 
     def provenance(self, rubric: str) -> Provenance:
-        return _provenance(type(self).__name__, self.specs[0], rubric, "harper", "harper-py", self._revision)
+        return self._provenance(rubric, backend="harper", model_id="harper-py", model_revision=self._revision)
 
     def count_errors(self, text: str) -> tuple[int, int]:
         """``(grammar errors, all lints)`` Harper finds in ``text``."""
@@ -99,19 +87,18 @@ class HarperGrammarScorer:
 
     def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
         """One ``{"grammar": Score}`` per item, in order; a text Harper fails on gets ``Score.failed``."""
-        name = self.specs[0].name
-        out: list[ScoreSet] = []
+        out: list[Score] = []
         for it in items:
             try:
                 n, n_lints = self.count_errors(it.answer)
                 score = _ok(n, it.answer, n_lints=n_lints)
             except Exception as e:  # noqa: BLE001 - recorded on the row, the batch goes on
                 score = Score.failed(f"harper failed: {type(e).__name__}: {e}")
-            out.append({name: score})
-        return out
+            out.append(score)
+        return self._score_sets(out)
 
 
-class LanguageToolGrammarScorer:
+class LanguageToolGrammarScorer(SingleSpecScorer):
     """``grammar.languagetool.v1``: LanguageTool matches of issue type "grammar", scored 1-5.
 
     With ``url`` (or ``$LANGUAGETOOL_URL``) it talks to that LanguageTool server; without, it
@@ -133,7 +120,7 @@ class LanguageToolGrammarScorer:
 
     def __init__(self, specs: tuple[RubricSpec, ...], *, url: str | None = None, threads: int = 2,
                  language: str = "en-US") -> None:
-        self.specs: tuple[RubricSpec, ...] = _check_specs(type(self).__name__, specs, LANGUAGETOOL_VERSION)
+        self._serve(specs, LANGUAGETOOL_VERSION)
         if threads < 1:
             raise ConfigError(f"'threads' must be >= 1, got {threads}")
         self.threads = threads
@@ -164,8 +151,7 @@ class LanguageToolGrammarScorer:
             self._revision = version
 
     def provenance(self, rubric: str) -> Provenance:
-        return _provenance(type(self).__name__, self.specs[0], rubric, "languagetool", "LanguageTool",
-                           self._revision)
+        return self._provenance(rubric, backend="languagetool", model_id="LanguageTool", model_revision=self._revision)
 
     def close(self) -> None:
         """Stop the local LanguageTool server, if this scorer started one."""
@@ -190,11 +176,10 @@ class LanguageToolGrammarScorer:
         Raises:
             EngineError: the server went away or rate-limited us (a dead engine re-raises).
         """
-        name = self.specs[0].name
         with ThreadPoolExecutor(max_workers=self.threads, thread_name_prefix="languagetool") as pool:
             # map() yields in input order, whatever order the checks finish in.
             scores = list(pool.map(self._score_one, [it.answer for it in items]))
-        return [{name: s} for s in scores]
+        return self._score_sets(scores)
 
 
 def _local_languagetool_version() -> str:

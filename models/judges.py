@@ -1,6 +1,6 @@
 """Pairwise LLM judges on an engine: both orders of every pair in one engine call, order-debiased.
 
-``JudgeScorer`` runs ``rubric.judges`` specs (the LFQA-HP-1M paper's plain, CoT and nine-rubric
+``JudgeScorer`` runs ``rubric.judging.judges`` specs (the LFQA-HP-1M paper's plain, CoT and nine-rubric
 judges, section 5) over ``PairRecord``s. Every pair is judged as (a, b) and as (b, a); the prompts of
 both orders of all pairs of a batch go to the engine in the same call, grouped by judge and pair so
 that an engine with a prefix cache (vLLM) computes each judge's instruction prefix once.
@@ -8,13 +8,13 @@ that an engine with a prefix cache (vLLM) computes each judge's instruction pref
 Modes:
 
 * ``logprob`` - one forward pass per order: the assistant turn is pre-filled with ``"answer_"`` and
-  the verdict is read from the next token's distribution (``rubric.judges.verdict_probs``). The CoT
+  the verdict is read from the next token's distribution (``rubric.judging.verdicts.verdict_probs``). The CoT
   judge first generates at most ``max_reasoning_tokens`` of reasoning greedily (one ``generate``
   call for all its prompts), then its verdict is read after ``reasoning + "### Output: answer_"``
   in the same ``score_token_probs`` call as the other judges. Engine calls per batch: one, or
   two with a CoT judge.
 * ``vote`` - the paper's protocol: no pre-fill, ``n_votes`` generations per order, each parsed by
-  ``rubric.judges.parse_verdict``, strict majority. ``temperature=0`` is the paper's setting
+  ``rubric.judging.verdicts.parse_verdict``, strict majority. ``temperature=0`` is the paper's setting
   (greedy: the votes are identical); ``temperature=1`` with a seed is the appendix's T=1 variant.
   One ``generate`` call per token budget: the direct judges share one (``max_vote_tokens``), a CoT
   judge gets its own (``max_reasoning_tokens + max_vote_tokens``), so a short verdict is never
@@ -41,21 +41,12 @@ from typing import Any
 from models.llm.engine import Engine, TextSampler
 from models.llm.scorer import LLMRubricScorer
 from rubric.errors import BatchMismatchError, ConfigError, EngineError, RubricError
-from rubric.geval import DEFAULT_MIN_MASS, ChatPrompt
-from rubric.judges import (
-    ORDERS,
-    OUTPUT_TAG,
-    VERDICT_PREFILL,
-    JudgeSpec,
-    ParsedVerdict,
-    VerdictProbs,
-    cot_verdict_prefill,
-    pair_outcome,
-    parse_verdict,
-    verdict_probs,
-    vote_probs,
+from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt
+from rubric.judging import (
+    ORDERS, OUTPUT_TAG, VERDICT_PREFILL, JudgeSpec, ParsedVerdict, VerdictProbs, cot_verdict_prefill,
+    pair_outcome, parse_verdict, verdict_probs, vote_probs,
 )
-from rubric.records import AnswerItem, PairRecord
+from rubric.io import AnswerItem, PairRecord
 from rubric.scoring import Provenance, Score
 
 __all__ = ["JudgeScorer", "MODES", "EXTRAS_KEYS", "DEFAULT_MAX_VOTE_TOKENS", "DEFAULT_MAX_TEXT_CHARS"]
@@ -173,7 +164,7 @@ class JudgeScorer:
     Args:
         engine: a loaded engine; vote mode and CoT judges also need ``generate`` with sampling
             (``models.llm.engine.TextSampler``).
-        specs: the judges (``rubric.judges.resolve_judges``).
+        specs: the judges (``rubric.judging.judges.resolve_judges``).
         mode: ``"logprob"`` (verdict distribution after the pre-fill) or ``"vote"`` (the paper's
             generated votes).
         n_votes: generations per order in vote mode.

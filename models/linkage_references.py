@@ -3,10 +3,10 @@
 :class:`ReferenceGenerator` renders ``linkage.create_multi_step_answer.v1`` (or ``v2``, pre-filled with
 ``Answer1:``; the text is then read after the pre-fill) for each (question, golden answer), generates greedily with a bounded number of new tokens (one ``engine.generate`` call for all
 the questions not cached) and reads the text with
-:func:`rubric.linkage_references.parse_generated_references`.
+:func:`rubric.protocols.linkage_references.parse_generated_references`.
 
 :class:`ReferenceCache` is a JSONL file (the LINKAGE job keeps it as ``OUT/generated_references.jsonl``):
-one line per generation with its key (:func:`rubric.linkage_references.generation_key`: question id,
+one line per generation with its key (:func:`rubric.protocols.linkage_references.generation_key`: question id,
 golden answer sha256, template version and hash, backend, model id and revision, max tokens,
 temperature) and the raw text, failed parses included (greedy decoding would write them again). A
 changed input, template, model or setting is another key and is generated again; a resumed job reads
@@ -24,15 +24,9 @@ from pathlib import Path
 
 from models.llm.engine import Engine, TextSampler
 from rubric.errors import ConfigError, EngineError, RubricError
-from rubric.linkage_references import (
-    CREATE_REFERENCES_VERSION,
-    CREATE_REFERENCES_VERSIONS,
-    GeneratedReferences,
-    create_references_prompt,
-    generated_text,
-    generation_key,
-    golden_sha256,
-    parse_generated_references,
+from rubric.protocols import (
+    CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS, GeneratedReferences, create_references_prompt,
+    generated_text, generation_key, golden_sha256, parse_generated_references,
 )
 from rubric.protocols import get_protocol_template
 
@@ -72,7 +66,7 @@ class ReferenceResult:
 
 
 class ReferenceCache:
-    """The generations of one job, keyed by :func:`rubric.linkage_references.generation_key` (module docstring)."""
+    """The generations of one job, keyed by :func:`rubric.protocols.linkage_references.generation_key` (module docstring)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -123,7 +117,7 @@ class ReferenceGenerator:
         engine: a loaded engine that can generate text.
         max_tokens: the cap on new tokens per generation.
         n_answers: labelled answers a generation must hold (the prompt asks for 3).
-        version: the prompt, one of ``rubric.linkage_references.CREATE_REFERENCES_VERSIONS``.
+        version: the prompt, one of ``rubric.protocols.linkage_references.CREATE_REFERENCES_VERSIONS``.
 
     Raises:
         ConfigError: the engine cannot generate, or a setting is out of range.

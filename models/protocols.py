@@ -6,8 +6,8 @@ Pairwise protocol judges
     one engine call, the same context policy, the same ``Score`` extras and order debiasing) with the
     protocol's own reading: the verdict tokens after the protocol's pre-fill (``[[`` then ``A``/``B``/``C``;
     ``<rating>`` then ``1``/``2``/``0``; ``answer_`` then ``1``/``2``/``tie``) are mapped onto
-    ``1``/``2``/``tie`` by :func:`rubric.protocols.pairwise_verdict_probs`, generated votes are read
-    by :func:`rubric.protocols.parse_pairwise_verdict`, and a template that shows a reference answer
+    ``1``/``2``/``tie`` by :func:`rubric.protocols.templates.pairwise_verdict_probs`, generated votes are read
+    by :func:`rubric.protocols.templates.parse_pairwise_verdict`, and a template that shows a reference answer
     (``lfqa_e.reference_tie.v1``) gets the pair's ``reference``. The judge job builds it whenever a
     judge spec is a protocol's (:func:`protocol_scorer_factory`), so ``lfqa-rubric judge``, the Ray
     judge actors and ``judgments.parquet`` serve these judges unchanged. RAG-QA Arena in logprob mode
@@ -45,30 +45,19 @@ from typing import Any
 from models.judges import _TAG_SLACK, JudgeScorer, _Unit, engine_call
 from models.llm.engine import Engine, TextSampler
 from rubric.errors import BatchMismatchError, ConfigError
-from rubric.geval import DEFAULT_MIN_MASS, ChatPrompt
-from rubric.judges import ORDERS, JudgeSpec, VerdictProbs, pair_outcome, vote_probs
-from rubric.linkage import (
-    MAX_RANK_POSITIONS,
-    RankScore,
-    expected_point_score,
-    expected_rank,
-    listwise_prompt,
-    pairwise_prompt,
-    parse_point_score,
-    parse_rank,
-    pointwise_prompt,
-    rank_score,
-)
-from rubric.linkage_data import LinkageCandidate, LinkageQuestion
-from rubric.protocol_judges import ProtocolJudgeSpec, is_protocol_judge
+from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt
+from rubric.judging import ORDERS, JudgeSpec, VerdictProbs, pair_outcome, vote_probs
 from rubric.protocols import (
-    ARENA_THINKING_PREFILL,
-    arena_verdict_prefill,
-    get_protocol_template,
-    pairwise_verdict_probs,
+    MAX_RANK_POSITIONS, RankScore, expected_point_score, expected_rank, listwise_prompt, pairwise_prompt,
+    parse_point_score, parse_rank, pointwise_prompt, rank_score,
+)
+from rubric.protocols import LinkageCandidate, LinkageQuestion
+from rubric.protocols import ProtocolJudgeSpec, is_protocol_judge
+from rubric.protocols import (
+    ARENA_THINKING_PREFILL, arena_verdict_prefill, get_protocol_template, pairwise_verdict_probs,
     parse_pairwise_verdict,
 )
-from rubric.records import PairRecord
+from rubric.io import PairRecord
 from rubric.scoring import Provenance, Score
 
 __all__ = [
@@ -103,7 +92,7 @@ class _WithReference:
 class ProtocolJudgeScorer(JudgeScorer):
     """:class:`models.judges.JudgeScorer` that also reads the neighbouring protocols' pairwise judges.
 
-    Takes :class:`rubric.judges.JudgeSpec` and :class:`rubric.protocol_judges.ProtocolJudgeSpec`
+    Takes :class:`rubric.judging.judges.JudgeSpec` and :class:`rubric.protocols.judges.ProtocolJudgeSpec`
     alike (the paper's judges are read exactly as ``JudgeScorer`` reads them); arguments as
     ``JudgeScorer``'s.
     """
@@ -207,7 +196,7 @@ def protocol_scorer_factory(settings, config) -> ProtocolJudgeScorer:
     The same engine and arguments as the judge job's own ``_scorer``; the judge job and its Ray actors
     call it for judge lists that hold a protocol's judge.
     """
-    from models.llm.scorer import build_engine
+    from models.llm.engines_cache import build_engine
 
     engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
     return ProtocolJudgeScorer(engine, settings.specs, mode=settings.mode, n_votes=settings.n_votes,

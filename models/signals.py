@@ -1,9 +1,9 @@
 """Scorers for the extra signals: answer length, ROUGE-L and MiniLM similarity to the reference, Q-A similarity.
 
-These are opt-in features outside the paper's nine rubrics (``rubric.specs.EXTRA_SIGNALS``):
+These are opt-in features outside the paper's nine rubrics (``rubric.scoring.specs.EXTRA_SIGNALS``):
 
 * ``length.words.v1`` (backend ``length``): ``log(1 + words)``, words capped at 1000
-  (:func:`rubric.signals.length_raw`); pure Python, served by the Ray "text" pool.
+  (:func:`rubric.scoring.signals.length_raw`); pure Python, served by the Ray "text" pool.
 * ``ref_rouge_l.v1`` (backend ``rouge``): ROUGE-L F1 of the answer against the question's reference
   answer, with Google's ``rouge-score`` (its default tokenizer: lower-case, ``[a-z0-9]+`` tokens,
   Porter stemming of tokens longer than 3 characters). Served by the "text" pool.
@@ -31,11 +31,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from models.single_spec import SingleSpecScorer
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
-from rubric.records import AnswerItem
+from rubric.io import AnswerItem
 from rubric.scoring import Provenance, Score, ScoreSet
-from rubric.signals import LENGTH_WORD_CAP, length_raw, row_cosine, whitespace_words
-from rubric.specs import RUBRICS, RubricSpec
+from rubric.scoring import LENGTH_WORD_CAP, length_raw, row_cosine, whitespace_words
+from rubric.scoring import RUBRICS, RubricSpec
 
 __all__ = [
     "LENGTH_VERSION", "ROUGE_VERSION", "QA_SIMILARITY_VERSION", "REF_SIMILARITY_VERSION",
@@ -60,13 +61,6 @@ _MINILM_FILES = ("modules.json", "config.json", "model.safetensors", "tokenizer.
 
 #: The row error of a reference-based signal for an answer whose question has no reference answer.
 NO_REFERENCE = "no reference answer for this question"
-
-
-def _exactly(specs: Sequence[RubricSpec], version: str, who: str) -> tuple[RubricSpec, ...]:
-    want = RUBRICS.get(version)
-    if tuple(specs) != (want,):
-        raise ConfigError(f"{who} serves exactly ({version!r},), got {[s.version for s in specs]}")
-    return (want,)
 
 
 def _not_text(value: Any, what: str) -> Score | None:
@@ -94,7 +88,7 @@ def _version_of(dist: str) -> str:
 
 # --- length ---------------------------------------------------------------------------------------
 
-class LengthScorer:
+class LengthScorer(SingleSpecScorer):
     """``length.words.v1``: ``log(1 + whitespace words)``, words capped at ``LENGTH_WORD_CAP``.
 
     Extras: ``n_words`` (the uncapped count) and ``capped`` (the answer is longer than the cap).
@@ -107,30 +101,28 @@ class LengthScorer:
     """
 
     def __init__(self, specs: tuple[RubricSpec, ...]) -> None:
-        self.specs: tuple[RubricSpec, ...] = _exactly(specs, LENGTH_VERSION, "LengthScorer")
+        self._serve(specs, LENGTH_VERSION)
 
     def provenance(self, rubric: str) -> Provenance:
         """How ``rubric`` is made (no model: the version says it all)."""
-        if rubric != self.specs[0].name:
-            raise UnknownNameError(f"LengthScorer has no rubric {rubric!r}; it serves {self.specs[0].name!r}")
-        return Provenance(rubric_version=LENGTH_VERSION, backend="length", model_id="str.split")
+        return self._provenance(rubric, backend="length", model_id="str.split")
 
     def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
         """One ``{"length": Score}`` per item, in order."""
-        out: list[ScoreSet] = []
+        out: list[Score] = []
         for it in items:
             bad = _not_text(it.answer, "answer")
             if bad is None:
                 n = whitespace_words(it.answer)
-                out.append({"length": Score.ok(length_raw(n), n_words=n, capped=n > LENGTH_WORD_CAP)})
+                out.append(Score.ok(length_raw(n), n_words=n, capped=n > LENGTH_WORD_CAP))
             else:
-                out.append({"length": bad})
-        return out
+                out.append(bad)
+        return self._score_sets(out)
 
 
 # --- ROUGE-L against the reference ----------------------------------------------------------------
 
-class RougeLScorer:
+class RougeLScorer(SingleSpecScorer):
     """``ref_rouge_l.v1``: ROUGE-L F1 of each answer against its question's reference answer.
 
     Uses ``rouge_score.rouge_scorer.RougeScorer(["rougeL"])`` with its default tokenizer and the
@@ -148,7 +140,7 @@ class RougeLScorer:
     """
 
     def __init__(self, specs: tuple[RubricSpec, ...]) -> None:
-        self.specs: tuple[RubricSpec, ...] = _exactly(specs, ROUGE_VERSION, "RougeLScorer")
+        self._serve(specs, ROUGE_VERSION)
         try:
             from rouge_score import rouge_scorer, tokenizers
         except ImportError as e:
@@ -160,15 +152,12 @@ class RougeLScorer:
 
     def provenance(self, rubric: str) -> Provenance:
         """How ``rubric`` is made: the package version and its settings."""
-        if rubric != self.specs[0].name:
-            raise UnknownNameError(f"RougeLScorer has no rubric {rubric!r}; it serves {self.specs[0].name!r}")
-        return Provenance(rubric_version=ROUGE_VERSION, backend="rouge", model_id="rouge_score rougeL, porter stemmer",
-                          model_revision=self._revision)
+        return self._provenance(rubric, backend="rouge", model_id="rouge_score rougeL, porter stemmer",
+                                model_revision=self._revision)
 
     def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
         """One ``{"ref_rouge_l": Score}`` per item, in order."""
-        name = self.specs[0].name
-        return [{name: self._score(it)} for it in items]
+        return self._score_sets(self._score(it) for it in items)
 
     def _score(self, it: AnswerItem) -> Score:
         bad = _reference_problem(it.reference) or _not_text(it.answer, "answer")
@@ -232,7 +221,7 @@ class MiniLMSimilarityScorer:
 
     For a batch, the distinct texts it needs (answers, questions, references; a question shared
     by several answers once) are embedded in one ``encode`` call and compared row by row with
-    :func:`rubric.signals.row_cosine`. The model reads at most 256 word pieces of a text; the extra
+    :func:`rubric.scoring.signals.row_cosine`. The model reads at most 256 word pieces of a text; the extra
     ``truncated`` says whether either text of a comparison was cut there. An empty answer, question
     or reference has no meaningful embedding and is a row error; a missing reference is
     ``NO_REFERENCE``.

@@ -6,36 +6,31 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from rubric.errors import BackendUnavailableError, ConfigError, EngineError, UnknownNameError
-from rubric.records import AnswerItem
+from models.single_spec import SingleSpecScorer
+from rubric.errors import BackendUnavailableError, ConfigError, EngineError
+from rubric.io import AnswerItem
 from rubric.scoring import Provenance, Score, ScoreSet
-from rubric.specificity import (
-    GEVAL_VERSION,
-    SUBJECTIVEQA_MODEL,
-    SUBJECTIVEQA_VERSION,
-    combine_windows,
-    format_input,
-    label_order,
-    latent_score,
-    window_spans,
+from rubric.scoring import (
+    GEVAL_VERSION, SUBJECTIVEQA_MODEL, SUBJECTIVEQA_VERSION, combine_windows, format_input, label_order,
+    latent_score, window_spans,
 )
-from rubric.specs import RubricSpec
+from rubric.scoring import RubricSpec
 
 __all__ = ["SubjectiveQAScorer"]
 
 log = logging.getLogger(__name__)
 
 
-class SubjectiveQAScorer:
+class SubjectiveQAScorer(SingleSpecScorer):
     """Specificity as the ordinal reading of the SubjECTive-QA SPECIFIC classifier.
 
     Each answer becomes ``"Question: {q} Answer: {a}"``; a text longer than ``max_length`` tokens
     is cut into windows of ``max_length`` tokens (special tokens included) that overlap by
-    ``stride`` tokens (``rubric.specificity.window_spans``; the windowing of transformers'
+    ``stride`` tokens (``rubric.scoring.specificity.window_spans``; the windowing of transformers'
     ``stride``, written out because some transformers releases drop the tail). All windows of
     all items go through the model in one pass, in chunks of ``batch_size`` sorted by length so
     little padding is wasted. Window softmaxes are averaged weighted by each window's token count
-    (``rubric.specificity.combine_windows``); the raw value is ``0.5 * p_neutral + p_high``.
+    (``rubric.scoring.specificity.combine_windows``); the raw value is ``0.5 * p_neutral + p_high``.
 
     Args:
         specs: exactly one spec, version ``specificity.subjectiveqa.v1``.
@@ -56,10 +51,7 @@ class SubjectiveQAScorer:
 
     def __init__(self, specs: tuple[RubricSpec, ...], *, model: str = SUBJECTIVEQA_MODEL, revision: str | None = None,
                  device: str | None = None, batch_size: int = 16, max_length: int = 512, stride: int = 128) -> None:
-        specs = tuple(specs)
-        if len(specs) != 1 or specs[0].version != SUBJECTIVEQA_VERSION:
-            raise ConfigError(f"SubjectiveQAScorer serves exactly ({SUBJECTIVEQA_VERSION!r},), "
-                              f"got {[s.version for s in specs]}")
+        self._serve(specs, SUBJECTIVEQA_VERSION, by_version=True)
         if batch_size < 1:
             raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
         if max_length < 8:
@@ -106,16 +98,12 @@ class SubjectiveQAScorer:
         self.revision = revision or getattr(self.model.config, "_commit_hash", None) or "local"
 
     def provenance(self, rubric: str) -> Provenance:
-        spec = self.specs[0]
-        if rubric != spec.name:
-            raise UnknownNameError(f"SubjectiveQAScorer has no rubric {rubric!r}; it serves {spec.name!r}")
-        return Provenance(rubric_version=spec.version, backend=self.backend, model_id=self.model_id,
-                          model_revision=self.revision)
+        return self._provenance(rubric, backend=self.backend, model_id=self.model_id, model_revision=self.revision)
 
     def windows(self, texts: Sequence[str]) -> tuple[list[list[int]], list[int]]:
         """Token windows of all texts and, per window, the index of the text it came from.
 
-        Each text is tokenized whole, cut with ``rubric.specificity.window_spans`` into windows of
+        Each text is tokenized whole, cut with ``rubric.scoring.specificity.window_spans`` into windows of
         ``max_length`` tokens (special tokens included) sharing ``stride`` content tokens, and each
         window gets the tokenizer's special tokens. Not transformers' ``return_overflowing_tokens``:
         transformers 5.17 silently dropped the tail of long texts there (seen on a GPU machine).
@@ -132,7 +120,7 @@ class SubjectiveQAScorer:
 
     def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
         """One ``{"specificity": Score}`` per item, in order; raw = ``0.5 * p_neutral + p_high``."""
-        name = self.specs[0].name
+        name = self.spec.name
         out: list[Score | None] = [None] * len(items)
         texts: list[str] = []
         where: list[int] = []

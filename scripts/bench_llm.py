@@ -12,7 +12,7 @@ prefix cache), and the raw scores can be saved and set against another run's::
     python scripts/bench_llm.py --backend transformers --device cpu --questions 10 \
         --skip-reference --compare-to cuda.json
 
-Logic lives in ``models.llm.bench``; this file only parses arguments and prints the tables.
+Logic lives in ``scripts/_bench_common.py``; this file only parses arguments and prints the tables.
 """
 
 from __future__ import annotations
@@ -62,11 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     log = logging.getLogger("bench_llm")
 
-    from models.llm.bench import (compare_scores, correlations, device_line, format_table, load_pairs, load_scores,
+    from scripts._bench_common import (compare_scores, correlations, device_line, format_table, load_pairs, load_scores,
                                   run_ours, run_reference, save_scores, transformers_kwargs, warm_up)
-    from models.llm.scorer import build_engine
+    from models.llm.engines_cache import build_engine
     from rubric.config import ScoringConfig
-    from rubric.specs import resolve_rubrics
+    from rubric.scoring import resolve_rubrics
 
     specs = resolve_rubrics(RUBRICS)
     pairs = load_pairs(args.data, args.questions)

@@ -15,9 +15,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pyarrow.parquet as pq  # noqa: E402
 
-from rubric.features import table_rubrics  # noqa: E402
-from rubric.metrics import per_question_kendall  # noqa: E402
-from rubric.readers import read_graded_labels  # noqa: E402
+from rubric.tables import table_rubrics  # noqa: E402
+from rubric.preference import per_question_kendall  # noqa: E402
+from rubric.io import read_graded_labels  # noqa: E402
 
 
 def main() -> int:

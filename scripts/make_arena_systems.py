@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rubric.arena_data import read_arena_annotations  # noqa: E402
+from rubric.protocols import read_arena_annotations  # noqa: E402
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 

@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # before any engine is imported: vLLM reads its log level at import; engines and Ray at WARNING
     configure_logging(args.verbose, fmt="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from rubric.specs import resolve_rubrics
+    from rubric.scoring import resolve_rubrics
     from workers.ray_pipeline import config_for_pools, pools_from_args, run_ray_job
 
     try:

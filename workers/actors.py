@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
-from rubric.records import AnswerItem
-from rubric.specs import RUBRICS
+from rubric.io import AnswerItem
+from rubric.scoring import RUBRICS
 from workers.store import encode_provenance, encode_score
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ class ScorerActor:
         self._scorers = build_scorers(self._specs, config)
         self.batches_in_flight = batches_in_flight
         if batches_in_flight > 1:
-            from models.llm.scorer import keep_engines_busy
+            from models.llm.engines_cache import keep_engines_busy
 
             keep_engines_busy(config)
         self._provenance = {s.name: encode_provenance(sc.provenance(s.name))

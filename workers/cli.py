@@ -80,7 +80,7 @@ def scoring_config(args):
 
 
 def reader_options(args) -> dict:
-    from rubric.readers import parse_label_values, parse_mapping
+    from rubric.io import parse_label_values, parse_mapping
 
     opts: dict = {"max_answer_chars": args.max_answer_chars, "max_question_chars": args.max_question_chars}
     if args.format == "graded":
@@ -108,7 +108,7 @@ def reader_options(args) -> dict:
 
 
 def _score(args) -> int:
-    from rubric.specs import resolve_rubrics
+    from rubric.scoring import resolve_rubrics
 
     specs = resolve_rubrics(args.rubrics)
     if getattr(args, "ray", False):
@@ -140,7 +140,7 @@ def _C_value(text: str) -> float | str:
 
 
 def _fit(args) -> int:
-    from rubric.evaluate import fit_model, read_pairs
+    from rubric.preference import fit_model, read_pairs
 
     pairs = read_pairs(args.outdir)
     features = args.features.split(",") if args.features else None
@@ -168,7 +168,7 @@ def _fit(args) -> int:
 
 
 def _evaluate(args) -> int:
-    from rubric.evaluate import evaluate_model, read_pairs, write_report
+    from rubric.preference import evaluate_model, read_pairs, write_report
     from rubric.preference import PreferenceModel
 
     model = PreferenceModel.from_json(args.model)
@@ -184,7 +184,7 @@ def _evaluate(args) -> int:
     text = write_report(ev, model, report)
     if any(c.startswith("aspect_") for c in pairs.column_names):
         # per-aspect human judgements (lfqa_eval): each rubric against its own aspect and the overall one
-        from rubric.aspects import agreement_markdown, aspect_agreement_from_table
+        from rubric.preference import agreement_markdown, aspect_agreement_from_table
 
         rows = aspect_agreement_from_table(pairs, split=args.split, n_boot=args.n_boot,
                                            seed=int(getattr(args, "seed", 0)))
@@ -196,8 +196,8 @@ def _evaluate(args) -> int:
 
 
 def _predict(args) -> int:
-    from rubric.evaluate import read_pairs
-    from rubric.predict import predict_pairs, write_predictions
+    from rubric.preference import read_pairs
+    from rubric.preference import predict_pairs, write_predictions
     from rubric.preference import PreferenceModel
 
     model = PreferenceModel.from_json(args.model)
@@ -217,7 +217,7 @@ def _export(args) -> int:
     import pyarrow.csv as pcsv
     import pyarrow.parquet as pq
 
-    from rubric.evaluate import read_output_table
+    from rubric.preference import read_output_table
 
     table = read_output_table(args.outdir, args.table)
     src = f"{args.outdir} ({args.table})"
@@ -260,7 +260,7 @@ def _encoder(args) -> int:
 
 
 def _perturb(args) -> int:
-    from rubric.perturb import word_budget
+    from rubric.judging import word_budget
     from workers.perturb_job import load_victim, run_perturb_job
 
     word_budget(1, args.budget)  # a bad --budget fails before the victim loads
@@ -309,9 +309,9 @@ def _lfq(args) -> int:
 
     from models.backends import check_backends
     from models.llm.lfq import classify_questions
-    from models.llm.scorer import build_engine
-    from rubric.geval import LFQ_FILTER_VERSION
-    from rubric.readers import read_input
+    from models.llm.engines_cache import build_engine
+    from rubric.scoring import LFQ_FILTER_VERSION
+    from rubric.io import read_input
 
     config = scoring_config(args)
     check_backends([], config, backends=["llm"])  # a missing engine package stops here, before reading
@@ -339,8 +339,8 @@ def _lfq(args) -> int:
 
 
 def _transfer(args) -> int:
-    from rubric.evaluate import read_pairs
-    from rubric.transfer import transfer, transfer_markdown
+    from rubric.preference import read_pairs
+    from rubric.preference import transfer, transfer_markdown
 
     # One name per output folder: the same folder given on both sides (however spelled) is one set,
     # and its cell is in-distribution.
@@ -527,7 +527,7 @@ def _analyze(args) -> int:
 
 
 def _rubrics(args) -> int:
-    from rubric.specs import DEFAULT_VERSIONS, EXTRA_SIGNALS, RUBRICS
+    from rubric.scoring import DEFAULT_VERSIONS, EXTRA_SIGNALS, RUBRICS
 
     # Extra signals are opt-in (never in a default list): their bare name is shown, and the last
     # column says they are not one of the paper's rubrics.

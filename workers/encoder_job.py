@@ -67,7 +67,7 @@ def run_encoder_job(outdir: str | Path, *, out: str | Path | None = None, head_d
         device: torch device.
         batch_size: texts per forward pass.
         C: the head's regularisation, or "cv" to choose it by cross-validation over questions
-            (``rubric.selection.cross_validate_C``) on the training split.
+            (``rubric.preference.selection.cross_validate_C``) on the training split.
         split: the split to train on ("all" for every pair: then the test numbers are in-sample).
         n_boot: question-clustered bootstrap replicates of the test CI.
         seed: bootstrap seed.
@@ -84,8 +84,8 @@ def run_encoder_job(outdir: str | Path, *, out: str | Path | None = None, head_d
     import pyarrow.parquet as pq
 
     from models.encoder import PreferenceHead, SentenceEncoder, load_encoder_baseline, system_name
-    from rubric.evaluate import pairs_fingerprint, read_output_table, read_pairs
-    from rubric.metrics import evaluate_predictions
+    from rubric.preference import pairs_fingerprint, read_output_table, read_pairs
+    from rubric.preference import evaluate_predictions
 
     if isinstance(C, str) and C != "cv":
         raise ConfigError(f"'C' must be a number > 0 or 'cv', got {C!r}")
@@ -129,7 +129,7 @@ def run_encoder_job(outdir: str | Path, *, out: str | Path | None = None, head_d
         head = PreferenceHead(C=1.0 if C == "cv" else float(C))
         selection = None
         if C == "cv":
-            from rubric.selection import cross_validate_C
+            from rubric.preference import cross_validate_C
 
             selection = cross_validate_C(head, X[train_ab], labels[train_ab], qids[train_ab]).to_dict()
             head.set_params(C=selection["best_C"])

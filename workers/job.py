@@ -2,7 +2,7 @@
 
     check backends -> list shards -> open each shard's score store (resume or re-score, and why)
       -> score the pending shards (single process, or Ray pools)
-      -> re-read every shard and assemble the whole job once (rubric.assemble)
+      -> re-read every shard and assemble the whole job once (rubric.tables.assemble)
       -> write OUT/answers.parquet, pairs.parquet, [claims.parquet], rejects.jsonl, [rescale.json],
          manifest.json (last)
 
@@ -26,13 +26,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rubric.assemble import Assembled, JobInput, StreamAssembled, assemble_stream
+from rubric.tables import Assembled, JobInput, StreamAssembled, assemble_stream
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.readers import Block, ReadResult
-from rubric.records import explode
+from rubric.io import Block, ReadResult
+from rubric.io import explode
 from rubric.scoring import Provenance, Score, Scorer
-from rubric.specs import RubricSpec
+from rubric.scoring import RubricSpec
 from workers.shards import list_shards, read_unit, shard_blocks, shard_name, shard_sha256, unit_name
 from workers.outdir import atomic_write_bytes, locks_out, publish, remove_tree
 from workers.store import ShardStore, decode_score, encode_score, score_key
@@ -88,7 +88,7 @@ ScoreStep = Callable[..., StepResult]
 class _RunScores:
     """Scores by answer id on disk (SQLite), so memory does not grow with the job: the answers this
     run has scored (an answer met again in a later block is copied, not scored again), and the
-    job's merged scores for the assemble step (an :class:`rubric.assemble.ScoreLookup`)."""
+    job's merged scores for the assemble step (an :class:`rubric.tables.assemble_stream.ScoreLookup`)."""
 
     def __init__(self, folder: Path, name: str = "run") -> None:
         import sqlite3
@@ -223,7 +223,7 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
 
     Args:
         inputs: a file, or a list of files, directories, globs or URIs (one file = one shard).
-        fmt: input format (``rubric.readers.FORMATS``), the same for every input.
+        fmt: input format (``rubric.io.readers.FORMATS``), the same for every input.
         specs: the rubrics to score.
         out: output folder.
         config: scoring settings.
@@ -398,7 +398,7 @@ class _TableWriter:
 def _manifest(assembled: Assembled | StreamAssembled, shards: Sequence[str], *, specs, provenance, fmt, options,
               config, seed, runner, status, why, step: StepResult, timings, names: Mapping[str, str],
               blocks: Mapping[str, int]) -> dict:
-    from rubric.provenance import rubric_provenance
+    from rubric.tables import rubric_provenance
 
     counts = dict(assembled.counts)
     per_input = counts.pop("per_input")

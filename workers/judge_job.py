@@ -5,10 +5,10 @@
       -> judge the pending pairs in checkpointed chunks (models.judges.JudgeScorer: both orders of
          every pair in one engine call)
       -> assemble: pairs of all inputs (ids unique across inputs), the same splits as `score` gives
-         the same inputs and seed, one row per pair x judge x order (rubric.judgments)
+         the same inputs and seed, one row per pair x judge x order (rubric.judging.judgments)
       -> OUT/judgments.parquet, rejects.jsonl, manifest.json (last)
 
-The splits are the score job's (``rubric.assemble.job_splits`` on the same pairs and seed), so
+The splits are the score job's (``rubric.tables.assemble.job_splits`` on the same pairs and seed), so
 ``analyze`` can put a judge and a rubric model on the same test pairs. A judge output folder is
 not a score output folder: the job refuses to write next to an ``answers.parquet``.
 """
@@ -25,10 +25,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rubric.assemble import JobInput, combine_inputs, job_splits
+from rubric.tables import JobInput, combine_inputs, job_splits
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.features import word_count
+from rubric.tables import word_count
 from rubric.scoring import Provenance, Score
 from workers.shards import list_shards, read_shard, shard_name, shard_sha256
 from workers.outdir import atomic_write_bytes, locks_out, publish
@@ -63,7 +63,8 @@ class JudgeSettings:
             raise ConfigError(f"'temperature' must be >= 0, got {temperature}")
         if max_reasoning_tokens < 1:
             raise ConfigError(f"'max_reasoning_tokens' must be >= 1, got {max_reasoning_tokens}")
-        from rubric.judges import resolve_judges
+        import rubric.protocols  # noqa: F401  (registers the protocols' pairwise judges)
+        from rubric.judging import resolve_judges
 
         names = judges.split(",") if isinstance(judges, str) else list(judges)
         self.specs = resolve_judges(",".join(n.strip() for n in names if n.strip()), tie=tie)
@@ -86,8 +87,8 @@ class JudgeSettings:
 
 def _scorer(settings: JudgeSettings, config: ScoringConfig):
     from models.judges import JudgeScorer
-    from models.llm.scorer import build_engine
-    from rubric.protocol_judges import is_protocol_judge
+    from models.llm.engines_cache import build_engine
+    from rubric.protocols import is_protocol_judge
 
     if any(is_protocol_judge(s) for s in settings.specs):  # a neighbouring protocol's judge reads its own tokens
         from models.protocols import protocol_scorer_factory
@@ -152,7 +153,7 @@ def local_judge_step(pending: Sequence[JudgePending], *, settings: JudgeSettings
 
 def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[str, Score]],
                   provenance: Mapping[str, Provenance], *, mode: str) -> list[dict[str, Any]]:
-    """One row per pair x judge x order, in pair order (the ``rubric.judgments`` schema)."""
+    """One row per pair x judge x order, in pair order (the ``rubric.judging.judgments`` schema)."""
     rows: list[dict[str, Any]] = []
     for p, split in zip(pairs, splits):
         for version, prov in provenance.items():
@@ -183,7 +184,7 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
 
     Args:
         inputs: a file, or files, directories, globs or URIs (one file = one shard).
-        fmt: input format (``rubric.readers.FORMATS``).
+        fmt: input format (``rubric.io.readers.FORMATS``).
         settings: the judges and how they run.
         out: output folder (not a score output folder).
         config: engine settings (profile, backend, model, engine kwargs, min mass, batch size).
@@ -198,7 +199,7 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
     Returns:
         The manifest (also ``OUT/manifest.json``).
     """
-    from rubric.judgments import judgments_table
+    from rubric.judging import judgments_table
 
     t_start = time.perf_counter()
     out = Path(out)

@@ -1,14 +1,14 @@
 """``lfqa-rubric perturb``: attack one split of an input against a trained victim, write a perturbed copy.
 
-One straight line: read the input (``rubric.readers``) -> its splits, as a single-input score job
-with the same seed assigns them (``rubric.assemble.job_splits``) -> load the victim -> attack each
-pair of the chosen split (``rubric.perturb.attack_pair``) -> the victim's P(label) on the final texts
--> write the copy in the input's own format (``rubric.perturb.rewrite_input``), read it back with the
+One straight line: read the input (``rubric.io.readers``) -> its splits, as a single-input score job
+with the same seed assigns them (``rubric.tables.assemble.job_splits``) -> load the victim -> attack each
+pair of the chosen split (``rubric.judging.perturb.attack_pair``) -> the victim's P(label) on the final texts
+-> write the copy in the input's own format (``rubric.judging.perturb_rewrite.rewrite_input``), read it back with the
 same reader and check it (same rows, ids, labels; only answers changed) -> ``FILE.changes.jsonl``.
 
 The victim is a folder written by ``lfqa-rubric encoder`` (``head.json``: the encoder baseline) or a
 rubric preference model (``model.json``, or a folder holding one) whose rubrics are re-scored for
-every probe with the backends that made them; see ``rubric.perturb`` for what that costs.
+every probe with the backends that made them; see ``rubric.judging.perturb`` for what that costs.
 
 In a graded list one answer sits in several pairs. An answer changed while attacking one pair keeps
 that text in every pair and is not changed again, so the copy holds one text per answer.
@@ -101,7 +101,7 @@ def load_victim(path: str | Path, *, device: str | None = None, batch_size: int 
         raise ConfigError(f"victim {str(path)!r} is neither an encoder head folder ({HEAD_JSON}) nor a preference "
                           "model (model.json, or a folder holding one)")
     from rubric.config import ScoringConfig
-    from rubric.perturb import RubricVictim, rubric_victim_specs
+    from rubric.judging import RubricVictim, rubric_victim_specs
     from rubric.preference import PreferenceModel
 
     model = PreferenceModel.from_json(model_json)
@@ -125,7 +125,7 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
 
     Args:
         input_path: the input file.
-        fmt: its format (``rubric.readers.FORMATS``).
+        fmt: its format (``rubric.io.readers.FORMATS``).
         attack: "deepwordbug" or "textfooler".
         victim: a victim (``load_victim``).
         out: the copy's path (same extension as the input).
@@ -146,9 +146,9 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
     """
     from tqdm import tqdm
 
-    from rubric.assemble import job_splits
-    from rubric.perturb import ATTACKS, attack_pair, decide, p_label, rewrite_input, word_budget, words
-    from rubric.readers import read_input
+    from rubric.tables import job_splits
+    from rubric.judging import ATTACKS, attack_pair, decide, p_label, rewrite_input, word_budget, words
+    from rubric.io import read_input
 
     if attack not in ATTACKS:
         raise ConfigError(f"unknown attack {attack!r}; known: {', '.join(ATTACKS)}")

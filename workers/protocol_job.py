@@ -4,7 +4,7 @@
 
 LINKAGE (:func:`run_linkage_job`, single process)::
 
-    list shards -> read each (rubric.linkage_data: questions, reference lists, candidates, rejects)
+    list shards -> read each (rubric.protocols.linkage_data: questions, reference lists, candidates, rejects)
       -> with --references generated: the LLM writes each question's list from its golden answer
          (models.linkage_references, cached in OUT/generated_references.jsonl; a question whose
          generation does not parse is a reject with the reason, never given the data's list)
@@ -22,7 +22,7 @@ and the same Ray step (``step=workers.ray_judges.ray_judge_step`` or ``scripts/r
 arena.pairwise.v1``). RAG-QA Arena's input is an annotation file plus one answers file per system;
 their join is written as ``OUT/arena_pairs.jsonl`` (lfqa_eval format: the system's answer is ``a``,
 the reference ``b``, the human label ``overall_preference``) and that file is the judge job's input,
-so its sha256 keys the store. Each job then writes ``OUT/report.md`` (:mod:`rubric.protocol_report`).
+so its sha256 keys the store. Each job then writes ``OUT/report.md`` (:mod:`rubric.protocols.report`).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ class LinkageSettings:
     def __init__(self, systems: Sequence[str] | str | None = None, *, mode: str = "logprob",
                  max_pairwise_candidates: int = 12, references: str = "data",
                  reference_max_tokens: int = 512, reference_template: str | None = None) -> None:
-        from rubric.linkage_references import CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS
+        from rubric.protocols import CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS
 
         from rubric.protocols import get_protocol_template
 
@@ -139,7 +139,7 @@ GENERATED_REFERENCES_FILE = "generated_references.jsonl"
 
 def _reference_generator(settings: LinkageSettings, config: ScoringConfig):
     from models.linkage_references import ReferenceGenerator
-    from models.llm.scorer import build_engine
+    from models.llm.engines_cache import build_engine
 
     engine = build_engine(config, logprobs_k=config.llm_logprobs_k)  # the scorer's engine (built once per process)
     return ReferenceGenerator(engine, max_tokens=settings.reference_max_tokens, version=settings.reference_template)
@@ -150,8 +150,8 @@ def _generate_references(read, generator, cache) -> tuple[Any, dict]:
     from dataclasses import replace
 
     from models.linkage_references import ReferenceRequest
-    from rubric.linkage_data import LinkageRead
-    from rubric.records import Reject
+    from rubric.protocols import LinkageRead
+    from rubric.io import Reject
 
     results = generator.references([ReferenceRequest(q.question_id, q.question, q.golden) for q in read.questions],
                                    cache)
@@ -185,7 +185,7 @@ def _lists_digest(questions: Sequence[Any]) -> str:
 
 
 def _linkage_scorer(settings: LinkageSettings, config: ScoringConfig):
-    from models.llm.scorer import build_engine
+    from models.llm.engines_cache import build_engine
     from models.protocols import LinkageScorer
 
     engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
@@ -214,7 +214,7 @@ def _reference_signals(questions: Sequence[Any]) -> dict[str, dict[str, Score]]:
     from rouge_score import rouge_scorer
     from sentence_transformers import SentenceTransformer
 
-    from rubric.features import word_count
+    from rubric.tables import word_count
 
     rs = rouge_scorer.RougeScorer(["rouge1", "rougeL"], use_stemmer=True)
     pairs = [(q, c) for q in questions for c in q.candidates]
@@ -244,8 +244,8 @@ def _signal_provenance() -> dict[str, Provenance]:
 
 def _rubric_scores(score_out: str | Path, answer_ids: set[str]) -> tuple[dict[str, dict[str, Score]], list[str]]:
     """answer_id -> rubric -> Score (the 1-5 value) from a score output's answers.parquet."""
-    from rubric.evaluate import read_output_table
-    from rubric.features import table_rubrics
+    from rubric.preference import read_output_table
+    from rubric.tables import table_rubrics
 
     table = read_output_table(score_out, "answers")
     rubrics = table_rubrics(table)
@@ -397,7 +397,7 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
         out: output folder.
         config: engine settings.
         settings: systems and mode (default: all four judge systems, logprob).
-        reader_options: :func:`rubric.linkage_data.read_linkage` options (``max_questions``,
+        reader_options: :func:`rubric.protocols.linkage_data.read_linkage` options (``max_questions``,
             ``max_answers_per_question``, ``seed``, length limits).
         signals: add ROUGE-1/ROUGE-L, MiniLM similarity and length.
         rubric_scores: a score output folder whose answers.parquet scored the same answers.
@@ -420,8 +420,8 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
         InputError: an input cannot be read, or no question is usable.
         EngineError: the engine failed (finished chunks stay in the store).
     """
-    from rubric.linkage_data import read_linkage
-    from rubric.protocol_report import linkage_results, linkage_table
+    from rubric.protocols import read_linkage
+    from rubric.protocols import linkage_results, linkage_table
 
     t0 = time.perf_counter()
     out = Path(out)
@@ -607,7 +607,7 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
 
     Args:
         annotations: an ``annotations_<domain>_with_citation.jsonl`` file.
-        systems: system name -> its answers file (keyed by qid; see :func:`rubric.arena_data.read_arena_answers`).
+        systems: system name -> its answers file (keyed by qid; see :func:`rubric.protocols.arena_data.read_arena_answers`).
         out: output folder.
         config: engine settings.
         judge_kwargs: ``JudgeSettings`` options (mode, n_votes, temperature, seed).
@@ -628,9 +628,9 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
         ConfigError: a system name is empty, repeated or contains ':'; ``reasoning_tokens`` < 0.
         InputError: a file cannot be read, or no pair is left.
     """
-    from rubric.arena_data import ArenaQuestions, join_arena, read_arena_annotations, read_arena_answers
-    from rubric.protocol_report import arena_tables
-    from rubric.protocol_judges import PAIRWISE_PROTOCOLS
+    from rubric.protocols import ArenaQuestions, join_arena, read_arena_annotations, read_arena_answers
+    from rubric.protocols import arena_tables
+    from rubric.protocols import PAIRWISE_PROTOCOLS
     from rubric.protocols import ARENA_REASONING_VERSION
     from workers.judge_job import run_judge_job
 
@@ -677,7 +677,7 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
                              seed=seed, progress=progress, scorer=scorer, step=step, runner=runner)
     dec = _decisions(out, version)
     pairs = [p for p in joined.pairs if p.pair_id in dec]
-    from rubric.records import question_id
+    from rubric.io import question_id
 
     tables = arena_tables([p.system for p in pairs], [dec[p.pair_id] for p in pairs],
                           [question_id(p.question) for p in pairs], [p.human for p in pairs], n_boot=n_boot, seed=seed)
@@ -711,8 +711,8 @@ def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str
         rubric_model: its model JSON (default ``RUBRIC_SCORES/model.json``).
         Others: as :func:`run_arena_job`.
     """
-    from rubric.protocol_report import lfqa_e_tables
-    from rubric.protocol_judges import PAIRWISE_PROTOCOLS
+    from rubric.protocols import lfqa_e_tables
+    from rubric.protocols import PAIRWISE_PROTOCOLS
     from workers.judge_job import run_judge_job
     from workers.shards import read_shard
 
@@ -727,8 +727,8 @@ def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str
     decisions: dict[str, list[str | None]] = {version: [dec[p.pair_id] for p in pairs]}
     notes = {version: f"{manifest['settings']['mode']} mode, both orders, order-debiased"}
     if rubric_scores is not None:
-        from rubric.evaluate import read_pairs
-        from rubric.predict import predict_pairs
+        from rubric.preference import read_pairs
+        from rubric.preference import predict_pairs
         from rubric.preference import PreferenceModel
 
         model_path = Path(rubric_model) if rubric_model else Path(rubric_scores) / "model.json"

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError
-from rubric.records import PairRecord
+from rubric.io import PairRecord
 from workers.judge_job import JudgePending, JudgeSettings, run_judge_job
 from workers.ray_pipeline import PoolConfig
 from workers.ray_pools import checked_batches, keyed_pool, ray_session

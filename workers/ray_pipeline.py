@@ -3,7 +3,7 @@
 The job itself (resume, assembly, outputs) is :mod:`workers.job`, the same as the single-process
 path; only scoring is distributed here::
 
-    read tasks (one per shard: rubric.readers -> rubric.records.explode, rows carry shard + index)
+    read tasks (one per shard: rubric.io.readers -> rubric.io.records.explode, rows carry shard + index)
       -> [optional: group by answer_id, so an answer shared by shards is scored once]
       -> map_batches over one fixed-size ScorerActor pool per resource (text, classifier, factuality, llm)
       -> the driver appends each shard's rows to its ShardStore as they come (workers.collect),
@@ -31,12 +31,12 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError, RubricError
-from rubric.records import AnswerItem, explode
-from rubric.specs import RubricSpec
+from rubric.io import AnswerItem, explode
+from rubric.scoring import RubricSpec
 from workers.actors import ScorerActor, provenance_column, score_column
 from workers.collect import ShardCollector
 from workers.job import PendingShard, StepResult, run_job
-from rubric.readers import Block
+from rubric.io import Block
 from workers.shards import read_unit
 
 __all__ = ["PoolConfig", "DEFAULT_POOLS", "pool_of_backend", "init_local_ray", "ray_step", "run_ray_job",
@@ -270,7 +270,7 @@ def _build_dataset(pending: list[tuple[int, str, str]], groups: dict[str, list[R
     import ray
 
     # One read task per unit (a shard, or a block of one: Parquet row groups, a JSONL byte range, rows
-    # of a Hugging Face dataset), each running rubric.readers on its piece; see docs/ray.md for why
+    # of a Hugging Face dataset), each running rubric.io.readers on its piece; see docs/ray.md for why
     # ray.data.read_parquet / read_json / from_huggingface do not fit here.
     ds = ray.data.from_items([{"shard": i, "uri": u, "block": b} for i, u, b in pending],
                              override_num_blocks=len(pending))
@@ -435,11 +435,11 @@ def run_ray_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequ
 
     Args:
         inputs: shard files, directories of shards, globs, or pyarrow filesystem URIs.
-        fmt: input format (``rubric.readers.FORMATS``); every shard has the same format.
+        fmt: input format (``rubric.io.readers.FORMATS``); every shard has the same format.
         specs: rubric specs to score.
         out: local output folder (the driver writes it).
         config: scoring settings passed to every actor.
-        reader_options: passed to ``rubric.readers.read_input`` for every shard.
+        reader_options: passed to ``rubric.io.readers.read_input`` for every shard.
         seed: split seed (splits are assigned over the whole job).
         pools: pool settings by kind ("text", "classifier", "factuality", "llm"); missing kinds use
             ``PoolConfig()``.

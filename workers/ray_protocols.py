@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
-from rubric.linkage_data import LinkageCandidate, LinkageQuestion
+from rubric.protocols import LinkageCandidate, LinkageQuestion
 from workers.protocol_job import (LinkagePending, LinkageSettings, check_linkage_batch, linkage_chunks,
                                   run_linkage_job, store_linkage_batch)
 from workers.ray_judges import _NoLocalScorer

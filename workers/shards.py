@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import InputError
-from rubric.readers import Block, ReadResult, hf_files, hf_name, plan_blocks, read_block, read_input
+from rubric.io import Block, ReadResult, hf_files, hf_name, plan_blocks, read_block, read_input
 
 __all__ = ["SHARD_EXTENSIONS", "list_shards", "shard_name", "safe_name", "read_shard", "shard_sha256", "is_uri",
            "shard_blocks", "read_unit", "unit_name"]
@@ -177,7 +177,7 @@ def shard_sha256(shard: str, fmt: str | None = None, options: Mapping[str, Any] 
 
 
 def read_shard(shard: str, fmt: str, options: Mapping[str, Any]) -> ReadResult:
-    """Read one shard with ``rubric.readers``; a URI is copied to a local temp file first.
+    """Read one shard with ``rubric.io.readers``; a URI is copied to a local temp file first.
 
     The returned ``source_file`` (and each reject's) is the shard as given, not the temp copy.
     """
@@ -200,7 +200,7 @@ def read_shard(shard: str, fmt: str, options: Mapping[str, Any]) -> ReadResult:
 
 
 def shard_blocks(shard: str, fmt: str, options: Mapping[str, Any]) -> list[Block] | None:
-    """The blocks one shard is read in (``rubric.readers.plan_blocks``), or None to read it whole.
+    """The blocks one shard is read in (``rubric.io.blocks.plan_blocks``), or None to read it whole.
 
     A URI shard is read whole (it is copied to a local file first); a Hugging Face input always in blocks.
     """

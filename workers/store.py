@@ -9,7 +9,7 @@ and always fresh). A shard's store holds:
   few that cannot (:data:`NOT_SCORE_FIELDS`). A store whose key differs from the current job's is
   emptied, and the log says which field changed;
 - ``part-NNNNN.parquet``: scored answers (``answer_id`` plus, per rubric, the JSON-encoded
-  :class:`~rubric.scoring.Score` and :class:`~rubric.scoring.Provenance`), each written
+  :class:`~rubric.scoring.scorer.Score` and :class:`~rubric.scoring.scorer.Provenance`), each written
   atomically as soon as a chunk is scored, so a run killed by an engine failure resumes from the
   last finished chunk;
 - ``done.json``: written last, when every unique answer of the shard has a score.
@@ -32,7 +32,7 @@ from typing import Any
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
 from rubric.scoring import Provenance, Score
-from rubric.specs import RubricSpec
+from rubric.scoring import RubricSpec
 from workers.outdir import atomic_write_bytes, inside, remove_tree
 
 __all__ = ["NOT_SCORE_FIELDS", "score_key", "key_differences", "ShardStore", "encode_score", "decode_score",
@@ -74,7 +74,7 @@ def score_key(*, path: str, sha256: str, fmt: str, options: Mapping[str, Any], s
               config: ScoringConfig, block: Mapping[str, Any] | None = None) -> dict:
     """What a shard's scores depend on, as a JSON-able dict (see the module docstring).
 
-    ``block``: the bounds of one block of the shard (``rubric.readers.Block.bounds``); the file's
+    ``block``: the bounds of one block of the shard (``rubric.io.blocks.Block.bounds``); the file's
     sha256 stays in the key, so a changed file re-scores every one of its blocks.
     """
     inp = {"path": path, "sha256": sha256, "format": fmt, "options": dict(options)}

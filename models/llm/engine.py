@@ -1,11 +1,11 @@
 """The engine interface: prompts in, probabilities of the allowed score tokens out, same order.
 
-An engine applies the model's chat template to a ``rubric.geval.ChatPrompt`` (ending inside the
+An engine applies the model's chat template to a ``rubric.scoring.geval.ChatPrompt`` (ending inside the
 pre-filled assistant turn), runs one forward step and reports, per prompt, the probability of
 each candidate score token. Candidates are canonical strings (``"4"``, ``"yes"``); the engine
 resolves once per tokenizer every spelling of them that is a single token (``"4"``, ``" 4"``,
 ``"Yes"``, ``" yes"``) and reports them under the tokenizer's own token strings; folding the
-spellings together is ``rubric.geval``'s job, so it is tested without a model.
+spellings together is ``rubric.scoring.geval``'s job, so it is tested without a model.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from rubric.errors import ConfigError
-from rubric.geval import ChatPrompt
+from rubric.scoring import ChatPrompt
 
 __all__ = ["Engine", "TextSampler", "candidate_token_ids", "check_chat_template", "check_sampling",
            "render_prompt_ids"]

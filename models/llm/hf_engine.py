@@ -8,7 +8,7 @@ from typing import Any
 
 from models.llm.engine import TokenizerMixin, check_chat_template, check_sampling
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError
-from rubric.geval import ChatPrompt
+from rubric.scoring import ChatPrompt
 
 __all__ = ["TransformersEngine"]
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from models.llm.engine import Engine
 from rubric.errors import BatchMismatchError, EngineError, RubricError
-from rubric.geval import LFQ_FILTER_VERSION, LFQDecision, lfq_filter_template, parse_lfq
+from rubric.scoring import LFQ_FILTER_VERSION, LFQDecision, lfq_filter_template, parse_lfq
 
 __all__ = ["classify_questions"]
 

@@ -18,7 +18,7 @@ import numpy as np
 from rubric.analysis.systems import PairSet, System
 from rubric.errors import ConfigError
 from rubric.analysis.stats import metric_row
-from rubric.metrics import MetricRow
+from rubric.preference import MetricRow
 
 __all__ = ["Undecided", "Comparison", "labelled_pairs", "common_pairs", "compare_systems"]
 

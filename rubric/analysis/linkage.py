@@ -3,7 +3,7 @@
 A LINKAGE output (``OUT/linkage.parquet``, one row per answer x system: the listwise judge, the
 pointwise and pairwise baselines, ROUGE / MiniLM / length and any rubric score) is not over pairs, so
 it gets its own table in the ``analyze`` report, computed by the same code as the LINKAGE job's
-report (:func:`rubric.protocol_report.linkage_results`): the mean per-question Kendall's tau-b,
+report (:func:`rubric.protocols.report.linkage_results`): the mean per-question Kendall's tau-b,
 Spearman's rho and Pearson's r with question-bootstrap CIs, and how many questions were undefined.
 
 Two scopes: every question of the LINKAGE run, and the questions of the split ``analyze`` reads
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rubric.errors import InputError
-from rubric.linkage import LinkageCorrelations
-from rubric.protocol_report import linkage_results
+from rubric.protocols import LinkageCorrelations
+from rubric.protocols import linkage_results
 
 __all__ = ["LINKAGE_FILE", "LINKAGE_COLUMNS", "LinkageScope", "LinkageRun", "read_linkage_rows", "linkage_run"]
 

@@ -22,7 +22,7 @@ import numpy as np
 from rubric.analysis.stats import MetricDelta, paired_metric_deltas
 from rubric.analysis.systems import PairSet, System
 from rubric.errors import ConfigError
-from rubric.metrics import ClusteredMean, clustered_mean
+from rubric.preference import ClusteredMean, clustered_mean
 
 __all__ = ["PositionRow", "Position", "position_bias"]
 

@@ -1,7 +1,7 @@
 """The analysis as Markdown (Tables 4-8) and PNG charts beside it.
 
 Every table says the command that made it, how many pairs and questions it rests on, and warns when
-its CIs rest on fewer than :data:`rubric.report.MIN_QUESTIONS_FOR_CI` questions. Rows of systems
+its CIs rest on fewer than :data:`rubric.preference.report.MIN_QUESTIONS_FOR_CI` questions. Rows of systems
 fitted on pairs that may include the analysed ones carry "(IN-SAMPLE)" in the table itself.
 """
 
@@ -16,8 +16,8 @@ from rubric.analysis.position import Position
 from rubric.analysis.run import Analysis
 from rubric.analysis.stats import MetricDelta
 from rubric.analysis.verbosity import Verbosity
-from rubric.metrics import METRICS, ClusteredMean
-from rubric.report import MIN_QUESTIONS_FOR_CI
+from rubric.preference import METRICS, ClusteredMean
+from rubric.preference import MIN_QUESTIONS_FOR_CI
 
 __all__ = ["analysis_markdown", "plot_position", "plot_verbosity", "plot_perturbations", "write_analysis"]
 
@@ -87,7 +87,7 @@ def _comparison(a: Analysis, command: str) -> list[str]:
 
 def _linkage(a: Analysis, command: str) -> list[str]:
     """LINKAGE's per-question correlations (per answer, so a table of its own beside Table 4)."""
-    from rubric.protocol_report import linkage_table
+    from rubric.protocols import linkage_table
 
     out = []
     for run in a.linkage:

@@ -4,7 +4,7 @@ Inputs, each a folder or a file:
 
 - a score output (``OUT/pairs.parquet``): the pairs; with a model (``--model``, or ``OUT/model.json``
   when there is one) the rubric model's decisions on them, as fitted and style-controlled;
-- a judge output (``OUT/judgments.parquet``, :mod:`rubric.judgments`): each judge in order ab, order ba
+- a judge output (``OUT/judgments.parquet``, :mod:`rubric.judging.judgments`): each judge in order ab, order ba
   and debiased;
 - a predictions file (Parquet with ``pair_id``, ``predicted``, optionally ``system``, ``p_a``,
   ``error``), given as a file or found as ``OUT/encoder_predictions.parquet``: one system per
@@ -36,7 +36,7 @@ from rubric.analysis.systems import KINDS, PairSet, System, baseline_systems, ju
 from rubric.analysis.transitivity import Transitivity, transitivity
 from rubric.analysis.verbosity import Verbosity, verbosity_bias
 from rubric.errors import ConfigError, InputError
-from rubric.judgments import JUDGMENTS_FILE, check_both_orders, read_judgments
+from rubric.judging import JUDGMENTS_FILE, check_both_orders, read_judgments
 
 __all__ = ["ENCODER_PREDICTIONS_FILE", "LoadedInputs", "Analysis", "load_inputs", "parse_perturbed", "analyze"]
 
@@ -133,7 +133,7 @@ def load_inputs(paths: Sequence[str | Path], *, model: str | Path | None = None,
         ConfigError: the inputs describe a pair differently, several score outputs bring a model, or
             no input describes the pairs (predictions files alone do not).
     """
-    from rubric.evaluate import read_pairs
+    from rubric.preference import read_pairs
     from rubric.preference import PreferenceModel
 
     pairs: PairSet | None = None

@@ -4,7 +4,7 @@ People labelled every compared pair "a" or "b"; a system may also answer "tie". 
 F1 are macro-averaged over the people's two classes, a and b: a "tie" is a miss (it lowers the recall
 of the pair's true class) and never a class of its own, whose precision and recall would be 0 and
 pull a tie-capable judge's macro average down by a third. Without ties the values are those of
-:func:`rubric.metrics.evaluate_predictions` (scikit-learn's macro averages).
+:func:`rubric.preference.metrics.evaluate_predictions` (scikit-learn's macro averages).
 
 Every CI resamples questions. Two systems on the same pairs (one judge in two orders; one system on
 original and perturbed answers) are compared on the same resampled questions in every replicate, so
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rubric.errors import ConfigError
-from rubric.metrics import METRICS, MetricRow, question_bootstrap_weights
+from rubric.preference import METRICS, MetricRow, question_bootstrap_weights
 
 __all__ = ["CLASSES", "MetricDelta", "ab_metrics", "metric_row", "paired_metric_deltas"]
 
@@ -31,7 +31,7 @@ class MetricDelta:
     """One metric of two systems on the same pairs, and their difference.
 
     Attributes:
-        metric: the metric's name (a key of :data:`rubric.metrics.METRICS`).
+        metric: the metric's name (a key of :data:`rubric.preference.metrics.METRICS`).
         base: the reference system's value.
         other: the other system's value.
         delta: ``other - base``.

@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 
 from rubric.errors import ConfigError
-from rubric.judgments import DECISIONS, PAIR_COLUMNS
-from rubric.metrics import always_a, longer_answer_wins
+from rubric.judging import DECISIONS, PAIR_COLUMNS
+from rubric.preference import always_a, longer_answer_wins
 
 __all__ = ["PairSet", "System", "KINDS", "ORDER_NAMES", "judge_systems", "model_systems", "predictions_systems",
            "baseline_systems", "people_system", "LONGER_WINS", "ALWAYS_A", "PEOPLE"]
@@ -65,7 +65,7 @@ class PairSet:
         """The pairs of a pairs table or a judgments table (whose pairs repeat once per judge and order).
 
         Args:
-            table: a table with ``pair_id`` and :data:`rubric.judgments.PAIR_COLUMNS`.
+            table: a table with ``pair_id`` and :data:`rubric.judging.judgments.PAIR_COLUMNS`.
             source: where it was read from, for messages.
 
         Raises:
@@ -214,7 +214,7 @@ def judge_systems(judgments: pa.Table, *, source: str = "") -> list[System]:
     error, the pair is a failure of the debiased system, with that error.
 
     Args:
-        judgments: a validated judgments table (:func:`rubric.judgments.validate_judgments`).
+        judgments: a validated judgments table (:func:`rubric.judging.judgments.validate_judgments`).
         source: where it was read from.
 
     Returns:
@@ -261,10 +261,10 @@ def model_systems(model, pairs: pa.Table, *, in_sample: bool, source: str = "",
 
     The decisions are the model's predicted labels (for the binary model, a when P(a) >= 0.5, else b),
     the same as ``evaluate`` scores. A pair whose rubric values are missing is a failure with the reason
-    :func:`rubric.predict.predict_pairs` gives.
+    :func:`rubric.preference.predict.predict_pairs` gives.
 
     Args:
-        model: a fitted :class:`rubric.preference.PreferenceModel`.
+        model: a fitted :class:`rubric.preference.model.PreferenceModel`.
         pairs: the score output's pairs table.
         in_sample: the model was fitted on pairs that may include the analysed ones.
         source: where the table and model were read from.
@@ -273,8 +273,8 @@ def model_systems(model, pairs: pa.Table, *, in_sample: bool, source: str = "",
     Raises:
         ProvenanceError: the model's features were made differently from the table's (not allowed).
     """
-    from rubric.evaluate import MODEL_ROW, STYLE_CONTROLLED_ROW, model_inputs
-    from rubric.predict import predict_pairs
+    from rubric.preference import MODEL_ROW, STYLE_CONTROLLED_ROW, model_inputs
+    from rubric.preference import predict_pairs
 
     pred = predict_pairs(model, pairs, allow_provenance_mismatch=allow_provenance_mismatch)
     pids = pred.column("pair_id").to_pylist()

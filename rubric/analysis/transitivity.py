@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rubric.analysis.systems import PairSet, System
-from rubric.metrics import ClusteredMean, clustered_mean
+from rubric.preference import ClusteredMean, clustered_mean
 
 __all__ = ["Triad", "TransitivityRow", "Transitivity", "find_triads", "classify_triad", "transitivity"]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rubric.analysis.systems import PairSet, System
-from rubric.metrics import ClusteredMean, clustered_mean
+from rubric.preference import ClusteredMean, clustered_mean
 
 __all__ = ["VerbosityRow", "Verbosity", "verbosity_bias", "bias_direction"]
 

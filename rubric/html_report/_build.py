@@ -85,7 +85,7 @@ def build_report(folders: Sequence[str | Path], *, model: str | Path | None = No
         perturbed: perturbed sets for the analysis (``analyze --perturbed``).
         allow_provenance_mismatch: as ``evaluate --allow-provenance-mismatch``.
     """
-    from rubric.judgments import read_judgments
+    from rubric.judging import read_judgments
 
     if not folders:
         raise ConfigError("give at least one output folder")
@@ -106,7 +106,7 @@ def build_report(folders: Sequence[str | Path], *, model: str | Path | None = No
         rep.scores.append(summary)
         predictions = None
         if d in model_for:
-            from rubric.predict import predict_pairs
+            from rubric.preference import predict_pairs
             from rubric.preference import PreferenceModel
 
             try:
@@ -135,7 +135,7 @@ def build_report(folders: Sequence[str | Path], *, model: str | Path | None = No
 
 
 def _pairs(folder: Path):
-    from rubric.evaluate import read_pairs
+    from rubric.preference import read_pairs
 
     return read_pairs(folder)
 
@@ -192,9 +192,9 @@ def render_html(rep: Report) -> str:
     import jinja2
     from markupsafe import Markup
 
-    from rubric.metrics import METRICS
-    from rubric.protocol_report import fmt_mean
-    from rubric.report import IN_SAMPLE_MARK, MIN_QUESTIONS_FOR_CI
+    from rubric.preference import METRICS
+    from rubric.protocols import fmt_mean
+    from rubric.preference import IN_SAMPLE_MARK, MIN_QUESTIONS_FOR_CI
 
     env = jinja2.Environment(loader=jinja2.PackageLoader("rubric.html_report", "templates"),
                              autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined,

@@ -1,9 +1,9 @@
 """The preference model's section and the pair browser's data.
 
-The section is :func:`rubric.evaluate.evaluate_model`'s :class:`~rubric.evaluate.Evaluation` (the
+The section is :func:`rubric.preference.evaluate.evaluate_model`'s :class:`~rubric.preference.evaluate.Evaluation` (the
 object ``lfqa-rubric evaluate`` renders as Markdown), with the same defaults, and the weights and
-reliability charts are :mod:`rubric.report`'s own plots. The pair browser joins a score output's
-pairs and answers with :func:`rubric.predict.predict_pairs` (P(a) and per-column contributions) and
+reliability charts are :mod:`rubric.preference.report`'s own plots. The pair browser joins a score output's
+pairs and answers with :func:`rubric.preference.predict.predict_pairs` (P(a) and per-column contributions) and
 the judges' verdicts in both orders from ``judgments.parquet``.
 """
 
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from rubric.evaluate import Evaluation, evaluate_model, read_pairs, saved_weight_ci
-from rubric.features import table_rubrics
+from rubric.preference import Evaluation, evaluate_model, read_pairs, saved_weight_ci
+from rubric.tables import table_rubrics
 from rubric.html_report._charts import plot_accuracy, svg_of
 from rubric.preference import PreferenceModel
-from rubric.report import IN_SAMPLE_SPLITS, ci_warning, plot_reliability, plot_weights
+from rubric.preference import IN_SAMPLE_SPLITS, ci_warning, plot_reliability, plot_weights
 
 __all__ = ["ModelSection", "model_section", "pair_browser_data"]
 
@@ -58,7 +58,7 @@ def model_section(model_path: str | Path, folder: str | Path, *, split: str = "t
     """Evaluate the model on the folder's pairs exactly as ``lfqa-rubric evaluate`` does, and draw its charts.
 
     Raises:
-        ProvenanceError, ConfigError, InputError: as :func:`rubric.evaluate.evaluate_model` and the readers.
+        ProvenanceError, ConfigError, InputError: as :func:`rubric.preference.evaluate.evaluate_model` and the readers.
     """
     model = PreferenceModel.from_json(model_path)
     pairs = read_pairs(folder)
@@ -91,7 +91,7 @@ def pair_browser_data(pairs: pa.Table, answers: pa.Table | None, *, predictions:
     Args:
         pairs: a score output's pairs table.
         answers: its answers table (the texts), or None.
-        predictions: :func:`rubric.predict.predict_pairs` over every pair, or None without a model.
+        predictions: :func:`rubric.preference.predict.predict_pairs` over every pair, or None without a model.
         judgments: judge outputs' tables (``judgments.parquet``) over the same pairs.
     """
     rubrics = table_rubrics(pairs)

@@ -2,10 +2,10 @@
 and ratings, LFQA-E's three-way accuracy by pair type.
 
 The numbers come from the functions the protocol jobs' own ``report.md`` is built with
-(:func:`rubric.protocol_report.linkage_results`; :func:`rubric.arena.win_rates`,
-:func:`rubric.protocol_report.arena_ratings` and :func:`rubric.arena.human_agreement`, which
-:func:`rubric.protocol_report.arena_tables` renders; :func:`rubric.lfqa_e.breakdown_by_pair_type`, as
-:func:`rubric.protocol_report.lfqa_e_tables`), on the rows the job wrote.
+(:func:`rubric.protocols.report.linkage_results`; :func:`rubric.protocols.arena.win_rates`,
+:func:`rubric.protocols.report.arena_ratings` and :func:`rubric.protocols.arena.human_agreement`, which
+:func:`rubric.protocols.report.arena_tables` renders; :func:`rubric.protocols.lfqa_e.breakdown_by_pair_type`, as
+:func:`rubric.protocols.report.lfqa_e_tables`), on the rows the job wrote.
 """
 
 from __future__ import annotations
@@ -13,16 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rubric.analysis.linkage import read_linkage_rows
-from rubric.arena import HumanAgreement, RatingInterval, WinRate, battles_against, human_agreement, win_rates
+from rubric.analysis import read_linkage_rows
+from rubric.protocols import (
+    HumanAgreement, RatingInterval, WinRate, battles_against, human_agreement, win_rates,
+)
 from rubric.errors import InputError
 from rubric.html_report._charts import plot_linkage, plot_win_rates
-from rubric.judgments import read_judgments
-from rubric.lfqa_e import PairTypeBreakdown, breakdown_by_pair_type
-from rubric.linkage import LinkageCorrelations
+from rubric.judging import read_judgments
+from rubric.protocols import PairTypeBreakdown, breakdown_by_pair_type
+from rubric.protocols import LinkageCorrelations
 from rubric.html_report._score import read_jsonl
-from rubric.protocol_report import arena_ratings, linkage_results
-from rubric.records import question_id
+from rubric.protocols import arena_ratings, linkage_results
+from rubric.io import question_id
 
 __all__ = ["LinkageSection", "ArenaSection", "LfqaESection", "linkage_section", "arena_section", "lfqa_e_section",
            "ARENA_PAIRS_FILE"]
@@ -118,7 +120,7 @@ def lfqa_e_section(folder: str | Path, *, n_boot: int = 1000, seed: int = 0) -> 
         InputError: an input is gone or is a URI (the page reads local files only).
     """
     from rubric.html_report._score import read_manifest
-    from rubric.readers import read_input
+    from rubric.io import read_input
 
     folder = Path(folder)
     judge, dec = _debiased(folder)

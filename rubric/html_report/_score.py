@@ -16,10 +16,10 @@ import numpy as np
 import pyarrow as pa
 
 from rubric.errors import InputError
-from rubric.evaluate import read_output_table
-from rubric.features import table_rubrics
+from rubric.preference import read_output_table
+from rubric.tables import table_rubrics
 from rubric.html_report._charts import plot_correlations, plot_distributions
-from rubric.provenance import table_provenance
+from rubric.tables import table_provenance
 
 __all__ = ["ScoreSummary", "read_jsonl", "read_rejects", "read_manifest", "spearman_matrix", "score_summary"]
 

@@ -155,9 +155,9 @@ def _sample_tables(tmp_path):
     """A score-output-like folder (answers.parquet, pairs.parquet) for the sample's pairs, splits assigned."""
     import pyarrow as pa
 
-    from rubric.assemble import job_splits
-    from rubric.readers import read_lfqa_hp
-    from rubric.records import explode
+    from rubric.tables.assemble import job_splits
+    from rubric.io import read_lfqa_hp
+    from rubric.io.records import explode
 
     read = read_lfqa_hp(SAMPLE)
     splits, _ = job_splits(read.pairs, seed=0)
@@ -213,7 +213,7 @@ def test_the_encoder_baseline_beats_chance_on_a_synthetic_separable_text_set(tmp
     """Preferred answers address the question; the others are about something else entirely."""
     import pyarrow as pa
 
-    from rubric.records import content_id, question_id
+    from rubric.io.records import content_id, question_id
     from workers.encoder_job import run_encoder_job
 
     topics = ["volcanoes", "tides", "rainbows", "earthquakes", "vaccines", "batteries", "glaciers", "eclipses",
@@ -276,8 +276,8 @@ def _short_input(path: Path, n: int = 12, n_words: int = 28) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize("attack", ["deepwordbug", "textfooler"])
 def test_encoder_and_perturb_commands_end_to_end(tmp_path, attack, capsys):
-    from rubric.perturb import word_budget, words
-    from rubric.readers import read_lfqa_hp
+    from rubric.judging.perturb import word_budget, words
+    from rubric.io import read_lfqa_hp
     from workers.cli import main
 
     src = _short_input(tmp_path / "short.jsonl")
@@ -322,7 +322,7 @@ def test_encoder_and_perturb_commands_end_to_end(tmp_path, attack, capsys):
 
 @pytest.mark.slow
 def test_perturb_against_the_rubric_model(tmp_path, capsys):
-    from rubric.readers import read_lfqa_hp
+    from rubric.io import read_lfqa_hp
     from workers.cli import main
 
     src = _short_input(tmp_path / "short.jsonl", n=8, n_words=20)
@@ -344,8 +344,8 @@ def test_perturb_against_the_rubric_model(tmp_path, capsys):
 def test_perturb_job_on_a_graded_list_changes_each_answer_once(tmp_path):
     """A graded answer sits in several pairs: the copy holds one text per answer, and every pair's final
     P(label) is measured on the texts the copy holds."""
-    from rubric.perturb import word_budget, words
-    from rubric.readers import read_graded
+    from rubric.judging.perturb import word_budget, words
+    from rubric.io import read_graded
     from tests.rubric.test_perturb import LexiconVictim
     from workers.perturb_job import changes_path, run_perturb_job
 

@@ -18,7 +18,7 @@ from models.evidence import (  # noqa: E402
     tokenize,
 )
 from rubric.errors import ConfigError, InputError  # noqa: E402
-from rubric.records import AnswerItem  # noqa: E402
+from rubric.io.records import AnswerItem  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 ARENA = DATA / "rag-qa-arena" / "annotations_science_with_citation.jsonl"

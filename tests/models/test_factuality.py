@@ -8,11 +8,11 @@ pytest.importorskip("rank_bm25")
 
 from models.evidence import AttachedDocs, BM25Corpus  # noqa: E402
 from models.factuality import FactualityScorer, TextGenerator  # noqa: E402
-from rubric.claims import NO_CLAIMS_REASON, claims_from_json, claims_table  # noqa: E402
+from rubric.scoring.claims import NO_CLAIMS_REASON, claims_from_json, claims_table  # noqa: E402
 from rubric.errors import BatchMismatchError, ConfigError  # noqa: E402
-from rubric.records import AnswerItem  # noqa: E402
-from rubric.scoring import check_batch  # noqa: E402
-from rubric.specs import RubricSpec  # noqa: E402
+from rubric.io.records import AnswerItem  # noqa: E402
+from rubric.scoring.scorer import check_batch  # noqa: E402
+from rubric.scoring.specs import RubricSpec  # noqa: E402
 
 SPEC = RubricSpec("factuality", "factuality.veriscore.v1", "factuality", 0.0, 1.0)
 
@@ -291,8 +291,8 @@ def test_vllm_claim_generator_keeps_order_and_counts_tokens():
     from types import SimpleNamespace
 
     from models.factuality import VLLMClaimGenerator
-    from rubric.claims import EXTRACTION_STOP
-    from rubric.geval import ChatPrompt
+    from rubric.scoring.claims import EXTRACTION_STOP
+    from rubric.scoring.geval import ChatPrompt
 
     class FakeLLM:
         def generate(self, prompts, params, use_tqdm=False):

@@ -11,10 +11,10 @@ import pytest
 
 from models.grammar import HarperGrammarScorer, LanguageToolGrammarScorer
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError
-from rubric.grammar import HARPER_KIND_TO_LT_ISSUE_TYPE
-from rubric.records import AnswerItem
-from rubric.scoring import Scorer, check_batch
-from rubric.specs import RUBRICS
+from rubric.scoring.grammar import HARPER_KIND_TO_LT_ISSUE_TYPE
+from rubric.io.records import AnswerItem
+from rubric.scoring.scorer import Scorer, check_batch
+from rubric.scoring.specs import RUBRICS
 
 HARPER = RUBRICS.get("grammar.harper.v1")
 LT = RUBRICS.get("grammar.languagetool.v1")

@@ -10,10 +10,10 @@ import pytest
 
 from models.protocols import LinkageScorer, ProtocolJudgeScorer, protocol_scorer_factory  # noqa: F401
 from rubric.errors import ConfigError, EngineError
-from rubric.judges import resolve_judges
-from rubric.linkage_data import LinkageCandidate, LinkageQuestion
-from rubric.protocol_judges import protocol_judge
-from rubric.records import PairRecord
+from rubric.judging.judges import resolve_judges
+from rubric.protocols.linkage_data import LinkageCandidate, LinkageQuestion
+from rubric.protocols.judges import protocol_judge
+from rubric.io.records import PairRecord
 
 # quality of an answer, by the marker word in it
 QUALITY = {"BEST": 3, "GOOD": 2, "POOR": 1}

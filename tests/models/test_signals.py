@@ -16,9 +16,9 @@ from models.signals import (NO_REFERENCE, LengthScorer, MiniLMSimilarityScorer, 
                             minilm_problems)
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
-from rubric.records import AnswerItem, PairRecord, explode
-from rubric.scoring import check_batch
-from rubric.specs import RUBRICS, resolve_rubrics
+from rubric.io.records import AnswerItem, PairRecord, explode
+from rubric.scoring.scorer import check_batch
+from rubric.scoring.specs import RUBRICS, resolve_rubrics
 from workers.local import score_items
 from workers.ray_pipeline import _TEXT_COLUMNS, _empty_items_table, pool_of_backend
 

@@ -10,9 +10,9 @@ transformers = pytest.importorskip("transformers")
 
 from models.specificity import SubjectiveQAScorer  # noqa: E402
 from rubric.errors import BackendUnavailableError, ConfigError  # noqa: E402
-from rubric.records import AnswerItem  # noqa: E402
-from rubric.scoring import check_batch  # noqa: E402
-from rubric.specs import RubricSpec  # noqa: E402
+from rubric.io.records import AnswerItem  # noqa: E402
+from rubric.scoring.scorer import check_batch  # noqa: E402
+from rubric.scoring.specs import RubricSpec  # noqa: E402
 
 SPEC = RubricSpec("specificity", "specificity.subjectiveqa.v1", "subjectiveqa", 0.0, 1.0, kind="ordinal")
 WORDS = ["question", "answer", ":", "?", ".", "the", "sky", "is", "blue", "red", "because", "light", "scatters",

@@ -6,9 +6,9 @@ pytest.importorskip("spacy")
 
 from models.text import POS_EXCLUDE, ConcisenessScorer, load_spacy  # noqa: E402
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError  # noqa: E402
-from rubric.records import AnswerItem  # noqa: E402
-from rubric.scoring import Scorer, check_batch  # noqa: E402
-from rubric.specs import RUBRICS  # noqa: E402
+from rubric.io.records import AnswerItem  # noqa: E402
+from rubric.scoring.scorer import Scorer, check_batch  # noqa: E402
+from rubric.scoring.specs import RUBRICS  # noqa: E402
 
 SPEC = RUBRICS.get("conciseness.lexical_density.v1")
 

@@ -45,7 +45,7 @@ def damaged_out(tmp_path) -> Path:
 
 @pytest.fixture()
 def model_json(tmp_path) -> Path:
-    from rubric.preference import PreferenceModel
+    from rubric.preference.model import PreferenceModel
 
     X = np.array([[0.1, 0.2], [-0.3, 0.1], [0.5, -0.2], [-0.1, -0.4]])
     m = PreferenceModel(C=1.0, ties="drop", feature_names=["conciseness", "grammar"]).fit(X, np.array(list("abab")))

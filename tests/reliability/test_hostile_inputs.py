@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rubric.errors import ConfigError, InputError
-from rubric.readers import TABLE_FIELDS, parse_label_values, read_graded, read_lfqa_hp, read_table
+from rubric.io import TABLE_FIELDS, parse_label_values, read_graded, read_lfqa_hp, read_table
 from tests.reliability.test_cli_errors import one_error_line
 from workers.cli import main
 
@@ -123,7 +123,7 @@ def test_deeply_nested_graded_file_read_directly(tmp_path):
 
 
 def test_deeply_nested_linkage_file(tmp_path):
-    from rubric.linkage_data import read_linkage
+    from rubric.protocols.linkage_data import read_linkage
 
     src = tmp_path / "g.json"
     src.write_text(DEEP)

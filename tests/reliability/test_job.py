@@ -13,9 +13,9 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.errors import EngineError, InputError
-from rubric.provenance import table_provenance
-from rubric.scoring import Provenance, Score
-from rubric.specs import RUBRICS
+from rubric.tables.provenance import table_provenance
+from rubric.scoring.scorer import Provenance, Score
+from rubric.scoring.specs import RUBRICS
 from workers.job import local_step, run_job
 from workers.store import ShardStore, score_key
 

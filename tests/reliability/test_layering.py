@@ -121,13 +121,13 @@ def test_forbidden_import_is_caught(source):
 
 
 @pytest.mark.parametrize("source", [
-    "import rubric.specs\nfrom rubric import errors",
+    "import rubric.scoring.specs\nfrom rubric import errors",
     "import modelsx\nfrom my_models import x\nimport workers_helper",
     "x = 'import models'  # a string, not an import",
     "from . import errors\nfrom .specs import RUBRICS",
 ])
 def test_allowed_imports_pass(source):
-    assert violations(source, "rubric", "rubric.readers") == []
+    assert violations(source, "rubric", "rubric.io.readers") == []
 
 
 def test_relative_imports_are_resolved():
@@ -190,3 +190,151 @@ def test_no_absolute_machine_paths_in_tracked_files():
         text = p.read_text(encoding="utf-8", errors="replace")
         bad.extend(f"{rel}:{line} ({start})" for line, start in machine_paths(text, allowed))
     assert not bad, "absolute machine paths (make them relative to the checkout or an argument): " + "; ".join(bad)
+
+
+# --- rubric/ is a graph without cycles, and its rooms meet through their public faces ----------------
+
+#: rubric's sub-packages; each ``__init__`` is the room's public face (``__all__``).
+ROOMS = ("io", "scoring", "tables", "preference", "judging", "protocols", "analysis", "html_report")
+
+
+def _is_module(name: str, modules: set[str]) -> bool:
+    return name in modules
+
+
+def import_graph(sources: dict[str, tuple[str, bool]]) -> dict[str, set[str]]:
+    """module -> the modules of ``sources`` its import statements run, function-level ones included.
+
+    Args:
+        sources: dotted module name -> (source text, is a package ``__init__``).
+
+    ``from p import x`` runs ``p`` and, when ``p.x`` is a module, ``p.x``; importing ``p.q.m`` also
+    runs the packages above it, except those the importer is itself inside (Python has started them).
+    """
+    modules = set(sources)
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for mod, (text, is_pkg) in sources.items():
+        tree = ast.parse(text)
+        targets: list[str] = [name for _, name in imported_modules(text, mod, is_pkg)]
+        for node in ast.walk(tree):  # from p import x, where p.x is a module
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                targets += [f"{node.module}.{a.name}" for a in node.names]
+        for t in targets:
+            parts = t.split(".")
+            for i in range(1, len(parts) + 1):
+                target = ".".join(parts[:i])
+                if target not in modules or target == mod:
+                    continue
+                if mod.startswith(target + ".") and i < len(parts):
+                    continue  # a package above the importer: already running
+                if mod.startswith(target + ".") and sources[target][1]:
+                    continue  # the importer's own package, named to reach a sibling
+                graph[mod].add(target)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each strongly connected component with more than one module (Tarjan), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(out)
+
+
+def _rubric_sources() -> dict[str, tuple[str, bool]]:
+    return {_module_name(p, REPO): (p.read_text(encoding="utf-8"), p.name == "__init__.py") for p in _sources("rubric")}
+
+
+def test_a_function_level_cycle_is_found():
+    sources = {
+        "rubric": ("", True),
+        "rubric.a": ("from rubric.b import x\n", False),
+        "rubric.b": ("def f():\n    from rubric.a import y\n    return y\n", False),
+        "rubric.c": ("import rubric.a\n", False),
+    }
+    assert cycles(import_graph(sources)) == [["rubric.a", "rubric.b"]]
+
+
+def test_a_cycle_through_a_public_face_is_found():
+    # rubric.p's __init__ imports p.m; p.m imports q (a package); q's module imports p (the face): a cycle.
+    sources = {
+        "rubric": ("", True),
+        "rubric.p": ("from rubric.p.m import A\n", True),
+        "rubric.p.m": ("from rubric.q import B\nA = 1\n", False),
+        "rubric.q": ("from rubric.q.n import B\n", True),
+        "rubric.q.n": ("def f():\n    from rubric.p import A\n", False),
+    }
+    assert cycles(import_graph(sources)) == [["rubric.p", "rubric.p.m", "rubric.q", "rubric.q.n"]]
+    # a module reaching a sibling through its own package is not a cycle
+    sources["rubric.q.n"] = ("from rubric.q.o import C\n", False)
+    sources["rubric.q.o"] = ("C = 1\n", False)
+    assert cycles(import_graph(sources)) == []
+
+
+def test_rubric_has_no_import_cycle():
+    found = cycles(import_graph(_rubric_sources()))
+    assert not found, "import cycles in rubric/ (function-level imports included): " + "; ".join(
+        " <-> ".join(c) for c in found)
+
+
+def test_rooms_meet_through_their_public_faces():
+    """A rubric module imports another room's names from the room (``rubric.scoring``), never from its
+    modules (``rubric.scoring.specs``), and never a private name of another room."""
+    bad = []
+    for mod, (text, is_pkg) in _rubric_sources().items():
+        own = mod.split(".")[1] if mod.count(".") >= 1 else ""
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                parts = node.module.split(".")
+                if parts[0] != "rubric" or len(parts) < 2 or parts[1] not in ROOMS or parts[1] == own:
+                    continue
+                if len(parts) > 2:
+                    bad.append(f"{mod}:{node.lineno} imports {node.module}")
+                bad.extend(f"{mod}:{node.lineno} imports private {a.name} from {node.module}"
+                           for a in node.names if a.name.startswith("_"))
+            elif isinstance(node, ast.Import):
+                bad.extend(f"{mod}:{node.lineno} imports {a.name}" for a in node.names
+                           if a.name.split(".")[0] == "rubric" and len(a.name.split(".")) > 2
+                           and a.name.split(".")[1] in ROOMS and a.name.split(".")[1] != own)
+    assert not bad, "; ".join(bad)
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_each_room_has_a_public_face(room):
+    import importlib
+
+    face = importlib.import_module(f"rubric.{room}")
+    names = getattr(face, "__all__", None)
+    assert names, f"rubric/{room}/__init__.py declares no __all__"
+    assert len(names) == len(set(names)), f"rubric.{room}.__all__ names something twice"
+    missing = [n for n in names if not hasattr(face, n)]
+    assert not missing, f"rubric.{room}.__all__ names what it does not hold: {missing}"

@@ -13,7 +13,7 @@ from models import backends
 from models.backends import BACKEND_CHECKS, BACKENDS, check_backends, register_backend
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
-from rubric.specs import resolve_rubrics
+from rubric.scoring.specs import resolve_rubrics
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_LLM_RUBRICS = "coherence,relevance,fluency,completeness,use_of_examples,specificity"
@@ -63,7 +63,7 @@ def test_check_loads_no_heavy_package():
         "import sys\n"
         "from models.backends import check_backends\n"
         "from rubric.config import ScoringConfig\n"
-        "from rubric.specs import resolve_rubrics\n"
+        "from rubric.scoring.specs import resolve_rubrics\n"
         f"check_backends(resolve_rubrics('conciseness,grammar,{DEFAULT_LLM_RUBRICS},factuality'),\n"
         "               ScoringConfig(llm_backend='transformers'))\n"
         "print(sorted(m for m in ('torch', 'vllm', 'transformers', 'spacy', 'harper', 'rank_bm25') if m in sys.modules))\n"

@@ -14,15 +14,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from rubric.errors import ProvenanceError, RubricError
-from rubric.evaluate import evaluate_model, fit_model, write_report
-from rubric.features import answers_table, concat_feature_tables, pairs_table
-from rubric.preference import PreferenceModel
-from rubric.provenance import (PROVENANCE_INDEX_META_KEY, PROVENANCE_META_KEY, provenance_differences,
+from rubric.preference.evaluate import evaluate_model, fit_model, write_report
+from rubric.tables.features import answers_table, concat_feature_tables, pairs_table
+from rubric.preference.model import PreferenceModel
+from rubric.tables.provenance import (PROVENANCE_INDEX_META_KEY, PROVENANCE_META_KEY, provenance_differences,
                                provenance_key, rubric_provenance, table_provenance)
-from rubric.records import PairRecord, explode
-from rubric.rescale import FittedMinMax
-from rubric.scoring import Provenance, Score
-from rubric.specs import RUBRICS
+from rubric.io.records import PairRecord, explode
+from rubric.scoring.rescale import FittedMinMax
+from rubric.scoring.scorer import Provenance, Score
+from rubric.scoring.specs import RUBRICS
 
 CONC = RUBRICS.get("conciseness.lexical_density.v1")
 HARPER = RUBRICS.get("grammar.harper.v1")
@@ -112,7 +112,7 @@ def test_evaluate_refuses_a_declared_rescale_model_on_a_fitted_rescale_table():
 def test_allowed_mismatch_proceeds_and_the_report_lists_every_difference(tmp_path, caplog):
     model, _ = fit_model(_job())
     other = _job(LANGUAGETOOL, fitted=FittedMinMax({"conciseness": (0.25, 0.75)}))
-    with caplog.at_level("WARNING", logger="rubric.evaluate"):
+    with caplog.at_level("WARNING", logger="rubric.preference.evaluate"):
         ev = evaluate_model(model, other, split="test", n_boot=50, allow_provenance_mismatch=True)
     assert "provenance difference" in caplog.text
     assert "grammar: rubric_version is grammar.harper.v1 in the model, grammar.languagetool.v1 in the table" \
@@ -130,7 +130,7 @@ def test_a_model_without_provenance_counts_as_a_difference(tmp_path):
     model, _ = fit_model(t)
     model.to_json(tmp_path / "m.json")
     doc = json.loads((tmp_path / "m.json").read_text())
-    doc["format"] = "lfqa-rubric.preference-model.v1"
+    doc["format"] = "lfqa-rubric.preference.model-model.v1"
     del doc["provenance"]
     (tmp_path / "v1.json").write_text(json.dumps(doc))
     v1 = PreferenceModel.from_json(tmp_path / "v1.json")

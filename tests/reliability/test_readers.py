@@ -15,7 +15,7 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
-from rubric.readers import (
+from rubric.io import (
     DEFAULT_MAX_QUESTION_CHARS,
     ReadResult,
     read_graded,
@@ -25,7 +25,7 @@ from rubric.readers import (
     read_lfqa_hp,
     read_table,
 )
-from rubric.records import PairRecord, content_id, question_id
+from rubric.io.records import PairRecord, content_id, question_id
 
 ANSWER = "An answer that is long enough to read and to score."
 TABLE_MAP = "question=q,answer_a=x,answer_b=y,label=l"
@@ -653,10 +653,10 @@ def test_unlabeled_rows_in_every_pair_format(tmp_path):
 
 
 def test_the_job_counts_unlabeled_pairs_overall_and_per_input(tmp_path):
-    from rubric.assemble import JobInput, assemble
-    from rubric.records import explode
-    from rubric.scoring import Provenance, Score
-    from rubric.specs import RUBRICS
+    from rubric.tables.assemble import JobInput, assemble
+    from rubric.io.records import explode
+    from rubric.scoring.scorer import Provenance, Score
+    from rubric.scoring.specs import RUBRICS
 
     hp = read_lfqa_hp(_jsonl(tmp_path / "h.jsonl", [_hp(0), _hp(1, human_judgment=None), _hp(2, answer_2="")]))
     ev = read_lfqa_eval(_jsonl(tmp_path / "e.jsonl", [_ev(0, overall_preference=None), _ev(1, overall_preference=None),
@@ -676,7 +676,7 @@ def test_the_job_counts_unlabeled_pairs_overall_and_per_input(tmp_path):
 def test_reference_answers_are_read_where_the_input_has_them(tmp_path):
     import json as _json
 
-    from rubric.readers import read_graded, read_lfqa_hp, read_table
+    from rubric.io import read_graded, read_lfqa_hp, read_table
 
     hp = tmp_path / "hp.jsonl"
     hp.write_text("\n".join(_json.dumps(r) for r in [

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.evaluate import evaluate_model, fit_model, write_report
-from rubric.features import answers_table, pairs_table
-from rubric.metrics import METRICS, evaluate_predictions
-from rubric.preference import PreferenceModel
-from rubric.records import PairRecord, explode
-from rubric.report import render_report
-from rubric.scoring import Provenance, Score
-from rubric.specs import RUBRICS
+from rubric.preference.evaluate import evaluate_model, fit_model, write_report
+from rubric.tables.features import answers_table, pairs_table
+from rubric.preference.metrics import METRICS, evaluate_predictions
+from rubric.preference.model import PreferenceModel
+from rubric.io.records import PairRecord, explode
+from rubric.preference.report import render_report
+from rubric.scoring.scorer import Provenance, Score
+from rubric.scoring.specs import RUBRICS
 
 CONC = RUBRICS.get("conciseness.lexical_density.v1")
 HARPER = RUBRICS.get("grammar.harper.v1")
@@ -122,7 +122,7 @@ def _constant_grammar_job():
 
 def test_a_constant_rubric_is_left_out_with_its_reason_not_weighted(tmp_path, caplog):
     table = _constant_grammar_job()
-    with caplog.at_level("WARNING", logger="rubric.features"):
+    with caplog.at_level("WARNING", logger="rubric.tables.features"):
         model, dm = fit_model(table)
     reason = "constant on the train split (every difference is 0): nothing to learn"
     assert model.features_ == ["conciseness"] and dm.excluded == {"grammar": reason}

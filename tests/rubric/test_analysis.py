@@ -16,8 +16,8 @@ from rubric.analysis import (ALWAYS_A, LONGER_WINS, PairSet, System, baseline_sy
                              paired_metric_deltas, parse_perturbed, people_system, perturbation_deltas, position_bias,
                              predictions_systems, transitivity, verbosity_bias)
 from rubric.errors import ConfigError, InputError
-from rubric.judgments import judgments_table, write_judgments
-from rubric.metrics import ClusteredMean, evaluate_predictions
+from rubric.judging.judgments import judgments_table, write_judgments
+from rubric.preference.metrics import ClusteredMean, evaluate_predictions
 
 JUDGE = "judge.plain.v1"
 P_A = {"a": 0.8, "b": 0.2, "tie": 0.5}
@@ -385,7 +385,7 @@ def _split(q: int) -> str:
 
 def _records(perturbed: bool = False):
     """Every pair of 4 answers to each of 12 questions; answer k is better than answer j < k."""
-    from rubric.records import PairRecord
+    from rubric.io.records import PairRecord
 
     recs, splits, raw = [], [], {}
     for q in range(N_Q):
@@ -404,10 +404,10 @@ def _records(perturbed: bool = False):
 
 
 def _score_output(out, perturbed: bool = False):
-    from rubric.features import answers_table, pairs_table
-    from rubric.records import explode
-    from rubric.scoring import Provenance, Score
-    from rubric.specs import RUBRICS
+    from rubric.tables.features import answers_table, pairs_table
+    from rubric.io.records import explode
+    from rubric.scoring.scorer import Provenance, Score
+    from rubric.scoring.specs import RUBRICS
 
     conc = RUBRICS.get("conciseness.lexical_density.v1")
     recs, splits, raw = _records(perturbed)
@@ -451,7 +451,7 @@ def _judge_output(out, perturbed: bool = False):
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
-    from rubric.evaluate import fit_model
+    from rubric.preference.evaluate import fit_model
 
     root = tmp_path_factory.mktemp("analyze")
     table = _score_output(root / "score")
@@ -598,7 +598,7 @@ def _linkage_output(out):
     ``listwise`` ranks as the labels do everywhere; ``flipped`` ranks them backwards on the 8 train/dev
     questions and right on the 4 test questions; ``flat`` gives every answer the same score.
     """
-    from rubric.records import content_id, question_id
+    from rubric.io.records import content_id, question_id
 
     rows = []
     for q in range(N_Q):

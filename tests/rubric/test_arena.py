@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from rubric.arena import (
+from rubric.protocols.arena import (
     Battle,
     battles_against,
     bradley_terry,

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from rubric.arena_data import (
+from rubric.protocols.arena_data import (
     REFERENCE_SYSTEM,
     join_arena,
     read_arena_annotations,

@@ -7,13 +7,13 @@ import math
 import pyarrow as pa
 import pytest
 
-from rubric.aspects import (OVERALL, agreement, agreement_markdown, aspect_agreement, aspect_agreement_from_table,
+from rubric.preference.aspects import (OVERALL, agreement, agreement_markdown, aspect_agreement, aspect_agreement_from_table,
                             judgements_of)
 from rubric.errors import ConfigError
-from rubric.features import answers_table, pairs_table
-from rubric.records import PairRecord, explode
-from rubric.scoring import Provenance, Score
-from rubric.specs import RUBRICS
+from rubric.tables.features import answers_table, pairs_table
+from rubric.io.records import PairRecord, explode
+from rubric.scoring.scorer import Provenance, Score
+from rubric.scoring.specs import RUBRICS
 
 # Six pairs over three questions. Per pair: coherence difference a - b, the coherence judgement,
 # the overall judgement.

@@ -8,13 +8,14 @@ import json
 import pyarrow as pa
 import pytest
 
-from rubric.assemble import JobInput, MappingScores, assemble, assemble_stream
-from rubric.claims import CheckedClaim, claims_to_json
+from rubric.tables.assemble import JobInput, assemble
+from rubric.tables.assemble_stream import MappingScores, assemble_stream
+from rubric.scoring.claims import CheckedClaim, claims_to_json
 from rubric.errors import BatchMismatchError
-from rubric.readers import read_lfqa_hp
-from rubric.records import explode
-from rubric.scoring import Provenance, Score
-from rubric.specs import RUBRICS
+from rubric.io import read_lfqa_hp
+from rubric.io.records import explode
+from rubric.scoring.scorer import Provenance, Score
+from rubric.scoring.specs import RUBRICS
 
 CONC = RUBRICS.get("conciseness.lexical_density.v1")
 FACT = RUBRICS.get("factuality.veriscore.v1")

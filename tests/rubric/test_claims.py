@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from rubric.claims import (
+from rubric.scoring.claims import (
     EXTRACTION_STOP,
     NO_CLAIMS_REASON,
     CheckedClaim,
@@ -24,7 +24,7 @@ from rubric.claims import (
     verification_template,
 )
 from rubric.errors import ConfigError
-from rubric.scoring import Score
+from rubric.scoring.scorer import Score
 
 S = ["A was first.", "B came next.", "C followed.", "D is the marked one.", "E is after.", "F is far."]
 

@@ -1,6 +1,6 @@
 import pytest
 
-from rubric.conciseness import CONTENT_POS, WORD_LIKE_POS, density_from_counts, lexical_density, lexical_density_counts
+from rubric.scoring.conciseness import CONTENT_POS, WORD_LIKE_POS, density_from_counts, lexical_density, lexical_density_counts
 
 N, V, DET, P = ("NOUN", True), ("VERB", True), ("DET", True), ("PUNCT", False)
 
@@ -41,6 +41,6 @@ def test_rubric_package_imports_without_spacy():
     import subprocess
     import sys
 
-    code = "import sys, rubric.conciseness, rubric.grammar; assert 'spacy' not in sys.modules; " \
+    code = "import sys, rubric.scoring.conciseness, rubric.scoring.grammar; assert 'spacy' not in sys.modules; " \
            "assert 'harper' not in sys.modules; assert 'language_tool_python' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.features import answers_table, design_matrix, pairs_table, table_rubrics
-from rubric.records import PairRecord, explode
-from rubric.scoring import Provenance, Score
-from rubric.specs import RUBRICS
+from rubric.tables.features import answers_table, design_matrix, pairs_table, table_rubrics
+from rubric.io.records import PairRecord, explode
+from rubric.scoring.scorer import Provenance, Score
+from rubric.scoring.specs import RUBRICS
 
 CONC = RUBRICS.get("conciseness.lexical_density.v1")
 FLU = RUBRICS.get("fluency.geval.v1")
@@ -85,7 +85,7 @@ def test_mostly_missing_rubric_is_excluded_not_shrinking_the_data():
 
 
 def test_tables_record_provenance_in_metadata_and_per_row():
-    from rubric.provenance import provenance_key, table_provenance
+    from rubric.tables.provenance import provenance_key, table_provenance
 
     pairs, _, answers = _setup()
     records = table_provenance(answers)
@@ -99,8 +99,8 @@ def test_tables_record_provenance_in_metadata_and_per_row():
 
 
 def test_fitted_rescale_is_recorded_with_its_bounds():
-    from rubric.provenance import table_provenance
-    from rubric.rescale import FittedMinMax
+    from rubric.tables.provenance import table_provenance
+    from rubric.scoring.rescale import FittedMinMax
 
     _, items, _ = _setup()
     conc = [Score.ok(0.1 * (i + 1)) for i in range(len(items))]
@@ -116,7 +116,7 @@ def test_design_matrix_returns_question_ids_and_drops_constant_rubrics(caplog):
                                                  "fluency": [Score.ok(2.0)] * 5},
                             {"conciseness": Provenance("c", "spacy"), "fluency": Provenance("f", "vllm")})
     t = pairs_table(pairs, ["train"] * 3, answers)
-    with caplog.at_level("WARNING", logger="rubric.features"):
+    with caplog.at_level("WARNING", logger="rubric.tables.features"):
         dm = design_matrix(t, split="train", keep_ties=True)
     assert dm.features == ["conciseness"]
     assert dm.excluded["fluency"] == "constant on the train split (every difference is 0): nothing to learn"
@@ -127,8 +127,8 @@ def test_design_matrix_returns_question_ids_and_drops_constant_rubrics(caplog):
 
 
 def test_concat_feature_tables_keeps_every_parts_provenance():
-    from rubric.features import concat_feature_tables
-    from rubric.provenance import table_provenance, table_provenance_index
+    from rubric.tables.features import concat_feature_tables
+    from rubric.tables.provenance import table_provenance, table_provenance_index
 
     pairs, items, answers = _setup()
     other = answers_table(items, [CONC, FLU], {"conciseness": [Score.ok(0.5)] * 5, "fluency": [Score.ok(2.0)] * 5},
@@ -145,8 +145,8 @@ def test_concat_feature_tables_keeps_every_parts_provenance():
 
 
 def test_tables_count_markdown_and_record_the_style_covariates():
-    from rubric.features import table_style
-    from rubric.style import markdown_count
+    from rubric.tables.features import table_style
+    from rubric.tables.style import markdown_count
 
     pairs = [PairRecord("p1", "Q?", "# Head\n- one\n- **two**", "plain words here", "a"),
              PairRecord("p2", "Q?", "plain words here", "1. x", "b")]
@@ -211,8 +211,8 @@ def test_length_betas_residualise_the_differences():
 
 
 def test_fit_length_betas_decorrelates_train_answers_from_length():
-    from rubric.features import fit_length_betas
-    from rubric.style import spearman
+    from rubric.tables.features import fit_length_betas
+    from rubric.tables.style import spearman
 
     rng = np.random.default_rng(5)
     pairs = []

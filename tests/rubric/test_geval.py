@@ -7,7 +7,7 @@ import math
 import pytest
 
 from rubric.errors import ConfigError, UnknownNameError
-from rubric.geval import (
+from rubric.scoring.geval import (
     DEFAULT_MIN_MASS,
     LAYOUTS,
     LFQ_FILTER_VERSION,
@@ -21,7 +21,7 @@ from rubric.geval import (
     parse_lfq,
     parse_score,
 )
-from rubric.specs import RUBRICS
+from rubric.scoring.specs import RUBRICS
 
 COH = get_template("coherence.geval.v1")
 FLU = get_template("fluency.geval.v1")

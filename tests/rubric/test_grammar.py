@@ -3,7 +3,7 @@ from types import SimpleNamespace
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.grammar import (
+from rubric.scoring.grammar import (
     HARPER_COUNTED_KINDS,
     HARPER_KIND_TO_LT_ISSUE_TYPE,
     LANGUAGETOOL_COUNTED_ISSUE_TYPES,

@@ -8,24 +8,9 @@ from pathlib import Path
 import pytest
 
 from rubric.errors import ConfigError, UnknownNameError
-from rubric.judges import (
-    JUDGE_NAMES,
-    JUDGES,
-    OUTPUT_TAG,
-    VERDICT_PREFILL,
-    ParsedVerdict,
-    VerdictProbs,
-    cot_verdict_prefill,
-    debias,
-    debiased_decision,
-    get_judge,
-    p_a,
-    pair_outcome,
-    parse_verdict,
-    resolve_judges,
-    to_original,
-    verdict_probs,
-    vote_probs,
+from rubric.judging.judges import JUDGE_NAMES, JUDGES, OUTPUT_TAG, VERDICT_PREFILL, get_judge, resolve_judges
+from rubric.judging.verdicts import (
+    ParsedVerdict, VerdictProbs, cot_verdict_prefill, debias, debiased_decision, p_a, pair_outcome, parse_verdict, to_original, verdict_probs, vote_probs,
 )
 
 REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference-prompts"

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rubric.errors import ConfigError, InputError
-from rubric.judgments import (JUDGMENT_COLUMNS, JUDGMENTS_FILE, check_both_orders, judgments_table, read_judgments,
+from rubric.judging.judgments import (JUDGMENT_COLUMNS, JUDGMENTS_FILE, check_both_orders, judgments_table, read_judgments,
                               validate_judgments, write_judgments)
 
 

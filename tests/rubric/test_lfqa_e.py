@@ -8,8 +8,8 @@ import pytest
 from sklearn.metrics import f1_score
 
 from rubric.errors import ConfigError
-from rubric.lfqa_e import CLASSES, breakdown_by_pair_type, pair_type, three_way_metrics
-from rubric.records import PairRecord
+from rubric.protocols.lfqa_e import CLASSES, breakdown_by_pair_type, pair_type, three_way_metrics
+from rubric.io.records import PairRecord
 
 # tie is true twice but never predicted
 Y_TRUE = ["a", "a", "a", "b", "b", "tie", "tie", "a"]

@@ -9,23 +9,10 @@ from pathlib import Path
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.linkage import (
-    GradedAnswer,
-    expected_point_score,
-    expected_rank,
-    format_reference_list,
-    graded_reference_split,
-    linkage_correlations,
-    listwise_prompt,
-    pairwise_prompt,
-    parse_point_score,
-    parse_rank,
-    pointwise_prompt,
-    question_correlation,
-    rank_score,
-    references_above,
-    webglm_references,
+from rubric.protocols.linkage import (
+    GradedAnswer, expected_point_score, expected_rank, format_reference_list, graded_reference_split, listwise_prompt, pairwise_prompt, parse_point_score, parse_rank, pointwise_prompt, rank_score, references_above, webglm_references,
 )
+from rubric.protocols.linkage_metric import linkage_correlations, question_correlation
 
 WEBGLM = Path(__file__).resolve().parents[3] / "shared" / "data" / "WEBGLM_50.json"
 

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.linkage_data import read_linkage
-from rubric.readers import read_graded
+from rubric.protocols.linkage_data import read_linkage
+from rubric.io import read_graded
 
 
 def _write(tmp_path, data):

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.linkage_references import (
+from rubric.protocols.linkage_references import (
     CREATE_REFERENCES_VERSION,
     create_references_prompt,
     generation_key,
     parse_generated_references,
 )
-from rubric.protocols import get_protocol_template
+from rubric.protocols.templates import get_protocol_template
 
 REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference-prompts"
 GOLD = "Focus on one task and remove distractions."
@@ -114,7 +114,7 @@ def test_generation_key_changes_with_every_input():
 
 
 def test_v2_is_the_same_prompt_pre_filled_with_answer1_and_is_read_after_it():
-    from rubric.linkage_references import CREATE_REFERENCES_VERSIONS, generated_text
+    from rubric.protocols.linkage_references import CREATE_REFERENCES_VERSIONS, generated_text
 
     v1 = create_references_prompt(Q, GOLD)
     v2 = create_references_prompt(Q, GOLD, version="linkage.create_multi_step_answer.v2")

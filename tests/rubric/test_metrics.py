@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from rubric.metrics import always_a, evaluate_predictions, longer_answer_wins
+from rubric.preference.metrics import always_a, evaluate_predictions, longer_answer_wins
 
 
 def test_perfect_and_ci_contains_point():
@@ -28,7 +28,7 @@ def test_known_values():
 def test_bootstrap_metrics_match_sklearn_on_each_replicate(labels):
     # The vectorised bootstrap computes metrics from summed confusion counts; with every question drawn
     # once it must equal scikit-learn's macro metrics, including labels never predicted.
-    from rubric.metrics import METRICS, _confusion_metrics
+    from rubric.preference.metrics import METRICS, _confusion_metrics
 
     rng = np.random.default_rng(3)
     y = rng.choice(labels, 300).astype(object)
@@ -48,7 +48,7 @@ def test_baselines():
 
 
 def test_per_question_kendall():
-    from rubric.metrics import per_question_kendall
+    from rubric.preference.metrics import per_question_kendall
 
     groups = {
         "q1": [(3, 5.0), (2, 4.0), (1, 1.0)],      # perfectly concordant: 1.0
@@ -62,7 +62,7 @@ def test_per_question_kendall():
 
 
 def test_brier_score_by_hand():
-    from rubric.metrics import brier_score
+    from rubric.preference.metrics import brier_score
 
     y = ["a", "b", "a", "b"]
     p = [0.8, 0.3, 0.4, 0.0]
@@ -75,7 +75,7 @@ def test_brier_score_by_hand():
 
 
 def test_reliability_bins_count_every_pair_once():
-    from rubric.metrics import reliability_bins
+    from rubric.preference.metrics import reliability_bins
 
     y = ["a", "b", "a", "a", "b", "a"]
     p = [0.0, 0.05, 0.15, 0.95, 1.0, 0.55]
@@ -87,7 +87,7 @@ def test_reliability_bins_count_every_pair_once():
 
 
 def test_paired_accuracy_delta_resamples_questions_once_for_both_systems():
-    from rubric.metrics import paired_accuracy_delta
+    from rubric.preference.metrics import paired_accuracy_delta
 
     groups = np.repeat([f"q{i}" for i in range(20)], 5)
     y = np.array(["a", "b"] * 50, dtype=object)
@@ -104,7 +104,7 @@ def test_paired_accuracy_delta_resamples_questions_once_for_both_systems():
 
 
 def test_clustered_mean_ci():
-    from rubric.metrics import clustered_mean
+    from rubric.preference.metrics import clustered_mean
 
     values = np.r_[np.zeros(50), np.ones(50)]
     groups = np.repeat(np.arange(10), 10)

@@ -19,14 +19,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from rubric.errors import ConfigError, ProvenanceError
-from rubric.perturb import (ATTACKS, STOPWORDS, RubricVictim, Word, attack_pair, char_edits, decide, match_case,
+from rubric.judging import (ATTACKS, STOPWORDS, RubricVictim, Word, attack_pair, char_edits, decide, match_case,
                             p_label, replace_words, rewrite_input, rubric_victim_specs, same_stem,
                             synonym_candidates, word_budget, word_importance, words)
-from rubric.readers import read_input
-from rubric.records import PairRecord, content_id, explode
-from rubric.scoring import Provenance, Score
-from rubric.signals import length_raw, whitespace_words
-from rubric.specs import RUBRICS
+from rubric.io import read_input
+from rubric.io.records import PairRecord, content_id, explode
+from rubric.scoring.scorer import Provenance, Score
+from rubric.scoring.signals import length_raw, whitespace_words
+from rubric.scoring.specs import RUBRICS
 
 STRONG = frozenset({"rigorous", "precise", "detailed", "evidence", "measured", "because"})
 
@@ -370,8 +370,8 @@ def length_pairs():
 
 @pytest.fixture(scope="module")
 def length_model():
-    from rubric.evaluate import fit_model
-    from rubric.features import answers_table, pairs_table
+    from rubric.preference.evaluate import fit_model
+    from rubric.tables.features import answers_table, pairs_table
 
     pairs = length_pairs()
     items = explode(pairs)
@@ -383,7 +383,7 @@ def length_model():
 
 
 def test_rubric_victim_scores_probes_as_a_table_row_would_be_scored(length_model):
-    from rubric.evaluate import model_inputs
+    from rubric.preference.evaluate import model_inputs
 
     model, table = length_model
     specs, fitted = rubric_victim_specs(model)

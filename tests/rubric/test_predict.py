@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from rubric.errors import ProvenanceError
-from rubric.evaluate import fit_model, model_inputs
-from rubric.predict import PREDICTIONS_META_KEY, predict_pairs
-from rubric.preference import PreferenceModel
-from rubric.specs import RUBRICS
+from rubric.preference.evaluate import fit_model, model_inputs
+from rubric.preference.predict import PREDICTIONS_META_KEY, predict_pairs
+from rubric.preference.model import PreferenceModel
+from rubric.scoring.specs import RUBRICS
 from tests.rubric.test_selection import synthetic_table
 
 LANGUAGETOOL = RUBRICS.get("grammar.languagetool.v1")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from rubric.errors import ConfigError, UnknownNameError
-from rubric.judges import pair_outcome, vote_probs
-from rubric.protocols import (
+from rubric.judging.verdicts import pair_outcome, vote_probs
+from rubric.protocols.templates import (
     PROTOCOL_TEMPLATES,
     PROTOCOL_VERSIONS,
     arena_verdict_prefill,

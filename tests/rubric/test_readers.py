@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from rubric.errors import ConfigError, InputError
-from rubric.readers import (
+from rubric.io import (
     FORMATS,
     ReadResult,
     parse_mapping,
@@ -16,7 +16,7 @@ from rubric.readers import (
     read_lfqa_hp,
     read_table,
 )
-from rubric.records import explode
+from rubric.io.records import explode
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 LONG = "An answer that is long enough to read. " * 3
@@ -233,7 +233,7 @@ def test_graded_is_deterministic_capped_and_includes_references(tmp_path):
 
 
 def test_graded_carries_each_answers_model_as_its_type(tmp_path):
-    from rubric.lfqa_e import pair_type
+    from rubric.protocols.lfqa_e import pair_type
 
     path = _graded_file(tmp_path)
     model = {"Sear, then roast at 425F to 145F inside.": "m1", "Cook it until done.": "m2"}
@@ -456,8 +456,8 @@ def test_csv_with_a_200k_answer_is_a_reject_not_a_crash(tmp_path):
 
 
 def test_read_graded_labels_keys_answers_by_content_id(tmp_path):
-    from rubric.readers import read_graded_labels
-    from rubric.records import content_id, question_id
+    from rubric.io import read_graded_labels
+    from rubric.io.records import content_id, question_id
 
     f = tmp_path / "g.json"
     f.write_text(json.dumps({"Why?": [{"passage": "good one", "label": 3}, {"passage": " ", "label": 1},

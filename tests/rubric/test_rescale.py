@@ -1,7 +1,7 @@
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.rescale import FittedMinMax
+from rubric.scoring.rescale import FittedMinMax
 
 
 def test_fit_transform_clip_and_json(tmp_path):

@@ -13,17 +13,17 @@ import numpy as np
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.evaluate import (MODEL_ROW, STYLE_CONTROLLED_ROW, evaluate_model, fit_model, model_inputs,
+from rubric.preference.evaluate import (MODEL_ROW, STYLE_CONTROLLED_ROW, evaluate_model, fit_model, model_inputs,
                              write_report)
-from rubric.features import answers_table, pairs_table
-from rubric.metrics import brier_score
-from rubric.preference import PreferenceModel
-from rubric.records import PairRecord, explode
-from rubric.scoring import Provenance, Score
-from rubric.selection import (C_GRID, bootstrap_weight_cis, calibration, cross_validate_C, drop_one_ablation,
+from rubric.tables.features import answers_table, pairs_table
+from rubric.preference.metrics import brier_score
+from rubric.preference.model import PreferenceModel
+from rubric.io.records import PairRecord, explode
+from rubric.scoring.scorer import Provenance, Score
+from rubric.preference.selection import (C_GRID, bootstrap_weight_cis, calibration, cross_validate_C, drop_one_ablation,
                               question_folds)
-from rubric.specs import RUBRICS
-from rubric.style import normalised_difference
+from rubric.scoring.specs import RUBRICS
+from rubric.tables.style import normalised_difference
 
 CONC = RUBRICS.get("conciseness.lexical_density.v1")
 HARPER = RUBRICS.get("grammar.harper.v1")

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.features import word_count
-from rubric.signals import LENGTH_RAW_MAX, LENGTH_WORD_CAP, length_raw, row_cosine, whitespace_words
-from rubric.specs import RUBRICS
+from rubric.tables.features import word_count
+from rubric.scoring.signals import LENGTH_RAW_MAX, LENGTH_WORD_CAP, length_raw, row_cosine, whitespace_words
+from rubric.scoring.specs import RUBRICS
 
 LENGTH = RUBRICS.get("length.words.v1")
 

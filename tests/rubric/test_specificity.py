@@ -1,8 +1,8 @@
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.rescale import minmax_1_5
-from rubric.specificity import (combine_windows, format_input, label_order, latent_score, ordinal_score_1_5,
+from rubric.scoring.rescale import minmax_1_5
+from rubric.scoring.specificity import (combine_windows, format_input, label_order, latent_score, ordinal_score_1_5,
                                 window_spans)
 
 
@@ -73,9 +73,9 @@ def test_format_input():
 def test_geval_template_renders(layout):
     from pathlib import Path
 
-    from rubric.geval import TEMPLATE_VERSIONS, PromptTemplate, get_template, parse_score
+    from rubric.scoring.geval import TEMPLATE_VERSIONS, PromptTemplate, get_template, parse_score
 
-    if "specificity.geval.v1" in TEMPLATE_VERSIONS:  # once registered in rubric.geval
+    if "specificity.geval.v1" in TEMPLATE_VERSIONS:  # once registered in rubric.scoring.geval
         tmpl = get_template("specificity.geval.v1", layout)
     else:
         text = (Path(__file__).resolve().parents[2] / "rubric" / "prompts" / f"specificity.geval.v1.{layout}.j2").read_text()

@@ -2,7 +2,7 @@ import pytest
 
 from rubric.errors import ConfigError, UnknownNameError
 from rubric.registry import Registry
-from rubric.specs import DEFAULT_VERSIONS, EXTRA_SIGNALS, PAPER_RUBRICS, RUBRICS, RubricSpec, resolve_rubrics
+from rubric.scoring.specs import DEFAULT_VERSIONS, EXTRA_SIGNALS, PAPER_RUBRICS, RUBRICS, RubricSpec, resolve_rubrics
 
 # Snapshot: an entry must not vanish silently. Extend this list when a version is added.
 EXPECTED_VERSIONS = {

@@ -3,8 +3,8 @@ from collections import Counter, defaultdict
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.records import PairRecord
-from rubric.splits import assign_splits
+from rubric.io.records import PairRecord
+from rubric.io.splits import assign_splits
 
 
 def _pairs():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.style import (STYLE_COVARIATES, check_style_record, length_decorrelation_beta, markdown_count,
+from rubric.tables.style import (STYLE_COVARIATES, check_style_record, length_decorrelation_beta, markdown_count,
                           normalised_difference, spearman, style_record)
 
 

@@ -16,11 +16,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.features import answers_table, pairs_table
-from rubric.records import PairRecord, explode
-from rubric.scoring import Provenance, Score
-from rubric.specs import RUBRICS
-from rubric.transfer import labeled_pairs, transfer, transfer_markdown
+from rubric.tables.features import answers_table, pairs_table
+from rubric.io.records import PairRecord, explode
+from rubric.scoring.scorer import Provenance, Score
+from rubric.scoring.specs import RUBRICS
+from rubric.preference.transfer import labeled_pairs, transfer, transfer_markdown
 
 CONC = RUBRICS.get("conciseness.lexical_density.v1")
 
@@ -201,7 +201,7 @@ def test_no_style_fits_rubrics_only():
 
 
 def test_a_table_without_style_counts_is_a_provenance_difference_for_a_style_model():
-    from rubric.style import STYLE_META_KEY
+    from rubric.tables.style import STYLE_META_KEY
 
     old = _style_set("C", follow="conciseness")
     old = old.replace_schema_metadata({k: v for k, v in old.schema.metadata.items() if k != STYLE_META_KEY})

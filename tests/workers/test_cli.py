@@ -74,7 +74,7 @@ def test_export_to_unknown_suffix(scored, tmp_path, capsys):
 
 
 def test_fitted_rescale_uses_train_bounds(tmp_path):
-    from rubric.rescale import FittedMinMax
+    from rubric.scoring.rescale import FittedMinMax
 
     out = tmp_path / "o"
     assert main(["score", SAMPLE, "--format", "lfqa-hp", "--rubrics", "conciseness", "--rescale", "fitted",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rubric.errors import BatchMismatchError, ConfigError
-from rubric.scoring import Provenance, Score
+from rubric.scoring.scorer import Provenance, Score
 from workers.collect import ShardCollector
 from workers.job import PendingShard
 from workers.store import ShardStore, encode_provenance, encode_score

@@ -12,8 +12,8 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, EngineError
-from rubric.scoring import Provenance, Score
-from rubric.specs import resolve_rubrics
+from rubric.scoring.scorer import Provenance, Score
+from rubric.scoring.specs import resolve_rubrics
 from workers.judge_job import JudgeSettings, run_judge_job
 
 SAMPLE = resources.files("rubric") / "data" / "sample_pairs.jsonl"

@@ -11,7 +11,7 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
-from rubric.specs import resolve_rubrics
+from rubric.scoring.specs import resolve_rubrics
 from workers.ray_pipeline import PoolConfig, add_pool_stage, add_ray_arguments, pools_from_args
 
 # ---------------------------------------------------------------------------------------------
@@ -73,9 +73,9 @@ _CFG = ScoringConfig(batch_size=2, engine_kwargs={"max_model_len": 1024})
 
 @pytest.mark.slow
 def test_kept_busy_actor_scores_concurrent_batches_as_the_synchronous_one(smollm2, shard):
-    from models.llm.scorer import keep_engines_busy
-    from rubric.readers import read_input
-    from rubric.records import explode
+    from models.llm.engines_cache import keep_engines_busy
+    from rubric.io import read_input
+    from rubric.io.records import explode
     from workers.actors import ScorerActor
     from workers.ray_pipeline import answer_rows
 
@@ -120,7 +120,7 @@ def test_keep_busy_touches_only_the_engines_of_the_given_settings(monkeypatch):
     # group) can still keep its own settings' engine busy; and settings with no engine are named.
     from types import SimpleNamespace
 
-    from models.llm import scorer
+    from models.llm import engines_cache as scorer
 
     other = ScoringConfig(llm_backend="transformers")
     monkeypatch.setattr(scorer, "_ENGINES", {(scorer._config_key(other), 5): SimpleNamespace(backend="transformers")})

@@ -3,9 +3,9 @@
 import pytest
 
 from rubric.errors import BatchMismatchError, EngineError
-from rubric.records import AnswerItem
-from rubric.scoring import Provenance, Score
-from rubric.specs import RUBRICS
+from rubric.io.records import AnswerItem
+from rubric.scoring.scorer import Provenance, Score
+from rubric.scoring.specs import RUBRICS
 from workers.local import score_items
 
 SPEC = RUBRICS.get("conciseness.lexical_density.v1")

@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rubric.config import ScoringConfig
-from rubric.records import PairRecord
+from rubric.io.records import PairRecord
 from tests.workers.test_judge_job import LengthJudge, _records, _write
 from workers.judge_job import JudgeSettings, run_judge_job
 from workers.ray_judges import pair_from_json, pair_to_json, run_ray_judge_job

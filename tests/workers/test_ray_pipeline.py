@@ -13,7 +13,7 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
-from rubric.specs import resolve_rubrics
+from rubric.scoring.specs import resolve_rubrics
 from workers.job import run_job
 from workers.ray_pipeline import PoolConfig, pool_of_backend, run_ray_job
 

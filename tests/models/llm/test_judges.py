@@ -9,9 +9,9 @@ from models.judges import EXTRAS_KEYS, JudgeScorer
 from models.llm.engine import TextSampler
 from models.llm.scorer import TRUNCATION_MARKER
 from rubric.errors import BatchMismatchError, ConfigError, EngineError
-from rubric.geval import ChatPrompt
-from rubric.judges import get_judge, resolve_judges
-from rubric.records import PairRecord
+from rubric.scoring.geval import ChatPrompt
+from rubric.judging.judges import get_judge, resolve_judges
+from rubric.io.records import PairRecord
 
 
 def _first_shown(user: str) -> str:
@@ -303,7 +303,7 @@ def _sample_pairs(k: int) -> list[PairRecord]:
     """The k real sample pairs with the shortest answers (so they fit the test context uncut)."""
     from importlib import resources
 
-    from rubric.readers import read_lfqa_hp
+    from rubric.io import read_lfqa_hp
 
     pairs = read_lfqa_hp(resources.files("rubric") / "data" / "sample_pairs.jsonl").pairs
     return sorted(pairs, key=lambda p: (len(p.answer_a) + len(p.answer_b), p.pair_id))[:k]

@@ -8,11 +8,12 @@ import sys
 import pytest
 
 from models.llm import smollm2
-from models.llm.scorer import LLMRubricScorer, build_engine
+from models.llm.scorer import LLMRubricScorer
+from models.llm.engines_cache import build_engine
 from models.manifests import MANIFESTS, PROFILES, ModelManifest, Profile, get_profile
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
-from rubric.specs import resolve_rubrics
+from rubric.scoring.specs import resolve_rubrics
 
 
 def test_profiles_snapshot():
@@ -36,7 +37,7 @@ def test_manifest_validation():
 
 
 def test_gpu_profile_without_cuda_is_actionable(monkeypatch):
-    import models.llm.scorer as sc
+    import models.llm.engines_cache as sc
 
     monkeypatch.setattr(sc, "_cuda_available", lambda: False)
     with pytest.raises(BackendUnavailableError, match="llm_profile='cpu'"):

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from models.protocols import LinkageScorer, ProtocolJudgeScorer
-from rubric.linkage_data import read_linkage
-from rubric.protocol_judges import protocol_judge
-from rubric.records import PairRecord
+from rubric.protocols.linkage_data import read_linkage
+from rubric.protocols.judges import protocol_judge
+from rubric.io.records import PairRecord
 
 WEBGLM = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "WEBGLM_50.json"
 

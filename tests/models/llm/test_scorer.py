@@ -6,10 +6,10 @@ import pytest
 
 from models.llm.scorer import TRUNCATION_MARKER, LLMRubricScorer
 from rubric.errors import ConfigError, EngineError
-from rubric.geval import ChatPrompt
-from rubric.records import AnswerItem
-from rubric.scoring import Scorer, check_batch
-from rubric.specs import RUBRICS, resolve_rubrics
+from rubric.scoring.geval import ChatPrompt
+from rubric.io.records import AnswerItem
+from rubric.scoring.scorer import Scorer, check_batch
+from rubric.scoring.specs import RUBRICS, resolve_rubrics
 
 LLM_RUBRICS = "coherence,relevance,fluency,completeness,use_of_examples"
 
@@ -176,7 +176,7 @@ def test_lfq_filter_on_smollm2(hf_engine):
 def test_llm_rubrics_and_claim_checker_share_one_engine(smollm2_path):
     from models.backends import build_scorers
     from rubric.config import ScoringConfig
-    from rubric.specs import resolve_rubrics
+    from rubric.scoring.specs import resolve_rubrics
 
     cfg = ScoringConfig(llm_backend="transformers", engine_kwargs={"max_model_len": 640})
     llm, fact = build_scorers(resolve_rubrics("coherence,factuality"), cfg)
@@ -189,7 +189,7 @@ def test_engines_are_shared_then_released_once_registered_at_exit(monkeypatch):
     import atexit
     from types import SimpleNamespace
 
-    from models.llm import scorer as sc
+    from models.llm import engines_cache as sc
     from rubric.config import ScoringConfig
 
     built, closed, registered = [], [], []

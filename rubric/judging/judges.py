@@ -1,0 +1,246 @@
+"""Pairwise LLM judges (paper section 5) as versioned templates, and how their verdicts are read.
+
+Pure: no torch or vLLM here. ``models.judges.JudgeScorer`` runs these specs on an engine.
+
+Judges
+    ``judge.plain.v1``, ``judge.cot.v1`` and ``judge.rubrics.v1`` are the LFQA-HP-1M reference
+    code's three pairwise prompts (plain, chain-of-thought, the nine-rubric variant that is
+    Table 4's "GPT-4o(R)"), verbatim in ``rubric/prompts/judge.<name>.v1.j2`` with the source
+    named in each header. ``judge.<name>_tie.v1`` adds a tie option: that is a template change,
+    so it is a distinct version. The tie is spelled ``answer_tie`` (not a bare ``tie``) so that
+    all three verdicts continue the same pre-fill (below).
+
+Pre-fill (logprob mode)
+    The assistant turn is pre-filled with ``"answer_"`` so that the very next token is the
+    verdict: SmolLM2's tokenizer splits ``answer_1`` into ``answer``, ``_``, ``1``, and ``1``,
+    ``2`` and ``tie`` are single tokens. Measured with the transformers engine (full softmax,
+    fp32) on real pairs of ``rubric/data/sample_pairs.jsonl`` (the first 8 non-empty pairs, both
+    orders: 16 prompts; the tie rows on the first 4: 8 prompts), probability mass of the first
+    token on the verdict tokens, median (min):
+
+    - ``""`` (the chat template's generation prompt only): 0.051 (0.027) on '1'/'2'; the top
+      tokens are 'The', 'You', '-', '###'.
+    - ``"### Output: answer_"``: 0.949 (0.921) on '1'/'2'.
+    - ``"answer_"``: 0.970 (0.954) on '1'/'2'. Chosen.
+    - tie templates, ``"### Output:"`` or ``"Verdict:"`` (so that 'answer' or 'tie' could come
+      next): under 0.04 on either word; newline and end-of-turn take most of the mass.
+    - tie templates spelling the tie ``answer_tie``, ``"answer_"``: 0.96 (0.94) on
+      '1'/'2'/'tie', of which P(tie) 0.04-0.08. Chosen for the ``_tie`` versions.
+
+    Through vLLM (top-20) on the first 4 sample pairs, both orders, the mass after ``"answer_"``
+    was 0.95-0.98 (plain), 0.90-0.96 (nine-rubric and CoT after 96 tokens of reasoning) and
+    0.79-0.96 (CoT with a tie). SmolLM2 is a weak judge: it preferred answer_1 in
+    16 of 16 prompts above, i.e. it is dominated by position bias, which is what the order
+    debiasing below is for.
+
+Chain of thought
+    ``judge.cot.*`` in logprob mode first generates bounded reasoning greedily, then reads the
+    verdict distribution after ``reasoning + "\\n\\n### Output: answer_"`` (:func:`cot_verdict_prefill`).
+    In vote mode it generates freely and :func:`parse_verdict` reads the text after the last
+    ``Output:`` tag.
+
+Reading a verdict
+    *logprob*: :func:`verdict_probs` folds the spellings of ``1``/``2``/``tie`` in the first-token
+    distribution, renormalises over them and reports the covered mass; under ``min_mass`` the
+    order is an error. *vote*: :func:`parse_verdict` reads each generated text, :func:`vote_probs`
+    takes the vote shares and a strict majority (more than half of all votes cast).
+
+Order debiasing
+    Every pair is judged as (a, b) ("ab": answer_1 = a) and as (b, a) ("ba"). In each order
+    ``p_a`` is P(a better | not a tie) = P(a) / (P(a) + P(b)); :func:`pair_outcome` averages the two
+    (``p_a_debiased``) and decides: ``tie`` when a tie is offered and its order-averaged
+    probability beats both answers', else ``a``/``b`` by ``p_a_debiased`` against 0.5; exactly 0.5
+    is ``tie`` when offered, else no decision with a reason (a judge that always says answer_1
+    lands here).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Literal
+
+from rubric.errors import ConfigError, UnknownNameError
+from rubric.scoring import ChatPrompt, PromptTemplate, PROMPTS_DIR
+from rubric.registry import Registry
+
+__all__ = [
+    "JudgeSpec",
+    "JUDGES",
+    "JUDGE_NAMES",
+    "VERDICT_PREFILL",
+    "OUTPUT_TAG",
+    "ORDERS",
+    "Order",
+    "Verdict",
+    "get_judge",
+    "resolve_judges",
+    "OTHER_JUDGES",
+    "register_judge_factory",
+]
+
+Order = Literal["ab", "ba"]
+ORDERS: tuple[str, ...] = ("ab", "ba")
+#: A verdict as the judge gives it: the first answer shown, the second, or a tie.
+Verdict = Literal["1", "2", "tie"]
+
+#: The assistant pre-fill after which the next token is the verdict (module docstring).
+VERDICT_PREFILL = "answer_"
+#: The tag after which the CoT prompt asks for the verdict.
+OUTPUT_TAG = "### Output:"
+
+_PROMPTS = PROMPTS_DIR
+_REFERENCE = "LFQA-HP-1M reference code, prompt/"
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """One pairwise judge version: its template, whether it reasons first and whether it offers a tie.
+
+    Attributes:
+        name: the judge's short name, ``plain``, ``cot`` or ``rubrics``.
+        version: the versioned registry name, e.g. ``judge.plain.v1`` or ``judge.plain_tie.v1``.
+        tie: the template offers a tie (``answer_tie``).
+        cot: the judge reasons before its verdict (chain of thought).
+        source: where the prompt wording comes from.
+        template: the user-turn template with the verdict pre-fill and verdict tokens.
+    """
+
+    name: str
+    version: str
+    tie: bool
+    cot: bool
+    source: str
+    template: PromptTemplate = field(repr=False)
+
+    @property
+    def verdict_tokens(self) -> tuple[str, ...]:
+        """The tokens read after the pre-fill: ``("1", "2")``, plus ``"tie"`` when a tie is offered."""
+        return self.template.score_tokens
+
+    @property
+    def prefill(self) -> str:
+        return self.template.prefill
+
+    @property
+    def template_hash(self) -> str:
+        """Short sha256 of the template's own hash, the CoT flag and the output tag (what the model sees)."""
+        h = hashlib.sha256()
+        for part in (self.template.template_hash, f"cot={self.cot}", OUTPUT_TAG):
+            h.update(part.encode("utf-8"))
+            h.update(b"\x00")
+        return h.hexdigest()[:12]
+
+    def render(self, question: str, answer_1: str, answer_2: str, *, prefill: bool = True) -> ChatPrompt:
+        """The prompt with ``answer_1`` shown first; ``prefill=False`` leaves the assistant turn empty.
+
+        Raises:
+            ConfigError: the template failed to render.
+        """
+        p = self.template.render(question=question, answer_1=answer_1, answer_2=answer_2)
+        return p if prefill else ChatPrompt(user=p.user, prefill="", system=p.system)
+
+
+#: Every judge version, under its versioned name.
+JUDGES: Registry[JudgeSpec] = Registry("judge")
+#: Pairwise judges other rooms declare, version -> a factory of their spec: the neighbouring protocols'
+#: templates (``arena.pairwise.v1`` ...) register here when ``rubric.protocols`` is imported
+#: (:func:`register_judge_factory`), so this module needs nothing from them. Their spec has a
+#: JudgeSpec's fields and reads its verdicts with the protocol's own tokens.
+OTHER_JUDGES: Registry[Callable[[], object]] = Registry("judge")
+
+
+def register_judge_factory(version: str, factory: Callable[[], object]) -> None:
+    """Make ``version`` resolvable by :func:`resolve_judges`; ``factory()`` builds its spec.
+
+    Raises:
+        ConfigError: ``version`` is already a judge.
+    """
+    if version in JUDGES:
+        raise ConfigError(f"judge {version!r} is already registered")
+    OTHER_JUDGES.register(version, factory)
+
+
+_BASE: dict[str, tuple[str, bool]] = {
+    "plain": ("LLMPairwiseJudgement.txt", False),
+    "cot": ("LLMPairwiseJudgementCoT.txt", True),
+    "rubrics": ("LLMPairwiseJudgement_rubrics.txt", False),
+}
+#: The judges' short names, in the paper's order.
+JUDGE_NAMES: tuple[str, ...] = tuple(_BASE)
+
+
+def _version(name: str, tie: bool) -> str:
+    return f"judge.{name}{'_tie' if tie else ''}.v1"
+
+
+def _load(name: str, tie: bool) -> JudgeSpec:
+    version = _version(name, tie)
+    file, cot = _BASE[name]
+    text = (_PROMPTS / f"{version}.j2").read_text(encoding="utf-8")
+    tokens = ("1", "2", "tie") if tie else ("1", "2")
+    # score_values: the verdict's value as P(first answer shown is better), a tie counting half.
+    values = (1.0, 0.0, 0.5) if tie else (1.0, 0.0)
+    template = PromptTemplate(name=f"judge.{name}", version=version, layout="pairwise", text=text,
+                              prefill=VERDICT_PREFILL, score_tokens=tokens, score_values=values,
+                              fields=("question", "answer_1", "answer_2"))
+    source = _REFERENCE + file + (" (tie option added by lfqa-rubric)" if tie else "")
+    return JudgeSpec(name=name, version=version, tie=tie, cot=cot, source=source, template=template)
+
+
+for _n in JUDGE_NAMES:
+    for _t in (False, True):
+        JUDGES.register(_version(_n, _t), _load(_n, _t))
+
+
+@cache
+def get_judge(version: str) -> JudgeSpec:
+    """The judge registered as ``version``.
+
+    Raises:
+        UnknownNameError: no such judge (lists what exists).
+    """
+    return JUDGES.get(version)
+
+
+def resolve_judges(names: str | Sequence[str], tie: bool = False) -> list[JudgeSpec]:
+    """Turn ``"plain,cot,rubrics"`` into judge specs, in the order given.
+
+    A short name takes the version with or without a tie option as ``tie`` says; a versioned name
+    (``judge.cot_tie.v1``) is taken as it is, and so is a neighbouring protocol's pairwise template
+    (``arena.pairwise.v1``, ``lfqa_e.reference_tie.v1``, ``linkage.pairwise.v1``: a
+    :class:`rubric.protocols.judges.ProtocolJudgeSpec`, registered by ``rubric.protocols`` in
+    :data:`OTHER_JUDGES`; import ``rubric.protocols`` before resolving one).
+
+    Args:
+        names: short names or versions, as a list or one comma-separated string.
+        tie: short names resolve to their tie versions.
+
+    Returns:
+        The specs, in the order given.
+
+    Raises:
+        UnknownNameError: a name is neither a judge nor a version (lists what exists).
+        ConfigError: the list is empty or names one version twice.
+    """
+    if isinstance(names, str):
+        names = [n.strip() for n in names.split(",") if n.strip()]
+    if not names:
+        raise ConfigError("no judges given; known: " + ", ".join(JUDGE_NAMES))
+    specs: list[JudgeSpec] = []
+    for n in names:
+        if n in _BASE:
+            spec = JUDGES.get(_version(n, tie))
+        elif n in JUDGES:
+            spec = JUDGES.get(n)
+        elif n in OTHER_JUDGES:
+            spec = OTHER_JUDGES.get(n)()
+        else:
+            raise UnknownNameError(f"unknown judge {n!r}; known: {', '.join(JUDGE_NAMES)}; "
+                                   f"versions: {', '.join(JUDGES.names())}")
+        if any(s.version == spec.version for s in specs):
+            raise ConfigError(f"judge {spec.version!r} is named twice")
+        specs.append(spec)
+    return specs

@@ -1,0 +1,60 @@
+"""The preference model on rubric differences, and how it is evaluated.
+
+``model`` (the estimator), ``selection`` (GroupKFold C, ablation, calibration, weight CIs),
+``metrics`` (clustered bootstrap), ``report``, ``evaluate``, ``predict``, ``transfer``,
+``aspects`` (per-aspect agreement).
+
+This is the package's public face: other packages import from here, not from its modules.
+"""
+
+from rubric.preference.metrics import (
+    METRICS, MetricRow, evaluate_predictions, question_bootstrap_weights, ClusteredMean, clustered_mean,
+    paired_accuracy_delta, brier_score, ReliabilityBin, reliability_bins, longer_answer_wins, always_a,
+    per_question_kendall,
+)
+from rubric.preference.model import (
+    PreferenceModel,
+)
+from rubric.preference.selection import (
+    C_GRID, question_folds, CVResult, cross_validate_C, AblationRow, drop_one_ablation, Calibration,
+    calibration, WeightCIs, bootstrap_weight_cis,
+)
+from rubric.preference.report import (
+    MIN_QUESTIONS_FOR_CI, MIN_PAIRS_FOR_CI, IN_SAMPLE_SPLITS, IN_SAMPLE_MARK, metrics_markdown, ci_warning,
+    weights_markdown, selection_markdown, ablation_markdown, calibration_markdown, render_report,
+    plot_weights, plot_reliability,
+)
+from rubric.preference.aspects import (
+    OVERALL, AspectAgreement, agreement, aspect_agreement, judgements_of, aspect_agreement_from_table,
+    agreement_markdown,
+)
+from rubric.preference.evaluate import (
+    read_output_table, read_pairs, fit_model, model_inputs, Evaluation, model_table_differences,
+    check_model_table, evaluate_model, write_report, saved_weight_ci, pairs_fingerprint, MODEL_ROW,
+    STYLE_CONTROLLED_ROW,
+)
+from rubric.preference.predict import (
+    PREDICTIONS_META_KEY, predict_pairs, write_predictions,
+)
+from rubric.preference.transfer import (
+    TrainedModel, TransferCell, Transfer, labeled_pairs, transfer, transfer_markdown,
+)
+from rubric.preference.core import (
+    check_core_params, fit_core, restore_core,
+)
+
+__all__ = [
+    "METRICS", "MetricRow", "evaluate_predictions", "question_bootstrap_weights", "ClusteredMean",
+    "clustered_mean", "paired_accuracy_delta", "brier_score", "ReliabilityBin", "reliability_bins",
+    "longer_answer_wins", "always_a", "per_question_kendall", "PreferenceModel", "C_GRID", "question_folds",
+    "CVResult", "cross_validate_C", "AblationRow", "drop_one_ablation", "Calibration", "calibration",
+    "WeightCIs", "bootstrap_weight_cis", "MIN_QUESTIONS_FOR_CI", "MIN_PAIRS_FOR_CI", "IN_SAMPLE_SPLITS",
+    "IN_SAMPLE_MARK", "metrics_markdown", "ci_warning", "weights_markdown", "selection_markdown",
+    "ablation_markdown", "calibration_markdown", "render_report", "plot_weights", "plot_reliability",
+    "OVERALL", "AspectAgreement", "agreement", "aspect_agreement", "judgements_of",
+    "aspect_agreement_from_table", "agreement_markdown", "read_output_table", "read_pairs", "fit_model",
+    "model_inputs", "Evaluation", "model_table_differences", "check_model_table", "evaluate_model",
+    "write_report", "saved_weight_ci", "pairs_fingerprint", "MODEL_ROW", "STYLE_CONTROLLED_ROW",
+    "PREDICTIONS_META_KEY", "predict_pairs", "write_predictions", "TrainedModel", "TransferCell", "Transfer",
+    "labeled_pairs", "transfer", "transfer_markdown", "check_core_params", "fit_core", "restore_core",
+]

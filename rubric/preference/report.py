@@ -1,0 +1,277 @@
+"""Markdown report and charts (weights with their CIs, reliability diagram) for an evaluated preference model."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rubric.preference.metrics import METRICS, ClusteredMean, MetricRow, ReliabilityBin
+
+if TYPE_CHECKING:
+    from rubric.preference.selection import AblationRow, Calibration
+
+__all__ = ["MIN_QUESTIONS_FOR_CI", "MIN_PAIRS_FOR_CI", "IN_SAMPLE_SPLITS", "IN_SAMPLE_MARK", "metrics_markdown",
+           "ci_warning", "weights_markdown", "selection_markdown", "ablation_markdown", "calibration_markdown", "render_report", "plot_weights",
+           "plot_reliability"]
+
+
+#: Below either, a question-clustered bootstrap has too few clusters for its CIs to mean much.
+MIN_QUESTIONS_FOR_CI = 30
+MIN_PAIRS_FOR_CI = 50
+
+#: Splits whose pairs the model was (or may have been) fitted on.
+IN_SAMPLE_SPLITS = {"all": "includes the training pairs: in-sample", "train": "the training pairs: in-sample"}
+
+
+def _num(x: float, digits: int) -> str:
+    return "n/a" if math.isnan(x) else f"{x:.{digits}f}"
+
+
+def _ci(lo: float, hi: float, fmt: str = ".3f") -> str:
+    return "n/a" if math.isnan(lo) or math.isnan(hi) else f"{lo:{fmt}}, {hi:{fmt}}"
+
+
+#: Appended to every system's name in a table of in-sample numbers, so a copied table keeps the label.
+IN_SAMPLE_MARK = " (IN-SAMPLE)"
+
+
+def metrics_markdown(rows: Sequence[MetricRow], *, in_sample: bool = False) -> str:
+    """The metrics table: one row per system, each metric with its CI in brackets ("n/a" when undefined);
+    every system is marked IN-SAMPLE when ``in_sample``."""
+    head = "| system | n pairs | n questions | " + " | ".join(METRICS) + " |"
+    sep = "|---|---:|---:|" + "---:|" * len(METRICS)
+    lines = [head, sep]
+    for r in rows:
+        cells = []
+        for m in METRICS:
+            lo, hi = r.ci[m]
+            cells.append(f"{_num(r.values[m], 4)} [{_ci(lo, hi)}]")
+        mark = IN_SAMPLE_MARK if in_sample else ""
+        lines.append(f"| {r.system}{mark} | {r.n} | {r.n_questions} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def ci_warning(rows: Sequence[MetricRow]) -> str | None:
+    """A warning line when the evaluated set is too small for its CIs to be trusted, else None."""
+    if not rows:
+        return None
+    n_q = max(r.n_questions for r in rows)
+    n = max(r.n for r in rows)
+    if n_q >= MIN_QUESTIONS_FOR_CI and n >= MIN_PAIRS_FOR_CI:
+        return None
+    return (f"> **Warning: CIs from {n_q} questions are unreliable** ({n} pairs; the bootstrap resamples "
+            f"questions and needs at least {MIN_QUESTIONS_FOR_CI} questions and {MIN_PAIRS_FOR_CI} pairs).")
+
+
+def weights_markdown(weights: Mapping[str, float], *, style_features: Sequence[str] = (),
+                     ci: Mapping[str, tuple[float, float]] | None = None) -> str:
+    """The weight table (the paper's Table 3): one row per column, style covariates marked as such,
+    with the bootstrap 95% CI when known."""
+    lines = ["| feature | kind | weight | 95% CI |", "|---|---|---:|---|"]
+    for k, v in weights.items():
+        kind = "style covariate" if k in style_features else "rubric"
+        cell = "not computed" if ci is None or k not in ci else f"[{_ci(*ci[k], fmt='+.4f')}]"
+        lines.append(f"| {k} | {kind} | {v:+.4f} | {cell} |")
+    return "\n".join(lines)
+
+
+def selection_markdown(C: float, selection: Mapping | None) -> str:
+    """How C was chosen: given, or by cross-validation (with the CV table)."""
+    rows = selection.get("rows") if selection else None
+    if not rows:
+        return f"C = {C:g}, given (not selected by cross-validation; `fit --C cv` selects it)."
+    criterion = selection.get("criterion", "mean validation log loss")
+    lines = [f"C = {C:g}, chosen by {selection.get('n_folds', '?')}-fold cross-validation on the training split with "
+             f"questions kept together (GroupKFold; criterion: {criterion}).", "",
+             "| C | validation log loss (mean ± sd over folds) | validation accuracy | folds fitted |",
+             "|---:|---:|---:|---:|"]
+    for r in rows:
+        mark = " **(chosen)**" if r.get("C") == selection.get("best_C") else ""
+        lines.append(f"| {r.get('C', float('nan')):g}{mark} | {_num(r.get('log_loss', float('nan')), 4)} ± "
+                     f"{_num(r.get('log_loss_sd', float('nan')), 4)} | {_num(r.get('accuracy', float('nan')), 4)} | "
+                     f"{r.get('n_folds', 0)} |")
+    return "\n".join(lines)
+
+
+def ablation_markdown(rows: Sequence["AblationRow"], *, in_sample: bool = False) -> str:
+    """The drop-one-rubric table: accuracy without each rubric and the paired difference with its CI."""
+    lines = ["| rubric left out | accuracy without it | Δ accuracy vs full model [95% CI] | n pairs | n questions |",
+             "|---|---:|---|---:|---:|"]
+    for r in rows:
+        d = r.delta
+        mark = IN_SAMPLE_MARK if in_sample else ""
+        lines.append(f"| {r.feature}{mark} | {_num(r.accuracy_without, 4)} | "
+                     f"{_num(d.value, 4)} [{_ci(*d.ci, fmt='+.3f')}] | {d.n} | {d.n_questions} |")
+    return "\n".join(lines)
+
+
+def _brier_cell(b: ClusteredMean) -> str:
+    return f"{_num(b.value, 4)} [{_ci(*b.ci, fmt='.4f')}]"
+
+
+def calibration_markdown(cal: "Calibration", *, in_sample: bool = False) -> str:
+    """Brier scores (model as fitted, style-controlled, and the constant 0.5 baseline) and the
+    reliability table with its counts."""
+    mark = IN_SAMPLE_MARK if in_sample else ""
+    lines = ["| system | Brier score [95% CI] |", "|---|---:|",
+             f"| preference model{mark} | {_brier_cell(cal.brier)} |"]
+    if cal.brier_style_controlled is not None:
+        lines.append(f"| preference model, style-controlled{mark} | {_brier_cell(cal.brier_style_controlled)} |")
+    lines += ["| baseline: always P(a) = 0.5 | 0.2500 |", "",
+              "| P(a) bin | n pairs | mean predicted P(a) | share where a was preferred |", "|---|---:|---:|---:|"]
+    for i, b in enumerate(cal.bins):
+        close = "]" if i == len(cal.bins) - 1 else ")"
+        lines.append(f"| [{b.lo:.1f}, {b.hi:.1f}{close} | {b.n} | {_num(b.mean_p, 3)} | {_num(b.frac_a, 3)} |")
+    return "\n".join(lines)
+
+
+def render_report(*, title: str, split: str, rows: Sequence[MetricRow], weights: Mapping[str, float] | None,
+                  counts: Mapping[str, object], excluded: Mapping[str, str], chart: str | None,
+                  provenance_differences: Sequence[str] = (), style_features: Sequence[str] = (),
+                  weight_ci: Mapping | None = None, ablation: Sequence["AblationRow"] | None = None,
+                  ablation_note: str = "", ablation_in_sample: bool = False,
+                  calibration: "Calibration | None" = None, calibration_chart: str | None = None,
+                  C: float | None = None, selection: Mapping | None = None,
+                  length_betas: Mapping[str, float] | None = None) -> str:
+    """The Markdown report.
+
+    Args:
+        title: the top heading.
+        split: the evaluated split; "all" and "train" are labelled in-sample.
+        rows: the metric rows (the model, style-controlled when it has style covariates, and its
+            baselines on the same pairs).
+        weights: per-column weights of a binary model, or None.
+        counts: label -> count lines.
+        excluded: rubric (or style covariate) -> why it was left out of the features.
+        chart: file name of the weights chart beside the report, or None.
+        provenance_differences: differences between how the model's features and the table's were
+            made, evaluated anyway (``--allow-provenance-mismatch``); listed in their own section.
+        style_features: the model's style covariates (marked in the weight table).
+        weight_ci: the model's saved weight CIs: ``{"ci": {column: (lo, hi)}, "n_boot": ..., ...}``.
+        ablation: drop-one-rubric rows, or None (``ablation_note`` says why).
+        ablation_note: where the ablation refitted, or why it is missing.
+        ablation_in_sample: the ablation's training pairs overlap the evaluated ones.
+        calibration: Brier scores and reliability bins, or None.
+        calibration_chart: file name of the reliability plot beside the report, or None.
+        C: the model's regularisation strength; with ``selection`` (the saved ``C_selection``), how it
+            was chosen.
+        length_betas: the length decorrelation betas, when the model was fitted with them.
+    """
+    in_sample = IN_SAMPLE_SPLITS.get(split)
+    tag = " — IN-SAMPLE" if in_sample else ""
+    parts = [f"# {title}", "", f"Split evaluated: **{split}**" + (f" ({in_sample})" if in_sample else ""), ""]
+    if provenance_differences:
+        parts += ["## Provenance differences (allowed by --allow-provenance-mismatch)", "",
+                  "The model's features were made differently from this table's; these metrics mix them.", ""]
+        parts += [f"- {d}" for d in provenance_differences] + [""]
+    parts += ["## Counts", ""] + [f"- {k}: {v}" for k, v in counts.items()] + [""]
+    if excluded:
+        parts += ["## Rubrics left out of the features", ""] + [f"- {k}: {v}" for k, v in excluded.items()] + [""]
+    parts += [f"## Metrics{tag} (macro-averaged; question-clustered bootstrap 95% CI in brackets)", ""]
+    warning = ci_warning(rows)
+    if warning:
+        parts += [warning, ""]
+    parts += [metrics_markdown(rows, in_sample=bool(in_sample)), ""]
+    if style_features:
+        parts += ["Style-controlled: the same model with its style covariates' raw values set to 0 (two answers of "
+                  "equal length and markdown), as in Chatbot Arena's style control and AlpacaEval's length-controlled "
+                  "win rate; the style covariates are " + ", ".join(style_features) + ".", ""]
+    if weights is not None:
+        parts += ["## Weights (standardised differences; > 0 favours the answer scoring higher)", ""]
+        ci = weight_ci.get("ci") if weight_ci else None
+        if weight_ci:
+            parts += [f"95% CIs: percentile bootstrap over training questions ({weight_ci.get('n_boot')} replicates, "
+                      f"seed {weight_ci.get('seed')}, {weight_ci.get('n_failed', 0)} unfittable), model refitted "
+                      "on each.", ""]
+        else:
+            parts += ["No weight CIs: the model was fitted without a weight bootstrap (`fit --weight-boot N`).", ""]
+        parts += [weights_markdown(weights, style_features=style_features, ci=ci), ""]
+    if chart:
+        parts += [f"![weights]({chart})", ""]
+    if C is not None:
+        parts += ["## Regularisation", "", selection_markdown(C, selection), ""]
+    if length_betas:
+        parts += ["## Length decorrelation", "",
+                  "Each rubric's per-answer score was residualised against answer length (whitespace tokens) on "
+                  "the training answers, r' = r - beta * length, with beta making Spearman(r', length) zero; "
+                  "differences use d' = d - beta * (length_a - length_b).", "",
+                  "| rubric | beta |", "|---|---:|"] + [f"| {k} | {v:+.6g} |" for k, v in length_betas.items()] + [""]
+    ab_tag = " — IN-SAMPLE" if ablation_in_sample else ""
+    parts += [f"## Drop-one-rubric ablation{ab_tag} (Δ accuracy = without - full; question-clustered paired "
+              "bootstrap 95% CI)", ""]
+    if ablation_note:
+        parts += [ablation_note[:1].upper() + ablation_note[1:] + ".", ""]
+    if ablation:
+        parts += [f"Full model refitted the same way: accuracy {_num(ablation[0].accuracy_full, 4)}.", "",
+                  ablation_markdown(ablation, in_sample=ablation_in_sample), ""]
+    elif ablation is not None:
+        parts += ["No rubric to leave out.", ""]
+    if calibration is not None:
+        parts += [f"## Calibration{tag} (P(a preferred); question-clustered bootstrap 95% CI)", "",
+                  calibration_markdown(calibration, in_sample=bool(in_sample)), ""]
+        if calibration_chart:
+            parts += [f"![reliability]({calibration_chart})", ""]
+    return "\n".join(parts)
+
+
+def plot_weights(weights: Mapping[str, float], path: str | Path, *, ci: Mapping[str, tuple[float, float]] | None = None,
+                 style_features: Sequence[str] = ()) -> None:
+    """Horizontal bar chart of the weights (PNG), with 95% CI error bars when given; style covariates hatched."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(weights)
+    vals = [weights[n] for n in names]
+    fig, ax = plt.subplots(figsize=(6, 0.45 * len(names) + 1.2))
+    bars = ax.barh(names, vals, color=["#2a9d8f" if v >= 0 else "#e76f51" for v in vals])
+    for bar, n in zip(bars, names):
+        if n in style_features:
+            bar.set_hatch("//")
+            bar.set_edgecolor("#264653")
+    if ci:
+        lo = [max(weights[n] - ci[n][0], 0.0) for n in names]
+        hi = [max(ci[n][1] - weights[n], 0.0) for n in names]
+        ax.errorbar(vals, names, xerr=[lo, hi], fmt="none", ecolor="black", capsize=3, linewidth=1)
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_xlabel("logistic-regression weight on standardised a - b" + (" (95% CI)" if ci else ""))
+    ax.set_title("Preference model weights" + ("\n(hatched: style covariates)" if style_features else ""), fontsize=10)
+    ax.invert_yaxis()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_reliability(bins: Sequence[ReliabilityBin], path: str | Path) -> None:
+    """Reliability diagram (PNG): share of pairs where a was preferred against mean predicted P(a) per
+    bin, the diagonal for perfect calibration, and the pair count of each bin underneath."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (ax, ax_n) = plt.subplots(2, 1, figsize=(5, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="perfectly calibrated")
+    full = [b for b in bins if b.n]
+    ax.plot([b.mean_p for b in full], [b.frac_a for b in full], marker="o", color="#2a9d8f", label="model")
+    ax.set_ylabel("share where a was preferred")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.legend(loc="lower right")
+    ax.set_title("Reliability of P(a preferred)")
+    centres = [(b.lo + b.hi) / 2 for b in bins]
+    widths = [b.hi - b.lo for b in bins]
+    ax_n.bar(centres, [b.n for b in bins], width=widths, color="#8ab17d", edgecolor="white")
+    for c, b in zip(centres, bins):
+        ax_n.annotate(str(b.n), (c, b.n), ha="center", va="bottom", fontsize=7)
+    from matplotlib.ticker import MaxNLocator
+
+    ax_n.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_n.set_xlabel("predicted P(a)")
+    ax_n.set_ylabel("pairs")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

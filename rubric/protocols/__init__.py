@@ -1,0 +1,73 @@
+"""The neighbouring evaluation protocols: LINKAGE, RAG-QA Arena and LFQA-E.
+
+``templates`` (their prompt templates, ``rubric/prompts/{linkage,arena,lfqa_e}.*.j2``),
+``judges`` (their pairwise templates as judge specs; importing this package registers them
+with ``rubric.judging``), ``linkage`` (prompts, reading the judge, reference lists),
+``linkage_metric``, ``linkage_data``, ``linkage_references``, ``arena``/``arena_data``, ``lfqa_e``
+(statistics and readers), ``report`` (their report tables).
+
+This is the package's public face: other packages import from here, not from its modules.
+"""
+
+from rubric.protocols.templates import (
+    ProtocolTemplate, PROTOCOL_TEMPLATES, PROTOCOL_VERSIONS, LINKAGE_PREFILL, ARENA_THINKING_PREFILL,
+    get_protocol_template, arena_verdict_prefill, ARENA_REASONING_VERSION, pairwise_verdict_probs,
+    parse_pairwise_verdict,
+)
+from rubric.protocols.judges import (
+    PAIRWISE_PROTOCOLS, PROTOCOLS, ProtocolJudgeSpec, protocol_judge, is_protocol_judge,
+    protocol_judge_versions,
+)
+from rubric.protocols.linkage import (
+    MAX_RANK_POSITIONS, WEBGLM_REFERENCE_KEYS, RankScore, expected_rank, parse_rank, rank_score,
+    expected_point_score, parse_point_score, format_reference_list, listwise_prompt, pointwise_prompt,
+    pairwise_prompt, webglm_references, GradedAnswer, ReferenceSplit, graded_reference_split, references_above,
+)
+from rubric.protocols.linkage_metric import (
+    QuestionCorrelation, LinkageCorrelations, question_correlation, linkage_correlations,
+)
+from rubric.protocols.linkage_references import (
+    CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS, N_GENERATED, generated_text, GeneratedReferences,
+    create_references_prompt, parse_generated_references, golden_sha256, generation_key,
+)
+from rubric.protocols.linkage_data import (
+    REFERENCE_SOURCES, LinkageCandidate, LinkageQuestion, LinkageRead, read_linkage,
+)
+from rubric.protocols.arena_data import (
+    REFERENCE_SYSTEM, ANSWER_FIELDS, DEFAULT_OUTCOME_VALUES, ArenaQuestion, ArenaQuestions, SystemAnswer,
+    ArenaAnswers, ArenaPair, ArenaJoin, read_arena_annotations, read_arena_answers, join_arena,
+    to_pair_records,
+)
+from rubric.protocols.arena import (
+    OUTCOMES, WINNERS, ELO_K, ELO_SCALE, ELO_BASE, ELO_INIT, WinRate, win_rates, Battle, battles_against,
+    online_elo, bradley_terry, RatingInterval, rating_intervals, HumanAgreement, human_agreement,
+)
+from rubric.protocols.lfqa_e import (
+    CLASSES, PAIR_TYPES, UNDECIDED_POLICIES, pair_type, ThreeWayMetrics, three_way_metrics, PairTypeBreakdown,
+    breakdown_by_pair_type,
+)
+from rubric.protocols.report import (
+    linkage_results, linkage_table, arena_ratings, arena_tables, lfqa_e_tables, fmt_mean,
+)
+
+__all__ = [
+    "ProtocolTemplate", "PROTOCOL_TEMPLATES", "PROTOCOL_VERSIONS", "LINKAGE_PREFILL",
+    "ARENA_THINKING_PREFILL", "get_protocol_template", "arena_verdict_prefill", "ARENA_REASONING_VERSION",
+    "pairwise_verdict_probs", "parse_pairwise_verdict", "PAIRWISE_PROTOCOLS", "PROTOCOLS",
+    "ProtocolJudgeSpec", "protocol_judge", "is_protocol_judge", "protocol_judge_versions",
+    "MAX_RANK_POSITIONS", "WEBGLM_REFERENCE_KEYS", "RankScore", "expected_rank", "parse_rank", "rank_score",
+    "expected_point_score", "parse_point_score", "format_reference_list", "listwise_prompt",
+    "pointwise_prompt", "pairwise_prompt", "webglm_references", "GradedAnswer", "ReferenceSplit",
+    "graded_reference_split", "references_above", "QuestionCorrelation", "LinkageCorrelations",
+    "question_correlation", "linkage_correlations", "CREATE_REFERENCES_VERSION", "CREATE_REFERENCES_VERSIONS",
+    "N_GENERATED", "generated_text", "GeneratedReferences", "create_references_prompt",
+    "parse_generated_references", "golden_sha256", "generation_key", "REFERENCE_SOURCES", "LinkageCandidate",
+    "LinkageQuestion", "LinkageRead", "read_linkage", "REFERENCE_SYSTEM", "ANSWER_FIELDS",
+    "DEFAULT_OUTCOME_VALUES", "ArenaQuestion", "ArenaQuestions", "SystemAnswer", "ArenaAnswers", "ArenaPair",
+    "ArenaJoin", "read_arena_annotations", "read_arena_answers", "join_arena", "to_pair_records", "OUTCOMES",
+    "WINNERS", "ELO_K", "ELO_SCALE", "ELO_BASE", "ELO_INIT", "WinRate", "win_rates", "Battle",
+    "battles_against", "online_elo", "bradley_terry", "RatingInterval", "rating_intervals", "HumanAgreement",
+    "human_agreement", "CLASSES", "PAIR_TYPES", "UNDECIDED_POLICIES", "pair_type", "ThreeWayMetrics",
+    "three_way_metrics", "PairTypeBreakdown", "breakdown_by_pair_type", "linkage_results", "linkage_table",
+    "arena_ratings", "arena_tables", "lfqa_e_tables", "fmt_mean",
+]

@@ -1,0 +1,64 @@
+"""Rubric scoring: the rubric registry and its pure pieces (no model here).
+
+Versioned rubric specs and their raw ranges (``specs``), rescaling (``rescale``), the
+``Scorer`` protocol and ``Score``/``Provenance`` (``scorer``), G-Eval prompts and score-token
+parsing (``geval``; templates in ``rubric/prompts/``), and the formulas the CPU backends apply
+(``conciseness``, ``grammar``, ``specificity``, ``claims``, ``signals``).
+
+This is the package's public face: other packages import from here, not from its modules.
+"""
+
+from rubric.scoring.rescale import (
+    minmax_1_5, FittedMinMax,
+)
+from rubric.scoring.signals import (
+    LENGTH_WORD_CAP, LENGTH_RAW_MAX, whitespace_words, length_raw, row_cosine,
+)
+from rubric.scoring.specs import (
+    RubricSpec, RUBRICS, DEFAULT_VERSIONS, EXTRA_SIGNALS, PAPER_RUBRICS, resolve_rubrics,
+)
+from rubric.scoring.scorer import (
+    Score, Provenance, Scorer, ScoreSet, check_batch,
+)
+from rubric.scoring.geval import (
+    ChatPrompt, PROMPTS_DIR, PromptTemplate, ParsedScore, Layout, LAYOUTS, DEFAULT_MIN_MASS,
+    DEFAULT_LOG_SCORE_TOL, LFQ_FILTER_VERSION, TEMPLATE_VERSIONS, get_template, lfq_filter_template,
+    normalize_token, fold_token_probs, parse_score, LFQDecision, parse_lfq,
+)
+from rubric.scoring.conciseness import (
+    CONTENT_POS, WORD_LIKE_POS, lexical_density_counts, density_from_counts, lexical_density,
+)
+from rubric.scoring.grammar import (
+    grammar_score, LANGUAGETOOL_COUNTED_ISSUE_TYPES, languagetool_issue_type, count_languagetool_matches,
+    HARPER_KIND_TO_LT_ISSUE_TYPE, HARPER_COUNTED_KINDS, count_harper_lints,
+)
+from rubric.scoring.specificity import (
+    SUBJECTIVEQA_VERSION, GEVAL_VERSION, SUBJECTIVEQA_MODEL, LABELS, format_input, latent_score,
+    ordinal_score_1_5, combine_windows, label_order, window_spans,
+)
+from rubric.scoring.claims import (
+    FACTUALITY_VERSION, EXTRACT_VERSION, VERIFY_VERSION, VERIFY_TERNARY_VERSION, NO_CLAIM_SENTINEL,
+    NO_CLAIMS_REASON, Verdict, TextTemplate, extraction_template, verification_template,
+    factuality_template_hash, sentence_context, extraction_prompts, parse_claims, EXTRACTION_STOP, claim_key,
+    dedupe_claims, format_evidence, verification_prompt, VerdictReading, read_verdict, parse_verdict_text,
+    ClaimScores, factuality_scores, CheckedClaim, claims_to_json, claims_from_json, claims_table,
+)
+
+__all__ = [
+    "minmax_1_5", "FittedMinMax", "LENGTH_WORD_CAP", "LENGTH_RAW_MAX", "whitespace_words", "length_raw",
+    "row_cosine", "RubricSpec", "RUBRICS", "DEFAULT_VERSIONS", "EXTRA_SIGNALS", "PAPER_RUBRICS",
+    "resolve_rubrics", "Score", "Provenance", "Scorer", "ScoreSet", "check_batch", "ChatPrompt",
+    "PROMPTS_DIR", "PromptTemplate", "ParsedScore", "Layout", "LAYOUTS", "DEFAULT_MIN_MASS",
+    "DEFAULT_LOG_SCORE_TOL", "LFQ_FILTER_VERSION", "TEMPLATE_VERSIONS", "get_template", "lfq_filter_template",
+    "normalize_token", "fold_token_probs", "parse_score", "LFQDecision", "parse_lfq", "CONTENT_POS",
+    "WORD_LIKE_POS", "lexical_density_counts", "density_from_counts", "lexical_density", "grammar_score",
+    "LANGUAGETOOL_COUNTED_ISSUE_TYPES", "languagetool_issue_type", "count_languagetool_matches",
+    "HARPER_KIND_TO_LT_ISSUE_TYPE", "HARPER_COUNTED_KINDS", "count_harper_lints", "SUBJECTIVEQA_VERSION",
+    "GEVAL_VERSION", "SUBJECTIVEQA_MODEL", "LABELS", "format_input", "latent_score", "ordinal_score_1_5",
+    "combine_windows", "label_order", "window_spans", "FACTUALITY_VERSION", "EXTRACT_VERSION",
+    "VERIFY_VERSION", "VERIFY_TERNARY_VERSION", "NO_CLAIM_SENTINEL", "NO_CLAIMS_REASON", "Verdict",
+    "TextTemplate", "extraction_template", "verification_template", "factuality_template_hash",
+    "sentence_context", "extraction_prompts", "parse_claims", "EXTRACTION_STOP", "claim_key", "dedupe_claims",
+    "format_evidence", "verification_prompt", "VerdictReading", "read_verdict", "parse_verdict_text",
+    "ClaimScores", "factuality_scores", "CheckedClaim", "claims_to_json", "claims_from_json", "claims_table",
+]

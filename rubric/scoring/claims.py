@@ -1,0 +1,443 @@
+"""Factuality, VeriScore-style: claim-extraction prompts, claim parsing, verdicts and the scores.
+
+Pure: no torch, vLLM, spaCy or network here (``models.factuality`` drives the models,
+``models.evidence`` retrieves evidence).
+
+1. *Extraction.* Each sentence of an answer gets a prompt with the question, up to three previous
+   sentences, the sentence marked ``<SOS> ... <EOS>`` and one following sentence
+   (``factuality.extract.v1``). The model writes one claim per line, or the sentinel
+   ``No verifiable claim.``; ``parse_claims`` reads that, and ``dedupe_claims`` merges claims
+   repeated across the sentences of one answer.
+2. *Verification.* Each claim with its top evidence passages gets a prompt answered by a single
+   token (``factuality.verify.v1``): ``yes`` (supported) or ``no`` (not supported). The engine's
+   ``score_token_probs`` reads the answer without generating text. ``yes``/``no`` rather than
+   ``supported``/``unsupported`` because a candidate must be a single token to be scored, and
+   ``unsupported`` and ``contradicted`` are not (SmolLM2 spells them ``un|supported`` and
+   ``Ġcontradict|ed``), while ``yes``, ``no`` and ``unknown`` are single tokens, with and without
+   a leading space, in every vocabulary we use. The ternary variant
+   (``factuality.verify_ternary.v1``) adds ``unknown`` and reads ``no`` as *contradicted*.
+3. *Scores.* precision = supported / claims; F1@K as in VeriScore (recall = min(supported / K, 1),
+   F1 = 2PR / (P + R), 0 when nothing is supported). An answer without a verifiable claim gets an
+   explicit reason instead of a score.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Literal
+
+from jinja2 import Environment, StrictUndefined, UndefinedError
+
+from rubric.errors import ConfigError
+from rubric.scoring.geval import DEFAULT_MIN_MASS, PROMPTS_DIR, ChatPrompt, PromptTemplate, parse_score
+from rubric.scoring.scorer import Score
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "FACTUALITY_VERSION",
+    "EXTRACT_VERSION",
+    "VERIFY_VERSION",
+    "VERIFY_TERNARY_VERSION",
+    "NO_CLAIM_SENTINEL",
+    "NO_CLAIMS_REASON",
+    "Verdict",
+    "TextTemplate",
+    "extraction_template",
+    "verification_template",
+    "factuality_template_hash",
+    "sentence_context",
+    "extraction_prompts",
+    "parse_claims",
+    "EXTRACTION_STOP",
+    "claim_key",
+    "dedupe_claims",
+    "format_evidence",
+    "verification_prompt",
+    "VerdictReading",
+    "read_verdict",
+    "parse_verdict_text",
+    "ClaimScores",
+    "factuality_scores",
+    "CheckedClaim",
+    "claims_to_json",
+    "claims_from_json",
+    "claims_table",
+]
+
+FACTUALITY_VERSION = "factuality.veriscore.v1"
+EXTRACT_VERSION = "factuality.extract.v1"
+VERIFY_VERSION = "factuality.verify.v1"
+VERIFY_TERNARY_VERSION = "factuality.verify_ternary.v1"
+
+NO_CLAIM_SENTINEL = "No verifiable claim."
+NO_CLAIMS_REASON = "no verifiable claims in the answer"
+
+Verdict = Literal["supported", "unsupported", "contradicted", "unverified"]
+
+_PROMPTS = PROMPTS_DIR
+
+
+# --- templates -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TextTemplate:
+    """A versioned prompt answered with free text (no score tokens), rendered with StrictUndefined."""
+
+    version: str
+    text: str
+    prefill: str = ""
+    fields: tuple[str, ...] = ()
+
+    @property
+    def template_hash(self) -> str:
+        h = hashlib.sha256()
+        for part in (self.version, self.text, self.prefill):
+            h.update(part.encode("utf-8"))
+            h.update(b"\x00")
+        return h.hexdigest()[:12]
+
+    def render(self, **values: str) -> ChatPrompt:
+        """Fill the template; a missing field is an error, never a blank.
+
+        Raises:
+            ConfigError: a field the template needs is missing.
+        """
+        try:
+            user = _env().from_string(self.text).render(**values)
+        except UndefinedError as e:
+            raise ConfigError(f"{self.version} needs fields {list(self.fields)}: {e}") from e
+        return ChatPrompt(user=user, prefill=self.prefill)
+
+
+@cache
+def _env() -> Environment:
+    return Environment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
+
+
+@cache
+def extraction_template() -> TextTemplate:
+    """``factuality.extract.v1``: fields question, previous, sentence, following."""
+    text = (_PROMPTS / f"{EXTRACT_VERSION}.j2").read_text(encoding="utf-8")
+    return TextTemplate(EXTRACT_VERSION, text, fields=("question", "previous", "sentence", "following"))
+
+
+@cache
+def verification_template(ternary: bool = False) -> PromptTemplate:
+    """``factuality.verify.v1`` (yes/no) or ``factuality.verify_ternary.v1`` (yes/no/unknown).
+
+    The value of each score token is its support (yes = 1, otherwise 0), so ``parse_score``'s
+    expected value is P(supported) among the candidates.
+    """
+    version = VERIFY_TERNARY_VERSION if ternary else VERIFY_VERSION
+    tokens = ("yes", "no", "unknown") if ternary else ("yes", "no")
+    values = (1.0, 0.0, 0.0) if ternary else (1.0, 0.0)
+    text = (_PROMPTS / f"{version}.j2").read_text(encoding="utf-8")
+    # The pre-fill ends at the colon so the next token is " yes"/" no" (one BPE token), as for
+    # use_of_examples.yesno.v1.
+    return PromptTemplate(name="factuality", version=version, layout="plain", text=text, prefill="Answer:",
+                          score_tokens=tokens, score_values=values, fields=("claim", "evidence"))
+
+
+def factuality_template_hash(ternary: bool = False) -> str:
+    """One hash over both prompts, for the rubric's provenance column."""
+    h = hashlib.sha256(f"{extraction_template().template_hash}\x00{verification_template(ternary).template_hash}"
+                       .encode())
+    return h.hexdigest()[:12]
+
+
+# --- extraction ----------------------------------------------------------------------------------
+
+def sentence_context(sentences: Sequence[str], i: int, *, n_before: int = 3, n_after: int = 1) -> dict[str, str]:
+    """The template fields for sentence ``i``: up to ``n_before`` previous and ``n_after`` following sentences.
+
+    Raises:
+        ConfigError: ``i`` is out of range or a window size is negative.
+    """
+    if not 0 <= i < len(sentences):
+        raise ConfigError(f"sentence index {i} is out of range for {len(sentences)} sentences")
+    if n_before < 0 or n_after < 0:
+        raise ConfigError(f"'n_before' and 'n_after' must be >= 0, got {n_before}, {n_after}")
+    return {
+        "previous": " ".join(s.strip() for s in sentences[max(0, i - n_before):i]),
+        "sentence": sentences[i].strip(),
+        "following": " ".join(s.strip() for s in sentences[i + 1:i + 1 + n_after]),
+    }
+
+
+def extraction_prompts(question: str, sentences: Sequence[str]) -> list[ChatPrompt]:
+    """One extraction prompt per sentence, in order."""
+    tmpl = extraction_template()
+    return [tmpl.render(question=question.strip(), **sentence_context(sentences, i)) for i in range(len(sentences))]
+
+
+_BULLET = re.compile(r"^(?:[-*+•·‣◦▪–—>]+\s*|\(?\d{1,3}[.):]\s+|\[\d{1,3}\]\s*|#+\s+)")
+_LABEL = re.compile(r"^(?:verifiable\s+)?(?:claim|fact|statement)s?\s*(?:\d{1,3}\s*[:.)-]|[:)])\s*", re.I)
+_QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’", "«": "»", "`": "`"}
+# A line that starts a new prompt section: the model went on writing a new example. Stop there.
+_ECHO_WORDS = ("question", "excerpt", "context", "sentence", "answer", "evidence")
+_ECHO = re.compile(rf"^(?:{'|'.join(_ECHO_WORDS)})\s*:", re.I)
+#: Stop strings for claim extraction: a new line that starts a prompt section ("Question:"...),
+#: where ``parse_claims`` stops reading. Generation may stop there without changing the claims:
+#: the text before a stop string is what greedy decoding produced anyway, and ``parse_claims``
+#: never reads past such a line. Only exact spellings (lower, Title, UPPER case, no space before
+#: the colon) are listed; a variant that is missing only costs tokens, never claims.
+EXTRACTION_STOP: tuple[str, ...] = tuple(f"\n{form}:" for w in _ECHO_WORDS for form in (w, w.title(), w.upper()))
+_META = re.compile(r"^(?:note|explanation|reasoning)\s*:|^(?:sure|certainly|okay|ok)\b[\s,.!]"
+                   r"|^here\s+(?:is|are)\s+(?:the\s+|some\s+|all\s+|my\s+)?(?:verifiable\s+)?(?:claims?|facts?)\b", re.I)
+_SENTINEL = re.compile(r"\bno\s+(?:verifiable|checkable|factual)\s+(?:claims?|facts?|statements?)\b"
+                       r"|^(?:none|n/?a|nothing|no claims?)$", re.I)
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _strip_wrappers(line: str) -> str:
+    prev = None
+    while line != prev:
+        prev = line
+        line = line.strip()
+        line = _BULLET.sub("", line)
+        line = line.strip("*_ \t")  # markdown bold/italics around the whole line
+        if len(line) >= 2 and _QUOTES.get(line[0]) == line[-1]:
+            line = line[1:-1]
+    return line
+
+
+def parse_claims(text: str) -> list[str]:
+    """Claims from one extraction output: one per line, cleaned; [] for the sentinel or junk.
+
+    Bullets (``-``, ``*``, ``•``, ``1.``, ``(2)``, ``[3]``), ``Claim 1:`` labels, markdown emphasis
+    and surrounding quotes are removed; ``<SOS>``/``<EOS>`` markers are dropped; blank lines,
+    headers (a line ending with ``:``), chatter ("Sure, here are...", "Note: ...") and lines with
+    fewer than two words are skipped. A line saying there is no verifiable claim ("No verifiable
+    claim.", "There are no verifiable claims in this sentence", "None") is skipped, other lines
+    are kept. Parsing stops at a line that starts a new prompt section ("Question:"), which is the
+    model writing a new example rather than answering.
+    """
+    if not isinstance(text, str):
+        return []
+    out: list[str] = []
+    for raw in text.replace("\r", "\n").split("\n"):
+        line = raw.replace("<SOS>", "").replace("<EOS>", "").strip()
+        if not line:
+            continue
+        if _ECHO.match(line):
+            break
+        line = _strip_wrappers(_LABEL.sub("", _strip_wrappers(line)))
+        if not line or line.endswith(":") or _META.match(line):
+            continue
+        if _SENTINEL.search(line.rstrip(".!")):
+            continue
+        if len(_WORD.findall(line)) < 2:
+            continue
+        out.append(line)
+    return out
+
+
+def claim_key(claim: str) -> str:
+    """The dedupe key: case-folded, punctuation as spaces, whitespace collapsed."""
+    return " ".join(_WORD.findall(claim.casefold()))
+
+
+def dedupe_claims(claims: Sequence[str]) -> list[int]:
+    """Indices of the first occurrence of each distinct claim (by ``claim_key``), in order."""
+    seen: set[str] = set()
+    keep: list[int] = []
+    for i, c in enumerate(claims):
+        k = claim_key(c)
+        if k and k not in seen:
+            seen.add(k)
+            keep.append(i)
+    return keep
+
+
+# --- verification --------------------------------------------------------------------------------
+
+def _clip(text: str, max_chars: int) -> str:
+    text = " ".join(text.split())
+    if len(text) <= max_chars:
+        return text
+    cut = text[:max_chars].rsplit(" ", 1)[0] or text[:max_chars]
+    return cut + " ..."
+
+
+def format_evidence(passages: Sequence[str], max_chars: int = 1200) -> str:
+    """Passages numbered ``[1] ...``, each clipped at a word boundary to ``max_chars`` characters.
+
+    Raises:
+        ConfigError: ``max_chars`` < 1.
+    """
+    if max_chars < 1:
+        raise ConfigError(f"'max_chars' must be >= 1, got {max_chars}")
+    return "\n\n".join(f"[{i}] {_clip(p, max_chars)}" for i, p in enumerate(passages, 1))
+
+
+def verification_prompt(claim: str, passages: Sequence[str], *, ternary: bool = False,
+                        max_chars: int = 1200) -> ChatPrompt:
+    """The verification prompt for one claim and its evidence passages."""
+    return verification_template(ternary).render(claim=claim.strip(), evidence=format_evidence(passages, max_chars))
+
+
+@dataclass(frozen=True)
+class VerdictReading:
+    """One claim's verdict from the verifier.
+
+    Attributes:
+        verdict: supported, unsupported, contradicted (ternary only), or unverified (no reading).
+        p_supported: P(yes) among the candidate tokens; None when unverified.
+        mass: probability mass on the candidate tokens (confidence).
+        error: why the claim is unverified.
+    """
+
+    verdict: Verdict
+    p_supported: float | None
+    mass: float
+    error: str | None = None
+
+
+def read_verdict(token_probs: Mapping[str, float], *, ternary: bool = False, min_mass: float = DEFAULT_MIN_MASS,
+                 top_k: int | None = None) -> VerdictReading:
+    """Read a verification prompt's answer from the engine's candidate-token probabilities.
+
+    The verdict is the most probable candidate (a tie is not support); ``no`` means unsupported,
+    or contradicted in the ternary prompt, where ``unknown`` means unsupported.
+    """
+    tmpl = verification_template(ternary)
+    parsed = parse_score(token_probs, tmpl, min_mass=min_mass, top_k=top_k)
+    if parsed.error is not None or parsed.value is None:
+        return VerdictReading("unverified", None, parsed.mass, parsed.error or "no verdict")
+    p = parsed.probs
+    best = max(tmpl.score_tokens, key=lambda t: (p[t], t != "yes"))  # ties go against "yes"
+    verdict: Verdict = "supported" if best == "yes" else ("contradicted" if ternary and best == "no" else "unsupported")
+    return VerdictReading(verdict, parsed.value, parsed.mass)
+
+
+_TEXT_VERDICTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bnot\s+(?:be\s+)?supported\b|\bunsupported\b|\bdoes\s+not\s+support\b"), "unsupported"),
+    (re.compile(r"\bno\b|\bfalse\b"), "no"),
+    (re.compile(r"\bcontradict\w*|\brefut\w*"), "contradicted"),
+    (re.compile(r"\bunknown\b|\bunclear\b|\bnot\s+enough\b|\binsufficient\b|\bcannot\s+be\s+(?:determined|verified)\b"
+                r"|\bneither\b"), "unsupported"),
+    (re.compile(r"\bsupported\b|\bsupports\b|\byes\b|\btrue\b"), "supported"),
+)
+
+
+def parse_verdict_text(text: str, *, ternary: bool = False) -> VerdictReading:
+    """A verdict from generated text ("Yes.", "**Unsupported**", "The claim is not supported"), for
+    engines that generate rather than score tokens.
+
+    The earliest verdict word wins; at one position the longer phrase wins ("not supported" over
+    "not"). A bare "no"/"false" means unsupported, or contradicted with ``ternary`` (as the ternary
+    prompt defines it); "contradicted" is unsupported unless ``ternary``.
+    """
+    if not isinstance(text, str):
+        return VerdictReading("unverified", None, 0.0, f"verdict is {type(text).__name__}, not str")
+    low = text.casefold()
+    hits: list[tuple[int, int, str]] = []
+    for pat, kind in _TEXT_VERDICTS:
+        m = pat.search(low)
+        if m:
+            hits.append((m.start(), -(m.end() - m.start()), kind))
+    if not hits:
+        return VerdictReading("unverified", None, 0.0, f"no verdict in {text[:60]!r}")
+    kind = min(hits)[2]
+    if kind == "supported":
+        return VerdictReading("supported", 1.0, 1.0)
+    if ternary and kind in ("no", "contradicted"):
+        return VerdictReading("contradicted", 0.0, 1.0)
+    return VerdictReading("unsupported", 0.0, 1.0)
+
+
+# --- scores --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ClaimScores:
+    """An answer's factuality scores, or why there are none.
+
+    Attributes:
+        precision: supported / claims (the rubric's raw value).
+        recall_at_k: min(supported / K, 1).
+        f1_at_k: 2PR / (P + R); 0 when nothing is supported.
+        error: the reason there is no score (no verifiable claims).
+    """
+
+    precision: float | None
+    recall_at_k: float | None
+    f1_at_k: float | None
+    error: str | None = None
+
+
+def factuality_scores(n_supported: int, n_claims: int, k: int = 10) -> ClaimScores:
+    """Precision and VeriScore's F1@K; zero claims give an explicit reason, never a division by zero.
+
+    Raises:
+        ConfigError: negative counts, more supported than claims, or ``k`` < 1.
+    """
+    if k < 1:
+        raise ConfigError(f"'k' must be >= 1, got {k}")
+    if n_claims < 0 or n_supported < 0 or n_supported > n_claims:
+        raise ConfigError(f"need 0 <= n_supported <= n_claims, got {n_supported} / {n_claims}")
+    if n_claims == 0:
+        return ClaimScores(None, None, None, NO_CLAIMS_REASON)
+    precision = n_supported / n_claims
+    recall = min(n_supported / k, 1.0)
+    f1 = 0.0 if n_supported == 0 else 2 * precision * recall / (precision + recall)
+    return ClaimScores(precision, recall, f1)
+
+
+# --- the claims side table -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CheckedClaim:
+    """One claim of one answer with its evidence and verdict (a row of the claims side table)."""
+
+    claim: str
+    sentence_index: int
+    evidence: str
+    verdict: Verdict
+    p_supported: float | None
+    error: str | None = None
+
+
+def claims_to_json(claims: Sequence[CheckedClaim]) -> str:
+    """Compact JSON of an answer's checked claims (kept in the Score's ``claims`` extra)."""
+    return json.dumps([asdict(c) for c in claims], ensure_ascii=False, separators=(",", ":"))
+
+
+def claims_from_json(text: str | None) -> list[CheckedClaim]:
+    if not text:
+        return []
+    return [CheckedClaim(**d) for d in json.loads(text)]
+
+
+def claims_table(answer_ids: Sequence[str], scores: Sequence[Score]) -> "pa.Table":
+    """The claims side table (one row per claim) from factuality ``Score``s, for ``claims.parquet``.
+
+    Args:
+        answer_ids: the answers' ids, aligned with ``scores``.
+        scores: the factuality scorer's ``Score`` objects (their ``claims`` extra).
+
+    Returns:
+        A ``pyarrow.Table`` with columns answer_id, claim_index, sentence_index, claim, evidence,
+        verdict, p_supported, error (typed even when empty).
+    """
+    import pyarrow as pa
+
+    if len(answer_ids) != len(scores):
+        raise ConfigError(f"{len(answer_ids)} answer ids for {len(scores)} scores")
+    schema = pa.schema([("answer_id", pa.string()), ("claim_index", pa.int32()), ("sentence_index", pa.int32()),
+                        ("claim", pa.string()), ("evidence", pa.string()), ("verdict", pa.string()),
+                        ("p_supported", pa.float64()), ("error", pa.string())])
+    rows = []
+    for aid, s in zip(answer_ids, scores):
+        claims = s.extras.get("claims")
+        for j, c in enumerate(claims_from_json(claims if isinstance(claims, str) else None)):
+            rows.append({"answer_id": aid, "claim_index": j, "sentence_index": c.sentence_index, "claim": c.claim,
+                         "evidence": c.evidence, "verdict": c.verdict, "p_supported": c.p_supported,
+                         "error": c.error})
+    return pa.Table.from_pylist(rows, schema=schema)

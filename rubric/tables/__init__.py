@@ -1,0 +1,41 @@
+"""Feature tables: from raw scores to the answers and pairs tables a model is fitted on.
+
+``assemble`` (the jobs' one assemble step: pairs of all inputs, dedupe, splits, fitted rescaling;
+``assemble_stream``: the same step for a job too large to hold),
+``features`` (the tables and the design matrix), ``provenance`` (per-rubric provenance records
+and their checks), ``style`` (markdown counts, normalised differences, length decorrelation).
+
+This is the package's public face: other packages import from here, not from its modules.
+"""
+
+from rubric.tables.style import (
+    MARKDOWN_RULE, STYLE_COVARIATES, STYLE_META_KEY, markdown_count, normalised_difference, style_record,
+    check_style_record, spearman, length_decorrelation_beta,
+)
+from rubric.tables.provenance import (
+    PROVENANCE_META_KEY, PROVENANCE_INDEX_META_KEY, RECORD_FIELDS, rubric_provenance, check_record,
+    provenance_key, provenance_column, provenance_metadata, table_provenance, table_provenance_index,
+    provenance_differences, table_provenance_problems, require_uniform_provenance,
+)
+from rubric.tables.features import (
+    answers_table, pairs_table, table_rubrics, table_style, concat_feature_tables, DesignMatrix,
+    design_matrix, fit_length_betas, word_count, ASPECT_COLUMN_PREFIX,
+)
+from rubric.tables.assemble import (
+    JobInput, Assembled, combine_inputs, job_splits, fit_rescale, assemble,
+)
+from rubric.tables.assemble_stream import (
+    StreamAssembled, ScoreLookup, MappingScores, assemble_stream,
+)
+
+__all__ = [
+    "MARKDOWN_RULE", "STYLE_COVARIATES", "STYLE_META_KEY", "markdown_count", "normalised_difference",
+    "style_record", "check_style_record", "spearman", "length_decorrelation_beta", "PROVENANCE_META_KEY",
+    "PROVENANCE_INDEX_META_KEY", "RECORD_FIELDS", "rubric_provenance", "check_record", "provenance_key",
+    "provenance_column", "provenance_metadata", "table_provenance", "table_provenance_index",
+    "provenance_differences", "table_provenance_problems", "require_uniform_provenance", "answers_table",
+    "pairs_table", "table_rubrics", "table_style", "concat_feature_tables", "DesignMatrix", "design_matrix",
+    "fit_length_betas", "word_count", "ASPECT_COLUMN_PREFIX", "JobInput", "Assembled", "combine_inputs",
+    "job_splits", "fit_rescale", "assemble", "StreamAssembled", "ScoreLookup", "MappingScores",
+    "assemble_stream",
+]
