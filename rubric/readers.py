@@ -40,7 +40,7 @@ import json
 import logging
 import random
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,7 @@ __all__ = [
     "BLOCK_BYTES",
     "plan_blocks",
     "read_block",
+    "read_item",
 ]
 
 logger = logging.getLogger(__name__)
@@ -578,6 +579,33 @@ def _as_int(value: Any) -> int | None:
         except ValueError:
             return None
     return None
+
+
+def read_item(rec: Any, answer_fields: Sequence[str], *, docs_fields: Sequence[str] = (),
+              max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+              max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS) -> dict[str, Any] | Reject:
+    """One record that is not read from a file (a service request's item), checked field by field
+    exactly as the readers check a row: ``question``, each of ``answer_fields`` (missing, not a
+    string, invalid bytes, empty, no letters, too long), an optional ``reference`` and the
+    optional evidence ``docs_fields``.
+
+    Returns:
+        ``{"question": ..., <answer field>: ..., "reference": str | None, <docs field>: tuple}``, or a
+        :class:`~rubric.records.Reject` (``row`` None) naming the first bad field and why.
+    """
+    _check_max(max_answer_chars, max_question_chars)
+    try:
+        if not isinstance(rec, Mapping):
+            raise _RowError(None, f"item is a JSON {type(rec).__name__}, expected an object")
+        out: dict[str, Any] = {"question": _text(rec, "question", max_question_chars, option="max_question_chars")}
+        for name in answer_fields:
+            out[name] = _text(rec, name, max_answer_chars)
+        out["reference"] = _reference(rec, "reference")
+        for name in docs_fields:
+            out[name] = _docs(rec, name)
+    except _RowError as e:
+        return Reject(row=None, field=e.field, reason=e.reason)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -771,6 +771,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("rubrics", help="list the registered rubric versions")
     r.set_defaults(func=_rubrics)
+
+    from workers.serve import add_serve_command
+
+    add_serve_command(sub)
     return p
 
 
