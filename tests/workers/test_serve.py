@@ -39,6 +39,21 @@ def test_limits_name_the_option_that_raises_them():
         ServiceLimits(max_items=0)
 
 
+def test_items_are_checked_as_the_readers_check_rows():
+    from rubric.records import AnswerItem, PairRecord, Reject, content_id
+    from rubric.service import answer_item, preference_pair
+
+    ok = answer_item({"question": "Why?", "answer": "Because.", "docs": ["a doc", " "], "reference": " "}, LIMITS)
+    assert ok == AnswerItem(content_id("Why?", "Because."), "Why?", "Because.", docs=("a doc",), reference=None)
+    assert answer_item({"question": "Why?", "answer": "x" * 3001}, LIMITS) == Reject(
+        row=None, field="answer", reason="field 'answer' is 3,001 characters long, over the limit of 3,000 "
+                                         "(raise it with --max-answer-chars / max_answer_chars)")
+    pair = preference_pair({"question": "Why?", "answer_a": "Yes.", "answer_b": "No."}, 3, LIMITS)
+    assert isinstance(pair, PairRecord) and (pair.pair_id, pair.row, pair.label) == ("item3", 3, None)
+    bad = preference_pair({"question": "Why?", "answer_a": "Yes.", "answer_b": "\u200b"}, 0, LIMITS)
+    assert bad.field == "answer_b" and "has no letters" in bad.reason
+
+
 # ---------------------------------------------------------------------------------------------
 # One real server for the rest of the module
 # ---------------------------------------------------------------------------------------------
