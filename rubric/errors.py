@@ -8,6 +8,7 @@ __all__ = [
     "RubricError",
     "ConfigError",
     "InputError",
+    "LimitError",
     "UnknownNameError",
     "BackendUnavailableError",
     "EngineError",
@@ -26,6 +27,11 @@ class ConfigError(RubricError, ValueError):
 
 class InputError(RubricError, ValueError):
     """An input file cannot be read at all (a row-level problem becomes a reject instead)."""
+
+
+class LimitError(InputError):
+    """A service request is over one of the service's limits (body size, items per request); the
+    message names the limit and the option that sets it."""
 
 
 class UnknownNameError(RubricError, KeyError):

@@ -777,6 +777,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_report_parser(sub)
     r = sub.add_parser("rubrics", help="list the registered rubric versions")
     r.set_defaults(func=_rubrics)
+
+    from workers.serve import add_serve_command
+
+    add_serve_command(sub)
     return p
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ from rubric.config import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHARS
 from rubric.errors import ConfigError
 from rubric.io.records import LABELS, PairRecord, Reject
 
-__all__ = ["ReadResult", "RowError", "DEFAULT_MAX_ANSWER_CHARS", "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_LABEL_VALUES", "SPLIT_VALUES", "text_field", "check_max_chars", "label_table", "label_key"]
+__all__ = ["ReadResult", "RowError", "DEFAULT_MAX_ANSWER_CHARS", "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_LABEL_VALUES", "SPLIT_VALUES", "text_field", "check_max_chars", "label_table", "label_key", "read_item"]
 
 logger = logging.getLogger(__name__)
 
@@ -285,3 +285,31 @@ def label_key(value: Any) -> str:
     return str(value).strip().lower()
 
 
+
+
+def read_item(rec: Any, answer_fields: Sequence[str], *, docs_fields: Sequence[str] = (),
+              max_answer_chars: int = DEFAULT_MAX_ANSWER_CHARS,
+              max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS) -> dict[str, Any] | Reject:
+    """One record that is not read from a file (a service request's item), checked field by field
+    exactly as the readers check a row: ``question``, each of ``answer_fields`` (missing, not a
+    string, invalid bytes, empty, no letters, too long), an optional ``reference`` and the
+    optional evidence ``docs_fields``.
+
+    Returns:
+        ``{"question": ..., <answer field>: ..., "reference": str | None, <docs field>: tuple}``, or a
+        :class:`~rubric.io.records.Reject` (``row`` None) naming the first bad field and why.
+    """
+    check_max_chars(max_answer_chars, max_question_chars)
+    try:
+        if not isinstance(rec, Mapping):
+            raise RowError(None, f"item is a JSON {type(rec).__name__}, expected an object")
+        out: dict[str, Any] = {"question": text_field(rec, "question", max_question_chars,
+                                                      option="max_question_chars")}
+        for name in answer_fields:
+            out[name] = text_field(rec, name, max_answer_chars)
+        out["reference"] = _reference(rec, "reference")
+        for name in docs_fields:
+            out[name] = _docs(rec, name)
+    except RowError as e:
+        return Reject(row=None, field=e.field, reason=e.reason)
+    return out

@@ -1,0 +1,243 @@
+"""``lfqa-rubric serve``: start (or connect to) Ray, run the service's deployments, wait.
+
+:func:`start_service` is the whole start-up, usable from Python (tests, ``scripts/bench_serve.py``):
+check the backends before anything starts (as the batch job does), load the preference model, start
+a small local Ray or connect to ``address``, start Serve's HTTP proxy on ``host:port`` (loopback
+unless told otherwise) and deploy one :class:`~workers.serve.deployments.RubricScorer` per backend
+plus the ingress. It returns once every replica has loaded its models.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import os
+import shutil
+import signal
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from rubric.config import ScoringConfig
+from rubric.errors import ConfigError
+from rubric.service import ServiceLimits
+from rubric.scoring import RubricSpec, resolve_rubrics
+
+__all__ = ["ServeSettings", "Service", "start_service", "add_serve_command", "TOKEN_ENV", "APP_NAME"]
+
+log = logging.getLogger(__name__)
+
+#: Environment variable read for the bearer token when ``--token`` is not given.
+TOKEN_ENV = "LFQA_RUBRIC_TOKEN"
+APP_NAME = "lfqa-rubric"
+DEFAULT_RUBRICS = "conciseness,coherence"
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """Everything a server is started with.
+
+    Attributes:
+        specs: the rubrics to serve (default: the model's features, else conciseness and coherence).
+        config: the batch job's scoring config (same backends, engine, prompts, batch size).
+        limits: request limits.
+        model_path: a ``model.json`` written by ``lfqa-rubric fit``; enables ``/v1/prefer``.
+        host / port: where Serve's HTTP proxy listens (loopback by default).
+        address: a Ray cluster to connect to; None starts a local Ray.
+        token: bearer token required on every endpoint but ``/healthz``; None for none.
+        replicas: replicas per scorer deployment.
+        replica_cpus: Ray CPUs per scorer replica (fractional: Ray on two cores starves otherwise).
+        batch_wait_s: longest wait for an engine batch to fill.
+        num_cpus: CPUs of a local Ray (None: Ray's default).
+    """
+
+    specs: tuple[RubricSpec, ...]
+    config: ScoringConfig = field(default_factory=ScoringConfig)
+    limits: ServiceLimits = field(default_factory=ServiceLimits)
+    model_path: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    address: str | None = None
+    token: str | None = None
+    replicas: int = 1
+    replica_cpus: float = 0.5
+    batch_wait_s: float = 0.01
+    num_cpus: int | None = None
+
+    def __post_init__(self) -> None:
+        if not self.specs:
+            raise ConfigError("'specs' must name at least one rubric")
+        if self.config.rescale != "declared":
+            raise ConfigError("serve rescales by each rubric's declared range; 'rescale' must be 'declared', "
+                              f"got {self.config.rescale!r}")
+        if not 0 < self.port < 65536:
+            raise ConfigError(f"'port' must be in 1..65535, got {self.port}")
+        if self.replicas < 1:
+            raise ConfigError(f"'replicas' must be >= 1, got {self.replicas}")
+        if not self.replica_cpus > 0:
+            raise ConfigError(f"'replica_cpus' must be > 0, got {self.replica_cpus}")
+        if not 0 <= self.batch_wait_s <= 10:
+            raise ConfigError(f"'batch_wait_s' must be in [0, 10], got {self.batch_wait_s}")
+        if self.token is not None and not self.token.strip():
+            raise ConfigError("'token' must not be empty (leave it out for no token)")
+
+
+@dataclass
+class Service:
+    """A running server: its URL, and :meth:`stop` to shut down what :func:`start_service` started."""
+
+    url: str
+    started_ray: bool
+    temp_dir: str | None
+    groups: list[list[str]]
+
+    def stop(self) -> None:
+        import ray
+        from ray import serve
+
+        serve.shutdown()
+        if self.started_ray:
+            ray.shutdown()
+            if self.temp_dir:
+                shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def _groups(specs: Sequence[RubricSpec]) -> dict[str, list[str]]:
+    """Backend -> its rubric versions: one scorer deployment per backend, as the batch job builds one scorer."""
+    groups: dict[str, list[str]] = {}
+    for s in specs:
+        groups.setdefault(s.backend, []).append(s.version)
+    return groups
+
+
+def start_service(settings: ServeSettings) -> Service:
+    """Start the service and return once it answers.
+
+    Raises:
+        BackendUnavailableError: a backend the rubrics need is missing (before Ray starts).
+        InputError: the model file is missing or damaged.
+        ConfigError: the model uses a rubric the server does not compute.
+    """
+    import ray
+    from ray import serve
+
+    from models.backends import check_backends
+    from workers.store import score_key
+    from workers.serve.deployments import RubricScorer, RubricService
+
+    check_backends(settings.specs, settings.config)
+    model = None
+    if settings.model_path is not None:
+        from rubric.preference import PreferenceModel
+
+        model = PreferenceModel.from_json(settings.model_path)
+        missing = [f for f in model.features_ if f not in {s.name for s in settings.specs}]
+        if missing:
+            raise ConfigError(f"model {settings.model_path} uses rubric(s) {missing} that this server does not "
+                              "compute; add them to --rubrics")
+    started, temp_dir = False, None
+    if not ray.is_initialized():
+        if settings.address is None:
+            from workers.ray_pipeline import init_local_ray
+
+            temp_dir = init_local_ray(num_cpus=settings.num_cpus, object_store_mb=256)
+        else:
+            from workers.logs import ray_logging
+
+            # remote nodes need lfqa-rubric installed (as for `score --ray --address`)
+            ray.init(address=settings.address, **ray_logging(None))
+        started = True
+    try:
+        # the proxy's own end-to-end timeout is a backstop behind the ingress's, which says what happened
+        serve.start(http_options={"host": settings.host, "port": settings.port,
+                                  "request_timeout_s": settings.limits.request_timeout_s + 30})
+        groups = _groups(settings.specs)
+        max_ongoing = max(2 * settings.config.batch_size, 8)
+        scorers = [RubricScorer.options(name=f"scorer-{backend}", num_replicas=settings.replicas,
+                                        max_ongoing_requests=max_ongoing,
+                                        ray_actor_options={"num_cpus": settings.replica_cpus})
+                   .bind(versions, settings.config, settings.batch_wait_s)
+                   for backend, versions in groups.items()]
+        # the score store's key without its input part: every answer this server scores depends on it
+        key = score_key(path="", sha256="", fmt="", options={}, specs=settings.specs, config=settings.config)
+        del key["input"]
+        token_sha = None if settings.token is None else hashlib.sha256(settings.token.strip().encode()).hexdigest()
+        ingress = RubricService.bind(list(groups.values()), settings.limits, model, token_sha, key, *scorers)
+        serve.run(ingress, name=APP_NAME, route_prefix="/")
+    except BaseException:
+        if started:
+            try:
+                serve.shutdown()
+            finally:
+                ray.shutdown()
+                if temp_dir:
+                    shutil.rmtree(temp_dir, ignore_errors=True)
+        raise
+    url = f"http://{settings.host}:{settings.port}"
+    log.info("serving %s on %s (%s)", ", ".join(s.version for s in settings.specs), url,
+             "token required" if settings.token else "no token")
+    return Service(url=url, started_ray=started, temp_dir=temp_dir, groups=list(groups.values()))
+
+
+# --- the command ---------------------------------------------------------------------------------------------
+
+
+def add_serve_command(sub) -> None:
+    """Add ``serve`` to the ``lfqa-rubric`` subcommands (``workers.cli.build_parser``)."""
+    from workers.cli import add_scoring_args
+
+    s = sub.add_parser("serve", help="rubric vectors and preferences over HTTP (Ray Serve; docs/serve.md)")
+    add_scoring_args(s, None)
+    s.add_argument("--model", default=None, help="model JSON from 'lfqa-rubric fit': enables POST /v1/prefer "
+                                                 "(default rubrics: the model's)")
+    s.add_argument("--host", default="127.0.0.1", help="interface to listen on (loopback unless told otherwise)")
+    s.add_argument("--port", type=int, default=8000)
+    s.add_argument("--address", default=None, help="a Ray cluster to connect to (default: start a local Ray)")
+    s.add_argument("--token", default=None,
+                   help=f"bearer token required on every endpoint but /healthz (default: ${TOKEN_ENV}, else none)")
+    s.add_argument("--replicas", type=int, default=1, help="replicas per scorer deployment")
+    s.add_argument("--replica-cpus", type=float, default=0.5, help="Ray CPUs per scorer replica")
+    s.add_argument("--num-cpus", type=int, default=None, help="CPUs of the local Ray (default: all)")
+    s.add_argument("--batch-wait-ms", type=float, default=10.0, help="longest wait for an engine batch to fill")
+    s.add_argument("--max-items", type=int, default=ServiceLimits.max_items, help="items per request")
+    s.add_argument("--max-body-bytes", type=int, default=ServiceLimits.max_body_bytes, help="request body size")
+    s.add_argument("--request-timeout", type=float, default=ServiceLimits.request_timeout_s,
+                   help="seconds before a request is answered 504")
+    s.add_argument("--cache-answers", type=int, default=ServiceLimits.cache_answers,
+                   help="scored answers kept for repeated requests (0: no cache)")
+    s.set_defaults(func=_serve)
+
+
+def settings_from_args(args: argparse.Namespace) -> ServeSettings:
+    """The :class:`ServeSettings` a ``serve`` command line names."""
+    from workers.cli import scoring_config
+
+    rubrics = args.rubrics
+    if rubrics is None and args.model is not None:
+        from rubric.preference import PreferenceModel
+
+        model = PreferenceModel.from_json(args.model)
+        rubrics = [model.provenance[f]["rubric_version"] if model.provenance else f for f in model.features_]
+    limits = ServiceLimits(max_body_bytes=args.max_body_bytes, max_items=args.max_items,
+                           max_answer_chars=args.max_answer_chars, max_question_chars=args.max_question_chars,
+                           request_timeout_s=args.request_timeout, cache_answers=args.cache_answers)
+    return ServeSettings(specs=tuple(resolve_rubrics(rubrics or DEFAULT_RUBRICS)), config=scoring_config(args),
+                         limits=limits, model_path=args.model, host=args.host, port=args.port, address=args.address,
+                         token=args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None,
+                         replicas=args.replicas, replica_cpus=args.replica_cpus, batch_wait_s=args.batch_wait_ms / 1000,
+                         num_cpus=args.num_cpus)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    service = start_service(settings_from_args(args))
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    log.info("listening on %s (POST /v1/score%s; Ctrl-C stops)", service.url, ", /v1/prefer" if args.model else "")
+    try:
+        while not stop.wait(1.0):
+            pass
+    finally:
+        service.stop()
+    return 0
