@@ -222,7 +222,7 @@ def assemble(inputs: Sequence[JobInput], scores: Mapping[str, Mapping[str, Score
         from rubric.claims import claims_table
 
         claims = claims_table([it.answer_id for it in items], columns["factuality"])
-    counts = {
+    counts: dict = {
         "rows_in": sum(c["rows_in"] for c in per_input.values()),
         "rows_ok": sum(c["rows_ok"] for c in per_input.values()),
         "rejected": len(rejects),
@@ -233,6 +233,10 @@ def assemble(inputs: Sequence[JobInput], scores: Mapping[str, Mapping[str, Score
         "errors_by_rubric": {n: sum(1 for sc in col if sc.error is not None) for n, col in columns.items()},
         "per_input": per_input,
     }
+    if "factuality" in columns:
+        from rubric.claims import count_no_claims
+
+        counts["factuality_no_claims"] = count_no_claims(columns["factuality"])
     if counts["rows_in"] != counts["rows_ok"] + counts["rejected"]:
         raise BatchMismatchError(f"row accounting is broken: rows_in={counts['rows_in']}, rows_ok={counts['rows_ok']}, "
                                  f"rejected={counts['rejected']}")
@@ -617,15 +621,17 @@ def _assemble_in_pieces(read_inputs, scores: ScoreLookup, provenance, specs, ans
 
     answer_pieces, claim_pieces = _Pieces(tmp, "answers"), _Pieces(tmp, "claims")
     has_claims = "factuality" in names
+    no_claims = 0
     for part in answers.chunks(chunk):
         items = [it for it, _, _ in part]
         got = scores.get([it.answer_id for it in items])
         answer_pieces.add(table_of(items, got))
         if has_claims:
-            from rubric.claims import claims_table
+            from rubric.claims import claims_table, count_no_claims
 
-            claim_pieces.add(claims_table([it.answer_id for it in items], [got[it.answer_id]["factuality"]
-                                                                           for it in items]))
+            fact = [got[it.answer_id]["factuality"] for it in items]
+            claim_pieces.add(claims_table([it.answer_id for it in items], fact))
+            no_claims += count_no_claims(fact)
     answer_pieces.write(write_answers)
     claim_pieces.write(write_claims)
 
@@ -663,6 +669,8 @@ def _assemble_in_pieces(read_inputs, scores: ScoreLookup, provenance, specs, ans
         "errors_by_rubric": errors,
         "per_input": per_input,
     }
+    if has_claims:  # answers with no verifiable claim, scored 0.0 by factuality.veriscore.v2
+        counts["factuality_no_claims"] = no_claims
     if counts["rows_in"] != counts["rows_ok"] + counts["rejected"]:
         raise BatchMismatchError(f"row accounting is broken: rows_in={counts['rows_in']}, rows_ok={counts['rows_ok']}, "
                                  f"rejected={counts['rejected']}")
