@@ -84,6 +84,9 @@ _add(RubricSpec("completeness", "completeness.geval.v1", "llm", 1.0, 5.0,
                 description="G-Eval-style completeness (1-5), probability-weighted score"))
 _add(RubricSpec("use_of_examples", "use_of_examples.yesno.v1", "llm", 0.0, 1.0, kind="binary",
                 description="P(yes) / (P(yes) + P(no)) that the answer uses a concrete example"))
+_add(RubricSpec("use_of_examples", "use_of_examples.yesno.v2", "llm", 0.0, 1.0, kind="binary",
+                description="the LFQA-HP-1M reference prompt verbatim; 1 when P(yes) > P(no), else 0 (the "
+                            "paper's binary outcome); the soft P(yes) in the p_yes extra"))
 
 _add(RubricSpec("specificity", "specificity.subjectiveqa.v1", "subjectiveqa", 0.0, 1.0, kind="ordinal",
                 description="SubjECTive-QA SPECIFIC classifier: 0.5*p_neutral + p_high over 512-token windows"))
