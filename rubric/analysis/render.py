@@ -169,11 +169,19 @@ def _transitivity(a: Analysis, command: str) -> list[str]:
             "3-cycles / testable triads, question-clustered bootstrap 95% CI. Pointwise scorers are counted the same "
             "way, not assumed to be 0: a decision that also depends on which answer is a (the rubric model's "
             "intercept, \"longer answer wins\" giving equal lengths to a, \"always a\") can cycle.", "",
+            "The paper's rate (its Table 5) has a narrower denominator: a triad whose first two listed comparisons "
+            "(here: its two pairs that come first in the input) were both won by the answer they share is \"not "
+            "testable\" there. Both rates are given, each with its denominator; only the paper's is comparable with "
+            "its 4.7 / 12.2 / 15.3 %.", "",
             "| system | triads | transitive | 3-cycles | not testable: no decision | not testable: tie | "
-            "violation rate [95% CI] |", "|---|---:|---:|---:|---:|---:|---:|"]
+            "violation rate = 3-cycles / testable [95% CI] | testable | shared answer won both listed | "
+            "paper's rate = 3-cycles / paper-testable [95% CI] | paper-testable |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in t.rows:
+        paper = _share(r.violation_paper) if r.violation_paper is not None else "n/a"
         out.append(f"| {r.system} | {r.n_triads} | {r.n_transitive} | {r.n_cycles} | {r.n_untestable_missing} | "
-                   f"{r.n_untestable_tie} | {_share(r.violation)} |")
+                   f"{r.n_untestable_tie} | {_share(r.violation)} | {r.n_testable} | {r.n_shared_wins_both} | "
+                   f"{paper} | {r.n_testable_paper} |")
     return out + [""]
 
 

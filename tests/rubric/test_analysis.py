@@ -189,6 +189,24 @@ def test_transitivity_of_people_and_of_a_system_with_a_position_offset():
     assert math.isnan(people_row.violation.value)
 
 
+def test_the_papers_rate_drops_triads_whose_shared_answer_won_both_listed_comparisons():
+    # one question per triad, listed as the paper's Table 5 lists them: A B, B C, C A
+    specs = [(f"{q}{x}{y}", q, f"{q}{x}", f"{q}{y}", None, 5, 5) for q in ("q1", "q2", "q3", "q4")
+             for x, y in (("A", "B"), ("B", "C"), ("C", "A"))]
+    pairs = pairs_of(specs)
+    verdicts = {"q1": ("a", "a", "a"),   # A, B, C: every answer wins once, a 3-cycle
+                "q2": ("a", "a", "b"),   # A, B, A: transitive, A beats both
+                "q3": ("b", "a", "a"),   # B, B, C: B, shared by A-B and B-C, wins both: not testable (paper)
+                "q4": ("b", "a", None)}  # C-A undecided: not testable in both counts
+    decisions = {f"{q}{x}{y}": d for q, ds in verdicts.items() for (x, y), d in zip((("A", "B"), ("B", "C"), ("C", "A")),
+                                                                                    ds) if d is not None}
+    system = System(name="J", kind="LLM judge", decisions=decisions)
+    (row,) = transitivity(pairs, [system], n_boot=20).rows
+    assert (row.n_testable, row.n_cycles, row.n_shared_wins_both, row.n_testable_paper) == (3, 1, 1, 2)
+    assert row.violation.value == pytest.approx(1 / 3) and row.violation_paper.value == pytest.approx(1 / 2)
+    assert row.violation_paper.n == 2
+
+
 def test_duplicate_pairs_of_the_same_two_answers_count_once():
     specs = [_pair("ab", "qa", "A", "B"), _pair("ba", "qa", "B", "A"), _pair("bc", "qa", "B", "C"),
              _pair("ac", "qa", "A", "C")]
@@ -512,13 +530,15 @@ def test_analyze_cli_end_to_end(outputs, capsys):
     assert "(IN-SAMPLE)" not in text
 
     # Table 5: 4 questions x 4 triads. ab: q8 (first shown always wins) cycles twice, q9 once.
-    assert _line(text, ab + " | 16 |").startswith(f"{ab} | 16 | 13 | 3 | 0 | 0 | 0.188 [")
-    assert _line(text, ba + " | 16 |").startswith(f"{ba} | 16 | 13 | 1 | 2 | 0 | 0.071 [")
+    table5 = text[text.index("## Table 5"):text.index("## Table 6")]
+    assert _line(table5, ab + " | 16 |").startswith(f"{ab} | 16 | 13 | 3 | 0 | 0 | 0.188 [")
+    assert _line(table5, ba + " | 16 |").startswith(f"{ba} | 16 | 13 | 1 | 2 | 0 | 0.071 [")
     # debiased: the orders disagree on two q8 pairs -> ties, which leave all 4 q8 triads untestable
-    assert _line(text, deb + " | 16 |").startswith(f"{deb} | 16 | 9 | 1 | 2 | 4 | 0.100 [")
-    assert _line(text, "| people (the labels) | 16 |").startswith(
-        "| people (the labels) | 16 | 16 | 0 | 0 | 0 | 0.000 [")
-    model_row = _line(text, "| preference model (LR on rubric differences) | 16 |").split(" | ")
+    assert _line(table5, deb + " | 16 |").startswith(f"{deb} | 16 | 9 | 1 | 2 | 4 | 0.100 [")
+    people = _line(table5, "| people (the labels) | 16 |")
+    assert people.startswith("| people (the labels) | 16 | 16 | 0 | 0 | 0 | 0.000 [")
+    assert people.split(" | ")[7] == "16"  # each rate with its denominator
+    model_row = _line(table5, "| preference model (LR on rubric differences) | 16 |").split(" | ")
     assert sum(int(x) for x in model_row[2:6]) == 16
 
     # Table 6: the two orders disagree on q8's 2 pairs, both times for the first-shown answer
