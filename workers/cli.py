@@ -154,7 +154,7 @@ def _fit(args) -> int:
     except ProvenanceError as e:  # the message comes from the table; say which file it is
         raise ProvenanceError(f"{Path(args.outdir) / 'pairs.parquet'}: {e}") from None
     model.to_json(args.out, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
-                  excluded=dm.excluded, n_missing_rows=dm.n_missing_rows)
+                  excluded=dm.excluded, n_missing_rows=dm.n_missing_rows, preset=getattr(args, "preset", None))
     if dm.excluded:
         log.warning("rubrics left out: %s", dm.excluded)
     log.info("fitted on %d %s pairs (%d ties dropped, %d with a missing rubric, %d unlabeled left out; C=%g; "
@@ -505,6 +505,8 @@ def _analyze_command(args) -> str:
     parts += ["--split", args.split, "--n-boot", str(args.n_boot), "--seed", str(args.seed)]
     if args.allow_provenance_mismatch:
         parts.append("--allow-provenance-mismatch")
+    if getattr(args, "preset", None):
+        parts += ["--preset", args.preset]
     return shlex.join([*parts, "--out", args.out])
 
 
@@ -513,7 +515,8 @@ def _analyze(args) -> int:
 
     analysis = analyze(args.inputs, model=args.model, predictions=args.predictions,
                        perturbed=parse_perturbed(args.perturbed), split=args.split, n_boot=args.n_boot,
-                       seed=args.seed, allow_provenance_mismatch=args.allow_provenance_mismatch)
+                       seed=args.seed, allow_provenance_mismatch=args.allow_provenance_mismatch,
+                       preset=getattr(args, "preset", None))
     text = write_analysis(analysis, args.out, command=_analyze_command(args))
     sys.stdout.write(text + "\n")
     log.info("analysis of %d systems on %d %s pairs written to %s", len(analysis.systems),
@@ -575,6 +578,8 @@ def add_protocol_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from workers.presets import add_preset
+
     p = argparse.ArgumentParser(prog="lfqa-rubric", description=__doc__)
     p.add_argument("-v", "--verbose", action="store_true")
     sub = p.add_subparsers(dest="command", required=True)
@@ -600,6 +605,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_ray_arguments(s)
     s.set_defaults(func=_score)
+    add_preset(s, "score")
 
     f = sub.add_parser("fit", help="train the preference model on the train split")
     f.add_argument("outdir")
@@ -624,6 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="replicates of the bootstrap over training questions for the weights' 95%% CIs (0: none)")
     f.add_argument("--seed", type=int, default=0, help="seed of the weight bootstrap")
     f.set_defaults(func=_fit)
+    add_preset(f, "fit")
 
     e = sub.add_parser("evaluate", help="metrics with baselines, as Markdown + PNG")
     e.add_argument("outdir")
@@ -636,6 +643,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(the report lists every difference)")
     e.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     e.set_defaults(func=_evaluate)
+    add_preset(e, "evaluate")
 
     pr = sub.add_parser("predict", help="P(a preferred), the predicted label and per-feature contributions for "
                                         "every pair, labeled or not (Parquet)")
@@ -748,6 +756,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--protocol: run the judge/score step on a Ray pool of one actor (local Ray, or RAY_ADDRESS); "
                         "scripts/run_job.py --protocol sizes the pool")
     j.set_defaults(func=_judge)
+    add_preset(j, "judge")
 
     an = sub.add_parser("analyze", help="the rubric model, LLM judges and baselines on the same pairs: accuracy, "
                                          "transitivity, position and verbosity bias, perturbations (Markdown + PNG)")
@@ -768,6 +777,7 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--allow-provenance-mismatch", action="store_true",
                     help="apply the model even if the table's rubrics were made differently")
     an.set_defaults(func=_analyze)
+    add_preset(an, "analyze")
 
     r = sub.add_parser("rubrics", help="list the registered rubric versions")
     r.set_defaults(func=_rubrics)

@@ -246,7 +246,10 @@ def analysis_markdown(a: Analysis, *, command: str, charts: Mapping[str, str] | 
         charts: chart kind ("position", "verbosity", "perturbation") -> file name beside the report.
     """
     charts = charts or {}
-    out = ["# Judges, rubric model and baselines on the same pairs", "", f"Command: `{command}`", "",
+    from rubric.presets import preset_title
+
+    out = [f"# {preset_title('Judges, rubric model and baselines on the same pairs', a.preset)}", "",
+           f"Command: `{command}`", "",
            f"Split analysed: **{a.split}**" + (" (includes training pairs)" if a.split in ("train", "all") else ""),
            "", "## Inputs", ""]
     out += [f"- {line}" for line in a.inputs] + [""]

@@ -281,7 +281,7 @@ def judge_systems(judgments: pa.Table, *, source: str = "") -> list[System]:
 
 
 def model_systems(model, pairs: pa.Table, *, in_sample: bool, source: str = "",
-                  allow_provenance_mismatch: bool = False) -> list[System]:
+                  allow_provenance_mismatch: bool = False, note: str = "") -> list[System]:
     """The rubric model's decisions on every pair of a pairs table: as fitted and, when the model has
     style covariates, style-controlled.
 
@@ -294,27 +294,30 @@ def model_systems(model, pairs: pa.Table, *, in_sample: bool, source: str = "",
         pairs: the score output's pairs table.
         in_sample: the model was fitted on pairs that may include the analysed ones.
         source: where the table and model were read from.
+        note: what the tables say beside the rows' names (e.g. that the model is transferred).
         allow_provenance_mismatch: as in ``evaluate``.
 
     Raises:
         ProvenanceError: the model's features were made differently from the table's (not allowed).
     """
-    from rubric.evaluate import MODEL_ROW, STYLE_CONTROLLED_ROW, model_inputs
+    from rubric.evaluate import model_inputs
     from rubric.predict import predict_pairs
+    from rubric.presets import model_row_names
 
     pred = predict_pairs(model, pairs, allow_provenance_mismatch=allow_provenance_mismatch)
     pids = pred.column("pair_id").to_pylist()
     got, failed, _ = _decisions(pids, pred.column("predicted").to_pylist(), pred.column("error").to_pylist(),
                                 "no prediction")
-    out = [System(name=MODEL_ROW, kind="rubric model", decisions=got, failures=failed, in_sample=in_sample,
-                  source=source)]
+    name, style_name = model_row_names(model)
+    out = [System(name=name, kind="rubric model", decisions=got, failures=failed, in_sample=in_sample,
+                  source=source, note=note)]
     if model.style_features_:
         dm = model_inputs(model, pairs, keep_unlabeled=True, keep_ties=True)
         sc = model.predict(dm.X, style_controlled=True) if len(dm.y) else []
         sc_got = {str(p): str(d) for p, d in zip(dm.pair_id, sc)}
-        out.append(System(name=STYLE_CONTROLLED_ROW, kind="rubric model", decisions=sc_got,
+        out.append(System(name=style_name, kind="rubric model", decisions=sc_got,
                           failures={p: r for p, r in failed.items() if p not in sc_got}, in_sample=in_sample,
-                          source=source))
+                          source=source, note=note))
     return out
 
 

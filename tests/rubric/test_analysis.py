@@ -525,7 +525,7 @@ def test_analyze_cli_end_to_end(outputs, capsys):
     assert _line(text, ba + " | LLM judge | ").split(" | ")[4].startswith(f"{21 / 23:.4f} [")
     # the encoder says a on all of q11, whose labels are b, a, b, b, a, b
     assert _line(text, "| encoder.modernbert.v1 | predictions | ").split(" | ")[4].startswith(f"{19 / 23:.4f} [")
-    assert _line(text, "| preference model (LR on rubric differences) | rubric model | ")
+    assert _line(text, "| preference model (LR on rubric differences + length covariate) | rubric model | ")
     assert _line(text, "| baseline: longer answer wins | baseline | ")
     assert "(IN-SAMPLE)" not in text
 
@@ -538,7 +538,7 @@ def test_analyze_cli_end_to_end(outputs, capsys):
     people = _line(table5, "| people (the labels) | 16 |")
     assert people.startswith("| people (the labels) | 16 | 16 | 0 | 0 | 0 | 0.000 [")
     assert people.split(" | ")[7] == "16"  # each rate with its denominator
-    model_row = _line(table5, "| preference model (LR on rubric differences) | 16 |").split(" | ")
+    model_row = _line(table5, "| preference model (LR on rubric differences + length covariate) | 16 |").split(" | ")
     assert sum(int(x) for x in model_row[2:6]) == 16
 
     # Table 6: the two orders disagree on q8's 2 pairs, both times for the first-shown answer
@@ -555,7 +555,7 @@ def test_analyze_cli_end_to_end(outputs, capsys):
     # q11: the judge now picks the worse answer on all 6 pairs in both orders
     assert _line(text, ab + " | 23 | 0 / 0 | 6 | ").split(" | ")[4] == f"{19 / 23:.4f} → {13 / 23:.4f}"
     table8 = text[text.index("### Perturbation: typos"):]
-    assert "| preference model (LR on rubric differences) | " in table8
+    assert "| preference model (LR on rubric differences + length covariate) | " in table8
     assert "encoder.modernbert.v1 |" not in table8
 
 
@@ -573,7 +573,7 @@ def test_analyze_labels_in_sample_rows(outputs, capsys):
         (root / "score" / "model.json").unlink()
     assert rc == 0, capsys.readouterr().err
     text = md.read_text()
-    assert _line(text, "| preference model (LR on rubric differences) (IN-SAMPLE) | rubric model | ")
+    assert _line(text, "| preference model (LR on rubric differences + length covariate) (IN-SAMPLE) | rubric model | ")
     assert "| encoder.modernbert.v1 (trained on pairs not recorded here: may be in-sample) | predictions |" in text
     # no judge output: no judge row anywhere, and Table 6 says why
     assert JUDGE not in text
