@@ -38,34 +38,74 @@ def _fixed(preset: Preset, command: str) -> dict[str, object]:
 FIXED: tuple[str, ...] = ("score", "fit", "evaluate", "judge", "analyze")
 
 
+class _Default:
+    """Marks a parser default that was not given: ``--mode logprob`` typed out is a plain str, the
+    untouched default ``logprob`` is a :class:`_DefaultStr`, so a preset can tell the two apart.
+    The marked values behave as the values themselves (a bool default becomes an int 0/1)."""
+
+
+    original: object
+
+
+class _DefaultStr(str, _Default):
+    pass
+
+
+class _DefaultInt(int, _Default):
+    pass
+
+
+class _DefaultFloat(float, _Default):
+    pass
+
+
+def _remembered(value):
+    """``value`` marked as the untouched default (None and other types are left as they are)."""
+    for kind, marked in ((bool, _DefaultInt), (str, _DefaultStr), (int, _DefaultInt), (float, _DefaultFloat)):
+        if isinstance(value, kind):
+            out = marked(value)
+            out.original = value
+            return out
+    return value
+
+
+def _plain(args: argparse.Namespace) -> None:
+    """Every marked default back to the parser's own value (so a handler, a store key or a manifest never
+    sees a marked one)."""
+    for dest, value in vars(args).items():
+        if isinstance(value, _Default):
+            setattr(args, dest, value.original)
+
+
+#: Selections whose default the preset replaces only when the user gave none.
+_SELECTIONS = {"score": "rubrics", "judge": "judges"}
+
+
 def _flag(dest: str) -> str:
     return "--" + dest.replace("_", "-")
 
 
-def apply_preset(args: argparse.Namespace, parser: argparse.ArgumentParser, command: str) -> None:
+def apply_preset(args: argparse.Namespace, command: str) -> None:
     """Set the preset's values on ``args`` (in place), checking what the user gave explicitly.
 
-    A value equal to the parser's default counts as not given.
+    A value the user typed is "given" even when it equals the parser's default (``add_preset`` marks the
+    defaults); a given value other than the preset's is an error.
 
     Raises:
         ConfigError: an explicit value contradicts the preset, or the inputs were not made with it.
     """
     preset = get_preset(args.preset)
     for dest, value in _fixed(preset, command).items():
-        given, default = getattr(args, dest), parser.get_default(dest)
-        if given == value:
-            continue
-        if given != default:
+        given = getattr(args, dest)
+        if not isinstance(given, _Default) and given is not None and given != value:
             raise ConfigError(f"--preset {preset.name} sets {_flag(dest)} {value}; got {given}: drop one of them")
         setattr(args, dest, value)
     if command == "score":
-        default = parser.get_default("rubrics")
-        args.rubrics = preset_rubric_versions(preset, None if args.rubrics == default else args.rubrics)
+        args.rubrics = preset_rubric_versions(preset, None if isinstance(args.rubrics, _Default) else args.rubrics)
     elif command == "judge":
         if getattr(args, "protocol", None) is not None:
             raise ConfigError(f"--preset {preset.name} is for the pairwise judges, not --protocol")
-        default = parser.get_default("judges")
-        args.judges = preset_judges(preset, None if args.judges == default else args.judges)
+        args.judges = preset_judges(preset, None if isinstance(args.judges, _Default) else args.judges)
     elif command == "fit":
         _check_table(preset, Path(args.outdir))
     elif command == "evaluate":
@@ -94,9 +134,10 @@ def _check_model(preset: Preset, model_path: Path) -> None:
                           f"not with --preset {preset.name}")
 
 
-def _run(func, parser: argparse.ArgumentParser, command: str, args: argparse.Namespace) -> int:
+def _run(func, command: str, args: argparse.Namespace) -> int:
     if getattr(args, "preset", None):
-        apply_preset(args, parser, command)
+        apply_preset(args, command)
+    _plain(args)
     return func(args)
 
 
@@ -108,4 +149,6 @@ def add_preset(parser: argparse.ArgumentParser, command: str) -> None:
                         help="run with a named configuration's settings (paper: LFQA-HP-1M's rubric versions and "
                              "prompts, fixed rescaling, no style covariates, vote-mode judges with 3 votes, "
                              "70/15/15 split, fit on train, report on test; docs/paper.md)")
-    parser.set_defaults(func=partial(_run, parser.get_default("func"), parser, command))
+    parser.set_defaults(func=partial(_run, parser.get_default("func"), command))
+    dests = [*_fixed(PRESETS[next(iter(PRESETS))], command), *([_SELECTIONS[command]] if command in _SELECTIONS else [])]
+    parser.set_defaults(**{d: _remembered(parser.get_default(d)) for d in dests})
