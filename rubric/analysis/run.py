@@ -131,7 +131,8 @@ def _check_preset(preset_name: str, inputs: Sequence[str | Path], loaded: "Loade
     if problems:
         raise ConfigError(f"--preset {preset.name}: inputs not made with it: " + "; ".join(problems))
     tag = preset_tag(preset.name)
-    return [replace(s, name=s.name + tag) if s.kind == "LLM judge" else s for s in loaded.systems]
+    return [replace(s, name=s.name + tag, judge=f"{s.judge}{tag}") if s.kind == "LLM judge" else s
+            for s in loaded.systems]
 
 
 def _read_parquet(path: Path) -> pa.Table:

@@ -81,6 +81,8 @@ def _check_reports(out: Path, judge: Path, capsys) -> str:
     assert len(model_and_judges) == 1 + 2 * 3  # the model; plain and rubrics in ab, ba, debiased
     assert all(TAG in r for r in model_and_judges), model_and_judges
     assert len({r.split(" | ")[2] for r in rows}) == 1  # every system on the same number of pairs
+    table6 = text[text.index("## Table 6"):text.index("## Table 7")]
+    assert f"| judge.plain.v1 {TAG} (vote) |" in table6
     return text
 
 
