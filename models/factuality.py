@@ -1,4 +1,4 @@
-"""The VeriScore-style claim checker (``factuality.veriscore.v1``): extract claims, retrieve, verify.
+"""The VeriScore-style claim checker (``factuality.veriscore.v1``/``.v2``): extract claims, retrieve, verify.
 
 Batching: all sentences of all answers in a batch go to the generator in one ``generate`` call, and
 all (claim, evidence) pairs of the batch to the engine in one ``score_token_probs`` call. The
@@ -17,9 +17,22 @@ from models.llm.engine import Engine
 from models.text import load_spacy
 from models.single_spec import SingleSpecScorer
 from rubric.scoring import (
-    EXTRACTION_STOP, FACTUALITY_VERSION, NO_CLAIMS_REASON, CheckedClaim, claims_table, claims_to_json,
-    dedupe_claims, extraction_prompts, factuality_scores, factuality_template_hash, format_evidence,
-    parse_claims, read_verdict, verification_prompt, verification_template,
+    EXTRACTION_STOP,
+    FACTUALITY_V2,
+    FACTUALITY_VERSIONS,
+    NO_CLAIMS_REASON,
+    CheckedClaim,
+    claims_table,
+    claims_to_json,
+    dedupe_claims,
+    extraction_prompts,
+    factuality_scores,
+    factuality_template_hash,
+    format_evidence,
+    parse_claims,
+    read_verdict,
+    verification_prompt,
+    verification_template,
 )
 from rubric.errors import BackendUnavailableError, BatchMismatchError, ConfigError, EngineError
 from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt
@@ -175,12 +188,13 @@ class FactualityScorer(SingleSpecScorer):
     A claim with no evidence is unsupported. A claim the verifier gave no verdict for (no mass on
     yes/no) or whose prompt does not fit the context counts as unsupported too - as in VeriScore,
     where anything not read as "supported" is not - and is counted in ``n_unverified``. An answer
-    gets an error instead of a score when it has no verifiable claim, when no evidence was found
-    for any claim, or when no claim got a verdict. Every row carries its claims with verdicts as a
+    gets an error instead of a score when no evidence was found for any claim, or when no claim got
+    a verdict; with no verifiable claim, ``factuality.veriscore.v2`` scores it 0.0 (the paper's
+    rule, ``n_claims = 0`` in extras) and ``.v1`` gives an error. Every row carries its claims with verdicts as a
     JSON ``claims`` extra; ``claims_table`` turns those into the side table.
 
     Args:
-        specs: exactly one spec, version ``factuality.veriscore.v1``.
+        specs: exactly one spec, version ``factuality.veriscore.v1`` or ``.v2``.
         engine: scores the verification prompts (``score_token_probs``) and counts prompt tokens.
         sentence_splitter: texts -> sentences per text (``SpacySentenceSplitter``).
         evidence: where evidence comes from (``AttachedDocs``, ``BM25Corpus``, ``SerperSearch``).
@@ -203,7 +217,11 @@ class FactualityScorer(SingleSpecScorer):
                  evidence: EvidenceSource, *, generator: TextGenerator | None = None, k: int = 3, f1_k: int = 10,
                  ternary: bool = False, max_claim_tokens: int = 256, max_evidence_chars: int = 1200,
                  min_mass: float = DEFAULT_MIN_MASS) -> None:
-        self._serve(specs, FACTUALITY_VERSION, by_version=True)
+        specs = tuple(specs)
+        if len(specs) != 1 or specs[0].version not in FACTUALITY_VERSIONS:
+            raise ConfigError(f"FactualityScorer serves exactly one of {FACTUALITY_VERSIONS}, "
+                              f"got {[s.version for s in specs]}")
+        self._serve(specs, specs[0].version, by_version=True)
         for name, val, lo in (("k", k, 1), ("f1_k", f1_k, 1), ("max_claim_tokens", max_claim_tokens, 1),
                               ("max_evidence_chars", max_evidence_chars, 50)):
             if val < lo:
@@ -368,6 +386,9 @@ class FactualityScorer(SingleSpecScorer):
         if not checked:
             if w.error is not None and w.error.startswith("evidence retrieval failed"):
                 return Score.failed(w.error, n_claims=0, **base)
+            if self.specs[0].version == FACTUALITY_V2 and w.error is None:
+                # the paper's rule: no verifiable claim -> 0.0 (a sentence skipped for length is not "no claim")
+                return Score.ok(0.0, n_claims=0, n_supported=0, **base)
             return Score.failed(NO_CLAIMS_REASON, n_claims=0, **base)
         n = len(checked)
         counts = {v: sum(1 for c in checked if c.verdict == v)

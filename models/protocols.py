@@ -48,6 +48,23 @@ from rubric.errors import BatchMismatchError, ConfigError
 from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt
 from rubric.judging import ORDERS, JudgeSpec, VerdictProbs, pair_outcome, vote_probs
 from rubric.protocols import (
+    MAX_RANK_POSITIONS,
+    RankScore,
+    expected_point_score,
+    expected_rank,
+    listwise_prompt,
+    pairwise_prompt,
+    parse_point_score,
+    parse_rank,
+    pointwise_prompt,
+    rank_score,
+)
+from rubric.protocols import LinkageCandidate, LinkageQuestion
+from rubric.protocols import (EQ2_TEMPLATE, EQ3_TEMPLATE, LINKAGE_SYSTEM_TEMPLATES, LINKAGE_SYSTEMS,
+                                     PAIRWISE_CANDIDATES, PAIRWISE_REFERENCES, eq3_score, reference_outcome,
+                                     reference_weights)
+from rubric.protocols import ProtocolJudgeSpec, is_protocol_judge
+from rubric.protocols import (
     MAX_RANK_POSITIONS, RankScore, expected_point_score, expected_rank, listwise_prompt, pairwise_prompt,
     parse_point_score, parse_rank, pointwise_prompt, rank_score,
 )
@@ -207,10 +224,9 @@ def protocol_scorer_factory(settings, config) -> ProtocolJudgeScorer:
 # --- LINKAGE -------------------------------------------------------------------------------------
 
 #: LINKAGE's judge-based systems, in table order.
-LINKAGE_SYSTEMS: tuple[str, ...] = ("listwise", "point_no_ref", "point_with_ref", "pairwise")
+
 LINKAGE_MODES: tuple[str, ...] = ("logprob", "parse")
-_TEMPLATE_OF = {"listwise": "linkage.listwise_n.v1", "point_no_ref": "linkage.point_no_ref.v1",
-                "point_with_ref": "linkage.point_with_ref.v1", "pairwise": "linkage.pairwise.v1"}
+_TEMPLATE_OF = LINKAGE_SYSTEM_TEMPLATES
 _DIGITS = tuple(str(i) for i in range(10))
 # every token any LINKAGE prompt's score is read from (one engine call per batch: one candidate set)
 _CANDIDATES = (*_DIGITS, "A", "B", "C", "]", "]]")
@@ -240,15 +256,19 @@ class LinkageScorer:
         mode: ``logprob`` (expected rank / score from the digit distribution after ``[[``) or ``parse``
             (greedy generation, first ``[[k]]``; for generation-only judges).
         min_mass: below this mass on the valid digits a row is an error.
-        max_pairwise_candidates: a question with more candidates gets no pairwise score (the pairs grow
-            quadratically); a row error names the cap.
+        max_pairwise_candidates: a question with more candidates gets no eq. 2 (``pairwise_candidates``)
+            score (the pairs grow quadratically); a row error names the cap. Eq. 3
+            (``pairwise_references``, each candidate against each reference) has no cap.
+        reference_weights: eq. 3's weight of each reference, best first (default 1 each;
+            :mod:`rubric.protocols`).
 
     Raises:
         ConfigError: unknown systems or mode, a setting out of range, or ``parse`` without ``generate``.
     """
 
     def __init__(self, engine: Engine, systems: Sequence[str] = LINKAGE_SYSTEMS, *, mode: str = "logprob",
-                 min_mass: float = DEFAULT_MIN_MASS, max_pairwise_candidates: int = 12) -> None:
+                 min_mass: float = DEFAULT_MIN_MASS, max_pairwise_candidates: int = 12,
+                 reference_weights: Sequence[float] | None = None) -> None:
         systems = tuple(systems)
         unknown = sorted(set(systems) - set(LINKAGE_SYSTEMS))
         if not systems or unknown or len(set(systems)) != len(systems):
@@ -267,6 +287,7 @@ class LinkageScorer:
         self.mode = mode
         self.min_mass = min_mass
         self.max_pairwise_candidates = max_pairwise_candidates
+        self.reference_weights = None if reference_weights is None else tuple(float(w) for w in reference_weights)
         self.last_calls: list[tuple[str, int]] = []
 
     # --- provenance ------------------------------------------------------------------------------
@@ -276,7 +297,10 @@ class LinkageScorer:
         if self.mode == "parse":
             return f"mode=parse;max_tokens={_PARSE_TOKENS}"
         extra = ";ten=after '[[1'" if system.startswith("point") else ""
-        extra += ";pairs=both orders, mean debiased P(win)" if system == "pairwise" else ""
+        extra += ";pairs=both orders, mean debiased P(win)" if system == PAIRWISE_CANDIDATES else ""
+        if system == PAIRWISE_REFERENCES:
+            extra += (";eq3=both orders, sum w*(P(win)-P(lose))/sum w;weights="
+                      + ("1" if self.reference_weights is None else ",".join(f"{w:g}" for w in self.reference_weights)))
         return f"mode=logprob;prefill='[['{extra}"
 
     def provenance(self, system: str) -> Provenance:
@@ -353,34 +377,54 @@ class LinkageScorer:
                                                ChatPrompt(p.user, p.prefill + "1", p.system)))
                 except ConfigError as e:
                     errors[(qi, ci, system)] = f"{_TEMPLATE_OF[system]}: {e}"
-        if "pairwise" in self.systems:
+        if PAIRWISE_CANDIDATES in self.systems:
+            eq2 = PAIRWISE_CANDIDATES
             if len(q.candidates) > self.max_pairwise_candidates:
                 for ci in range(len(q.candidates)):
-                    errors[(qi, ci, "pairwise")] = (f"linkage.pairwise.v1: {len(q.candidates)} candidates, over "
-                                                    f"max_pairwise_candidates={self.max_pairwise_candidates}")
+                    errors[(qi, ci, eq2)] = (f"{EQ2_TEMPLATE}: {len(q.candidates)} candidates, over "
+                                             f"max_pairwise_candidates={self.max_pairwise_candidates}")
             elif len(q.candidates) < 2:
                 for ci in range(len(q.candidates)):
-                    errors[(qi, ci, "pairwise")] = "linkage.pairwise.v1: the question has one candidate"
+                    errors[(qi, ci, eq2)] = f"{EQ2_TEMPLATE}: the question has one candidate"
             else:
                 for i, j in combinations(range(len(q.candidates)), 2):
                     a, b = q.candidates[i].text, q.candidates[j].text
-                    reads.append(_Read(qi, i, "pairwise", "pair", pairwise_prompt(q.question, a, b, prefill=pre),
+                    reads.append(_Read(qi, i, eq2, "pair", pairwise_prompt(q.question, a, b, prefill=pre),
                                        order="ab", other=j))
-                    reads.append(_Read(qi, i, "pairwise", "pair", pairwise_prompt(q.question, b, a, prefill=pre),
+                    reads.append(_Read(qi, i, eq2, "pair", pairwise_prompt(q.question, b, a, prefill=pre),
                                        order="ba", other=j))
+        if PAIRWISE_REFERENCES in self.systems:
+            try:
+                reference_weights(n_refs, self.reference_weights)
+                if not n_refs:
+                    raise ConfigError("the question has no reference answer")
+            except ConfigError as e:
+                for ci in range(len(q.candidates)):
+                    errors[(qi, ci, PAIRWISE_REFERENCES)] = f"{EQ3_TEMPLATE}: {e}"
+                return reads
+            for ci, c in enumerate(q.candidates):
+                for k, ref in enumerate(q.references):  # the candidate shown first (ab), then second (ba)
+                    reads.append(_Read(qi, ci, PAIRWISE_REFERENCES, "ref", pairwise_prompt(
+                        q.question, c.text, ref, prefill=pre, version=EQ3_TEMPLATE), order="ab", other=k))
+                    reads.append(_Read(qi, ci, PAIRWISE_REFERENCES, "ref", pairwise_prompt(
+                        q.question, ref, c.text, prefill=pre, version=EQ3_TEMPLATE), order="ba", other=k))
         return reads
 
     def _assemble(self, qi: int, ci: int, q: LinkageQuestion, reads: list[_Read],
                   errors: dict[tuple[int, int, str], str]) -> dict[str, Score]:
-        mine = [r for r in reads if r.q == qi and (r.cand == ci or (r.system == "pairwise" and r.other == ci))]
+        mine = [r for r in reads if r.q == qi and (r.cand == ci or (r.system == PAIRWISE_CANDIDATES
+                                                                     and r.other == ci))]
         out: dict[str, Score] = {}
         for system in self.systems:
             if (qi, ci, system) in errors:
                 out[system] = Score.failed(errors[(qi, ci, system)], mass=None)
                 continue
             rs = [r for r in mine if r.system == system]
-            if system == "pairwise":
+            if system == PAIRWISE_CANDIDATES:
                 out[system] = self._pairwise(ci, rs, q)
+                continue
+            if system == PAIRWISE_REFERENCES:
+                out[system] = self._against_references(rs, q)
                 continue
             if any(r.result is None for r in rs):
                 out[system] = Score.failed(f"{_TEMPLATE_OF[system]}: no engine result", mass=None)
@@ -403,31 +447,51 @@ class LinkageScorer:
 
     def _pairwise(self, ci: int, rs: list[_Read], q: LinkageQuestion) -> Score:
         """Mean order-debiased P(candidate ci wins) over its opponents (a tie counts half)."""
-        spec = get_protocol_template("linkage.pairwise.v1")
+        spec = get_protocol_template(EQ2_TEMPLATE)
         by_pair: dict[tuple[int, int], dict[str, Any]] = {}
         for r in rs:
             by_pair.setdefault((r.cand, r.other), {})[r.order] = r.result
         wins: list[float] = []
         for (i, j), res in sorted(by_pair.items()):
             if set(res) != set(ORDERS) or any(v is None for v in res.values()):
-                return Score.failed("linkage.pairwise.v1: a pair's prompt has no engine result", mass=None)
-            if self.mode == "logprob":
-                ab = pairwise_verdict_probs(res["ab"], spec, min_mass=self.min_mass, top_k=self.engine.top_k)
-                ba = pairwise_verdict_probs(res["ba"], spec, min_mass=self.min_mass, top_k=self.engine.top_k)
-            else:
-                ab = vote_probs([parse_pairwise_verdict(res["ab"], spec)], tie=True)
-                ba = vote_probs([parse_pairwise_verdict(res["ba"], spec)], tie=True)
-            o = pair_outcome(ab, ba, tie=True)
+                return Score.failed(f"{EQ2_TEMPLATE}: a pair's prompt has no engine result", mass=None)
+            o = pair_outcome(*self._verdicts(res, spec), tie=True)
             if o.p_a_debiased is None:
-                return Score.failed(f"linkage.pairwise.v1 against candidate {j if i == ci else i}: {o.error}",
+                return Score.failed(f"{EQ2_TEMPLATE} against candidate {j if i == ci else i}: {o.error}",
                                     mass=None)
             # unconditional win share with the tie as half a win, averaged over the two orders
             pt = ((o.p_tie_ab or 0.0) + (o.p_tie_ba or 0.0)) / 2.0
             p_first = (1.0 - pt) * o.p_a_debiased + 0.5 * pt
             wins.append(p_first if i == ci else 1.0 - p_first)
         if not wins:
-            return Score.failed("linkage.pairwise.v1: no opponent", mass=None)
+            return Score.failed(f"{EQ2_TEMPLATE}: no opponent", mass=None)
         return Score.ok(sum(wins) / len(wins), mass=None, n_opponents=len(wins))
+
+    def _verdicts(self, res: dict[str, Any], spec) -> tuple[Any, Any]:
+        if self.mode == "logprob":
+            return (pairwise_verdict_probs(res["ab"], spec, min_mass=self.min_mass, top_k=self.engine.top_k),
+                    pairwise_verdict_probs(res["ba"], spec, min_mass=self.min_mass, top_k=self.engine.top_k))
+        return (vote_probs([parse_pairwise_verdict(res["ab"], spec)], tie=True),
+                vote_probs([parse_pairwise_verdict(res["ba"], spec)], tie=True))
+
+    def _against_references(self, rs: list[_Read], q: LinkageQuestion) -> Score:
+        """Eq. 3: the weighted mean over the references of P(candidate better) - P(reference better)."""
+        spec = get_protocol_template(EQ3_TEMPLATE)
+        by_ref: dict[int, dict[str, Any]] = {}
+        for r in rs:
+            by_ref.setdefault(r.other, {})[r.order] = r.result
+        outcomes = []
+        for k in range(len(q.references)):
+            res = by_ref.get(k, {})
+            if set(res) != set(ORDERS) or any(v is None for v in res.values()):
+                return Score.failed(f"{EQ3_TEMPLATE} against reference {k + 1}: no engine result", mass=None)
+            o = pair_outcome(*self._verdicts(res, spec), tie=True)
+            if o.p_a_debiased is None:
+                return Score.failed(f"{EQ3_TEMPLATE} against reference {k + 1}: {o.error}", mass=None)
+            outcomes.append(reference_outcome(o.p_a_debiased, o.p_tie_ab, o.p_tie_ba))
+        weights = reference_weights(len(outcomes), self.reference_weights)
+        return Score.ok(eq3_score(outcomes, weights), mass=None, n_references=len(outcomes),
+                        n_won=sum(1 for f in outcomes if f > 0), n_lost=sum(1 for f in outcomes if f < 0))
 
     def _call(self, method: str, fn, n: int) -> list:
         return engine_call(self.engine, self.last_calls, method, fn, n)

@@ -4,13 +4,13 @@ response rows, built from the same functions as the batch job's tables.
 A request body is ``{"items": [...]}``. Request-level problems raise: a body or an item list over a
 limit raises :class:`~rubric.errors.LimitError` (the service answers 413), a body that is not such an
 object raises :class:`~rubric.errors.InputError` (422). An item is checked exactly as the readers
-check a row (:func:`rubric.readers.read_item`: empty answer, no letters, too long, wrong type, ...);
-a bad item becomes a :class:`~rubric.records.Reject` and is answered with its reason while the other
+check a row (:func:`rubric.io.read_item`: empty answer, no letters, too long, wrong type, ...);
+a bad item becomes a :class:`~rubric.io.Reject` and is answered with its reason while the other
 items are scored.
 
-Scores are laid out by :func:`rubric.features.answers_table` (declared-range rescaling, provenance
-records) and preferences by :func:`rubric.predict.predict_pairs` over
-:func:`rubric.features.pairs_table`: the numbers the service returns are those ``score`` and
+Scores are laid out by :func:`rubric.tables.answers_table` (declared-range rescaling, provenance
+records) and preferences by :func:`rubric.preference.predict_pairs` over
+:func:`rubric.tables.pairs_table`: the numbers the service returns are those ``score`` and
 ``predict`` write for the same answers.
 """
 
@@ -175,7 +175,7 @@ def prefer_rows(model, pairs: Sequence[PairRecord], items: Sequence[AnswerItem],
     Args:
         model: a fitted :class:`rubric.preference.PreferenceModel`.
         pairs: the request's valid pairs.
-        items: their unique answers (``rubric.records.explode(pairs)``), scored in ``scores``.
+        items: their unique answers (``rubric.io.explode(pairs)``), scored in ``scores``.
 
     Raises:
         ProvenanceError: the server's rubrics are made differently from the model's.

@@ -58,7 +58,9 @@ _NOTES = {
     "listwise": "LINKAGE listwise: -expected rank among the references (linkage.listwise_n.v1)",
     "point_no_ref": "pointwise 0-10, no references (linkage.point_no_ref.v1)",
     "point_with_ref": "pointwise 0-10, with the references (linkage.point_with_ref.v1)",
-    "pairwise": "pairwise win/lose/tie: mean debiased P(win) vs the other candidates (linkage.pairwise.v1)",
+    "pairwise_candidates": "pairwise, eq. 2: mean debiased P(win) vs the other candidates (linkage.pairwise.v1)",
+    "pairwise_references": "pairwise, eq. 3: mean of P(win) - P(lose) vs each reference, both orders "
+                           "(linkage.pairwise_reference.v1)",
     "rouge1": "ROUGE-1 F1 vs the best reference (rouge-score)",
     "rougeL": "ROUGE-L F1 vs the best reference (rouge-score)",
     "minilm_ref": "cosine of all-MiniLM-L6-v2 embeddings, answer vs best reference",
@@ -87,12 +89,14 @@ class LinkageSettings:
 
         from rubric.protocols import get_protocol_template
 
-        all_systems = ("listwise", "point_no_ref", "point_with_ref", "pairwise")
+        from rubric.protocols import LINKAGE_SYSTEM_TEMPLATES, LINKAGE_SYSTEMS, OLD_SYSTEM_NAMES
+
+        all_systems = LINKAGE_SYSTEMS
         if systems is None:
             systems = all_systems
         if isinstance(systems, str):
             systems = [s.strip() for s in systems.split(",") if s.strip()]
-        systems = tuple(systems)
+        systems = tuple(OLD_SYSTEM_NAMES.get(s, s) for s in systems)
         unknown = sorted(set(systems) - set(all_systems))
         if not systems or unknown:
             raise ConfigError(f"unknown LINKAGE system(s) {unknown or '(none given)'}; known: {', '.join(all_systems)}")
@@ -112,9 +116,7 @@ class LinkageSettings:
             raise ConfigError(f"'reference_template' {reference_template!r} applies to references='generated'")
         self.references, self.reference_max_tokens = references, reference_max_tokens
         self.reference_template = reference_template
-        names = {"listwise": "linkage.listwise_n.v1", "point_no_ref": "linkage.point_no_ref.v1",
-                 "point_with_ref": "linkage.point_with_ref.v1", "pairwise": "linkage.pairwise.v1"}
-        self.templates = {s: get_protocol_template(names[s]).template_hash for s in systems}
+        self.templates = {s: get_protocol_template(LINKAGE_SYSTEM_TEMPLATES[s]).template_hash for s in systems}
 
     def key(self) -> dict:
         key = {"systems": list(self.systems), "mode": self.mode, "templates": self.templates,

@@ -127,10 +127,13 @@ class LLMRubricScorer:
         if jobs:
             probs = self._run([j.prompt for j in jobs])
             for job, p in zip(jobs, probs):
-                parsed = parse_score(p, self._templates[job.rubric], min_mass=self.min_mass, top_k=self.engine.top_k)
+                tmpl = self._templates[job.rubric]
+                parsed = parse_score(p, tmpl, min_mass=self.min_mass, top_k=self.engine.top_k)
                 trunc = job.item in truncated_items
                 if parsed.error is None:
-                    results[job.item][job.rubric] = Score.ok(parsed.value, confidence=parsed.mass, truncated=trunc)
+                    soft = {} if tmpl.decision_extra is None else {tmpl.decision_extra: parsed.expected}
+                    results[job.item][job.rubric] = Score.ok(parsed.value, confidence=parsed.mass, truncated=trunc,
+                                                             **soft)
                 else:
                     results[job.item][job.rubric] = Score.failed(parsed.error, confidence=parsed.mass, truncated=trunc)
         return [{name: r[name] for name in self._templates} for r in results]

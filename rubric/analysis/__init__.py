@@ -28,6 +28,19 @@ from rubric.analysis.systems import (ALWAYS_A, LONGER_WINS, PEOPLE, PairSet, Sys
 from rubric.analysis.transitivity import Transitivity, TransitivityRow, Triad, classify_triad, find_triads, transitivity
 from rubric.analysis.verbosity import Verbosity, VerbosityRow, bias_direction, verbosity_bias
 
+from rubric.analysis.linkage import (
+    LINKAGE_FILE, LINKAGE_COLUMNS,
+)
+from rubric.analysis.run import (
+    ENCODER_PREDICTIONS_FILE,
+)
+from rubric.analysis.systems import (
+    KINDS, UNDECIDED, ORDER_NAMES,
+)
+from rubric.analysis.transitivity import (
+    shared_answer_wins_both,
+)
+
 __all__ = ["PairSet", "System", "judge_systems", "model_systems", "predictions_systems", "baseline_systems",
            "people_system", "LONGER_WINS", "ALWAYS_A", "PEOPLE",
            "Comparison", "Undecided", "labelled_pairs", "common_pairs", "compare_systems",
@@ -38,4 +51,4 @@ __all__ = ["PairSet", "System", "judge_systems", "model_systems", "predictions_s
            "LinkageRun", "LinkageScope", "linkage_run", "read_linkage_rows",
            "CLASSES", "MetricDelta", "ab_metrics", "metric_row", "paired_metric_deltas",
            "Analysis", "LoadedInputs", "load_inputs", "parse_perturbed", "analyze",
-           "analysis_markdown", "plot_position", "plot_verbosity", "plot_perturbations", "write_analysis"]
+           "analysis_markdown", "plot_position", "plot_verbosity", "plot_perturbations", "write_analysis", 'LINKAGE_FILE', 'LINKAGE_COLUMNS', 'ENCODER_PREDICTIONS_FILE', 'KINDS', 'UNDECIDED', 'ORDER_NAMES', 'shared_answer_wins_both']

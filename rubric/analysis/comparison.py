@@ -1,9 +1,13 @@
 """Table 4: every system's accuracy, precision, recall and F1 on the same pairs.
 
-The pairs compared are those of the analysed split that people labelled "a" or "b" and that every
-system decided: a pair one judge failed on (an error, no decision, never judged) is dropped for every
-system, so no system is scored on easier pairs than another. How many pairs each system cost, and
-why, is part of the result.
+The pairs compared are those of the analysed split that people labelled "a" or "b" and that no
+system failed on: a pair one system has no verdict for (an error, never given) is dropped for every
+system, so no system is scored on easier pairs than another. A pair a system judged without picking
+a side (an order-debiased P(a) of exactly 0.5, see :mod:`rubric.analysis.systems`) is *kept* and is
+a miss for that system: dropping it would leave only the pairs every judge is order-consistent on,
+an easier subset, and in vote mode (3 votes at temperature 0, the paper's protocol) a judge that
+follows the position on a pair would remove that pair from every system's row. How many pairs each
+system cost, how many it left undecided, and why, is part of the result.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,13 +38,17 @@ class Undecided:
 
     Attributes:
         system: the system's name.
-        n: how many.
+        n: how many it failed on (an error, never given): left out for every system.
         reasons: reason -> count, most frequent first.
+        n_undecided: how many it judged without a decision: kept, each a miss.
+        undecided_reasons: reason -> count for those.
     """
 
     system: str
     n: int
     reasons: dict[str, int]
+    n_undecided: int = 0
+    undecided_reasons: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -52,11 +60,11 @@ class Comparison:
         n_labelled: of those, labelled "a" or "b" (the candidates).
         n_tie_labels: labelled "tie": left out, as ``evaluate`` leaves them out.
         n_unlabeled: without a label: left out.
-        pair_ids: the compared pairs (labelled, decided by every system), in the split's order.
+        pair_ids: the compared pairs (labelled, failed by no system), in the split's order.
         n_questions: their distinct questions.
         systems: the systems, in the order of ``rows``.
         rows: each system's metrics on ``pair_ids`` with question-clustered bootstrap CIs.
-        undecided: for each system, the labelled pairs it did not decide and why.
+        undecided: for each system, the labelled pairs it failed on or left undecided, and why.
     """
 
     n_pairs_split: int
@@ -71,7 +79,7 @@ class Comparison:
 
     @property
     def n_dropped(self) -> int:
-        """Labelled pairs left out because at least one system did not decide them."""
+        """Labelled pairs left out because at least one system failed on them."""
         return self.n_labelled - len(self.pair_ids)
 
 
@@ -80,38 +88,49 @@ def labelled_pairs(pairs: PairSet) -> PairSet:
     return pairs.take(np.array([lab in ("a", "b") for lab in pairs.label], dtype=bool))
 
 
+def _short(why: str) -> str:
+    return why if len(why) <= _REASON_CHARS else why[:_REASON_CHARS] + "..."
+
+
 def common_pairs(pairs: PairSet, systems: Sequence[System]) -> tuple[PairSet, list[Undecided]]:
-    """The pairs every system decided, and what each system cost.
+    """The pairs no system failed on, and what each system cost.
 
     Args:
         pairs: candidate pairs.
         systems: the systems.
 
     Returns:
-        The pairs decided by all, in ``pairs``' order; and per system, the candidates it did not decide
-        with their reasons.
+        The pairs with a verdict (a decision or undecided) from all, in ``pairs``' order; and per
+        system, the candidates it failed on and those of the kept pairs it left undecided, with reasons.
     """
     keep = np.ones(len(pairs), dtype=bool)
-    undecided = []
+    for s in systems:
+        keep &= np.array([s.why_not(pid) is None for pid in pairs.pair_id], dtype=bool)
+    out = []
     for s in systems:
         reasons: Counter = Counter()
+        unsure: Counter = Counter()
         for i, pid in enumerate(pairs.pair_id):
             why = s.why_not(pid)
             if why is not None:
-                keep[i] = False
-                reasons[why if len(why) <= _REASON_CHARS else why[:_REASON_CHARS] + "..."] += 1
-        undecided.append(Undecided(system=s.name, n=sum(reasons.values()), reasons=dict(reasons.most_common())))
+                reasons[_short(why)] += 1
+            elif keep[i] and pid in s.undecided:
+                unsure[_short(s.undecided[pid])] += 1
+        out.append(Undecided(system=s.name, n=sum(reasons.values()), reasons=dict(reasons.most_common()),
+                             n_undecided=sum(unsure.values()), undecided_reasons=dict(unsure.most_common())))
         if reasons:
             log.info("%s did not decide %d of %d pairs: %s", s.name, sum(reasons.values()), len(pairs),
                      "; ".join(f"{r} ({n})" for r, n in reasons.most_common(3)))
-    return pairs.take(keep), undecided
+        if unsure:
+            log.info("%s left %d compared pairs undecided (each counted as a miss)", s.name, sum(unsure.values()))
+    return pairs.take(keep), out
 
 
 def compare_systems(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 1000, seed: int = 0) -> Comparison:
-    """Accuracy, macro precision, recall and F1 of every system on the labelled pairs all of them decided.
+    """Accuracy, macro precision, recall and F1 of every system on the labelled pairs none of them failed on.
 
     The metrics are :func:`rubric.analysis.stats.metric_row`'s: macro averages over the people's classes
-    a and b, where a system's "tie" is a miss.
+    a and b, where a system's "tie" and an undecided verdict are misses.
 
     Args:
         pairs: the analysed split's pairs.
@@ -120,7 +139,7 @@ def compare_systems(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 
         seed: their seed.
 
     Returns:
-        The comparison; with no pair decided by all, every row has n = 0 and nan values.
+        The comparison; with no pair left, every row has n = 0 and nan values.
 
     Raises:
         ConfigError: two systems have the same name.
@@ -134,7 +153,7 @@ def compare_systems(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 
     candidates = labelled_pairs(pairs)
     common, undecided = common_pairs(candidates, systems)
     pids = [str(p) for p in common.pair_id]
-    rows = [metric_row(s.name, list(common.label), list(s.decided(pids)), groups=common.question_id, n_boot=n_boot,
+    rows = [metric_row(s.name, list(common.label), list(s.verdicts(pids)), groups=common.question_id, n_boot=n_boot,
                        seed=seed) for s in systems]
     return Comparison(n_pairs_split=len(pairs), n_labelled=len(candidates), n_tie_labels=labels.count("tie"),
                       n_unlabeled=sum(1 for lab in labels if lab is None), pair_ids=tuple(pids),

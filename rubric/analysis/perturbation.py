@@ -1,8 +1,9 @@
 """Robustness (the paper's Table 8): the same systems on perturbed copies of the same pairs.
 
 A perturbed set keeps each pair's id and label and changes its answers' text (synonym swaps,
-character edits). Each system present on both sides is scored on the labelled pairs that every such
-system decided on both sides, and the change (perturbed - original) of accuracy, precision, recall
+character edits). Each system present on both sides is scored on the labelled pairs that no such
+system failed on, on either side (an error, never given); a pair a system judged without a decision
+stays in and is a miss (see :mod:`rubric.analysis.comparison`), and the change (perturbed - original) of accuracy, precision, recall
 and F1 comes with a paired question-clustered CI, as an absolute difference and relative to the
 original value (the paper reports the relative one, in %).
 """
@@ -33,11 +34,14 @@ class PerturbationRow:
         system: its name (as the tables show it).
         deltas: metric -> original (``base``), perturbed (``other``), their difference and CIs.
         n_changed: compared pairs whose decision differs between the two sides.
+        n_undecided_original / n_undecided_perturbed: compared pairs it left undecided (misses) on each side.
     """
 
     system: str
     deltas: dict[str, MetricDelta]
     n_changed: int
+    n_undecided_original: int = 0
+    n_undecided_perturbed: int = 0
 
 
 @dataclass(frozen=True)
@@ -47,7 +51,7 @@ class Perturbation:
     Attributes:
         name: the perturbation's name (e.g. "textfooler").
         rows: one per system present on both sides.
-        n: compared pairs (labelled, present in both sets, decided on both sides by every system).
+        n: compared pairs (labelled, present in both sets, failed by no system on either side).
         n_questions: their questions.
         n_labelled: labelled original pairs.
         n_in_perturbed: of those, present in the perturbed set.
@@ -101,16 +105,19 @@ def perturbation_deltas(name: str, original: PairSet, perturbed: PairSet, system
     keep = in_p.copy()
     pids = [str(p) for p in cand.pair_id]
     for o, p in matched:
-        keep &= np.array([x is not None for x in o.decided(pids)], dtype=bool)
-        keep &= np.array([x is not None for x in p.decided(pids)], dtype=bool)
+        keep &= np.array([x is not None for x in o.verdicts(pids)], dtype=bool)
+        keep &= np.array([x is not None for x in p.verdicts(pids)], dtype=bool)
     common = cand.take(keep)
     cpids = [str(p) for p in common.pair_id]
     rows = []
     for o, p in matched:
-        d_o, d_p = o.decided(cpids), p.decided(cpids)
+        d_o, d_p = o.verdicts(cpids), p.verdicts(cpids)
         deltas = paired_metric_deltas(common.label.astype(str), d_o, d_p, groups=common.question_id, n_boot=n_boot,
                                       seed=seed)
-        rows.append(PerturbationRow(system=o.label, deltas=deltas, n_changed=int((d_o != d_p).sum())))
+        rows.append(PerturbationRow(system=o.label, deltas=deltas, n_changed=int((d_o != d_p).sum()),
+                                    n_undecided_original=sum(q in o.undecided and q not in o.decisions for q in cpids),
+                                    n_undecided_perturbed=sum(q in p.undecided and q not in p.decisions
+                                                              for q in cpids)))
     return Perturbation(name=name, rows=rows, n=len(common), n_questions=len(set(common.question_id)),
                         n_labelled=len(cand), n_in_perturbed=int(in_p.sum()), only_original=only_original,
                         only_perturbed=only_perturbed)

@@ -59,30 +59,42 @@ def _comparison(a: Analysis, command: str) -> list[str]:
     c = a.comparison
     out = [f"## Table 4: agreement with people on the same pairs ({a.split} split)", ""]
     out += _size_line(command, len(c.pair_ids), c.n_questions,
-                      f"labelled a or b in the {a.split} split and decided by every system")
+                      f"labelled a or b in the {a.split} split, failed by no system; every row on these same pairs")
     out += ["Accuracy, and precision, recall and F1 macro-averaged over the people's two classes (a, b); "
             "question-clustered bootstrap 95% CI in brackets. A system's \"tie\" counts as a miss, not as a class "
-            "of its own.", "",
-            "| system | kind | " + " | ".join(_METRIC_NAMES[m] for m in METRICS) + " |",
-            "|---|---|" + "---:|" * len(METRICS)]
+            "of its own; so does a pair it judged without a decision (undecided: e.g. an order-debiased P(a) of "
+            "exactly 0.5), which stays in every row.", "",
+            "| system | kind | n | undecided (misses) | " + " | ".join(_METRIC_NAMES[m] for m in METRICS) + " |",
+            "|---|---|---:|---:|" + "---:|" * len(METRICS)]
+    unsure = {u.system: u.n_undecided for u in c.undecided}
     for s, r in zip(c.systems, c.rows):
         cells = [_with_ci(r.values[m], r.ci[m]) for m in METRICS]
-        out.append(f"| {s.label} | {s.kind} | " + " | ".join(cells) + " |")
+        out.append(f"| {s.label} | {s.kind} | {r.n} | {unsure.get(s.name, 0)} | " + " | ".join(cells) + " |")
     out += ["", "### Pairs compared and pairs left out", "",
             f"- pairs in the {a.split} split: {c.n_pairs_split}; labelled a or b: {c.n_labelled}; labelled tie: "
             f"{c.n_tie_labels} (left out, as `evaluate` leaves them out); unlabeled: {c.n_unlabeled} (left out)",
-            f"- labelled pairs decided by every system: {len(c.pair_ids)}; left out for every system because some "
-            f"system did not decide them: {c.n_dropped}", ""]
-    missing = [u for u in c.undecided if u.n]
-    if missing:
-        out += ["| system | labelled pairs it did not decide | why (pairs) |", "|---|---:|---|"]
-        for u in missing:
-            why = "; ".join(f"{r} ({n})" for r, n in list(u.reasons.items())[:3])
-            more = f"; {len(u.reasons) - 3} other reason(s)" if len(u.reasons) > 3 else ""
-            out.append(f"| {u.system} | {u.n} | {why.replace('|', '/')}{more} |")
-    else:
-        out.append("Every system decided every labelled pair.")
+            f"- labelled pairs compared (no system failed on them): {len(c.pair_ids)}; left out for every system "
+            f"because some system failed on them (an error, or never given): {c.n_dropped}", ""]
+    _undecided_table(out, c.undecided)
     return out + [""]
+
+
+def _undecided_table(out: list[str], undecided) -> None:
+    """Per system: the labelled pairs it failed on (left out for all) and those it left undecided (misses)."""
+    rows = [u for u in undecided if u.n or u.n_undecided]
+    if not rows:
+        out.append("Every system decided every labelled pair.")
+        return
+    out += ["| system | failed on (left out for every system) | why | undecided (kept, each a miss) | why |",
+            "|---|---:|---|---:|---|"]
+
+    def why(reasons: dict[str, int]) -> str:
+        text = "; ".join(f"{r} ({n})" for r, n in list(reasons.items())[:3])
+        more = f"; {len(reasons) - 3} other reason(s)" if len(reasons) > 3 else ""
+        return (text + more).replace("|", "/") or "-"
+
+    for u in rows:
+        out.append(f"| {u.system} | {u.n} | {why(u.reasons)} | {u.n_undecided} | {why(u.undecided_reasons)} |")
 
 
 def _linkage(a: Analysis, command: str) -> list[str]:
@@ -157,11 +169,19 @@ def _transitivity(a: Analysis, command: str) -> list[str]:
             "3-cycles / testable triads, question-clustered bootstrap 95% CI. Pointwise scorers are counted the same "
             "way, not assumed to be 0: a decision that also depends on which answer is a (the rubric model's "
             "intercept, \"longer answer wins\" giving equal lengths to a, \"always a\") can cycle.", "",
+            "The paper's rate (its Table 5) has a narrower denominator: a triad whose first two listed comparisons "
+            "(here: its two pairs that come first in the input) were both won by the answer they share is \"not "
+            "testable\" there. Both rates are given, each with its denominator; only the paper's is comparable with "
+            "its 4.7 / 12.2 / 15.3 %.", "",
             "| system | triads | transitive | 3-cycles | not testable: no decision | not testable: tie | "
-            "violation rate [95% CI] |", "|---|---:|---:|---:|---:|---:|---:|"]
+            "violation rate = 3-cycles / testable [95% CI] | testable | shared answer won both listed | "
+            "paper's rate = 3-cycles / paper-testable [95% CI] | paper-testable |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in t.rows:
+        paper = _share(r.violation_paper) if r.violation_paper is not None else "n/a"
         out.append(f"| {r.system} | {r.n_triads} | {r.n_transitive} | {r.n_cycles} | {r.n_untestable_missing} | "
-                   f"{r.n_untestable_tie} | {_share(r.violation)} |")
+                   f"{r.n_untestable_tie} | {_share(r.violation)} | {r.n_testable} | {r.n_shared_wins_both} | "
+                   f"{paper} | {r.n_testable_paper} |")
     return out + [""]
 
 
@@ -169,17 +189,19 @@ def _verbosity(a: Analysis, command: str, chart: str | None) -> list[str]:
     v: Verbosity = a.verbosity
     c = a.comparison
     out = ["## Table 7: verbosity (disagreements with people, by which answer was longer)", ""]
-    out += _size_line(command, len(c.pair_ids), c.n_questions, "Table 4's pairs")
+    out += _size_line(command, len(c.pair_ids), c.n_questions, "Table 4's pairs, the same for every row")
     out += ["Among each system's disagreements with people: people chose the shorter answer and the system the "
             "longer (short → long), or the opposite (long → short); answers of equal length and the system's ties "
-            "apart. The share of short → long among the directed disagreements has a question-clustered bootstrap "
+            "apart, and the pairs it left undecided (a miss with no side; Table 4 counts them too). The share of "
+            "short → long among the directed disagreements has a question-clustered bootstrap "
             "95% CI; the direction is \"long-biased\" when the whole CI is above 0.5, \"short-biased\" when below.", "",
             "| system | n pairs | disagreements | people shorter → system longer | people longer → system shorter | "
-            "equal length | system said tie | share short → long [95% CI] | direction |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+            "equal length | system said tie | undecided | share short → long [95% CI] | direction |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in v.rows:
         out.append(f"| {r.system} | {r.n} | {r.n_disagreements} | {r.short_to_long} | {r.long_to_short} | "
-                   f"{r.equal_length} | {r.system_tie} | {_share(r.share_short_to_long)} | {r.direction} |")
+                   f"{r.equal_length} | {r.system_tie} | {r.undecided} | {_share(r.share_short_to_long)} | "
+                   f"{r.direction} |")
     out += ["", f"Reference: on these pairs with answers of unequal length, people chose the longer answer in "
             f"{_share(v.people_longer)} of {v.people_longer.n} pairs.", ""]
     if chart:
@@ -189,8 +211,8 @@ def _verbosity(a: Analysis, command: str, chart: str | None) -> list[str]:
 
 def _perturbation(p: Perturbation, command: str) -> list[str]:
     out = [f"### Perturbation: {p.name}", ""]
-    out += _size_line(command, p.n, p.n_questions, "labelled a or b, in both sets, decided on both sides by every "
-                                                   "system below")
+    out += _size_line(command, p.n, p.n_questions, "labelled a or b, in both sets, failed on neither side by any "
+                                                   "system below; every row on these same pairs")
     out += [f"Labelled original pairs: {p.n_labelled}; of those in the perturbed set: {p.n_in_perturbed}."]
     if p.only_original:
         out += [f"Not evaluated on the perturbed set (left out): {', '.join(p.only_original)}."]
@@ -198,12 +220,14 @@ def _perturbation(p: Perturbation, command: str) -> list[str]:
         out += [f"Only on the perturbed set (left out): {', '.join(p.only_perturbed)}."]
     out += ["", "Δ = perturbed - original on the same pairs; paired question-clustered bootstrap 95% CI in brackets.",
             "",
-            "| system | decisions changed | accuracy original → perturbed | "
+            "An undecided verdict (no side) is a miss, counted per side.", "",
+            "| system | n | undecided original / perturbed | decisions changed | accuracy original → perturbed | "
             + " | ".join(f"Δ {_METRIC_NAMES[m]}" for m in METRICS) + " |",
-            "|---|---:|---:|" + "---:|" * len(METRICS)]
+            "|---|---:|---:|---:|---:|" + "---:|" * len(METRICS)]
     for r in p.rows:
         acc = r.deltas["accuracy"]
-        out.append(f"| {r.system} | {r.n_changed} | {_num(acc.base)} → {_num(acc.other)} | "
+        out.append(f"| {r.system} | {p.n} | {r.n_undecided_original} / {r.n_undecided_perturbed} | {r.n_changed} | "
+                   f"{_num(acc.base)} → {_num(acc.other)} | "
                    + " | ".join(_with_ci(r.deltas[m].delta, r.deltas[m].ci, "+.4f", "+.3f") for m in METRICS) + " |")
     out += ["", "Relative change (the paper's Table 8 Δ%): (perturbed - original) / original.", "",
             "| system | " + " | ".join(f"Δ% {_METRIC_NAMES[m]}" for m in METRICS) + " |",
@@ -222,7 +246,10 @@ def analysis_markdown(a: Analysis, *, command: str, charts: Mapping[str, str] | 
         charts: chart kind ("position", "verbosity", "perturbation") -> file name beside the report.
     """
     charts = charts or {}
-    out = ["# Judges, rubric model and baselines on the same pairs", "", f"Command: `{command}`", "",
+    from rubric.presets import preset_title
+
+    out = [f"# {preset_title('Judges, rubric model and baselines on the same pairs', a.preset)}", "",
+           f"Command: `{command}`", "",
            f"Split analysed: **{a.split}**" + (" (includes training pairs)" if a.split in ("train", "all") else ""),
            "", "## Inputs", ""]
     out += [f"- {line}" for line in a.inputs] + [""]

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,6 +36,7 @@ from rubric.analysis.systems import KINDS, PairSet, System, baseline_systems, ju
 from rubric.analysis.transitivity import Transitivity, transitivity
 from rubric.analysis.verbosity import Verbosity, verbosity_bias
 from rubric.errors import ConfigError, InputError
+from rubric.preference import sample_status
 from rubric.judging import JUDGMENTS_FILE, check_both_orders, read_judgments
 
 __all__ = ["ENCODER_PREDICTIONS_FILE", "LoadedInputs", "Analysis", "load_inputs", "parse_perturbed", "analyze"]
@@ -83,6 +84,7 @@ class Analysis:
         verbosity: Table 7 (on Table 4's pairs).
         perturbations: Table 8, one per perturbed set.
         linkage: one per LINKAGE output given.
+        preset: the configuration every configurable input was checked to come from (``--preset``), or None.
     """
 
     split: str
@@ -95,6 +97,44 @@ class Analysis:
     verbosity: Verbosity
     perturbations: list[Perturbation]
     linkage: list[LinkageRun] = field(default_factory=list)
+    preset: str | None = None
+
+
+def _check_preset(preset_name: str, inputs: Sequence[str | Path], loaded: "LoadedInputs") -> list[System]:
+    """Refuse inputs the preset did not make; return the systems with judge rows named after it.
+
+    Raises:
+        ConfigError: the rubric model was fitted without the preset, or a judge output ran other settings
+            (read from its ``manifest.json``) or has no manifest to tell.
+    """
+    import json
+
+    from rubric.preference import PreferenceModel
+    from rubric.judging import resolve_judges
+    from rubric.presets import get_preset, judge_settings_problems, model_preset, preset_tag
+
+    preset = get_preset(preset_name)
+    problems = []
+    if loaded.model_path is not None:
+        got = model_preset(PreferenceModel.from_json(loaded.model_path))
+        if got != preset.name:
+            problems.append(f"{loaded.model_path} was fitted {'with --preset ' + got if got else 'without a preset'}")
+    for given in inputs:
+        path = Path(given)
+        if not (path.is_dir() and (path / JUDGMENTS_FILE).is_file()):
+            continue
+        try:
+            settings = json.loads((path / "manifest.json").read_text()).get("settings", {})
+        except (OSError, ValueError, AttributeError) as e:
+            problems.append(f"{path}: no readable manifest.json to tell how its judges ran ({e})")
+            continue
+        allowed = {s.version for s in resolve_judges(",".join(preset.judges), tie=preset.tie)}
+        problems += [f"{path}: {p}" for p in judge_settings_problems(preset, settings, allowed)]
+    if problems:
+        raise ConfigError(f"--preset {preset.name}: inputs not made with it: " + "; ".join(problems))
+    tag = preset_tag(preset.name)
+    return [replace(s, name=s.name + tag, judge=f"{s.judge}{tag}") if s.kind == "LLM judge" else s
+            for s in loaded.systems]
 
 
 def _read_parquet(path: Path) -> pa.Table:
@@ -104,12 +144,6 @@ def _read_parquet(path: Path) -> pa.Table:
         return pq.read_table(path)
     except Exception as e:  # pyarrow raises several types for a damaged file
         raise InputError(f"cannot read {path} (damaged or not Parquet): {e}") from None
-
-
-def _model_in_sample(model, split: str) -> bool:
-    fitted_on = model.metadata_.get("split") if isinstance(model.metadata_, dict) else None
-    fitted_on = fitted_on if isinstance(fitted_on, str) else "train"
-    return split == "all" or fitted_on in ("all", split)
 
 
 def load_inputs(paths: Sequence[str | Path], *, model: str | Path | None = None, predictions: Sequence[str | Path] = (),
@@ -167,13 +201,14 @@ def load_inputs(paths: Sequence[str | Path], *, model: str | Path | None = None,
                     raise ConfigError("several score outputs bring a rubric model: analyse one score output at a time")
                 used_model = model_path
                 m = PreferenceModel.from_json(model_path)
-                in_sample = _model_in_sample(m, split)
-                got = model_systems(m, table, in_sample=in_sample, source=str(model_path),
-                                    allow_provenance_mismatch=allow_provenance_mismatch)
+                sample = sample_status(m, table, split)
+                got = model_systems(m, table, in_sample=sample.in_sample, source=str(model_path),
+                                    allow_provenance_mismatch=allow_provenance_mismatch,
+                                    note="transferred: fitted on another pairs table" if sample.kind == "transferred"
+                                    else "")
                 systems += got
-                described.append(f"{path}: pairs table ({table.num_rows} pairs); rubric model {model_path} (fitted "
-                                 f"on the {m.metadata_.get('split', 'train')!s} split"
-                                 + (", so IN-SAMPLE here" if in_sample else "") + ")")
+                described.append(f"{path}: pairs table ({table.num_rows} pairs); rubric model {model_path} "
+                                 f"({sample.note})")
             else:
                 described.append(f"{path}: pairs table ({table.num_rows} pairs); no model.json, so no rubric model")
         if (path / JUDGMENTS_FILE).is_file():
@@ -232,7 +267,7 @@ def _table_order(systems: Sequence[System]) -> list[System]:
 
 def analyze(inputs: Sequence[str | Path], *, model: str | Path | None = None, predictions: Sequence[str | Path] = (),
             perturbed: dict[str, Sequence[str | Path]] | None = None, split: str = "test", n_boot: int = 1000,
-            seed: int = 0, allow_provenance_mismatch: bool = False) -> Analysis:
+            seed: int = 0, allow_provenance_mismatch: bool = False, preset: str | None = None) -> Analysis:
     """Tables 4-8 for every system the inputs give, on the analysed split.
 
     Args:
@@ -245,9 +280,12 @@ def analyze(inputs: Sequence[str | Path], *, model: str | Path | None = None, pr
         n_boot: bootstrap replicates for every CI.
         seed: their seed.
         allow_provenance_mismatch: apply the model even when its features were made differently.
+        preset: a preset name: the model and the judge outputs must have been made with it (checked),
+            and the judge rows and the report's title name it.
 
     Raises:
-        ConfigError: the split has no pairs, or an input problem (see :func:`load_inputs`).
+        ConfigError: the split has no pairs, an input was not made with ``preset``, or an input problem
+            (see :func:`load_inputs`).
         InputError: see :func:`load_inputs`.
     """
     loaded = load_inputs(inputs, model=model, predictions=predictions, split=split,
@@ -257,7 +295,8 @@ def analyze(inputs: Sequence[str | Path], *, model: str | Path | None = None, pr
     pairs = loaded.pairs.in_split(split)
     if not len(pairs):
         raise ConfigError(f"the inputs have no pairs in the {split!r} split")
-    systems = _table_order(loaded.systems) + baseline_systems(pairs)
+    given = _check_preset(preset, inputs, loaded) if preset else loaded.systems
+    systems = _table_order(given) + baseline_systems(pairs)
     comparison = compare_systems(pairs, systems, n_boot=n_boot, seed=seed)
     judges: dict[str, dict[str, System]] = {}
     for s in systems:
@@ -273,7 +312,8 @@ def analyze(inputs: Sequence[str | Path], *, model: str | Path | None = None, pr
         p_loaded = load_inputs(paths, model=loaded.model_path, split=split,
                                allow_provenance_mismatch=allow_provenance_mismatch)
         p_pairs = p_loaded.pairs.in_split(split)
-        p_systems = _table_order(p_loaded.systems) + baseline_systems(p_pairs)
+        p_given = _check_preset(preset, paths, p_loaded) if preset else p_loaded.systems
+        p_systems = _table_order(p_given) + baseline_systems(p_pairs)
         perturbations.append(perturbation_deltas(name, pairs, p_pairs, systems, p_systems, n_boot=n_boot, seed=seed))
         described += [f"perturbed set {name!r}: {line}" for line in p_loaded.described]
     split_questions = {str(q) for q in pairs.question_id}
@@ -281,4 +321,4 @@ def analyze(inputs: Sequence[str | Path], *, model: str | Path | None = None, pr
                for source, rows in loaded.linkage]
     return Analysis(split=split, pairs=pairs, systems=systems, inputs=described, comparison=comparison,
                     position=position, transitivity=trans, verbosity=verbosity, perturbations=perturbations,
-                    linkage=linkage)
+                    linkage=linkage, preset=preset)

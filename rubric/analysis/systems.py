@@ -6,6 +6,13 @@ the answers' lengths (verbosity). A :class:`System` is anything that picked a si
 pairs: an LLM judge in one presentation order, the rubric model, a predictions file, a baseline, or
 the people who labelled the pairs. It records a decision for the pairs it decided and, for those it
 was given but could not decide, why (an error, no decision); a pair it was never given has neither.
+
+Two kinds of "no decision" are kept apart. A *failure* (an error, a pair never given) is missing
+data: Tables 4, 7 and 8 leave such a pair out for every system, so no system is scored on easier
+pairs. An *undecided* verdict is an outcome: the system judged the pair and did not pick a side (a
+judge whose order-debiased P(a) is exactly 0.5, i.e. whose verdict only followed the position).
+Dropping those would keep only the pairs every judge is order-consistent on, an easier subset, so
+an undecided verdict stays in the compared pairs and counts as a miss, like a "tie".
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from rubric.errors import ConfigError
 from rubric.judging import DECISIONS, PAIR_COLUMNS
 from rubric.preference import always_a, longer_answer_wins
 
-__all__ = ["PairSet", "System", "KINDS", "ORDER_NAMES", "judge_systems", "model_systems", "predictions_systems",
+__all__ = ["PairSet", "System", "KINDS", "UNDECIDED", "ORDER_NAMES", "judge_systems", "model_systems", "predictions_systems",
            "baseline_systems", "people_system", "LONGER_WINS", "ALWAYS_A", "PEOPLE"]
 
 log = logging.getLogger(__name__)
@@ -33,6 +40,9 @@ KINDS: tuple[str, ...] = ("rubric model", "LLM judge", "predictions", "baseline"
 #: A judge's three systems: each presentation order and their mean.
 ORDER_NAMES: dict[str, str] = {"ab": "order ab (as given)", "ba": "order ba (swapped)",
                                "debiased": "debiased (mean of both orders)"}
+
+#: The value :meth:`System.verdicts` gives an undecided pair: scored like "tie", a miss.
+UNDECIDED = "tie"
 
 LONGER_WINS = "baseline: longer answer wins"
 ALWAYS_A = "baseline: always a"
@@ -146,7 +156,10 @@ class System:
         name: the name the tables show (unique within an analysis).
         kind: one of :data:`KINDS`.
         decisions: pair id -> "a", "b" or "tie", in the input's labelling, for the pairs it decided.
-        failures: pair id -> why there is no decision, for pairs it was given but did not decide.
+        failures: pair id -> why there is no decision, for pairs it was given but failed on (an error);
+            the tables leave these pairs out for every system.
+        undecided: pair id -> why, for pairs it judged without picking a side (e.g. a debiased
+            P(a) of exactly 0.5); the tables keep these pairs and count them as a miss.
         judge: for an LLM judge, its versioned name; else None.
         mode: for an LLM judge, "logprob" or "vote"; else None.
         order: for an LLM judge, "ab", "ba" or "debiased"; else None.
@@ -160,6 +173,7 @@ class System:
     kind: str
     decisions: Mapping[str, str]
     failures: Mapping[str, str] = field(default_factory=dict)
+    undecided: Mapping[str, str] = field(default_factory=dict)
     judge: str | None = None
     mode: str | None = None
     order: str | None = None
@@ -178,9 +192,16 @@ class System:
         """The decision for each pair id (None where it has none), as an object array."""
         return np.array([self.decisions.get(p) for p in pair_ids], dtype=object)
 
+    def verdicts(self, pair_ids: Iterable[str]) -> np.ndarray:
+        """The decision for each pair id, :data:`UNDECIDED` where it judged the pair without a decision,
+        None where it failed or was never given the pair (an object array)."""
+        return np.array([self.decisions.get(p, UNDECIDED if p in self.undecided else None) for p in pair_ids],
+                        dtype=object)
+
     def why_not(self, pair_id: str) -> str | None:
-        """Why this system has no decision for a pair; None when it has one."""
-        if pair_id in self.decisions:
+        """Why this system has no verdict for a pair (an error, never given); None when it has a decision
+        or judged the pair undecided (a miss, see :attr:`undecided`)."""
+        if pair_id in self.decisions or pair_id in self.undecided:
             return None
         return self.failures.get(pair_id, "not in its input" + (f" ({self.source})" if self.source else ""))
 
@@ -192,26 +213,29 @@ class System:
         return f"{self.name}{mark}{note}"
 
 
-def _decisions(pair_ids: Sequence[str], decisions: Sequence, errors: Sequence | None,
-               none_reason: str) -> tuple[dict[str, str], dict[str, str]]:
-    """Split rows into decisions and failures: an error wins over a decision; no decision is a failure."""
-    got, failed = {}, {}
+def _decisions(pair_ids: Sequence[str], decisions: Sequence, errors: Sequence | None, none_reason: str, *,
+               none_is_undecided: bool = False) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """Split rows into decisions, failures and undecided verdicts: an error wins over a decision; no
+    decision without an error is undecided (``none_is_undecided``) or else a failure."""
+    got, failed, undecided = {}, {}, {}
     for i, (pid, d) in enumerate(zip(pair_ids, decisions)):
         err = errors[i] if errors is not None else None
         if err is not None:
             failed[pid] = f"error: {err}"
         elif d is None:
-            failed[pid] = none_reason
+            (undecided if none_is_undecided else failed)[pid] = none_reason
         else:
             got[pid] = d
-    return got, failed
+    return got, failed, undecided
 
 
 def judge_systems(judgments: pa.Table, *, source: str = "") -> list[System]:
     """Three systems per judge of a judgments table: order ab, order ba, and debiased.
 
     The debiased decision (``decision_debiased``) needs both orders: when either row of a pair has an
-    error, the pair is a failure of the debiased system, with that error.
+    error, the pair is a failure of the debiased system, with that error. A pair judged in both orders
+    without a debiased decision (P(a) = 0.5 without a tie option: the verdict followed the position)
+    is undecided, a miss; so is an order's row with neither a decision nor an error.
 
     Args:
         judgments: a validated judgments table (:func:`rubric.judging.judgments.validate_judgments`).
@@ -229,11 +253,11 @@ def judge_systems(judgments: pa.Table, *, source: str = "") -> list[System]:
     for judge, rows in judges.items():
         modes = sorted({cols["mode"][i] for i in rows})
         mode = "/".join(modes)
-        per_order: dict[str, tuple[dict, dict]] = {}
+        per_order: dict[str, tuple[dict, dict, dict]] = {}
         for order in ("ab", "ba"):
             idx = [i for i in rows if cols["order"][i] == order]
             per_order[order] = _decisions([cols["pair_id"][i] for i in idx], [cols["decision"][i] for i in idx],
-                                          [cols["error"][i] for i in idx], "no decision")
+                                          [cols["error"][i] for i in idx], "no decision", none_is_undecided=True)
         deb, deb_failed = {}, {}
         for i in rows:
             pid = cols["pair_id"][i]
@@ -243,19 +267,21 @@ def judge_systems(judgments: pa.Table, *, source: str = "") -> list[System]:
                 deb[pid] = cols["decision_debiased"][i]
         for pid in deb_failed:
             deb.pop(pid, None)
+        deb_undecided = {}
         for i in rows:
             pid = cols["pair_id"][i]
             if pid not in deb and pid not in deb_failed:
-                deb_failed[pid] = "no debiased decision"
-        per_order["debiased"] = (deb, deb_failed)
-        for order, (got, failed) in per_order.items():
+                deb_undecided[pid] = "no debiased decision (P(a) = 0.5 over both orders)"
+        per_order["debiased"] = (deb, deb_failed, deb_undecided)
+        for order, (got, failed, undecided) in per_order.items():
             out.append(System(name=f"{judge} ({mode}), {ORDER_NAMES[order]}", kind="LLM judge", decisions=got,
-                              failures=failed, judge=judge, mode=mode, order=order, source=source))
+                              failures=failed, undecided=undecided, judge=judge, mode=mode, order=order,
+                              source=source))
     return out
 
 
 def model_systems(model, pairs: pa.Table, *, in_sample: bool, source: str = "",
-                  allow_provenance_mismatch: bool = False) -> list[System]:
+                  allow_provenance_mismatch: bool = False, note: str = "") -> list[System]:
     """The rubric model's decisions on every pair of a pairs table: as fitted and, when the model has
     style covariates, style-controlled.
 
@@ -268,27 +294,29 @@ def model_systems(model, pairs: pa.Table, *, in_sample: bool, source: str = "",
         pairs: the score output's pairs table.
         in_sample: the model was fitted on pairs that may include the analysed ones.
         source: where the table and model were read from.
+        note: what the tables say beside the rows' names (e.g. that the model is transferred).
         allow_provenance_mismatch: as in ``evaluate``.
 
     Raises:
         ProvenanceError: the model's features were made differently from the table's (not allowed).
     """
-    from rubric.preference import MODEL_ROW, STYLE_CONTROLLED_ROW, model_inputs
+    from rubric.preference import model_inputs, model_row_names
     from rubric.preference import predict_pairs
 
     pred = predict_pairs(model, pairs, allow_provenance_mismatch=allow_provenance_mismatch)
     pids = pred.column("pair_id").to_pylist()
-    got, failed = _decisions(pids, pred.column("predicted").to_pylist(), pred.column("error").to_pylist(),
-                             "no prediction")
-    out = [System(name=MODEL_ROW, kind="rubric model", decisions=got, failures=failed, in_sample=in_sample,
-                  source=source)]
+    got, failed, _ = _decisions(pids, pred.column("predicted").to_pylist(), pred.column("error").to_pylist(),
+                                "no prediction")
+    name, style_name = model_row_names(model)
+    out = [System(name=name, kind="rubric model", decisions=got, failures=failed, in_sample=in_sample,
+                  source=source, note=note)]
     if model.style_features_:
         dm = model_inputs(model, pairs, keep_unlabeled=True, keep_ties=True)
         sc = model.predict(dm.X, style_controlled=True) if len(dm.y) else []
         sc_got = {str(p): str(d) for p, d in zip(dm.pair_id, sc)}
-        out.append(System(name=STYLE_CONTROLLED_ROW, kind="rubric model", decisions=sc_got,
+        out.append(System(name=style_name, kind="rubric model", decisions=sc_got,
                           failures={p: r for p, r in failed.items() if p not in sc_got}, in_sample=in_sample,
-                          source=source))
+                          source=source, note=note))
     return out
 
 
@@ -321,8 +349,8 @@ def predictions_systems(table: pa.Table, *, name: str, source: str = "", note: s
         bad = sorted({str(predicted[i]) for i in rows if predicted[i] is not None and predicted[i] not in DECISIONS})
         if bad:
             raise ConfigError(f"{source or name}: system {sys_name!r}: 'predicted' must be a, b or tie, got {bad[:5]}")
-        got, failed = _decisions([pids[i] for i in rows], [predicted[i] for i in rows],
-                                 None if errors is None else [errors[i] for i in rows], "no prediction")
+        got, failed, _ = _decisions([pids[i] for i in rows], [predicted[i] for i in rows],
+                                    None if errors is None else [errors[i] for i in rows], "no prediction")
         out.append(System(name=sys_name, kind="predictions", decisions=got, failures=failed, note=note, source=source))
     return out
 

@@ -9,7 +9,14 @@ every three answers make a triad). For one system a triad is
 - not testable: one of its pairs has no decision (an error, never judged) or is a tie.
 
 The violation rate is cycles / testable triads, with a CI from resampling questions (all triads of
-a drawn question). Every system is counted the same way, pointwise scorers included: a scorer that
+a drawn question).
+
+The paper's Table 5 uses a narrower denominator, reported beside ours: its triad is listed as three
+comparisons (A B, B C, C A), and when the answer shared by the first two listed comparisons wins
+both ("the model selects option B in two cases"), the third is "irrelevant" and the triad is not
+testable. Here the listed order is the pairs' order in the input (the first two of a triad's pairs
+as they appear share one answer); the paper's rate is cycles / (testable triads minus those). Such a
+triad is always transitive, so the paper's rate is never below ours. Every system is counted the same way, pointwise scorers included: a scorer that
 ranks answers by a per-answer score cannot cycle, but one whose pair decision also depends on which
 answer is "a" can (the rubric model's intercept favours one position; "longer answer wins" gives
 equal lengths to a), and so can one with terms that are not differences of per-answer scores (the
@@ -27,7 +34,8 @@ import numpy as np
 from rubric.analysis.systems import PairSet, System
 from rubric.preference import ClusteredMean, clustered_mean
 
-__all__ = ["Triad", "TransitivityRow", "Transitivity", "find_triads", "classify_triad", "transitivity"]
+__all__ = ["Triad", "TransitivityRow", "Transitivity", "find_triads", "classify_triad", "shared_answer_wins_both",
+           "transitivity"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,9 @@ class TransitivityRow:
         n_untestable_missing: triads with a pair the system did not decide.
         n_untestable_tie: triads with every pair decided and at least one tie.
         violation: cycles / testable with its question-clustered CI (``n`` = testable triads).
+        n_shared_wins_both: testable triads whose first two listed comparisons (input order) were both
+            won by the answer they share: not testable in the paper's Table 5.
+        violation_paper: the paper's rate, cycles / (testable - ``n_shared_wins_both``), with its CI.
     """
 
     system: str
@@ -65,10 +76,17 @@ class TransitivityRow:
     n_untestable_missing: int
     n_untestable_tie: int
     violation: ClusteredMean
+    n_shared_wins_both: int = 0
+    violation_paper: ClusteredMean | None = None
 
     @property
     def n_testable(self) -> int:
         return self.n_transitive + self.n_cycles
+
+    @property
+    def n_testable_paper(self) -> int:
+        """The paper's denominator: testable triads less those whose shared answer won both listed comparisons."""
+        return self.n_testable - self.n_shared_wins_both
 
 
 @dataclass(frozen=True)
@@ -145,6 +163,21 @@ def classify_triad(winners: Sequence[str | None]) -> str:
     return "cycle" if len(set(winners)) == 3 else "transitive"
 
 
+def shared_answer_wins_both(pairs: PairSet, triad: Triad, winners: Sequence[str | None]) -> bool:
+    """The paper's "not testable": the answer shared by the triad's first two comparisons as listed
+    (its two pairs that come first in the input) won both of them.
+
+    Args:
+        pairs: the analysed pairs (their order is the listing order).
+        triad: the triad.
+        winners: the winner of each of ``triad.pairs`` (answer id, "tie" or None), in that order.
+    """
+    first, second = sorted(range(3), key=lambda k: triad.pairs[k])[:2]
+    ends = [{pairs.answer_id_a[triad.pairs[k]], pairs.answer_id_b[triad.pairs[k]]} for k in (first, second)]
+    shared = ends[0] & ends[1]
+    return len(shared) == 1 and winners[first] == winners[second] == next(iter(shared))
+
+
 def transitivity(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 1000, seed: int = 0) -> Transitivity:
     """Transitive, cyclic and untestable triads of every system on the same triads.
 
@@ -158,7 +191,8 @@ def transitivity(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 100
     rows = []
     for s in systems:
         outcome = {"transitive": 0, "cycle": 0, "missing": 0, "tie": 0}
-        values, groups = [], []
+        values, groups, paper_values, paper_groups = [], [], [], []
+        shared_wins = 0
         for t in triads:
             winners = []
             for i in t.pairs:
@@ -170,11 +204,19 @@ def transitivity(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 100
             if kind in ("transitive", "cycle"):
                 values.append(1.0 if kind == "cycle" else 0.0)
                 groups.append(t.question_id)
+                if shared_answer_wins_both(pairs, t, winners):
+                    shared_wins += 1
+                else:
+                    paper_values.append(values[-1])
+                    paper_groups.append(t.question_id)
         rows.append(TransitivityRow(system=s.label, n_triads=len(triads), n_transitive=outcome["transitive"],
                                     n_cycles=outcome["cycle"], n_untestable_missing=outcome["missing"],
                                     n_untestable_tie=outcome["tie"],
                                     violation=clustered_mean(np.array(values, dtype=float), groups=groups,
-                                                             n_boot=n_boot, seed=seed)))
+                                                             n_boot=n_boot, seed=seed),
+                                    n_shared_wins_both=shared_wins,
+                                    violation_paper=clustered_mean(np.array(paper_values, dtype=float),
+                                                                   groups=paper_groups, n_boot=n_boot, seed=seed)))
     return Transitivity(rows=rows, n_questions=counts["n_questions"], n_questions_3plus=counts["n_questions_3plus"],
                         n_questions_with_triads=len({t.question_id for t in triads}), n_triads=len(triads),
                         n_duplicate_pairs=counts["n_duplicate_pairs"])

@@ -6,7 +6,9 @@ system the other answer):
 - people chose the shorter answer, the system the longer ("short -> long");
 - people chose the longer answer, the system the shorter ("long -> short");
 - the two answers have the same length (reported apart: neither direction);
-- the system said "tie" (a disagreement with no side).
+- the system said "tie" (a disagreement with no side);
+- the system judged the pair without a decision (undecided, a miss with no side; counted apart
+  from its ties).
 
 The share of "short -> long" among the directed disagreements has a question-clustered CI; a system
 is called long-biased when the whole CI lies above 1/2 and short-biased when it lies below, which the
@@ -38,6 +40,7 @@ class VerbosityRow:
         long_to_short: people chose the longer answer, the system the shorter.
         equal_length: disagreements on pairs of answers of equal length.
         system_tie: the system said "tie".
+        undecided: the system judged the pair without a decision (a miss, no side).
         share_short_to_long: short_to_long / (short_to_long + long_to_short) with its CI.
         direction: :func:`bias_direction` of that share.
     """
@@ -49,6 +52,7 @@ class VerbosityRow:
     long_to_short: int
     equal_length: int
     system_tie: int
+    undecided: int
     share_short_to_long: ClusteredMean
     direction: str
 
@@ -83,7 +87,8 @@ def verbosity_bias(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 1
     """Every system's disagreements with people, split by which answer was longer.
 
     Args:
-        pairs: the compared pairs (labelled "a"/"b", decided by every system: Table 4's pairs).
+        pairs: the compared pairs (labelled "a"/"b", failed by no system: Table 4's pairs); a system
+            that left one undecided disagrees with people on it, with no side.
         systems: the systems.
         n_boot: bootstrap replicates.
         seed: their seed.
@@ -96,17 +101,18 @@ def verbosity_bias(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 1
     rows = []
     for s in systems:
         d = s.decided(pids)
+        unsure = np.array([p in s.undecided and p not in s.decisions for p in pids], dtype=bool)
         decided = np.array([x is not None for x in d], dtype=bool)
-        disagree = decided & (d != label)
-        tie = disagree & (d == "tie")
-        directed = disagree & ~tie & (longer != "equal")
+        disagree = (decided & (d != label)) | unsure
+        tie = decided & (d == "tie")
+        directed = disagree & decided & ~tie & (longer != "equal")
         s2l = directed & (d == longer)  # the system took the longer one, so people the shorter
         l2s = directed & (label == longer)
         share = clustered_mean(s2l[directed].astype(float), groups=q[directed], n_boot=n_boot, seed=seed)
-        rows.append(VerbosityRow(system=s.label, n=int(decided.sum()), n_disagreements=int(disagree.sum()),
+        rows.append(VerbosityRow(system=s.label, n=int((decided | unsure).sum()), n_disagreements=int(disagree.sum()),
                                  short_to_long=int(s2l.sum()), long_to_short=int(l2s.sum()),
-                                 equal_length=int((disagree & ~tie & (longer == "equal")).sum()),
-                                 system_tie=int(tie.sum()), share_short_to_long=share,
+                                 equal_length=int((disagree & decided & ~tie & (longer == "equal")).sum()),
+                                 system_tie=int(tie.sum()), undecided=int(unsure.sum()), share_short_to_long=share,
                                  direction=bias_direction(share)))
     unequal = (longer != "equal") & np.isin(label, ["a", "b"])
     people = clustered_mean((label[unequal] == longer[unequal]).astype(float), groups=q[unequal], n_boot=n_boot,

@@ -11,5 +11,9 @@ are paged in the browser, so the file opens offline, with no server and no reque
 from rubric.html_report._build import Report, build_report, folder_kinds, render_html, write_html
 from rubric.html_report._score import ScoreSummary, score_summary, spearman_matrix
 
+from rubric.html_report._score import (
+    read_jsonl, read_rejects, read_manifest,
+)
+
 __all__ = ["Report", "build_report", "folder_kinds", "render_html", "write_html", "ScoreSummary", "score_summary",
-           "spearman_matrix"]
+           "spearman_matrix", 'read_jsonl', 'read_rejects', 'read_manifest']

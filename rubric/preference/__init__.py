@@ -43,6 +43,14 @@ from rubric.preference.core import (
     check_core_params, fit_core, restore_core,
 )
 
+from rubric.preference.evaluate import (
+    model_row_names,
+)
+
+from rubric.preference.fitted_on import (
+    FITTED_ON_KEY, IDENTITY_COLUMNS, pairs_table_digest, fitted_on_record, SampleStatus, sample_status,
+)
+
 __all__ = [
     "METRICS", "MetricRow", "evaluate_predictions", "question_bootstrap_weights", "ClusteredMean",
     "clustered_mean", "paired_accuracy_delta", "brier_score", "ReliabilityBin", "reliability_bins",
@@ -56,5 +64,5 @@ __all__ = [
     "model_inputs", "Evaluation", "model_table_differences", "check_model_table", "evaluate_model",
     "write_report", "saved_weight_ci", "pairs_fingerprint", "MODEL_ROW", "STYLE_CONTROLLED_ROW",
     "PREDICTIONS_META_KEY", "predict_pairs", "write_predictions", "TrainedModel", "TransferCell", "Transfer",
-    "labeled_pairs", "transfer", "transfer_markdown", "check_core_params", "fit_core", "restore_core",
+    "labeled_pairs", "transfer", "transfer_markdown", "check_core_params", "fit_core", "restore_core", 'model_row_names', 'FITTED_ON_KEY', 'IDENTITY_COLUMNS', 'pairs_table_digest', 'fitted_on_record', 'SampleStatus', 'sample_status'
 ]

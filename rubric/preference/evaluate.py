@@ -20,24 +20,46 @@ import pyarrow as pa
 
 from rubric.errors import ConfigError, InputError, ProvenanceError
 from rubric.tables import DesignMatrix, design_matrix, fit_length_betas, table_style
+from rubric.preference.fitted_on import FITTED_ON_KEY, SampleStatus, fitted_on_record, sample_status
 from rubric.preference.metrics import MetricRow, always_a, evaluate_predictions, longer_answer_wins
 from rubric.preference.model import PreferenceModel
-from rubric.tables import (
-    provenance_differences, require_uniform_provenance, table_provenance, table_provenance_problems,
-)
+from rubric.presets import model_preset, preset_tag, preset_title
+from rubric.tables import (provenance_differences, require_uniform_provenance, table_provenance,
+                               table_provenance_problems)
 from rubric.preference.report import plot_reliability, plot_weights, render_report
 from rubric.preference.selection import (C_GRID, AblationRow, Calibration, bootstrap_weight_cis, calibration,
                               cross_validate_C, drop_one_ablation)
 
 __all__ = ["read_output_table", "read_pairs", "fit_model", "model_inputs", "Evaluation", "model_table_differences",
            "check_model_table", "evaluate_model", "write_report", "saved_weight_ci", "pairs_fingerprint", "MODEL_ROW",
-           "STYLE_CONTROLLED_ROW"]
+           "STYLE_CONTROLLED_ROW", "model_row_names"]
 
 log = logging.getLogger(__name__)
 
-#: The metric rows' names: the model as fitted, and style-controlled (when it has style covariates).
+#: The metric rows' names (their start: :func:`model_row_names` says what each model holds).
 MODEL_ROW = "preference model (LR on rubric differences)"
 STYLE_CONTROLLED_ROW = "preference model, style-controlled (equal length and markdown)"
+
+
+def model_row_names(model) -> tuple[str, str]:
+    """The names of a fitted model's rows: as fitted, and style-controlled.
+
+    Each says what the model holds: the preset that made it (`` [paper preset]``), or, for our
+    default fit, its style covariates (``+ length/markdown covariates``), so a row of our default
+    model is never read as the paper's.
+
+    Args:
+        model: a fitted :class:`rubric.preference.PreferenceModel`.
+    """
+    preset = model_preset(model)
+    style = [f.removeprefix("style_") for f in model.style_features_]
+    base = MODEL_ROW
+    if style:
+        base = MODEL_ROW[:-1] + f" + {'/'.join(style)} covariate{'s' if len(style) > 1 else ''})"
+    if model.length_betas:
+        base = base[:-1] + ", length-decorrelated)"
+    return base + preset_tag(preset), STYLE_CONTROLLED_ROW + preset_tag(preset)
+
 
 
 def read_output_table(out_dir: str | Path, table: str = "pairs") -> pa.Table:
@@ -134,6 +156,7 @@ def fit_model(pairs: pa.Table, *, split: str = "train", C: float | str = 1.0, ti
     metadata: dict = {"split": split, "style": bool(style), "decorrelate": decorrelate, "excluded": excluded,
                       "style_excluded": style_excluded, "n_unlabeled": dm.n_unlabeled,
                       "train_pairs": {"n": int(len(dm.y)), "fingerprint": pairs_fingerprint(dm.pair_id)},
+                      FITTED_ON_KEY: fitted_on_record(pairs, split=split, n_pairs=len(dm.y)),
                       "C_selection": selection.to_dict() if selection else {"best_C": float(C), "criterion": "given"}}
     if n_boot_weights:
         if list(model.classes_) == ["a", "b"]:
@@ -190,6 +213,8 @@ class Evaluation:
         ablation_in_sample: the refits' training pairs overlap the evaluated pairs.
         calibration: Brier score and reliability bins (binary models), else None.
         sources: the evaluated pairs' ``source`` values with their counts.
+        sample: whether the evaluated pairs are in the model's training sample
+            (:func:`rubric.preference.sample_status`); None: decided from the split alone.
     """
 
     split: str
@@ -201,6 +226,7 @@ class Evaluation:
     ablation_in_sample: bool = False
     calibration: Calibration | None = None
     sources: dict[str, int] = field(default_factory=dict)
+    sample: SampleStatus | None = None
 
 
 def model_table_differences(model: PreferenceModel, pairs: pa.Table) -> list[str]:
@@ -305,9 +331,10 @@ def evaluate_model(model: PreferenceModel, pairs: pa.Table, *, split: str = "tes
     def row(system, predictions):
         return evaluate_predictions(system, dm.y, predictions, groups=dm.question_id, n_boot=n_boot, seed=seed)
 
-    rows = [row(MODEL_ROW, model.predict(dm.X))]
+    name, style_name = model_row_names(model)
+    rows = [row(name, model.predict(dm.X))]
     if model.style_features_:
-        rows.append(row(STYLE_CONTROLLED_ROW, model.predict(dm.X, style_controlled=True)))
+        rows.append(row(style_name, model.predict(dm.X, style_controlled=True)))
     rows += [
         row("baseline: longer answer wins", longer_answer_wins(dm.n_words_a, dm.n_words_b)),
         row("baseline: always a", always_a(len(dm.y))),
@@ -319,10 +346,11 @@ def evaluate_model(model: PreferenceModel, pairs: pa.Table, *, split: str = "tes
                           p_a_style_controlled=_p_a(model, dm.X, style_controlled=True) if model.style_features_
                           else None)
     abl, note, in_sample = None, "", False
+    sample = sample_status(model, pairs, split)
     if ablation:
         recorded_split = model.metadata_.get("split")
         train_split = recorded_split if isinstance(recorded_split, str) else "train"
-        in_sample = "all" in (split, train_split) or split == train_split
+        in_sample = sample.in_sample
         recorded = model.metadata_.get("train_pairs")
         recorded = recorded.get("fingerprint") if isinstance(recorded, dict) else None
         try:
@@ -347,7 +375,8 @@ def evaluate_model(model: PreferenceModel, pairs: pa.Table, *, split: str = "tes
         for i in dm.row_index:
             sources[str(col[int(i)])] = sources.get(str(col[int(i)]), 0) + 1
     return Evaluation(split=split, rows=rows, dm=dm, provenance_differences=differences, ablation=abl,
-                      ablation_note=note, ablation_in_sample=in_sample, calibration=cal, sources=sources)
+                      ablation_note=note, ablation_in_sample=in_sample, calibration=cal, sources=sources,
+                      sample=sample)
 
 
 #: What a report says beside a source whose pairs are not what their labels might suggest.
@@ -390,12 +419,14 @@ def write_report(ev: Evaluation, model: PreferenceModel, report_path: str | Path
     if isinstance(style_excluded, dict):
         excluded.update({f"{k} (style covariate)": v for k, v in style_excluded.items()})
     selection = meta.get("C_selection") if isinstance(meta.get("C_selection"), dict) else None
-    text = render_report(title="Preference model report", split=ev.split, rows=ev.rows, weights=weights,
+    text = render_report(title=preset_title("Preference model report", model_preset(model)), split=ev.split, rows=ev.rows, weights=weights,
                          counts=counts, excluded=excluded, chart=chart,
                          provenance_differences=ev.provenance_differences,
                          style_features=model.style_features_, weight_ci=weight_ci,
                          ablation=ev.ablation, ablation_note=ev.ablation_note,
                          ablation_in_sample=ev.ablation_in_sample, calibration=ev.calibration,
+                         in_sample=None if ev.sample is None else ev.sample.in_sample,
+                         sample_note="" if ev.sample is None else ev.sample.note,
                          calibration_chart=cal_chart, C=float(model.C), selection=selection,
                          length_betas=model.length_betas)
     report_path.write_text(text)

@@ -134,7 +134,8 @@ def render_report(*, title: str, split: str, rows: Sequence[MetricRow], weights:
                   ablation_note: str = "", ablation_in_sample: bool = False,
                   calibration: "Calibration | None" = None, calibration_chart: str | None = None,
                   C: float | None = None, selection: Mapping | None = None,
-                  length_betas: Mapping[str, float] | None = None) -> str:
+                  length_betas: Mapping[str, float] | None = None, in_sample: bool | None = None,
+                  sample_note: str = "") -> str:
     """The Markdown report.
 
     Args:
@@ -158,10 +159,21 @@ def render_report(*, title: str, split: str, rows: Sequence[MetricRow], weights:
         C: the model's regularisation strength; with ``selection`` (the saved ``C_selection``), how it
             was chosen.
         length_betas: the length decorrelation betas, when the model was fitted with them.
+        in_sample: whether the evaluated pairs are in the model's training sample, when known from
+            what the model was fitted on (:mod:`rubric.preference`); None: judged from ``split`` alone
+            ("all" and "train" are in-sample).
+        sample_note: the sentence saying how that was decided (printed under the split).
     """
-    in_sample = IN_SAMPLE_SPLITS.get(split)
-    tag = " — IN-SAMPLE" if in_sample else ""
-    parts = [f"# {title}", "", f"Split evaluated: **{split}**" + (f" ({in_sample})" if in_sample else ""), ""]
+    if in_sample is None:
+        in_sample_text = IN_SAMPLE_SPLITS.get(split)
+    else:
+        in_sample_text = "the model's training pairs: in-sample" if in_sample else None
+    tag = " — IN-SAMPLE" if in_sample_text else ""
+    parts = [f"# {title}", "", f"Split evaluated: **{split}**" + (f" ({in_sample_text})" if in_sample_text else ""),
+             ""]
+    if sample_note:
+        parts += [f"Model: {sample_note}.", ""]
+    in_sample = in_sample_text
     if provenance_differences:
         parts += ["## Provenance differences (allowed by --allow-provenance-mismatch)", "",
                   "The model's features were made differently from this table's; these metrics mix them.", ""]

@@ -50,6 +50,10 @@ from rubric.protocols.report import (
     linkage_results, linkage_table, arena_ratings, arena_tables, lfqa_e_tables, fmt_mean,
 )
 
+from rubric.protocols.linkage_pairwise import (
+    PAIRWISE_CANDIDATES, PAIRWISE_REFERENCES, EQ2_TEMPLATE, EQ3_TEMPLATE, LINKAGE_SYSTEM_TEMPLATES, LINKAGE_SYSTEMS, OLD_SYSTEM_NAMES, reference_outcome, reference_weights, eq3_score,
+)
+
 __all__ = [
     "ProtocolTemplate", "PROTOCOL_TEMPLATES", "PROTOCOL_VERSIONS", "LINKAGE_PREFILL",
     "ARENA_THINKING_PREFILL", "get_protocol_template", "arena_verdict_prefill", "ARENA_REASONING_VERSION",
@@ -69,5 +73,5 @@ __all__ = [
     "battles_against", "online_elo", "bradley_terry", "RatingInterval", "rating_intervals", "HumanAgreement",
     "human_agreement", "CLASSES", "PAIR_TYPES", "UNDECIDED_POLICIES", "pair_type", "ThreeWayMetrics",
     "three_way_metrics", "PairTypeBreakdown", "breakdown_by_pair_type", "linkage_results", "linkage_table",
-    "arena_ratings", "arena_tables", "lfqa_e_tables", "fmt_mean",
+    "arena_ratings", "arena_tables", "lfqa_e_tables", "fmt_mean", 'PAIRWISE_CANDIDATES', 'PAIRWISE_REFERENCES', 'EQ2_TEMPLATE', 'EQ3_TEMPLATE', 'LINKAGE_SYSTEM_TEMPLATES', 'LINKAGE_SYSTEMS', 'OLD_SYSTEM_NAMES', 'reference_outcome', 'reference_weights', 'eq3_score'
 ]

@@ -318,10 +318,11 @@ def pointwise_prompt(question: str, candidate: str, references: Sequence[str] | 
         prefill=prefill, question=question, references=format_reference_list(references), candidate=candidate)
 
 
-def pairwise_prompt(question: str, answer_1: str, answer_2: str, *, prefill: bool = True) -> ChatPrompt:
-    """LINKAGE's pairwise baseline prompt (``linkage.pairwise.v1``), ``answer_1`` shown as assistant A."""
-    return _spec("linkage.pairwise.v1", "pairwise").render(prefill=prefill, question=question, answer_1=answer_1,
-                                                           answer_2=answer_2)
+def pairwise_prompt(question: str, answer_1: str, answer_2: str, *, prefill: bool = True,
+                    version: str = "linkage.pairwise.v1") -> ChatPrompt:
+    """LINKAGE's pairwise baseline prompt, ``answer_1`` shown as assistant A: ``linkage.pairwise.v1``
+    (eq. 2, two candidates) or ``linkage.pairwise_reference.v1`` (eq. 3, a candidate and a reference)."""
+    return _spec(version, "pairwise").render(prefill=prefill, question=question, answer_1=answer_1, answer_2=answer_2)
 
 
 # --- reference lists -----------------------------------------------------------------------------

@@ -192,6 +192,12 @@ _DECLS: dict[str, _Decl] = {
                                                  ("question", "golden"), file="linkage.create_multi_step_answer.v1"),
     "linkage.pairwise.v1": _Decl("linkage", "pairwise", _LINKAGE + "pairwise_comparison.txt", LINKAGE_PREFILL,
                                  ("A", "B", "C"), (1.0, 0.0, 0.5), _PAIR_FIELDS, ("1", "2", "tie")),
+    # LINKAGE's eq. 3 baseline: the same prompt, a candidate shown against one reference answer
+    # (rubric.protocols); its own version, so its rows and store keys never mix with eq. 2's
+    "linkage.pairwise_reference.v1": _Decl("linkage", "pairwise", _LINKAGE + "pairwise_comparison.txt; eq. 3: a "
+                                           "candidate against each reference answer", LINKAGE_PREFILL,
+                                           ("A", "B", "C"), (1.0, 0.0, 0.5), _PAIR_FIELDS, ("1", "2", "tie"),
+                                           file="linkage.pairwise.v1"),
     "arena.pairwise.v1": _Decl("arena", "pairwise", _ARENA, ARENA_THINKING_PREFILL + _ARENA_THINKING_END + "\n"
                                + _ARENA_RATING, ("1", "2", "0"), (1.0, 0.0, 0.5), _PAIR_FIELDS, ("1", "2", "tie"),
                                system=True),

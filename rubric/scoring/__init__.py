@@ -44,6 +44,10 @@ from rubric.scoring.claims import (
     ClaimScores, factuality_scores, CheckedClaim, claims_to_json, claims_from_json, claims_table,
 )
 
+from rubric.scoring.claims import (
+    FACTUALITY_V2, FACTUALITY_VERSIONS, count_no_claims,
+)
+
 __all__ = [
     "minmax_1_5", "FittedMinMax", "LENGTH_WORD_CAP", "LENGTH_RAW_MAX", "whitespace_words", "length_raw",
     "row_cosine", "RubricSpec", "RUBRICS", "DEFAULT_VERSIONS", "EXTRA_SIGNALS", "PAPER_RUBRICS",
@@ -60,5 +64,5 @@ __all__ = [
     "TextTemplate", "extraction_template", "verification_template", "factuality_template_hash",
     "sentence_context", "extraction_prompts", "parse_claims", "EXTRACTION_STOP", "claim_key", "dedupe_claims",
     "format_evidence", "verification_prompt", "VerdictReading", "read_verdict", "parse_verdict_text",
-    "ClaimScores", "factuality_scores", "CheckedClaim", "claims_to_json", "claims_from_json", "claims_table",
+    "ClaimScores", "factuality_scores", "CheckedClaim", "claims_to_json", "claims_from_json", "claims_table", 'FACTUALITY_V2', 'FACTUALITY_VERSIONS', 'count_no_claims'
 ]

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FACTUALITY_VERSION",
+    "FACTUALITY_V2",
+    "FACTUALITY_VERSIONS",
     "EXTRACT_VERSION",
     "VERIFY_VERSION",
     "VERIFY_TERNARY_VERSION",
@@ -69,9 +71,15 @@ __all__ = [
     "claims_to_json",
     "claims_from_json",
     "claims_table",
+    "count_no_claims",
 ]
 
 FACTUALITY_VERSION = "factuality.veriscore.v1"
+#: v2 differs from v1 in one rule: an answer with no verifiable claim scores 0.0 (the LFQA-HP-1M
+#: reference replication prompt: "If C(r) = 0, return 0.0"), with ``n_claims = 0`` as an extra,
+#: where v1 gives a row error. Real failures (no evidence, no verdict) stay errors in both.
+FACTUALITY_V2 = "factuality.veriscore.v2"
+FACTUALITY_VERSIONS: tuple[str, ...] = (FACTUALITY_VERSION, FACTUALITY_V2)
 EXTRACT_VERSION = "factuality.extract.v1"
 VERIFY_VERSION = "factuality.verify.v1"
 VERIFY_TERNARY_VERSION = "factuality.verify_ternary.v1"
@@ -441,3 +449,8 @@ def claims_table(answer_ids: Sequence[str], scores: Sequence[Score]) -> "pa.Tabl
                          "evidence": c.evidence, "verdict": c.verdict, "p_supported": c.p_supported,
                          "error": c.error})
     return pa.Table.from_pylist(rows, schema=schema)
+
+
+def count_no_claims(scores: Sequence[Score]) -> int:
+    """How many factuality scores are the 0.0 of an answer with no verifiable claim (v2's rule)."""
+    return sum(1 for sc in scores if sc.raw is not None and sc.extras.get("n_claims") == 0)

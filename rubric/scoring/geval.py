@@ -116,6 +116,10 @@ class PromptTemplate:
         score_tokens: canonical score tokens, e.g. ``("1", ..., "5")`` or ``("yes", "no")``.
         score_values: the value of each score token (``yes`` = 1, ``no`` = 0).
         fields: the variables the template needs.
+        decision_extra: when set, the raw value is a *decision*: the value of the most probable
+            score token (``yes`` only when P(yes) > P(no); a tie goes to the lower value), and the
+            expected score (for yes/no, P(yes) / (P(yes) + P(no))) is kept as an extra of this name.
+            None: the raw value is the expected score (G-Eval).
     """
 
     name: str
@@ -126,6 +130,7 @@ class PromptTemplate:
     score_tokens: tuple[str, ...]
     score_values: tuple[float, ...]
     fields: tuple[str, ...] = ("question", "answer")
+    decision_extra: str | None = None
     _compiled: object = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -141,7 +146,10 @@ class PromptTemplate:
     def template_hash(self) -> str:
         """Short sha256 of everything that decides what the model sees and how it is read."""
         h = hashlib.sha256()
-        for part in (self.version, self.layout, self.text, self.prefill, "\x1f".join(self.score_tokens)):
+        parts = [self.version, self.layout, self.text, self.prefill, "\x1f".join(self.score_tokens)]
+        if self.decision_extra is not None:  # only then, so the hashes of the expected-score templates stay
+            parts.append("decision:" + self.decision_extra)
+        for part in parts:
             h.update(part.encode("utf-8"))
             h.update(b"\x00")
         return h.hexdigest()[:12]
@@ -169,6 +177,7 @@ class _Decl:
     score_values: tuple[float, ...]
     layouts: tuple[str, ...] = LAYOUTS
     fields: tuple[str, ...] = ("question", "answer")
+    decision_extra: str | None = None
 
 
 def _digits(tokens: tuple[str, ...]) -> tuple[float, ...]:
@@ -185,6 +194,9 @@ _DECLS: dict[str, _Decl] = {
     "fluency.geval.v1": _Decl("fluency", "- Fluency (1-3): ", ("1", "2", "3"), (1.0, 2.0, 3.0)),
     "completeness.geval.v1": _Decl("completeness", "- Completeness: ", _DIGITS_1_5, _digits(_DIGITS_1_5)),
     "use_of_examples.yesno.v1": _Decl("use_of_examples", "Answer:", _YES_NO, (1.0, 0.0)),
+    # The LFQA-HP-1M reference prompt (zero_shot_example_detection.txt) verbatim and its binary outcome:
+    # raw = 1 when P(yes) > P(no), else 0; the soft P(yes) / (P(yes) + P(no)) is the p_yes extra.
+    "use_of_examples.yesno.v2": _Decl("use_of_examples", "Answer:", _YES_NO, (1.0, 0.0), decision_extra="p_yes"),
     # Not one of the paper's G-Eval prompts: the offline stand-in for the SubjECTive-QA classifier.
     "specificity.geval.v1": _Decl("specificity", "- Specificity: ", _DIGITS_1_5, _digits(_DIGITS_1_5)),
     LFQ_FILTER_VERSION: _Decl("lfq_filter", "Answer:", _YES_NO, (1.0, 0.0), layouts=("paper",),
@@ -210,7 +222,8 @@ def get_template(version: str, layout: str = "paper") -> PromptTemplate:
         raise ConfigError(f"'layout' must be one of {list(d.layouts)} for {version}, got {layout!r}")
     text = (_PROMPTS / f"{version}.{layout}.j2").read_text(encoding="utf-8")
     return PromptTemplate(name=d.name, version=version, layout=layout, text=text, prefill=d.prefill,
-                          score_tokens=d.score_tokens, score_values=d.score_values, fields=d.fields)
+                          score_tokens=d.score_tokens, score_values=d.score_values, fields=d.fields,
+                          decision_extra=d.decision_extra)
 
 
 def lfq_filter_template() -> PromptTemplate:
@@ -245,12 +258,15 @@ class ParsedScore:
         mass: the probability mass on the score tokens (the confidence column), in [0, 1].
         probs: folded probability per canonical score token (absent tokens are 0).
         error: why there is no value.
+        expected: the expected score; equal to ``value`` unless the template decides
+            (``decision_extra``), where ``value`` is the most probable token's value.
     """
 
     value: float | None
     mass: float
     probs: Mapping[str, float]
     error: str | None = None
+    expected: float | None = None
 
 
 def fold_token_probs(token_probs: Mapping[str, float], score_tokens: Sequence[str], *,
@@ -313,7 +329,11 @@ def parse_score(token_probs: Mapping[str, float], template: PromptTemplate, *, m
                            f"(mass {mass:.3g} < min_mass {min_mass:g})")
     total = sum(probs.values())
     value = sum(v * probs[t] for t, v in zip(template.score_tokens, template.score_values)) / total
-    return ParsedScore(value, mass, probs)
+    if template.decision_extra is None:
+        return ParsedScore(value, mass, probs, expected=value)
+    # the most probable token; a tie goes to the lower value (yes needs P(yes) > P(no))
+    best = max(zip(template.score_tokens, template.score_values), key=lambda tv: (probs[tv[0]], -tv[1]))
+    return ParsedScore(best[1], mass, probs, expected=value)
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,9 @@ _add(RubricSpec("completeness", "completeness.geval.v1", "llm", 1.0, 5.0,
                 description="G-Eval-style completeness (1-5), probability-weighted score"))
 _add(RubricSpec("use_of_examples", "use_of_examples.yesno.v1", "llm", 0.0, 1.0, kind="binary",
                 description="P(yes) / (P(yes) + P(no)) that the answer uses a concrete example"))
+_add(RubricSpec("use_of_examples", "use_of_examples.yesno.v2", "llm", 0.0, 1.0, kind="binary",
+                description="the LFQA-HP-1M reference prompt verbatim; 1 when P(yes) > P(no), else 0 (the "
+                            "paper's binary outcome); the soft P(yes) in the p_yes extra"))
 
 _add(RubricSpec("specificity", "specificity.subjectiveqa.v1", "subjectiveqa", 0.0, 1.0, kind="ordinal",
                 description="SubjECTive-QA SPECIFIC classifier: 0.5*p_neutral + p_high over 512-token windows"))
@@ -91,6 +94,9 @@ _add(RubricSpec("specificity", "specificity.geval.v1", "llm", 1.0, 5.0,
                 description="G-Eval-style specificity (1-5), probability-weighted score"))
 _add(RubricSpec("factuality", "factuality.veriscore.v1", "factuality", 0.0, 1.0,
                 description="VeriScore-style: supported / extracted claims (precision); F1@K in extras"))
+_add(RubricSpec("factuality", "factuality.veriscore.v2", "factuality", 0.0, 1.0,
+                description="as factuality.veriscore.v1, but an answer with no verifiable claim scores 0.0 "
+                            "(the paper's rule; n_claims = 0 in extras) instead of a row error"))
 
 # --- extra signals: opt-in, outside the paper's nine ---------------------------------------------
 _add(RubricSpec("length", "length.words.v1", "length", 0.0, LENGTH_RAW_MAX, extra_signal=True,
@@ -115,7 +121,7 @@ DEFAULT_VERSIONS: dict[str, str] = {
     "completeness": "completeness.geval.v1",
     "use_of_examples": "use_of_examples.yesno.v1",
     "specificity": "specificity.geval.v1",
-    "factuality": "factuality.veriscore.v1",
+    "factuality": "factuality.veriscore.v2",
 }
 
 #: What a bare extra-signal name means. Kept apart from ``DEFAULT_VERSIONS`` so that nothing which

@@ -221,7 +221,7 @@ def assemble(inputs: Sequence[JobInput], scores: Mapping[str, Mapping[str, Score
         from rubric.scoring import claims_table
 
         claims = claims_table([it.answer_id for it in items], columns["factuality"])
-    counts = {
+    counts: dict = {
         "rows_in": sum(c["rows_in"] for c in per_input.values()),
         "rows_ok": sum(c["rows_ok"] for c in per_input.values()),
         "rejected": len(rejects),
@@ -232,6 +232,10 @@ def assemble(inputs: Sequence[JobInput], scores: Mapping[str, Mapping[str, Score
         "errors_by_rubric": {n: sum(1 for sc in col if sc.error is not None) for n, col in columns.items()},
         "per_input": per_input,
     }
+    if "factuality" in columns:  # answers with no verifiable claim, scored 0.0 by factuality.veriscore.v2
+        from rubric.scoring import count_no_claims
+
+        counts["factuality_no_claims"] = count_no_claims(columns["factuality"])
     if counts["rows_in"] != counts["rows_ok"] + counts["rejected"]:
         raise BatchMismatchError(f"row accounting is broken: rows_in={counts['rows_in']}, rows_ok={counts['rows_ok']}, "
                                  f"rejected={counts['rejected']}")

@@ -401,15 +401,17 @@ def _assemble_in_pieces(read_inputs, scores: ScoreLookup, provenance, specs, ans
 
     answer_pieces, claim_pieces = _Pieces(tmp, "answers"), _Pieces(tmp, "claims")
     has_claims = "factuality" in names
+    no_claims = 0
     for part in answers.chunks(chunk):
         items = [it for it, _, _ in part]
         got = scores.get([it.answer_id for it in items])
         answer_pieces.add(table_of(items, got))
         if has_claims:
-            from rubric.scoring import claims_table
+            from rubric.scoring import claims_table, count_no_claims
 
-            claim_pieces.add(claims_table([it.answer_id for it in items], [got[it.answer_id]["factuality"]
-                                                                           for it in items]))
+            fact = [got[it.answer_id]["factuality"] for it in items]
+            claim_pieces.add(claims_table([it.answer_id for it in items], fact))
+            no_claims += count_no_claims(fact)
     answer_pieces.write(write_answers)
     claim_pieces.write(write_claims)
 
@@ -447,6 +449,8 @@ def _assemble_in_pieces(read_inputs, scores: ScoreLookup, provenance, specs, ans
         "errors_by_rubric": errors,
         "per_input": per_input,
     }
+    if has_claims:  # answers with no verifiable claim, scored 0.0 by factuality.veriscore.v2
+        counts["factuality_no_claims"] = no_claims
     if counts["rows_in"] != counts["rows_ok"] + counts["rejected"]:
         raise BatchMismatchError(f"row accounting is broken: rows_in={counts['rows_in']}, rows_ok={counts['rows_ok']}, "
                                  f"rejected={counts['rejected']}")

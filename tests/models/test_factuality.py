@@ -138,6 +138,29 @@ def test_empty_batch_makes_no_calls():
     assert engine.score_calls == [] and len(engine.generate_calls) == 1
 
 
+def test_v2_scores_an_answer_with_no_verifiable_claim_0_and_keeps_real_failures_errors():
+    v2 = RubricSpec("factuality", "factuality.veriscore.v2", "factuality", 0.0, 1.0)
+    scorer = FactualityScorer((v2,), FakeEngine(), split, AttachedDocs(), k=2, f1_k=10)
+    bridge, vague, paris = (r["factuality"] for r in scorer.score_batch(ITEMS))
+    assert vague.error is None and vague.raw == 0.0 and vague.extras["n_claims"] == 0
+    assert bridge.raw == pytest.approx(0.5) and paris.raw == pytest.approx(1.0)  # the rest as v1
+    assert scorer.provenance("factuality").rubric_version == "factuality.veriscore.v2"
+    nodocs, empty = (r["factuality"] for r in scorer.score_batch(
+        [AnswerItem("nodocs", "q", "Paris is the capital of France."), AnswerItem("e", "q", "")]))
+    assert nodocs.raw is None and "no evidence found" in nodocs.error  # a real failure stays an error
+    assert empty.raw == 0.0 and empty.extras["n_claims"] == 0
+
+    class Picky(FakeEngine):  # the only sentence is too long to extract from: not "no claim"
+        def count_tokens(self, prompts):
+            return [10**6] * len(prompts)
+
+    (s,) = (r["factuality"] for r in FactualityScorer((v2,), Picky(), split, AttachedDocs()).score_batch([ITEMS[1]]))
+    assert s.raw is None and s.error == NO_CLAIMS_REASON and "too long" in s.extras["note"]
+    with pytest.raises(ConfigError, match="serves exactly one of"):
+        FactualityScorer((RubricSpec("factuality", "factuality.veriscore.v9", "factuality", 0.0, 1.0),),
+                         FakeEngine(), split, AttachedDocs())
+
+
 def test_no_evidence_and_bad_rows():
     engine = FakeEngine()
     scorer = FactualityScorer((SPEC,), engine, split, AttachedDocs())

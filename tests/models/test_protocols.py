@@ -125,23 +125,53 @@ def test_linkage_listwise_expected_rank_and_pointwise_ten():
     assert rows[0]["point_no_ref"].extras["mass"] == pytest.approx(1.0)
 
 
-def test_linkage_pairwise_mean_win_share():
-    [rows] = LinkageScorer(FakeEngine(), ("pairwise",)).score_questions([_question("BEST", "GOOD", "POOR")])
-    wins = [r["pairwise"].raw for r in rows]
+def test_linkage_pairwise_candidates_mean_win_share():
+    [rows] = LinkageScorer(FakeEngine(), ("pairwise_candidates",)).score_questions([_question("BEST", "GOOD", "POOR")])
+    wins = [r["pairwise_candidates"].raw for r in rows]
     assert wins[0] > wins[1] > wins[2]
-    assert all(r["pairwise"].extras["n_opponents"] == 2 for r in rows)
+    assert all(r["pairwise_candidates"].extras["n_opponents"] == 2 for r in rows)
     # every pair's win shares sum to 1: the mean over 3 candidates of 2 opponents each is 1/2
     assert sum(wins) / 3 == pytest.approx(0.5)
 
 
+def test_linkage_pairwise_references_is_eq_3():
+    """Each candidate against each reference, both orders, no cap on the candidates (eq. 3)."""
+    eng = FakeEngine()
+    refs = ("reference answer GOOD here", "reference answer POOR here")
+    q = _question(*(["BEST", "GOOD", "POOR"] * 5), refs=refs)  # 15 candidates: over eq. 2's cap of 12
+    s = LinkageScorer(eng, ("pairwise_candidates", "pairwise_references"))
+    [rows] = s.score_questions([q])
+    assert eng.calls == [("score", 15 * 2 * 2)]  # eq. 2 is capped (no prompts); eq. 3: 2 refs x 2 orders each
+    assert all("max_pairwise_candidates=12" in r["pairwise_candidates"].error for r in rows)
+    # the fake judge: the better answer gets A 0.6 / B 0.3 / C 0.1 when first, B 0.55 / A 0.35 when second
+    better_first = (0.6, 0.1)   # P(first better | not tie) = 0.6 / 0.9, P(tie) = 0.1
+    worse_first = (0.35, 0.1)   # the worse shown first: P(first better | not tie) = 0.35 / 0.9
+    p_win = (better_first[0] / 0.9 + (1 - worse_first[0] / 0.9)) / 2  # debiased P(candidate better), when it is
+    win = 0.9 * (2 * p_win - 1)
+    best, good, poor = rows[0]["pairwise_references"], rows[1]["pairwise_references"], rows[2]["pairwise_references"]
+    # BEST beats both references; against an equal answer the fake favours the second shown in both orders, so
+    # the debiased outcome is 0; GOOD beats POOR; POOR loses to GOOD
+    assert best.raw == pytest.approx(win) and (best.extras["n_won"], best.extras["n_lost"]) == (2, 0)
+    assert good.raw == pytest.approx(win / 2) and (good.extras["n_won"], good.extras["n_lost"]) == (1, 0)
+    assert poor.raw == pytest.approx(-win / 2) and (poor.extras["n_won"], poor.extras["n_lost"]) == (0, 1)
+    assert best.extras["n_references"] == 2
+    weighted = LinkageScorer(FakeEngine(), ("pairwise_references",), reference_weights=(3.0, 1.0))
+    [w_rows] = weighted.score_questions([_question("GOOD", refs=refs)])
+    assert w_rows[0]["pairwise_references"].raw == pytest.approx((3 * 0.0 + 1 * win) / 4)
+    assert weighted.provenance("pairwise_references").rubric_version == "linkage.pairwise_reference.v1"
+    assert weighted.provenance("pairwise_references").template_hash != s.provenance("pairwise_references").template_hash
+    [none] = LinkageScorer(FakeEngine(), ("pairwise_references",)).score_questions([_question("GOOD", refs=())])
+    assert "no reference answer" in none[0]["pairwise_references"].error
+
+
 def test_linkage_row_errors_never_guess():
     eng = FakeEngine(max_context=140)  # the listwise prompts fit (~120 tokens), the pointwise ones (~150) not
-    s = LinkageScorer(eng, ("listwise", "point_no_ref", "pairwise"), max_pairwise_candidates=2)
+    s = LinkageScorer(eng, ("listwise", "point_no_ref", "pairwise_candidates"), max_pairwise_candidates=2)
     [rows] = s.score_questions([_question("BEST", "GOOD", "LOWMASS")])
     assert all("over the 139 the context leaves" in r["point_no_ref"].error for r in rows)
     assert rows[0]["listwise"].raw is not None
     assert rows[2]["listwise"].raw is None and "mass" in rows[2]["listwise"].error
-    assert all("max_pairwise_candidates=2" in r["pairwise"].error for r in rows)
+    assert all("max_pairwise_candidates=2" in r["pairwise_candidates"].error for r in rows)
     nine = _question("BEST", refs=tuple(f"r{i}" for i in range(9)))
     [[row]] = LinkageScorer(FakeEngine(), ("listwise",)).score_questions([nine])
     assert "one digit" in row["listwise"].error

@@ -189,6 +189,24 @@ def test_transitivity_of_people_and_of_a_system_with_a_position_offset():
     assert math.isnan(people_row.violation.value)
 
 
+def test_the_papers_rate_drops_triads_whose_shared_answer_won_both_listed_comparisons():
+    # one question per triad, listed as the paper's Table 5 lists them: A B, B C, C A
+    specs = [(f"{q}{x}{y}", q, f"{q}{x}", f"{q}{y}", None, 5, 5) for q in ("q1", "q2", "q3", "q4")
+             for x, y in (("A", "B"), ("B", "C"), ("C", "A"))]
+    pairs = pairs_of(specs)
+    verdicts = {"q1": ("a", "a", "a"),   # A, B, C: every answer wins once, a 3-cycle
+                "q2": ("a", "a", "b"),   # A, B, A: transitive, A beats both
+                "q3": ("b", "a", "a"),   # B, B, C: B, shared by A-B and B-C, wins both: not testable (paper)
+                "q4": ("b", "a", None)}  # C-A undecided: not testable in both counts
+    decisions = {f"{q}{x}{y}": d for q, ds in verdicts.items() for (x, y), d in zip((("A", "B"), ("B", "C"), ("C", "A")),
+                                                                                    ds) if d is not None}
+    system = System(name="J", kind="LLM judge", decisions=decisions)
+    (row,) = transitivity(pairs, [system], n_boot=20).rows
+    assert (row.n_testable, row.n_cycles, row.n_shared_wins_both, row.n_testable_paper) == (3, 1, 1, 2)
+    assert row.violation.value == pytest.approx(1 / 3) and row.violation_paper.value == pytest.approx(1 / 2)
+    assert row.violation_paper.n == 2
+
+
 def test_duplicate_pairs_of_the_same_two_answers_count_once():
     specs = [_pair("ab", "qa", "A", "B"), _pair("ba", "qa", "B", "A"), _pair("bc", "qa", "B", "C"),
              _pair("ac", "qa", "A", "C")]
@@ -496,27 +514,31 @@ def test_analyze_cli_end_to_end(outputs, capsys):
                                                           "debiased (mean of both orders)"))
 
     # Table 4: 4 test questions x 6 pairs; the judge failed on q10-01 in order ba, so 23 pairs for everyone.
-    assert "— 23 pairs from 4 questions (labelled a or b in the test split and decided by every system)." in text
+    assert ("— 23 pairs from 4 questions (labelled a or b in the test split, failed by no system; every row on these "
+            "same pairs).") in text
     assert "> **Warning: CIs from 4 questions are unreliable**" in text
-    assert f"{ba} | 1 | error: timeout (1) |" in text
-    assert f"{deb} | 1 | error in order ba: timeout (1) |" in text
+    assert f"{ba} | 1 | error: timeout (1) | 0 | - |" in text
+    assert f"{deb} | 1 | error in order ba: timeout (1) | 0 | - |" in text
     # order ab is wrong on q8's two pairs whose first-shown answer is worse and on two pairs of q9's cycle
-    assert _line(text, ab + " | LLM judge | ").split(" | ")[2].startswith(f"{19 / 23:.4f} [")
-    assert _line(text, ba + " | LLM judge | ").split(" | ")[2].startswith(f"{21 / 23:.4f} [")
+    assert _line(text, ab + " | LLM judge | ").split(" | ")[2:4] == ["23", "0"]
+    assert _line(text, ab + " | LLM judge | ").split(" | ")[4].startswith(f"{19 / 23:.4f} [")
+    assert _line(text, ba + " | LLM judge | ").split(" | ")[4].startswith(f"{21 / 23:.4f} [")
     # the encoder says a on all of q11, whose labels are b, a, b, b, a, b
-    assert _line(text, "| encoder.modernbert.v1 | predictions | ").split(" | ")[2].startswith(f"{19 / 23:.4f} [")
-    assert _line(text, "| preference model (LR on rubric differences) | rubric model | ")
+    assert _line(text, "| encoder.modernbert.v1 | predictions | ").split(" | ")[4].startswith(f"{19 / 23:.4f} [")
+    assert _line(text, "| preference model (LR on rubric differences + length covariate) | rubric model | ")
     assert _line(text, "| baseline: longer answer wins | baseline | ")
     assert "(IN-SAMPLE)" not in text
 
     # Table 5: 4 questions x 4 triads. ab: q8 (first shown always wins) cycles twice, q9 once.
-    assert _line(text, ab + " | 16 |").startswith(f"{ab} | 16 | 13 | 3 | 0 | 0 | 0.188 [")
-    assert _line(text, ba + " | 16 |").startswith(f"{ba} | 16 | 13 | 1 | 2 | 0 | 0.071 [")
+    table5 = text[text.index("## Table 5"):text.index("## Table 6")]
+    assert _line(table5, ab + " | 16 |").startswith(f"{ab} | 16 | 13 | 3 | 0 | 0 | 0.188 [")
+    assert _line(table5, ba + " | 16 |").startswith(f"{ba} | 16 | 13 | 1 | 2 | 0 | 0.071 [")
     # debiased: the orders disagree on two q8 pairs -> ties, which leave all 4 q8 triads untestable
-    assert _line(text, deb + " | 16 |").startswith(f"{deb} | 16 | 9 | 1 | 2 | 4 | 0.100 [")
-    assert _line(text, "| people (the labels) | 16 |").startswith(
-        "| people (the labels) | 16 | 16 | 0 | 0 | 0 | 0.000 [")
-    model_row = _line(text, "| preference model (LR on rubric differences) | 16 |").split(" | ")
+    assert _line(table5, deb + " | 16 |").startswith(f"{deb} | 16 | 9 | 1 | 2 | 4 | 0.100 [")
+    people = _line(table5, "| people (the labels) | 16 |")
+    assert people.startswith("| people (the labels) | 16 | 16 | 0 | 0 | 0 | 0.000 [")
+    assert people.split(" | ")[7] == "16"  # each rate with its denominator
+    model_row = _line(table5, "| preference model (LR on rubric differences + length covariate) | 16 |").split(" | ")
     assert sum(int(x) for x in model_row[2:6]) == 16
 
     # Table 6: the two orders disagree on q8's 2 pairs, both times for the first-shown answer
@@ -525,14 +547,15 @@ def test_analyze_cli_end_to_end(outputs, capsys):
     assert f"| {JUDGE} (logprob) | 23 | 4 | {19 / 23:.4f} | {21 / 23:.4f} | +0.0870 [" in text
 
     # Table 7: order ab disagrees on 4 pairs
-    assert _line(text, ab + " | 23 |").split(" | ")[2] == "4"
+    table7 = text[text.index("## Table 7"):text.index("## Table 8")]
+    assert _line(table7, ab + " | 23 |").split(" | ")[2] == "4"
 
     # Table 8: the judge and the rubric model were run on the perturbed copy, the encoder was not
     assert "Not evaluated on the perturbed set (left out): encoder.modernbert.v1." in text
     # q11: the judge now picks the worse answer on all 6 pairs in both orders
-    assert _line(text, ab + " | 6 | ").split(" | ")[2] == f"{19 / 23:.4f} → {13 / 23:.4f}"
+    assert _line(text, ab + " | 23 | 0 / 0 | 6 | ").split(" | ")[4] == f"{19 / 23:.4f} → {13 / 23:.4f}"
     table8 = text[text.index("### Perturbation: typos"):]
-    assert "| preference model (LR on rubric differences) | " in table8
+    assert "| preference model (LR on rubric differences + length covariate) | " in table8
     assert "encoder.modernbert.v1 |" not in table8
 
 
@@ -550,7 +573,7 @@ def test_analyze_labels_in_sample_rows(outputs, capsys):
         (root / "score" / "model.json").unlink()
     assert rc == 0, capsys.readouterr().err
     text = md.read_text()
-    assert _line(text, "| preference model (LR on rubric differences) (IN-SAMPLE) | rubric model | ")
+    assert _line(text, "| preference model (LR on rubric differences + length covariate) (IN-SAMPLE) | rubric model | ")
     assert "| encoder.modernbert.v1 (trained on pairs not recorded here: may be in-sample) | predictions |" in text
     # no judge output: no judge row anywhere, and Table 6 says why
     assert JUDGE not in text
@@ -637,3 +660,59 @@ def test_analyze_puts_a_linkage_run_beside_the_pairwise_tables(outputs, tmp_path
     # a LINKAGE output alone describes no pairs
     with pytest.raises(ConfigError, match="LINKAGE output"):
         analyze([tmp_path / "linkage"], n_boot=10)
+
+
+# ---------------------------------------------------------------- a position-only judge in vote mode (Tables 4, 7, 8)
+
+def _position_only_judge(out, specs):
+    """A vote-mode judge whose 3 votes always go to the first-shown answer: P(a) is 1 in order ab and 0
+    in order ba, so the debiased P(a) is 0.5 on every pair and the debiased verdict is undecided."""
+    rows = []
+    for pid, q, a, b, label, na, nb in specs:
+        for order, p_a, dec in (("ab", 1.0, "a"), ("ba", 0.0, "b")):
+            rows.append({"pair_id": pid, "question_id": q, "answer_id_a": a, "answer_id_b": b, "label": label,
+                         "split": "test", "n_words_a": na, "n_words_b": nb, "judge": JUDGE, "mode": "vote",
+                         "order": order, "p_a": p_a, "p_tie": None, "decision": dec, "p_a_debiased": 0.5,
+                         "decision_debiased": None, "error": None, "model": "m", "model_revision": None,
+                         "template_hash": "h", "backend": "transformers"})
+    write_judgments(judgments_table(rows), out)
+
+
+def test_a_position_only_judge_leaves_every_system_on_the_same_pairs(tmp_path):
+    """The bug this pins: undecided debiased verdicts used to drop their pairs for every system, so the
+    order-ab row of an always-"a" judge read 1.0 on an easy subset instead of 0.5 on all 10 pairs."""
+    from rubric.analysis import analyze, analysis_markdown
+
+    # 10 pairs of 5 questions, half labelled a, half b; answer a is longer on p0-p6
+    specs = [(f"p{i}", f"q{i // 2}", f"x{i}", f"y{i}", "a" if i % 2 == 0 else "b", 12 if i < 7 else 5, 8)
+             for i in range(10)]
+    _position_only_judge(tmp_path / "judge", specs)
+    _position_only_judge(tmp_path / "judge_typos", [(p, q, a + "'", b + "'", lab, na + 1, nb)
+                                                    for p, q, a, b, lab, na, nb in specs])
+    a = analyze([tmp_path / "judge"], perturbed={"typos": [tmp_path / "judge_typos"]}, split="test", n_boot=50)
+    c = a.comparison
+    assert len(c.pair_ids) == 10 and c.n_dropped == 0
+    rows = {s.name: r for s, r in zip(c.systems, c.rows)}
+    assert {r.n for r in rows.values()} == {10}
+    ab, ba, deb = (f"{JUDGE} (vote), {o}" for o in ("order ab (as given)", "order ba (swapped)",
+                                                     "debiased (mean of both orders)"))
+    assert rows[ab].values["accuracy"] == 0.5 and rows[ba].values["accuracy"] == 0.5
+    assert rows[deb].values["accuracy"] == 0.0  # every pair undecided: 10 misses
+    assert rows[ALWAYS_A].values["accuracy"] == 0.5
+    undecided = {u.system: (u.n, u.n_undecided) for u in c.undecided}
+    assert undecided[deb] == (0, 10) and undecided[ab] == (0, 0) and undecided[ALWAYS_A] == (0, 0)
+    # Table 7 on the same 10 pairs; the debiased judge's 10 undecided pairs are disagreements with no side
+    verb = {r.system: r for r in a.verbosity.rows}
+    assert {r.n for r in verb.values()} == {10}
+    assert (verb[deb].n_disagreements, verb[deb].undecided, verb[deb].system_tie) == (10, 10, 0)
+    # order ab says a everywhere: wrong on the 5 b pairs; a is longer on p1, p3, p5 (people chose the shorter b)
+    assert (verb[ab].n_disagreements, verb[ab].short_to_long, verb[ab].long_to_short) == (5, 3, 2)
+    # Table 8 on the same 10 pairs, each side's undecided counted
+    (p,) = a.perturbations
+    assert p.n == 10
+    prow = {r.system: r for r in p.rows}
+    assert prow[ab].deltas["accuracy"].base == 0.5 and prow[ab].deltas["accuracy"].other == 0.5
+    assert (prow[deb].n_undecided_original, prow[deb].n_undecided_perturbed) == (10, 10)
+    text = analysis_markdown(a, command="analyze judge")
+    assert f"| {deb} | LLM judge | 10 | 10 |" in text
+    assert "10 pairs from 5 questions (labelled a or b in the test split, failed by no system" in text

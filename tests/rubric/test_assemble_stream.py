@@ -76,6 +76,10 @@ def test_pieces_equal_the_in_memory_tables(tmp_path, chunk, rescale):
     assert {k: v for k, v in res.counts.items() if k != "per_input"} == \
         {k: v for k, v in whole.counts.items() if k != "per_input"}
     assert res.counts["errors_by_rubric"]["conciseness"] > 0
+    # answers scored with no claim (v2's 0.0) are counted apart from errors, the same in both paths
+    no_claims = sum(1 for s in scores.values() if s["factuality"].raw is not None
+                    and s["factuality"].extras["n_claims"] == 0)
+    assert res.counts["factuality_no_claims"] == no_claims > 0
 
 
 def test_a_lost_answer_is_named_and_counted(tmp_path):

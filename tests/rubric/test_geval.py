@@ -88,6 +88,31 @@ def test_yes_no_is_p_yes_over_p_yes_plus_p_no(probs, value):
     assert parse_score(probs, EX).value == pytest.approx(value)
 
 
+@pytest.mark.parametrize("probs, value, p_yes", [
+    ({"Ġyes": 0.3, "ĠYes": 0.3, "Ġno": 0.2}, 1.0, 0.75),
+    ({"Ġyes": 0.2, "Ġno": 0.3}, 0.0, 0.4),
+    ({"yes": 0.25, "no": 0.25}, 0.0, 0.5),  # a tie is not "yes": the paper's rule is P(yes) > P(no)
+    ({"YES": 0.1}, 1.0, 1.0),
+])
+def test_use_of_examples_v2_decides_and_keeps_the_soft_p_yes(probs, value, p_yes):
+    v2 = get_template("use_of_examples.yesno.v2")
+    parsed = parse_score(probs, v2)
+    assert parsed.value == value and parsed.expected == pytest.approx(p_yes)
+    assert v2.decision_extra == "p_yes" and EX.decision_extra is None
+    assert parse_score(probs, EX).value == parse_score(probs, EX).expected == pytest.approx(p_yes)
+
+
+def test_use_of_examples_v2_is_the_reference_prompt_verbatim():
+    from pathlib import Path
+
+    ref = Path(__file__).resolve().parents[2] / "../shared/reference-prompts/lfqa-hp-1m.zero_shot_example_detection.txt"
+    if not ref.is_file():
+        pytest.skip("../shared/reference-prompts not here")
+    text = ref.read_text(encoding="utf-8-sig").replace("Question: {}", "Question: Q?").replace("Answer: {}", "Answer: A.")
+    user = get_template("use_of_examples.yesno.v2").render(question="Q?", answer="A.").user
+    assert text.rstrip() == user.rstrip() and user.startswith("### Instruction:")
+
+
 def test_logprobs_input():
     p = parse_score({"4": math.log(0.3), "Ġ2": math.log(0.3)}, COH, logprobs=True)
     assert p.value == pytest.approx(3.0) and p.mass == pytest.approx(0.6)

@@ -34,6 +34,7 @@ EXPECTED = {
     "linkage.create_multi_step_answer.v1": ("linkage", "generate", "", ("Answer1", "Answer2", "Answer3")),
     "linkage.create_multi_step_answer.v2": ("linkage", "generate", "Answer1:", ("Answer1", "Answer2", "Answer3")),
     "linkage.pairwise.v1": ("linkage", "pairwise", "[[", ("A", "B", "C")),
+    "linkage.pairwise_reference.v1": ("linkage", "pairwise", "[[", ("A", "B", "C")),
     "arena.pairwise.v1": ("arena", "pairwise", "<thinking></thinking>\n<rating>", ("1", "2", "0")),
     "arena.pairwise_reasoning.v1": ("arena", "pairwise", "<thinking>", ("1", "2", "0")),
     "lfqa_e.reference_tie.v1": ("lfqa_e", "pairwise", "answer_", ("1", "2", "tie")),

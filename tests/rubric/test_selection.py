@@ -167,7 +167,9 @@ def test_evaluation_reports_style_controlled_model_ablation_calibration_and_weig
     loaded = PreferenceModel.from_json(tmp_path / "m.json")
     ev = evaluate_model(loaded, table, split="test", n_boot=200)
     names = [r.system for r in ev.rows]
-    assert names == [MODEL_ROW, STYLE_CONTROLLED_ROW, "baseline: longer answer wins", "baseline: always a"]
+    full = "preference model (LR on rubric differences + length/markdown covariates)"  # says what it holds
+    assert full.startswith(MODEL_ROW[:-1])
+    assert names == [full, STYLE_CONTROLLED_ROW, "baseline: longer answer wins", "baseline: always a"]
     assert ev.rows[0].n == ev.rows[1].n == ev.rows[2].n
     # the labels follow length too: the length covariate carries positive weight
     assert loaded.weights()["style_length"] > 0
@@ -183,7 +185,9 @@ def test_evaluation_reports_style_controlled_model_ablation_calibration_and_weig
     ev_all = evaluate_model(loaded, table, split="all", n_boot=50)
     text_all = write_report(ev_all, loaded, tmp_path / "all.md")
     assert ev_all.ablation_in_sample
-    assert f"| {MODEL_ROW} (IN-SAMPLE) |" in text_all and "## Drop-one-rubric ablation — IN-SAMPLE" in text_all
+    assert f"| {full} (IN-SAMPLE) |" in text_all and "## Drop-one-rubric ablation — IN-SAMPLE" in text_all
+    assert "Model: IN-SAMPLE: the model was fitted on this table's 'train' split" in text_all
+    assert "Model: held out: the model was fitted on this table's 'train' split" in text
     assert "## Calibration — IN-SAMPLE" in text_all
 
 
@@ -192,6 +196,32 @@ def test_ablation_is_not_run_on_a_table_other_than_the_training_one(fitted):
     other = synthetic_table(seed=9, n_questions=30, id_prefix="other-")
     ev = evaluate_model(model, other, split="test", n_boot=50)
     assert ev.ablation is None and "not the set of pairs the model was fitted on" in ev.ablation_note
+
+
+def test_a_model_evaluated_on_another_table_is_transferred_not_in_sample(table, fitted, tmp_path):
+    """model.json records the table it was fitted on; --split all on another table is not IN-SAMPLE."""
+    from rubric.preference import pairs_table_digest, sample_status
+
+    model, _ = fitted
+    model.to_json(tmp_path / "m.json")
+    loaded = PreferenceModel.from_json(tmp_path / "m.json")
+    rec = loaded.metadata_["fitted_on"]
+    assert rec["pairs_sha256"] == pairs_table_digest(table) and rec["split"] == "train"
+    other = synthetic_table(seed=9, n_questions=30, id_prefix="other-")
+    ev = evaluate_model(loaded, other, split="all", n_boot=50, ablation=False)
+    assert ev.sample.kind == "transferred" and not ev.sample.in_sample
+    text = write_report(ev, loaded, tmp_path / "other.md")
+    assert "IN-SAMPLE" not in text and "Model: transferred: the model was fitted on another pairs table" in text
+    # the same pairs re-scored (other rubric values) are the same table: in-sample on 'all'
+    values = [c for c in table.column_names if c.endswith("_conciseness")]
+    rescored = table.drop_columns(values)
+    assert values and rescored.num_columns < table.num_columns
+    assert sample_status(loaded, rescored, "all").kind == "in-sample"
+    assert sample_status(loaded, table, "dev").kind == "held-out"
+    # a model written before the record: guessed from the split, and said so
+    loaded.metadata_ = {k: v for k, v in loaded.metadata_.items() if k != "fitted_on"}
+    old = sample_status(loaded, other, "all")
+    assert old.kind == "unrecorded" and old.in_sample and "guessed from the splits" in old.note
 
 
 def test_style_control_changes_what_a_length_driven_model_predicts():

@@ -8,7 +8,9 @@ from rubric.scoring.specs import DEFAULT_VERSIONS, EXTRA_SIGNALS, PAPER_RUBRICS,
 EXPECTED_VERSIONS = {
     "coherence.geval.v1", "completeness.geval.v1", "conciseness.lexical_density.v1", "fluency.geval.v1",
     "grammar.harper.v1", "grammar.languagetool.v1", "relevance.geval.v1", "use_of_examples.yesno.v1",
+    "use_of_examples.yesno.v2",
     "specificity.subjectiveqa.v1", "specificity.geval.v1", "factuality.veriscore.v1",
+    "factuality.veriscore.v2",
     # extra signals (opt-in, outside the paper's nine)
     "length.words.v1", "qa_similarity.minilm.v1", "ref_rouge_l.v1", "ref_similarity.minilm.v1",
 }

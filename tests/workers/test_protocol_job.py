@@ -37,7 +37,7 @@ class Counting(LinkageScorer):
     """A LinkageScorer on the fake engine that counts questions and can die after N calls."""
 
     def __init__(self, die_after=None):
-        super().__init__(FakeEngine(), ("listwise", "point_no_ref", "pairwise"))
+        super().__init__(FakeEngine(), ("listwise", "point_no_ref", "pairwise_candidates"))
         self.die_after, self.n_calls, self.n_questions = die_after, 0, 0
 
     def score_questions(self, questions):
@@ -58,10 +58,10 @@ def test_linkage_job_outputs_and_report(tmp_path):
                         progress=False, command="lfqa-rubric judge x --protocol linkage")
     t = pq.read_table(out / "linkage.parquet").to_pydict()
     assert len(t["answer_id"]) == 3 * 3 * 3  # questions x candidates x systems
-    assert set(t["system"]) == {"listwise", "point_no_ref", "pairwise"}
+    assert set(t["system"]) == {"listwise", "point_no_ref", "pairwise_candidates"}
     assert all(e is None for e in t["error"]) and set(t["model"]) == {"fake/protocols"}
     # the fake ranks BEST > GOOD > POOR: every system orders each question's answers as the labels do
-    for s in ("listwise", "point_no_ref", "pairwise"):
+    for s in ("listwise", "point_no_ref", "pairwise_candidates"):
         assert m["metrics"][s]["kendall"] == pytest.approx(1.0) and m["metrics"][s]["n_undefined"] == 0
     report = (out / "report.md").read_text()
     assert "| listwise | 1.000" in report and "Command: `lfqa-rubric judge x --protocol linkage`" in report

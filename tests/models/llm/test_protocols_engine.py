@@ -39,7 +39,8 @@ def test_linkage_on_the_embedded_judge(vllm_engine, webglm_question):
         assert all(s.error is None for s in r.values()), r
         assert 1.0 <= r["listwise"].extras["rank"] <= 5.0 and r["listwise"].extras["mass"] > 0.5
         assert 0.0 <= r["point_no_ref"].raw <= 10.0 and 0.0 <= r["point_with_ref"].raw <= 10.0
-        assert 0.0 <= r["pairwise"].raw <= 1.0
+        assert 0.0 <= r["pairwise_candidates"].raw <= 1.0
+        assert -1.0 <= r["pairwise_references"].raw <= 1.0 and r["pairwise_references"].extras["n_references"] >= 1
 
 
 def test_lfqa_e_and_linkage_pairwise_judges_on_the_embedded_judge(vllm_engine, webglm_question):

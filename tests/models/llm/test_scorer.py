@@ -76,6 +76,20 @@ def test_order_one_call_and_values(layout):
     assert list(good) == ["coherence", "relevance", "fluency", "completeness", "use_of_examples"]
 
 
+def test_use_of_examples_v2_raw_is_the_decision_and_p_yes_an_extra():
+    class Leaning(FakeEngine):
+        def score_token_probs(self, prompts, candidates):
+            return [{"Ġyes": 0.3, "Ġno": 0.2} if "good" in p.user else {"Ġyes": 0.2, "Ġno": 0.3} for p in prompts]
+
+    sc = LLMRubricScorer(resolve_rubrics("use_of_examples.yesno.v2"), Leaning(), layout="paper")
+    good, bad = (r["use_of_examples"] for r in sc.score_batch(_items()[:2]))
+    assert (good.raw, bad.raw) == (1.0, 0.0)
+    assert good.extras["p_yes"] == pytest.approx(0.6) and bad.extras["p_yes"] == pytest.approx(0.4)
+    v1 = LLMRubricScorer(resolve_rubrics("use_of_examples"), Leaning(), layout="paper")
+    assert "p_yes" not in v1.score_batch(_items()[:1])[0]["use_of_examples"].extras
+    assert sc.provenance("use_of_examples").template_hash != v1.provenance("use_of_examples").template_hash
+
+
 def test_answer_first_keeps_an_answers_prompts_together():
     eng = FakeEngine()
     sc = LLMRubricScorer(resolve_rubrics(LLM_RUBRICS), eng, layout="answer_first")

@@ -1,0 +1,249 @@
+"""Named configurations, defined once: ``paper`` is LFQA-HP-1M's (Hossain et al.), as the seed paper
+and its reference code describe it.
+
+Our defaults improve on the paper in ways that change its numbers (style covariates in the model,
+logprob judges, a soft use-of-examples score, factuality 0 for no claim is the paper's rule and our
+default too). A preset fixes every such setting at once, so "the paper's configuration" is one
+switch (``--preset paper`` on ``score``, ``fit``, ``evaluate``, ``judge`` and ``analyze``) and a
+report made with it says so in its title and in every row it computed.
+
+The CLI reads the settings from here (``workers/presets.py``); nothing else restates them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from rubric.errors import ConfigError, UnknownNameError
+
+__all__ = ["Preset", "PAPER", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges",
+           "preset_tag", "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY"]
+
+#: The key under which ``fit`` records a preset in the model's metadata.
+PRESET_META_KEY = "preset"
+
+
+def _frozen(d: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(d))
+
+
+@dataclass(frozen=True)
+class Preset:
+    """One named configuration of every step.
+
+    Attributes:
+        name: the ``--preset`` value.
+        title: what reports say about it (titles, row names).
+        rubric_versions: rubric name -> the version it uses (``score``'s rubrics; bare names map here).
+        llm_layout: the G-Eval prompt layout.
+        rescale: "declared" (fixed, the paper's reference code) or "fitted".
+        split_fractions: train/dev/test shares of the score job's question-level, stratified split.
+        fit_split / eval_split: where ``fit`` learns and where ``evaluate`` and ``analyze`` report.
+        style: the model's style covariates (length, markdown differences).
+        decorrelate: length decorrelation of the rubrics.
+        C: the logistic regression's inverse regularisation.
+        ties: "drop" (a binary model) or "three_way".
+        judges: the pairwise judges (short names), in Table 4's order.
+        judge_mode / n_votes / temperature / tie: how the judges run.
+        sources: where each setting comes from (for docs/paper.md and the reports).
+    """
+
+    name: str
+    title: str
+    rubric_versions: Mapping[str, str]
+    llm_layout: str
+    rescale: str
+    split_fractions: tuple[float, float, float]
+    fit_split: str
+    eval_split: str
+    style: bool
+    decorrelate: bool
+    C: float
+    ties: str
+    judges: tuple[str, ...]
+    judge_mode: str
+    n_votes: int
+    temperature: float
+    tie: bool
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from rubric.scoring import RUBRICS
+
+        for name, version in self.rubric_versions.items():
+            if RUBRICS.get(version).name != name:
+                raise ConfigError(f"preset {self.name!r}: {version!r} is not a version of {name!r}")
+        if self.judge_mode not in ("logprob", "vote") or self.n_votes < 1:
+            raise ConfigError(f"preset {self.name!r}: 'judge_mode' must be logprob or vote and 'n_votes' >= 1")
+        if abs(sum(self.split_fractions) - 1.0) > 1e-9:
+            raise ConfigError(f"preset {self.name!r}: 'split_fractions' must sum to 1, got {self.split_fractions}")
+
+
+PAPER = Preset(
+    name="paper",
+    title="paper preset (LFQA-HP-1M configuration)",
+    rubric_versions=_frozen({
+        "specificity": "specificity.subjectiveqa.v1",
+        "grammar": "grammar.languagetool.v1",
+        "fluency": "fluency.geval.v1",
+        "completeness": "completeness.geval.v1",
+        "coherence": "coherence.geval.v1",
+        "relevance": "relevance.geval.v1",
+        "conciseness": "conciseness.lexical_density.v1",
+        "use_of_examples": "use_of_examples.yesno.v2",
+        "factuality": "factuality.veriscore.v2",
+    }),
+    llm_layout="paper",
+    rescale="declared",
+    split_fractions=(0.70, 0.15, 0.15),
+    fit_split="train",
+    eval_split="test",
+    style=False,
+    decorrelate=False,
+    C=1.0,
+    ties="drop",
+    judges=("plain", "rubrics"),
+    judge_mode="vote",
+    n_votes=3,
+    temperature=0.0,
+    tie=False,
+    sources=_frozen({
+        "rubrics": "Table 2's nine rubrics; SubjECTive-QA SPECIFIC, LanguageTool, G-Eval (appendix A.6-A.9), the "
+                   "reference code's use-of-examples prompt (yes when P(yes) > P(no)), VeriScore with "
+                   "\"If C(r) = 0, return 0.0\"",
+        "rescale": "min-max of each rubric's declared range to 1-5, as the reference code",
+        "split": "70/15/15 by question, preserving sources, domains and annotator expertise (section 4)",
+        "model": "binary logistic regression on rubric differences, no other features (section 4, Table 3)",
+        "judges": "GPT-4o with the plain prompt and with the nine rubrics' definitions, GPT-4o (R) (Table 4); "
+                  "the reference code parses 3 greedy generations and takes the majority",
+    }),
+)
+
+#: Every preset by name.
+PRESETS: Mapping[str, Preset] = MappingProxyType({PAPER.name: PAPER})
+
+
+def get_preset(name: str) -> Preset:
+    """The preset called ``name``.
+
+    Raises:
+        UnknownNameError: no such preset (lists those that exist).
+    """
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise UnknownNameError(f"unknown preset {name!r}; known: {', '.join(PRESETS)}") from None
+
+
+def preset_rubric_versions(preset: Preset, names: str | None) -> str:
+    """``score --rubrics`` under a preset: the preset's versions of the rubrics asked for (all of them
+    when ``names`` is None); a bare name takes the preset's version.
+
+    Args:
+        preset: the preset.
+        names: comma-separated rubric names or versions, or None.
+
+    Returns:
+        The comma-separated versions.
+
+    Raises:
+        ConfigError: a name is not one of the preset's rubrics, or names another version than the preset's.
+    """
+    if names is None:
+        return ",".join(preset.rubric_versions.values())
+    out = []
+    by_version = {v: k for k, v in preset.rubric_versions.items()}
+    for n in (x.strip() for x in names.split(",") if x.strip()):
+        if n in preset.rubric_versions:
+            out.append(preset.rubric_versions[n])
+        elif n in by_version:
+            out.append(n)
+        else:
+            rubric = n.split(".")[0]
+            want = preset.rubric_versions.get(rubric)
+            raise ConfigError(f"--preset {preset.name} " + (f"uses {want}, not {n}" if want else
+                              f"has no rubric {n!r} (its rubrics: {', '.join(preset.rubric_versions)})")
+                              + f": drop --preset {preset.name} to use it")
+    return ",".join(out)
+
+
+def preset_judges(preset: Preset, names: str | None) -> str:
+    """``judge --judges`` under a preset: the preset's judges, or the ones asked for when all are the preset's.
+
+    Raises:
+        ConfigError: a judge is not one of the preset's.
+    """
+    if names is None:
+        return ",".join(preset.judges)
+    asked = [n.strip() for n in names.split(",") if n.strip()]
+    other = [n for n in asked if n not in preset.judges]
+    if other:
+        raise ConfigError(f"--preset {preset.name} runs the judges {', '.join(preset.judges)}, not {', '.join(other)}: "
+                          f"drop --preset {preset.name} to run them")
+    return ",".join(asked)
+
+
+def preset_tag(preset_name: str | None) -> str:
+    """What a row name carries when a preset made it: `` [paper preset]``, or nothing."""
+    return f" [{preset_name} preset]" if preset_name else ""
+
+
+def preset_title(title: str, preset_name: str | None) -> str:
+    """A report title that names the configuration: ``title — paper preset (LFQA-HP-1M configuration)``."""
+    return f"{title} — {get_preset(preset_name).title}" if preset_name else title
+
+
+def model_preset(model) -> str | None:
+    """The preset a fitted model was made with (recorded by ``fit --preset``), or None."""
+    meta = model.metadata_ if isinstance(model.metadata_, dict) else {}
+    value = meta.get(PRESET_META_KEY)
+    return value if isinstance(value, str) and value in PRESETS else None
+
+
+def table_problems(preset: Preset, provenance: Mapping[str, Mapping]) -> list[str]:
+    """How a pairs table's rubrics differ from what the preset makes (empty: the preset made them).
+
+    Args:
+        preset: the preset.
+        provenance: the table's ``{rubric: record}`` (:func:`rubric.tables.table_provenance`).
+    """
+    from rubric.scoring import TEMPLATE_VERSIONS, get_template
+
+    problems = []
+    for rubric, rec in provenance.items():
+        want = preset.rubric_versions.get(rubric)
+        got = rec.get("rubric_version")
+        if want is None:
+            problems.append(f"{rubric} ({got}) is not one of the preset's rubrics")
+            continue
+        if got != want:
+            problems.append(f"{rubric} is {got}, the preset's is {want}")
+        kind = (rec.get("rescale") or {}).get("kind")
+        if kind != preset.rescale:
+            problems.append(f"{rubric} was rescaled {kind!r}, the preset rescales {preset.rescale!r}")
+        if got == want and want in TEMPLATE_VERSIONS:
+            expected = get_template(want, preset.llm_layout).template_hash
+            if rec.get("template_hash") != expected:
+                problems.append(f"{rubric}'s prompt is not the {preset.llm_layout!r} layout's (template "
+                                f"{rec.get('template_hash')}, expected {expected})")
+    return problems
+
+
+def judge_settings_problems(preset: Preset, settings: Mapping, allowed: set[str]) -> list[str]:
+    """How a judge run's settings (its manifest's ``settings``) differ from the preset's.
+
+    Args:
+        preset: the preset.
+        settings: the judge run's settings.
+        allowed: the judge versions the preset's judges resolve to (``rubric.judging.resolve_judges``;
+            resolved by the caller, so this module stays below the judging room).
+    """
+    want = {"mode": preset.judge_mode, "n_votes": preset.n_votes, "temperature": preset.temperature,
+            "tie": preset.tie}
+    problems = [f"{k} is {settings.get(k)!r}, the preset's is {v!r}" for k, v in want.items() if settings.get(k) != v]
+    other = sorted(set(settings.get("judges") or []) - allowed)
+    if other:
+        problems.append(f"judges {', '.join(other)} are not the preset's ({', '.join(sorted(allowed))})")
+    return problems

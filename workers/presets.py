@@ -1,0 +1,154 @@
+"""``--preset NAME`` on ``score``, ``fit``, ``evaluate``, ``judge`` and ``analyze``: the settings come
+from :mod:`rubric.presets` (defined there once); this module only applies them to a command's arguments.
+
+A setting the preset fixes takes the preset's value; given explicitly with another value, it is an
+error (``--preset paper sets --mode vote``), never silently overridden. Selections stay the user's:
+a subset of the preset's rubrics or judges, paths, batch sizes, seeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from functools import partial
+from pathlib import Path
+
+from rubric.errors import ConfigError
+from rubric.presets import PRESETS, Preset, get_preset, preset_judges, preset_rubric_versions
+
+__all__ = ["add_preset", "apply_preset", "FIXED"]
+
+log = logging.getLogger(__name__)
+
+
+def _fixed(preset: Preset, command: str) -> dict[str, object]:
+    """dest -> the value the preset fixes, per command."""
+    return {
+        "score": {"llm_layout": preset.llm_layout, "rescale": preset.rescale},
+        "fit": {"split": preset.fit_split, "C": preset.C, "ties": preset.ties, "style": preset.style,
+                "decorrelate": preset.decorrelate},
+        "evaluate": {"split": preset.eval_split},
+        "judge": {"mode": preset.judge_mode, "n_votes": preset.n_votes, "temperature": preset.temperature,
+                  "tie": preset.tie},
+        "analyze": {"split": preset.eval_split},
+    }[command]
+
+
+#: The commands that take ``--preset``.
+FIXED: tuple[str, ...] = ("score", "fit", "evaluate", "judge", "analyze")
+
+
+class _Default:
+    """Marks a parser default that was not given: ``--mode logprob`` typed out is a plain str, the
+    untouched default ``logprob`` is a :class:`_DefaultStr`, so a preset can tell the two apart.
+    The marked values behave as the values themselves (a bool default becomes an int 0/1)."""
+
+
+    original: object
+
+
+class _DefaultStr(str, _Default):
+    pass
+
+
+class _DefaultInt(int, _Default):
+    pass
+
+
+class _DefaultFloat(float, _Default):
+    pass
+
+
+def _remembered(value):
+    """``value`` marked as the untouched default (None and other types are left as they are)."""
+    for kind, marked in ((bool, _DefaultInt), (str, _DefaultStr), (int, _DefaultInt), (float, _DefaultFloat)):
+        if isinstance(value, kind):
+            out = marked(value)
+            out.original = value
+            return out
+    return value
+
+
+def _plain(args: argparse.Namespace) -> None:
+    """Every marked default back to the parser's own value (so a handler, a store key or a manifest never
+    sees a marked one)."""
+    for dest, value in vars(args).items():
+        if isinstance(value, _Default):
+            setattr(args, dest, value.original)
+
+
+#: Selections whose default the preset replaces only when the user gave none.
+_SELECTIONS = {"score": "rubrics", "judge": "judges"}
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def apply_preset(args: argparse.Namespace, command: str) -> None:
+    """Set the preset's values on ``args`` (in place), checking what the user gave explicitly.
+
+    A value the user typed is "given" even when it equals the parser's default (``add_preset`` marks the
+    defaults); a given value other than the preset's is an error.
+
+    Raises:
+        ConfigError: an explicit value contradicts the preset, or the inputs were not made with it.
+    """
+    preset = get_preset(args.preset)
+    for dest, value in _fixed(preset, command).items():
+        given = getattr(args, dest)
+        if not isinstance(given, _Default) and given is not None and given != value:
+            raise ConfigError(f"--preset {preset.name} sets {_flag(dest)} {value}; got {given}: drop one of them")
+        setattr(args, dest, value)
+    if command == "score":
+        args.rubrics = preset_rubric_versions(preset, None if isinstance(args.rubrics, _Default) else args.rubrics)
+    elif command == "judge":
+        if getattr(args, "protocol", None) is not None:
+            raise ConfigError(f"--preset {preset.name} is for the pairwise judges, not --protocol")
+        args.judges = preset_judges(preset, None if isinstance(args.judges, _Default) else args.judges)
+    elif command == "fit":
+        _check_table(preset, Path(args.outdir))
+    elif command == "evaluate":
+        _check_model(preset, Path(args.model))
+    log.info("--preset %s: %s", preset.name, preset.title)
+
+
+def _check_table(preset: Preset, outdir: Path) -> None:
+    from rubric.preference import read_pairs
+    from rubric.presets import table_problems
+    from rubric.tables import table_provenance
+
+    problems = table_problems(preset, table_provenance(read_pairs(outdir)))
+    if problems:
+        raise ConfigError(f"{outdir / 'pairs.parquet'} was not scored with --preset {preset.name}: "
+                          + "; ".join(problems))
+
+
+def _check_model(preset: Preset, model_path: Path) -> None:
+    from rubric.preference import PreferenceModel
+    from rubric.presets import model_preset
+
+    got = model_preset(PreferenceModel.from_json(model_path))
+    if got != preset.name:
+        raise ConfigError(f"{model_path} was fitted {'with --preset ' + got if got else 'without a preset'}, "
+                          f"not with --preset {preset.name}")
+
+
+def _run(func, command: str, args: argparse.Namespace) -> int:
+    if getattr(args, "preset", None):
+        apply_preset(args, command)
+    _plain(args)
+    return func(args)
+
+
+def add_preset(parser: argparse.ArgumentParser, command: str) -> None:
+    """Give a command ``--preset``; call after its ``set_defaults(func=...)``."""
+    if command not in FIXED:
+        raise ConfigError(f"no preset settings for {command!r}; known: {', '.join(FIXED)}")
+    parser.add_argument("--preset", choices=tuple(PRESETS), default=None,
+                        help="run with a named configuration's settings (paper: LFQA-HP-1M's rubric versions and "
+                             "prompts, fixed rescaling, no style covariates, vote-mode judges with 3 votes, "
+                             "70/15/15 split, fit on train, report on test; docs/paper.md)")
+    parser.set_defaults(func=partial(_run, parser.get_default("func"), command))
+    dests = [*_fixed(PRESETS[next(iter(PRESETS))], command), *([_SELECTIONS[command]] if command in _SELECTIONS else [])]
+    parser.set_defaults(**{d: _remembered(parser.get_default(d)) for d in dests})
