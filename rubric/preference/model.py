@@ -30,10 +30,10 @@ from rubric.tables import STYLE_COVARIATES, check_style_record, style_record
 
 __all__ = ["PreferenceModel"]
 
-_FORMAT = "lfqa-rubric.preference.model-model.v3"
+_FORMAT = "lfqa-rubric.preference-model.v3"
 #: Still readable: v2 has no style covariates and no length betas; v1 also records no provenance.
-_FORMAT_V2 = "lfqa-rubric.preference.model-model.v2"
-_FORMAT_V1 = "lfqa-rubric.preference.model-model.v1"
+_FORMAT_V2 = "lfqa-rubric.preference-model.v2"
+_FORMAT_V1 = "lfqa-rubric.preference-model.v1"
 _FORMATS = (_FORMAT, _FORMAT_V2, _FORMAT_V1)
 
 

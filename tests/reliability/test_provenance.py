@@ -130,7 +130,7 @@ def test_a_model_without_provenance_counts_as_a_difference(tmp_path):
     model, _ = fit_model(t)
     model.to_json(tmp_path / "m.json")
     doc = json.loads((tmp_path / "m.json").read_text())
-    doc["format"] = "lfqa-rubric.preference.model-model.v1"
+    doc["format"] = "lfqa-rubric.preference-model.v1"
     del doc["provenance"]
     (tmp_path / "v1.json").write_text(json.dumps(doc))
     v1 = PreferenceModel.from_json(tmp_path / "v1.json")

@@ -91,7 +91,7 @@ def _saved(tmp_path, **kw):
 def test_provenance_is_saved_and_loaded(tmp_path):
     prov = {f: {**PROV, "rubric_version": f"{f}.v1"} for f in ("x", "y", "z")}
     path, doc = _saved(tmp_path, provenance=prov)
-    assert doc["format"] == "lfqa-rubric.preference.model-model.v3" and doc["provenance"] == prov
+    assert doc["format"] == "lfqa-rubric.preference-model.v3" and doc["provenance"] == prov
     assert PreferenceModel.from_json(path).provenance == prov
 
 
@@ -103,7 +103,7 @@ def test_provenance_must_cover_every_feature():
 
 def test_v1_file_loads_without_provenance(tmp_path):
     path, doc = _saved(tmp_path)
-    doc["format"] = "lfqa-rubric.preference.model-model.v1"
+    doc["format"] = "lfqa-rubric.preference-model.v1"
     del doc["provenance"]
     path.write_text(json.dumps(doc))
     m = PreferenceModel.from_json(path)
@@ -159,7 +159,7 @@ def test_damaged_model_file_is_one_input_error_naming_file_and_fault(tmp_path, w
 
 
 @pytest.mark.parametrize("text,msg", [
-    ('{"format": "lfqa-rubric.preference.model-model.v2", "params": {"C": 1', "not valid JSON (truncated?)"),
+    ('{"format": "lfqa-rubric.preference-model.v2", "params": {"C": 1', "not valid JSON (truncated?)"),
     ('[1, 2, 3]', "the top level is a list"),
     ('"model"', "the top level is a str"),
     ('{"format": "something else"}', "not a preference model"),
@@ -227,7 +227,7 @@ def test_v3_file_round_trips_style_covariates_and_length_betas(tmp_path):
     m.metadata_ = {"split": "train"}
     m.to_json(tmp_path / "m.json", trained_on="x")
     doc = json.loads((tmp_path / "m.json").read_text())
-    assert doc["format"] == "lfqa-rubric.preference.model-model.v3"
+    assert doc["format"] == "lfqa-rubric.preference-model.v3"
     assert doc["style_features"] == ["style_length"] and doc["length_betas"] == {"good": 0.004}
     assert doc["provenance"]["style_length"] == {"kind": "style", "version": "style.length_normdiff.v1"}
     assert doc["metadata"] == {"split": "train", "trained_on": "x"}
@@ -246,7 +246,7 @@ def test_v3_file_round_trips_style_covariates_and_length_betas(tmp_path):
 
 def test_v2_file_still_loads(tmp_path):
     path, doc = _saved(tmp_path, provenance={f: PROV for f in "xyz"})
-    doc["format"] = "lfqa-rubric.preference.model-model.v2"
+    doc["format"] = "lfqa-rubric.preference-model.v2"
     del doc["style_features"], doc["length_betas"]
     path.write_text(json.dumps(doc))
     m = PreferenceModel.from_json(path)
