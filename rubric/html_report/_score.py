@@ -68,7 +68,7 @@ def read_jsonl(path: Path) -> list[dict]:
         InputError: a line is not JSON.
     """
     out = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for i, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
         if line.strip():
             try:
                 out.append(json.loads(line))
