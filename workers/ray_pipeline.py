@@ -16,7 +16,6 @@ and ``workers.local.score_items``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -25,7 +24,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,7 @@ from rubric.readers import Block
 from workers.shards import read_unit
 
 __all__ = ["PoolConfig", "DEFAULT_POOLS", "pool_of_backend", "init_local_ray", "ray_step", "run_ray_job",
-           "add_ray_arguments", "pools_from_args", "config_for_pools", "add_pool_stage", "answer_rows"]
+           "add_pool_stage", "answer_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -465,72 +464,3 @@ def run_ray_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequ
 
     return run_job(inputs, fmt, specs, out, config=config, reader_options=reader_options, seed=seed,
                    progress=progress, runner="ray", step=step)
-
-
-# ---------------------------------------------------------------------------------------------
-# Command-line plumbing shared by scripts/run_job.py and `lfqa-rubric score --ray`
-# ---------------------------------------------------------------------------------------------
-
-
-def add_ray_arguments(p) -> None:
-    """Add the Ray options (address, pool sizes, per-actor resources) to an argparse parser."""
-    g = p.add_argument_group("Ray")
-    g.add_argument("--address", default=None,
-                   help="Ray address: 'auto' joins a running cluster (what `ray job submit` gives), 'local' "
-                        "starts a 2-CPU local Ray; default: join RAY_ADDRESS if set, else start a local Ray")
-    g.add_argument("--text-actors", type=int, default=1,
-                   help="actors in the text pool (spaCy, Harper, LanguageTool, length, ROUGE-L)")
-    g.add_argument("--classifier-actors", type=int, default=1,
-                   help="actors in the classifier pool (specificity, MiniLM similarity)")
-    g.add_argument("--llm-actors", type=int, default=1, help="actors in the LLM pool (one engine each)")
-    g.add_argument("--factuality-actors", type=int, default=1, help="actors in the factuality pool (own engine)")
-    g.add_argument("--cpus-per-actor", type=float, default=0.5, help="CPUs reserved per text/classifier actor")
-    g.add_argument("--cpus-per-llm-actor", type=float, default=1.0,
-                   help="CPUs reserved per engine actor (llm and factuality)")
-    g.add_argument("--gpus-per-llm-actor", type=float, default=None,
-                   help="GPUs per engine actor, llm and factuality (default: 1 if the cluster has GPUs, else 0)")
-    g.add_argument("--tensor-parallel", type=int, default=1,
-                   help="shard each LLM engine over this many GPUs of one node (sets --gpus-per-llm-actor)")
-    g.add_argument("--ray-batch-size", type=int, default=None,
-                   help="answers per Ray batch (default: --batch-size)")
-    g.add_argument("--max-restarts", type=int, default=2, help="restarts of a dead actor (bounded)")
-    g.add_argument("--max-task-retries", type=int, default=2, help="retries of a batch whose actor died")
-    g.add_argument("--llm-batches-in-flight", type=int, default=1,
-                   help="Ray batches each engine actor (llm and factuality) scores at once on one kept-busy vLLM "
-                        "engine; 1 (default): one synchronous engine call per batch")
-    g.add_argument("--read-concurrency", type=int, default=None,
-                   help="most input blocks read at once (each read task holds one block of up to ~50k rows); "
-                        "default: as many as the CPUs allow")
-    g.add_argument("--global-dedupe", action=argparse.BooleanOptionalAction, default=True,
-                   help="score an answer shared by several shards or blocks once (a hash shuffle by answer id, "
-                        "so shards finish together); --no-global-dedupe streams shards through independently "
-                        "and scores a shared answer in each")
-
-
-def pools_from_args(args) -> dict[str, PoolConfig]:
-    """The pool settings named by :func:`add_ray_arguments`'s options."""
-    if args.tensor_parallel < 1:
-        raise ConfigError(f"'--tensor-parallel' must be >= 1, got {args.tensor_parallel}")
-    common = {"batch_size": args.ray_batch_size, "max_restarts": args.max_restarts,
-              "max_task_retries": args.max_task_retries}
-    llm_gpus = args.gpus_per_llm_actor
-    if args.tensor_parallel > 1:
-        llm_gpus = float(args.tensor_parallel)
-    return {
-        "text": PoolConfig(size=args.text_actors, num_cpus=args.cpus_per_actor, **common),
-        "classifier": PoolConfig(size=args.classifier_actors, num_cpus=args.cpus_per_actor, **common),
-        "factuality": PoolConfig(size=args.factuality_actors, num_cpus=args.cpus_per_llm_actor, num_gpus=llm_gpus,
-                                 batches_in_flight=args.llm_batches_in_flight, **common),
-        "llm": PoolConfig(size=args.llm_actors, num_cpus=args.cpus_per_llm_actor, num_gpus=llm_gpus,
-                          batches_in_flight=args.llm_batches_in_flight, **common),
-    }
-
-
-def config_for_pools(config: ScoringConfig, args) -> ScoringConfig:
-    """``config`` with the engine settings tensor parallelism needs (one multi-GPU engine per actor)."""
-    if args.tensor_parallel <= 1:
-        return config
-    # vLLM's own multiprocessing executor keeps the shards inside the actor's node and GPU reservation.
-    kwargs = {"tensor_parallel_size": args.tensor_parallel, "distributed_executor_backend": "mp",
-              **config.engine_kwargs}
-    return replace(config, engine_kwargs=kwargs)

@@ -12,7 +12,8 @@ import pytest
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
 from rubric.specs import resolve_rubrics
-from workers.ray_pipeline import PoolConfig, add_pool_stage, add_ray_arguments, pools_from_args
+from workers.cli.options import add_ray_args, pools_from_args
+from workers.ray_pipeline import PoolConfig, add_pool_stage
 
 # ---------------------------------------------------------------------------------------------
 # Without Ray or a model
@@ -27,7 +28,7 @@ def test_batches_in_flight_is_validated_and_defaults_to_the_synchronous_actor():
 
 def test_cli_flag_reaches_both_engine_pools_only():
     p = argparse.ArgumentParser()
-    add_ray_arguments(p)
+    add_ray_args(p)
     pools = pools_from_args(p.parse_args(["--llm-batches-in-flight", "3"]))
     assert {k: v.batches_in_flight for k, v in pools.items()} == {"text": 1, "classifier": 1, "factuality": 3,
                                                                   "llm": 3}
