@@ -15,7 +15,7 @@ import pytest
 from rubric.config import ScoringConfig
 from rubric.specs import resolve_rubrics
 from workers.job import run_job
-from workers.ray_pipeline import run_ray_job
+from tests.workers.conftest import run_ray_job
 
 SAMPLE = resources.files("rubric") / "data" / "sample_pairs.jsonl"
 

@@ -15,7 +15,9 @@ from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
 from rubric.specs import resolve_rubrics
 from workers.job import run_job
-from workers.ray_pipeline import PoolConfig, pool_of_backend, run_ray_job
+from models.backends import pool_of_backend
+from tests.workers.conftest import run_ray_job
+from workers.ray_pipeline import PoolConfig
 
 RUBRICS = "conciseness,grammar"
 CONFIG = ScoringConfig(batch_size=8)

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from rubric.errors import RubricError
 from workers.cli.options import (add_input_args, add_judge_args, add_protocol_args, add_ray_args, add_scoring_args,
-                                 config_for_pools, judge_settings, pools_from_args, ray_options, reader_options,
-                                 scoring_config)
+                                 config_for_pools, judge_settings, ray_step, reader_options, scoring_config)
 
 __all__ = ["add_judge", "judge", "add_ray_job", "ray_job", "protocol_flag_errors", "judge_protocol"]
 
@@ -37,27 +36,23 @@ def add_judge(j: argparse.ArgumentParser) -> None:
     add_scoring_args(j, "")
     add_protocol_args(j)
     j.add_argument("--ray", action="store_true",
-                   help="--protocol: run the judge/score step on a Ray pool of one actor (local Ray, or RAY_ADDRESS); "
-                        "scripts/run_job.py --protocol sizes the pool")
+                   help="run the judge/score step on a Ray pool of one actor (local Ray, or RAY_ADDRESS); "
+                        "scripts/run_job.py sizes the pool")
 
 
 def judge(args) -> int:
-    if args.protocol is not None:
-        if args.ray:
-            from workers.ray_pipeline import PoolConfig
+    from workers.ray_pipeline import RayStep
 
-            return judge_protocol(args, ray_pool=PoolConfig())
-        return judge_protocol(args)
-    if args.ray:
-        raise RubricError("--ray is for --protocol here; the pairwise judges run on Ray with scripts/run_job.py "
-                          "--judges")
+    ray = RayStep() if args.ray else None
+    if args.protocol is not None:
+        return judge_protocol(args, ray=ray)
     _check_flags(args)
     if args.format is None:
         raise RubricError("judge needs --format (or --protocol linkage|arena|lfqa-e)")
     from workers.judge_job import run_judge_job
 
     run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=scoring_config(args),
-                  reader_options=reader_options(args), seed=args.seed, progress=not args.quiet)
+                  reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray)
     return 0
 
 
@@ -88,32 +83,22 @@ def _check_flags(args) -> None:
         raise RubricError("; ".join(errors))
 
 
-def judge_protocol(args, *, ray_pool=None, address: str | None = None, command: str | None = None,
-                   config=None) -> int:
-    """Run ``--protocol``; with ``ray_pool`` its score/judge step runs on a Ray actor pool (report alike).
+def judge_protocol(args, *, ray=None, command: str | None = None, config=None) -> int:
+    """Run ``--protocol``; with ``ray`` its score/judge step runs on a Ray actor pool (report alike).
 
     Args:
         args: the judge command's arguments (or ``scripts/run_job.py``'s, which has the same options).
-        ray_pool: a ``workers.ray_pipeline.PoolConfig``: LINKAGE actors, or the protocol's judge actors.
-        address: the Ray address (None: join RAY_ADDRESS if set, else a local Ray).
+        ray: a ``workers.ray_pipeline.RayStep`` (LINKAGE actors or the protocol's judge actors: its "llm" pool).
         command: the command line quoted in the report (default: this process's, for ``lfqa-rubric``).
         config: the engine settings (default: from ``args``).
     """
-    from functools import partial
-
     from workers import protocol_job
+    from workers.linkage_job import LinkageSettings, run_linkage_job
 
     _check_flags(args)
     if command is None:
         command = shlex.join(["lfqa-rubric", *sys.argv[1:]]) if sys.argv and "lfqa" in Path(sys.argv[0]).name else ""
     config = config or scoring_config(args)
-    step, runner, run_linkage = None, "local", protocol_job.run_linkage_job
-    if ray_pool is not None:
-        from workers.ray_judges import ray_judge_step
-        from workers.ray_protocols import run_ray_linkage_job
-
-        step, runner = partial(ray_judge_step, pool=ray_pool, address=address), "ray"
-        run_linkage = partial(run_ray_linkage_job, pool=ray_pool, address=address)
     judge_kwargs = {"mode": args.mode, "n_votes": args.n_votes, "temperature": args.temperature, "seed": args.seed,
                     "max_reasoning_tokens": args.max_reasoning_tokens}
     if args.protocol == "linkage":
@@ -123,13 +108,12 @@ def judge_protocol(args, *, ray_pool=None, address: str | None = None, command: 
                 "seed": args.seed, "max_answer_chars": args.max_answer_chars,
                 "max_question_chars": args.max_question_chars}
         mode = "parse" if args.mode == "vote" else "logprob"
-        run_linkage(args.inputs, args.out, config=config,
-                    settings=protocol_job.LinkageSettings(
-                        args.linkage_systems, mode=mode, references=args.references or "data",
-                        reference_max_tokens=args.reference_max_tokens or 512,
-                        reference_template=args.reference_template),
-                    reader_options=opts, signals=not args.no_signals, rubric_scores=args.rubric_scores,
-                    n_boot=args.n_boot, seed=args.seed, progress=not args.quiet, command=command)
+        run_linkage_job(args.inputs, args.out, config=config,
+                        settings=LinkageSettings(args.linkage_systems, mode=mode, references=args.references or "data",
+                                                 reference_max_tokens=args.reference_max_tokens or 512,
+                                                 reference_template=args.reference_template),
+                        reader_options=opts, signals=not args.no_signals, rubric_scores=args.rubric_scores,
+                        n_boot=args.n_boot, seed=args.seed, progress=not args.quiet, command=command, ray=ray)
     elif args.protocol == "arena":
         if len(args.inputs) != 1 or args.format is not None:
             raise RubricError("--protocol arena takes one annotation file (annotations_<domain>_with_citation.jsonl) "
@@ -137,7 +121,7 @@ def judge_protocol(args, *, ray_pool=None, address: str | None = None, command: 
         protocol_job.run_arena_job(args.inputs[0], _systems(args.systems), args.out, config=config,
                                    judge_kwargs=judge_kwargs, max_questions=args.max_questions,
                                    answer_mapping=args.answer_map, n_boot=args.n_boot, seed=args.seed,
-                                   progress=not args.quiet, command=command, step=step, runner=runner,
+                                   progress=not args.quiet, command=command, ray=ray,
                                    reasoning_tokens=args.reasoning_tokens or 0)
     else:
         if args.format is None:
@@ -147,7 +131,7 @@ def judge_protocol(args, *, ray_pool=None, address: str | None = None, command: 
         protocol_job.run_lfqa_e_job(args.inputs, args.format, args.out, config=config, judge_kwargs=judge_kwargs,
                                     reader_options=opts, rubric_scores=args.rubric_scores,
                                     rubric_model=args.rubric_model, n_boot=args.n_boot, seed=args.seed,
-                                    progress=not args.quiet, command=command, step=step, runner=runner)
+                                    progress=not args.quiet, command=command, ray=ray)
     return 0
 
 
@@ -183,28 +167,23 @@ def add_ray_job(p: argparse.ArgumentParser) -> None:
 
 def ray_job(args, argv: list[str]) -> int:
     """``scripts/run_job.py``: the score job, the judge job (``--judges``) or ``--protocol``, with its step on Ray."""
-    config = config_for_pools(scoring_config(args), args)
-    if (args.protocol is not None or args.judges) and args.llm_batches_in_flight > 1:
-        raise RubricError("--llm-batches-in-flight is for the scoring job's llm and factuality pools; judge and "
-                          "protocol actors score one batch at a time")
+    config, ray = config_for_pools(scoring_config(args), args), ray_step(args)
     if args.protocol is not None:
         if args.judges:
             raise RubricError(f"--judges is for the pairwise judges; --protocol {args.protocol} runs its own judge")
-        return judge_protocol(args, ray_pool=pools_from_args(args)["llm"], address=args.address, config=config,
-                              command=shlex.join(["python", "scripts/run_job.py", *argv]))
+        return judge_protocol(args, ray=ray, config=config, command=shlex.join(["python", "scripts/run_job.py", *argv]))
     _check_flags(args)  # the protocol-only options, given without --protocol
     if args.format is None:
         raise RubricError("--format is required (or --protocol linkage|arena|lfqa-e)")
     if args.judges:
-        from workers import ray_judges
+        from workers.judge_job import run_judge_job
 
-        ray_judges.run_ray_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=config,
-                                     reader_options=reader_options(args), seed=args.seed,
-                                     pool=pools_from_args(args)["llm"], address=args.address, progress=not args.quiet)
+        run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=config,
+                      reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray)
         return 0
     from rubric.specs import resolve_rubrics
-    from workers.ray_pipeline import run_ray_job
+    from workers.job import run_job
 
-    run_ray_job(args.inputs, args.format, resolve_rubrics(args.rubrics), args.out, config=config,
-                reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, **ray_options(args))
+    run_job(args.inputs, args.format, resolve_rubrics(args.rubrics), args.out, config=config,
+            reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray)
     return 0

@@ -21,7 +21,7 @@ from rubric.errors import ConfigError, RubricError
 from rubric.readers import FORMATS, parse_mapping, read_graded
 
 __all__ = ["FORMATS", "add_input_args", "add_scoring_args", "add_judge_args", "add_protocol_args", "add_ray_args",
-           "reader_options", "scoring_config", "judge_settings", "pools_from_args", "config_for_pools", "ray_options",
+           "reader_options", "scoring_config", "judge_settings", "pools_from_args", "config_for_pools", "ray_step",
            "C_value"]
 
 _CONFIG = ScoringConfig()
@@ -276,7 +276,9 @@ def config_for_pools(config: ScoringConfig, args) -> ScoringConfig:
     return replace(config, engine_kwargs=kwargs)
 
 
-def ray_options(args) -> dict:
-    """The score job's Ray step options (``workers.ray_pipeline.run_ray_job``'s keywords) named by :func:`add_ray_args`."""
-    return {"pools": pools_from_args(args), "address": args.address, "global_dedupe": args.global_dedupe,
-            "read_concurrency": args.read_concurrency}
+def ray_step(args):
+    """The ``workers.ray_pipeline.RayStep`` named by :func:`add_ray_args`'s options."""
+    from workers.ray_pipeline import RayStep
+
+    return RayStep(pools=pools_from_args(args), address=args.address, global_dedupe=args.global_dedupe,
+                   read_concurrency=args.read_concurrency)

@@ -7,7 +7,7 @@ import logging
 from importlib import resources
 from pathlib import Path
 
-from workers.cli.options import (add_input_args, add_ray_args, add_scoring_args, config_for_pools, ray_options,
+from workers.cli.options import (add_input_args, add_ray_args, add_scoring_args, config_for_pools, ray_step,
                                  reader_options, scoring_config)
 
 __all__ = ["add_score", "score", "add_demo", "demo", "DEMO_RUBRICS"]
@@ -28,18 +28,12 @@ def add_score(p: argparse.ArgumentParser) -> None:
 
 def score(args) -> int:
     from rubric.specs import resolve_rubrics
-
-    specs = resolve_rubrics(args.rubrics)
-    if args.ray:
-        from workers.ray_pipeline import run_ray_job
-
-        run_ray_job(args.inputs, args.format, specs, args.out, config=config_for_pools(scoring_config(args), args),
-                    reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, **ray_options(args))
-        return 0
     from workers.job import run_job
 
-    run_job(args.inputs, args.format, specs, args.out, config=scoring_config(args),
-            reader_options=reader_options(args), seed=args.seed, progress=not args.quiet)
+    run_job(args.inputs, args.format, resolve_rubrics(args.rubrics), args.out,
+            config=config_for_pools(scoring_config(args), args) if args.ray else scoring_config(args),
+            reader_options=reader_options(args), seed=args.seed, progress=not args.quiet,
+            ray=ray_step(args) if args.ray else None)
     return 0
 
 
