@@ -9,9 +9,9 @@ TORCH_VERSION := $(BIN)/python -c "import importlib.metadata as m; print(m.versi
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup wordnet demo test bench clean
+.PHONY: setup wordnet chromium demo test bench clean
 
-setup: $(STAMP) wordnet
+setup: $(STAMP) wordnet chromium
 
 # WordNet 3.0's database files (Debian's wordnet-base, in /usr/share/wordnet): the synonyms of
 # `lfqa-rubric perturb --attack textfooler`. Without them the attack falls back to MiniLM neighbours
@@ -24,6 +24,16 @@ wordnet:
 	  echo "note: could not install wordnet-base; the textfooler attack falls back to MiniLM neighbours" >&2; \
 	else echo "note: WordNet's files are missing; run 'sudo apt-get install wordnet-base' (or set WORDNET_DIR)" \
 	  "for the textfooler attack's synonyms (it falls back to MiniLM neighbours without them)" >&2; fi
+
+# Debian's headless Chromium: tests/workers/test_report_html.py opens `lfqa-rubric report --html` in it (the
+# test skips and says why without it). Quietly installed for root, a note for everyone else.
+chromium:
+	@if command -v chromium >/dev/null || command -v chromium-browser >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q --no-install-recommends chromium >/dev/null 2>&1; } || \
+	  echo "note: could not install chromium; the HTML report's browser test will skip" >&2; \
+	else echo "note: chromium is missing; run 'sudo apt-get install chromium' for the HTML report's browser test" >&2; fi
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -29,7 +29,7 @@ from rubric.selection import (C_GRID, AblationRow, Calibration, bootstrap_weight
                               cross_validate_C, drop_one_ablation)
 
 __all__ = ["read_output_table", "read_pairs", "fit_model", "model_inputs", "Evaluation", "model_table_differences",
-           "check_model_table", "evaluate_model", "write_report", "pairs_fingerprint", "MODEL_ROW",
+           "check_model_table", "evaluate_model", "write_report", "saved_weight_ci", "pairs_fingerprint", "MODEL_ROW",
            "STYLE_CONTROLLED_ROW"]
 
 log = logging.getLogger(__name__)
@@ -46,10 +46,13 @@ def read_output_table(out_dir: str | Path, table: str = "pairs") -> pa.Table:
     """
     import pyarrow.parquet as pq
 
+    from rubric.outputs import check_published
+
     out = Path(out_dir)
     path = out / f"{table}.parquet"
     if not path.is_file():
         raise InputError(f"{path} not found: run 'lfqa-rubric score ... --out {out_dir}' first")
+    check_published(out)
     try:
         return pq.read_table(path)
     except Exception as e:  # pyarrow raises several types for a damaged file
@@ -360,7 +363,7 @@ def write_report(ev: Evaluation, model: PreferenceModel, report_path: str | Path
     report_path.parent.mkdir(parents=True, exist_ok=True)
     weights = chart = cal_chart = None
     meta = model.metadata_ if isinstance(model.metadata_, dict) else {}
-    weight_ci = _weight_ci(meta.get("weight_ci"), model)
+    weight_ci = saved_weight_ci(meta.get("weight_ci"), model)
     if list(model.classes_) == ["a", "b"]:
         weights = model.weights()
         png = report_path.with_suffix(".png")
@@ -398,7 +401,7 @@ def write_report(ev: Evaluation, model: PreferenceModel, report_path: str | Path
     return text
 
 
-def _weight_ci(raw, model: PreferenceModel) -> dict | None:
+def saved_weight_ci(raw, model: PreferenceModel) -> dict | None:
     """The weight CIs saved in a model's metadata, when they are well-formed and cover its columns."""
     if not isinstance(raw, dict) or not isinstance(raw.get("ci"), dict):
         return None

@@ -276,6 +276,7 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
             "n_ties_dropped": self.n_ties_dropped_,
             "metadata": {**self.metadata_, **metadata},
         }
+        doc["checksum"] = _checksum(doc)
         Path(path).write_text(json.dumps(doc, indent=2))
 
     @classmethod
@@ -308,6 +309,8 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
             doc = json.loads(text)
         except json.JSONDecodeError as e:
             raise InputError(f"cannot read preference model {path}: not valid JSON (truncated?): {e}") from None
+        except (RecursionError, ValueError) as e:  # nested too deeply, an integer over the digit limit
+            raise InputError(f"cannot read preference model {path}: not valid JSON ({type(e).__name__})") from None
         if not isinstance(doc, dict):
             raise InputError(f"{path} is not a preference model file (format {_FORMAT}): "
                              f"the top level is a {type(doc).__name__}, not an object")
@@ -360,6 +363,9 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
         mean = _numbers(scaler, "mean", (nf,), "scaler.mean")
         scale = _numbers(scaler, "scale", (nf,), "scaler.scale")
         var = _numbers(scaler, "var", (nf,), "scaler.var")
+        if (scale <= 0).any() or (var < 0).any():  # a zero scale divides by zero; StandardScaler never writes one
+            raise _Damaged(f"'scaler.scale' must be > 0 and 'scaler.var' >= 0, got scale {scale.tolist()} and "
+                           f"var {var.tolist()}")
         n_seen = _get(scaler, "n_samples_seen", int, "scaler.n_samples_seen")
         coef = _numbers(doc, "coef", (n_rows, nf), "coef")
         intercept = _numbers(doc, "intercept", (n_rows,), "intercept")
@@ -382,6 +388,9 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
                 style_prov = {s: check_style_record(raw[s], what=f"provenance of {s!r}") for s in style}
             elif style:
                 raise _Damaged(f"'provenance' must record the style covariates {style}, got null")
+        if "checksum" in doc and doc["checksum"] != _checksum(doc):  # files before the checksum load unchecked
+            raise _Damaged("its features, classes, coefficients and scaler do not match the checksum saved with "
+                           "them (a features list reordered, or a number edited, after fitting); fit it again")
         n_ties = doc.get("n_ties_dropped", 0)
         if isinstance(n_ties, bool) or not isinstance(n_ties, int):
             raise _Damaged(f"'n_ties_dropped' must be an integer, got {n_ties!r}")
@@ -410,6 +419,18 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
         model.scaler_, model.lr_, model.classes_ = sc, lr, lr.classes_
         model.metadata_ = metadata
         return model
+
+
+def _checksum(doc: Mapping) -> str:
+    """SHA-256 over what binds each column to its numbers: the columns in order, classes, scaler,
+    coefficients (metadata and provenance are checked on their own)."""
+    import hashlib
+
+    bound = {k: doc.get(k) for k in ("features", "classes", "coef", "intercept")}
+    bound["style_features"] = doc.get("style_features", [])  # absent in a v2 file: none
+    sc = doc.get("scaler")
+    bound["scaler"] = {k: sc.get(k) for k in ("mean", "scale", "var")} if isinstance(sc, Mapping) else sc
+    return hashlib.sha256(json.dumps(bound, sort_keys=True).encode()).hexdigest()
 
 
 class _Damaged(Exception):

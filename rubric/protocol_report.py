@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from rubric.arena import battles_against, human_agreement, rating_intervals, win_rates
+from rubric.arena import Battle, RatingInterval, battles_against, human_agreement, rating_intervals, win_rates
 from rubric.arena_data import REFERENCE_SYSTEM
 from rubric.errors import ConfigError
 from rubric.lfqa_e import PAIR_TYPES, breakdown_by_pair_type
@@ -25,7 +25,7 @@ from rubric.linkage import LinkageCorrelations, linkage_correlations
 from rubric.metrics import ClusteredMean
 from rubric.records import PairRecord
 
-__all__ = ["linkage_results", "linkage_table", "arena_tables", "lfqa_e_tables", "fmt_mean"]
+__all__ = ["linkage_results", "linkage_table", "arena_ratings", "arena_tables", "lfqa_e_tables", "fmt_mean"]
 
 
 def _f(x: float, digits: int = 3) -> str:
@@ -78,6 +78,24 @@ def linkage_table(results: Sequence[LinkageCorrelations], *, notes: Mapping[str,
     return "\n".join(lines)
 
 
+def arena_ratings(battles: Sequence[Battle], *, n_boot: int = 1000,
+                  seed: int = 0) -> tuple[dict[str, list[RatingInterval]], list[str]]:
+    """Elo (online, K=4) and Bradley-Terry ratings with question-bootstrap CIs, by method name, and a
+    note for each method that failed (unbounded ratings) or lost bootstrap replicates."""
+    ratings: dict[str, list[RatingInterval]] = {}
+    notes = []
+    for method, name in (("online", "Elo (online, K=4)"), ("bt", "Bradley-Terry")):
+        try:
+            ivs, failed = rating_intervals(battles, method=method, unit="question", n_boot=n_boot, seed=seed)
+        except ConfigError as e:
+            notes.append(f"{name}: {e}")
+            continue
+        if failed:
+            notes.append(f"{name}: {failed} of {n_boot} replicates unbounded, left out")
+        ratings[name] = ivs
+    return ratings, notes
+
+
 def arena_tables(systems: Sequence[str], outcomes: Sequence[str | None], question_ids: Sequence[str],
                  humans: Sequence[str | None] | None = None, *, n_boot: int = 1000, seed: int = 0) -> str:
     """RAG-QA Arena's tables for one judge: win rates, Elo and Bradley-Terry, human agreement.
@@ -101,15 +119,8 @@ def arena_tables(systems: Sequence[str], outcomes: Sequence[str | None], questio
         out.append("No decided battle: no ratings.")
     else:
         rows: dict[str, dict[str, str]] = {}
-        failed_notes = []
-        for method, name in (("online", "Elo (online, K=4)"), ("bt", "Bradley-Terry")):
-            try:
-                ivs, failed = rating_intervals(battles, method=method, unit="question", n_boot=n_boot, seed=seed)
-            except ConfigError as e:
-                failed_notes.append(f"{name}: {e}")
-                continue
-            if failed:
-                failed_notes.append(f"{name}: {failed} of {n_boot} replicates unbounded, left out")
+        ratings, failed_notes = arena_ratings(battles, n_boot=n_boot, seed=seed)
+        for name, ivs in ratings.items():
             for iv in ivs:
                 rows.setdefault(iv.system, {"n": str(iv.n_battles)})[name] = \
                     f"{iv.rating:.0f} [{_f(iv.ci[0], 0)}, {_f(iv.ci[1], 0)}]"

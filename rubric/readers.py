@@ -38,9 +38,10 @@ import io
 import itertools
 import json
 import logging
+import math
 import random
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,7 @@ __all__ = [
     "read_graded_labels",
     "read_table",
     "parse_mapping",
+    "parse_label_values",
     "READERS",
     "FORMATS",
     "read_input",
@@ -286,7 +288,19 @@ class _ObjectHook:
 
 
 def _loads(text: str, hook: _ObjectHook | None = None) -> Any:
-    return json.loads(text, object_pairs_hook=hook or _ObjectHook())
+    """``json.loads`` whose every parse failure is a ``JSONDecodeError`` (callers report those in one line).
+
+    The parser itself can raise others: ``RecursionError`` on arrays or objects nested deeper than
+    the interpreter's stack (100k ``[``), ``ValueError`` on an integer over Python's digit limit.
+    """
+    try:
+        return json.loads(text, object_pairs_hook=hook or _ObjectHook())
+    except json.JSONDecodeError:
+        raise
+    except RecursionError:
+        raise json.JSONDecodeError("arrays or objects nested too deeply to parse (RecursionError)", text, 0) from None
+    except ValueError as e:
+        raise json.JSONDecodeError(f"a value cannot be parsed ({e})", text, 0) from None
 
 
 def _lines(text: str, start_line: int = 1) -> Iterator[tuple[int, str]]:
@@ -460,8 +474,10 @@ def _text(
             letters, or is too long.
     """
     shown = label or repr(name)
-    if name not in rec or rec[name] is None:
+    if name not in rec:
         raise _RowError(name, f"missing field {shown}")
+    if rec[name] is None:
+        raise _RowError(name, f"field {shown} is null; expected a string")
     value = rec[name]
     if not isinstance(value, str):
         raise _RowError(name, f"field {shown} must be a string, got {type(value).__name__}")
@@ -645,9 +661,16 @@ def _default_pair_id(p: Path, row: int) -> str:
     return f"{p.stem}:row{row}"
 
 
+def _check_id_number(value: Any, name: str) -> None:
+    """An id that is a float must be finite (JSON's NaN would otherwise become the id "nan")."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _RowError(name, f"field {name!r} is {value!r}, which is not an id; use a string or an integer")
+
+
 def _pair_id(rec: Mapping[str, Any], row: int, p: Path, *names: str) -> str:
     for name in names:
         if rec.get(name) is not None:
+            _check_id_number(rec[name], name)
             pid = _meta(rec, name)
             if not pid.strip():
                 raise _RowError(name, f"field {name!r} is empty")
@@ -856,6 +879,7 @@ def read_table(
         raise ConfigError(f"'fmt' must be 'jsonl', 'parquet' or 'csv', got {fmt!r}")
     p = _check_path(path)
     records = _load_records(p, _kind_of(p, fmt))
+    _check_mapped_columns(p, records, cols)
     build, id_fields = _table_builder(p, cols, labels, max_answer_chars, max_question_chars)
     return _read_pairs(p, records, build, id_fields)
 
@@ -925,6 +949,44 @@ def parse_mapping(text: str) -> dict[str, str]:
         ConfigError: an entry is malformed, a field is unknown or repeated, or a required one is missing.
     """
     return _check_mapping(mapping_entries(text))
+
+
+def parse_label_values(text: str) -> dict[str, str]:
+    """Parse a CLI label value mapping such as ``"1=a,2=b,0=tie"`` (``--labels``): file value -> a, b or tie.
+
+    Raises:
+        ConfigError: an entry is malformed, a value is repeated, or a label is not a, b or tie.
+    """
+    out: dict[str, str] = {}
+    for entry in text.split(","):
+        if not entry.strip():
+            continue
+        value, sep, label = (x.strip() for x in entry.partition("="))
+        if not sep or not value or label not in LABELS:
+            raise ConfigError(f"--labels entry {entry.strip()!r} must look like VALUE=LABEL with LABEL one of "
+                              f"{', '.join(LABELS)} (e.g. 1=a,2=b,0=tie)")
+        if value.lower() in out:
+            raise ConfigError(f"--labels gives value {value!r} twice")
+        out[value.lower()] = label
+    if not out:
+        raise ConfigError("--labels is empty; give VALUE=LABEL entries, e.g. 1=a,2=b,0=tie")
+    return out
+
+
+def _check_mapped_columns(p: Path, records: Sequence[Any], cols: Mapping[str, str]) -> None:
+    """Refuse a mapping that names a column no record of the file has (a typo would otherwise drop
+    every label, or reject every row, one by one)."""
+    seen: set[str] = set()
+    for rec in records:
+        if isinstance(rec, Mapping):
+            seen.update(rec)
+            if len(seen) >= len(cols) and all(c in seen for c in cols.values()):
+                return
+    absent = [f"{f}={c}" for f, c in cols.items() if c not in seen]
+    if absent:
+        shown = ", ".join(repr(c) for c in sorted(seen, key=str)[:20]) + (", ..." if len(seen) > 20 else "")
+        raise InputError(f"{str(p)!r} has no column(s) named by the mapping (--map): {', '.join(absent)}; "
+                         f"its columns: {shown or 'none'}")
 
 
 def mapping_entries(text: str) -> dict[str, str]:
@@ -1727,6 +1789,10 @@ def read_block(path: str | Path, fmt: str, block: Block, **options: Any) -> Read
             records = ds.with_format("arrow")[block.start:block.stop].to_pylist()
         else:
             records = _block_records(Path(str(path)) / block.part, "parquet", block)
+        if options.get("mapping"):
+            mapping = options["mapping"]
+            _check_mapped_columns(Path(str(path)), records,
+                                  parse_mapping(mapping) if isinstance(mapping, str) else _check_mapping(mapping))
         return _read_pairs(Path(f"{name}.hf"), records, build, id_fields, row_offset=block.first_row)
     _check_options(fmt, options)
     p = _check_path(path)
@@ -1747,5 +1813,6 @@ def read_block(path: str | Path, fmt: str, block: Block, **options: Any) -> Read
         if options.get("label_values") is not None and "label" not in cols:
             raise ConfigError("'label_values' (--labels) needs a label column in the mapping (label=COLUMN)")
         build, id_fields = _table_builder(p, cols, _label_table(options.get("label_values")), max_a, max_q)
+        _check_mapped_columns(p, records, cols)
     result = _read_pairs(p, records, build, id_fields, row_offset=block.first_row)
     return result

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,8 @@ from rubric.scoring import Provenance, Score
 from rubric.specs import RUBRICS, RubricSpec
 from workers.runner import JobKind, JobRun, Unit, run
 from workers.shards import read_unit
-from workers.store import atomic_write_bytes, score_key
+from workers.outdir import atomic_write_bytes, remove_tree
+from workers.store import score_key
 
 __all__ = ["ScoreKind", "run_job"]
 
@@ -141,17 +141,15 @@ class ScoreKind(JobKind):
         except BaseException:
             scores.close()
             raise
+        job.cleanup.append(writer.abort)  # after the publish: the staged tables are moved out first
         try:
-            try:
-                assembled = assemble_stream(read_inputs, scores, provenance, self.specs, write_pairs=writer.pairs,
-                                            write_rejects=writer.rejects, write_answers=writer.answers,
-                                            write_claims=writer.claims, rescale=self.config.rescale, seed=self.seed,
-                                            workdir=str(writer.tmpdir))
-            finally:
-                scores.close()
-            writer.commit(assembled)
+            assembled = assemble_stream(read_inputs, scores, provenance, self.specs, write_pairs=writer.pairs,
+                                        write_rejects=writer.rejects, write_answers=writer.answers,
+                                        write_claims=writer.claims, rescale=self.config.rescale, seed=self.seed,
+                                        workdir=str(writer.tmpdir))
         finally:
-            writer.abort()
+            scores.close()
+        writer.stage(assembled, job)
         from rubric.provenance import rubric_provenance
 
         counts = dict(assembled.counts)
@@ -205,14 +203,14 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
 
 
 class _TableWriter:
-    """Writes the job's outputs as the assemble step streams them: pairs and rejects go to temp files
-    that are renamed into place only when everything is written, and the manifest comes last."""
+    """Writes the job's outputs as the assemble step streams them into a staging folder inside OUT; the
+    runner publishes them together with the manifest (``workers.outdir.publish``)."""
 
     def __init__(self, out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
         self.out = out
         self.tmpdir = out / f".assemble-{os.getpid()}"
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        remove_tree(out, self.tmpdir)
         self.tmpdir.mkdir()
         self._tables: dict[str, Any] = {}  # name -> open ParquetWriter
         self._rejects = (self.tmpdir / "rejects.jsonl").open("w", encoding="utf-8")
@@ -236,8 +234,9 @@ class _TableWriter:
     def rejects(self, rejects) -> None:
         self._rejects.write("".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in rejects))
 
-    def commit(self, assembled: StreamAssembled) -> None:
-        out = self.out
+    def stage(self, assembled: StreamAssembled, job: JobRun) -> None:
+        """Close the tables and name them (and rescale.json) in ``job.staged``; outputs this run does not make
+        go to ``job.remove``."""
         for name in ("pairs", "answers") + (("claims",) if assembled.has_claims else ()):
             if name not in self._tables:  # pragma: no cover - assemble_stream raises when there is no pair
                 raise BatchMismatchError(f"the assemble step wrote no {name}")
@@ -245,17 +244,14 @@ class _TableWriter:
             w.close()
         self._tables.clear()
         self._rejects.close()
-        os.replace(self.tmpdir / "answers.parquet", out / "answers.parquet")
-        os.replace(self.tmpdir / "pairs.parquet", out / "pairs.parquet")
+        names = ["answers.parquet", "pairs.parquet", "rejects.jsonl"]
         if assembled.has_claims:
-            os.replace(self.tmpdir / "claims.parquet", out / "claims.parquet")
-        else:
-            (out / "claims.parquet").unlink(missing_ok=True)
+            names.append("claims.parquet")
         if assembled.fitted is not None:
-            atomic_write_bytes(out / "rescale.json", assembled.fitted.to_json_bytes())
-        else:
-            (out / "rescale.json").unlink(missing_ok=True)
-        os.replace(self.tmpdir / "rejects.jsonl", out / "rejects.jsonl")
+            atomic_write_bytes(self.tmpdir / "rescale.json", assembled.fitted.to_json_bytes())
+            names.append("rescale.json")
+        job.staged.update({n: self.tmpdir / n for n in names})
+        job.remove.extend(n for n in ("claims.parquet", "rescale.json") if n not in names)
 
     def abort(self) -> None:
         """Close and remove whatever was not committed (a no-op after :meth:`commit`)."""
@@ -263,4 +259,4 @@ class _TableWriter:
             w.close()
         self._tables.clear()
         self._rejects.close()
-        shutil.rmtree(self.tmpdir, ignore_errors=True)
+        remove_tree(self.out, self.tmpdir)

@@ -32,7 +32,8 @@ from rubric.records import PairRecord
 from rubric.scoring import Provenance, Score
 from workers.runner import JobKind, JobRun, Unit, run
 from workers.shards import read_shard
-from workers.store import atomic_write_bytes, score_key
+from workers.outdir import atomic_write_bytes
+from workers.store import score_key
 
 __all__ = ["JudgeSettings", "JudgeKind", "run_judge_job", "judgment_rows", "pair_to_json", "pair_from_json",
            "CHECKPOINT_PAIRS"]
@@ -217,11 +218,10 @@ class JudgeKind(JobKind):
         versions = self.names()
         provenance = {v: provenance[v] for v in versions if v in provenance}
         table = judgments_table(judgment_rows(pairs, splits, verdicts, provenance, mode=self.settings.mode))
-        tmp = job.out / f".judgments.parquet.tmp-{os.getpid()}"
-        pq.write_table(table, tmp)
-        os.replace(tmp, job.out / "judgments.parquet")
-        atomic_write_bytes(job.out / "rejects.jsonl", "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
-                                                              for r in rejects).encode())
+        job.staged.update({n: job.out / f".{n}.tmp-{os.getpid()}" for n in ("judgments.parquet", "rejects.jsonl")})
+        pq.write_table(table, job.staged["judgments.parquet"])
+        atomic_write_bytes(job.staged["rejects.jsonl"], "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
+                                                                for r in rejects).encode())
         errors = {v: sum(1 for p in pairs if verdicts[p.pair_id][v].error is not None) for v in versions}
         log.info("wrote %s: %d pairs x %d judge(s) x 2 orders = %d rows (%d judged now); errors by judge: %s",
                  job.out / "judgments.parquet", len(pairs), len(versions), table.num_rows, job.step.scored, errors)

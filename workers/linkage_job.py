@@ -32,7 +32,8 @@ from rubric.linkage_data import LinkageCandidate, LinkageQuestion
 from rubric.protocol_pages import GENERATED_REFERENCES_FILE, LINKAGE_NOTES, references_lines
 from rubric.scoring import Provenance, Score
 from workers.runner import JobKind, JobRun, Unit, run
-from workers.store import atomic_write_bytes, score_key
+from workers.outdir import atomic_write_bytes
+from workers.store import score_key
 
 __all__ = ["GENERATED_REFERENCES_FILE", "LinkageSettings", "LinkageKind", "run_linkage_job", "linkage_rows",
            "question_to_json", "question_from_json", "LINKAGE_CHECKPOINT_ANSWERS"]
@@ -396,10 +397,12 @@ class LinkageKind(JobKind):
             systems += names
         rows = [r for uri in job.shards for r in linkage_rows(reads[uri].questions, scores, provenance, systems,
                                                                source=uri)]
-        n_rows = _write_table(rows, out / "linkage.parquet")
+        staged = {n: out / f".{n}.staged-{os.getpid()}" for n in ("linkage.parquet", "rejects.jsonl", "report.md")}
+        job.staged.update(staged)
+        n_rows = _write_table(rows, staged["linkage.parquet"])
         rejects = [r for uri in job.shards for r in reads[uri].rejects]
-        atomic_write_bytes(out / "rejects.jsonl", "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
-                                                          for r in rejects).encode())
+        atomic_write_bytes(staged["rejects.jsonl"], "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
+                                                            for r in rejects).encode())
         results = linkage_results(rows, n_boot=self.n_boot, seed=self.seed)
         notes = {**LINKAGE_NOTES,
                  **{n: "rubric score (1-5) from the score output" for n in systems if n.startswith("rubric:")}}
@@ -408,7 +411,7 @@ class LinkageKind(JobKind):
                             shards=job.shards, n_questions=len(questions), n_candidates=len(answer_ids),
                             n_rejected=len(rejects), n_boot=self.n_boot, command=self.command, references=refs,
                             table=linkage_table(results, notes=notes), errors=errors)
-        atomic_write_bytes(out / "report.md", page.encode())
+        atomic_write_bytes(staged["report.md"], page.encode())
         log.info("wrote %s: %d rows (%d answers scored now); report %s", out / "linkage.parquet", n_rows,
                  job.step.scored, out / "report.md")
         gen = self._generation

@@ -21,7 +21,7 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
-from workers.store import atomic_write_bytes
+from workers.outdir import atomic_write_bytes, locks_out
 
 __all__ = ["run_arena_job", "run_lfqa_e_job"]
 
@@ -62,6 +62,7 @@ def _decisions(out: Path, version: str) -> dict[str, str | None]:
             if j == version and o == "ab"}
 
 
+@locks_out()
 def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], out: str | Path, *,
                   config: ScoringConfig, judge_kwargs: Mapping[str, Any] | None = None,
                   max_questions: int | None = None, answer_mapping: str | None = None, n_boot: int = 1000,
@@ -155,6 +156,7 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
                               "questions": len(qs.questions), "pairs": len(joined.pairs)}})
 
 
+@locks_out()
 def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str | Path, *, config: ScoringConfig,
                    judge_kwargs: Mapping[str, Any] | None = None, reader_options: Mapping[str, Any] | None = None,
                    rubric_scores: str | Path | None = None, rubric_model: str | Path | None = None,

@@ -31,7 +31,8 @@ from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.readers import Block
 from rubric.scoring import Provenance, Score
 from workers.shards import list_shards, shard_blocks, shard_name, shard_sha256, unit_name
-from workers.store import ShardStore, atomic_write_bytes, decode_score, encode_score
+from workers.outdir import OutLock, publish, remove_tree
+from workers.store import ShardStore, decode_score, encode_score
 
 __all__ = ["Unit", "Work", "StepResult", "JobKind", "JobRun", "RunScores", "run", "local_step", "check_results"]
 
@@ -201,8 +202,9 @@ class RunScores:
 
     def __init__(self, folder: Path, name: str = "run") -> None:
         folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
         self.path = folder / f".{name}-scores-{os.getpid()}.sqlite"
-        self.path.unlink(missing_ok=True)
+        remove_tree(folder, self.path)
         self.db = sqlite3.connect(self.path, isolation_level=None)
         self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                               "CREATE TABLE s (aid TEXT PRIMARY KEY, scores TEXT) WITHOUT ROWID;")
@@ -230,7 +232,7 @@ class RunScores:
 
     def close(self) -> None:
         self.db.close()
-        self.path.unlink(missing_ok=True)
+        remove_tree(self.folder, self.path)
 
 
 def work(kind: JobKind, unit: Unit) -> Work:
@@ -306,7 +308,13 @@ def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer
 
 @dataclass
 class JobRun:
-    """One run of a job, as the kind's assemble step sees it."""
+    """One run of a job, as the kind's assemble step sees it.
+
+    The assemble step writes its files inside OUT (a staging name or folder) and names them in
+    :attr:`staged` (file name in OUT -> the finished file); the runner publishes them with the
+    manifest (``workers.outdir.publish``), removes the earlier outputs named in :attr:`remove`, and
+    runs :attr:`cleanup` afterwards, published or not.
+    """
 
     kind: JobKind
     out: Path
@@ -317,6 +325,10 @@ class JobRun:
     status: dict[str, str]
     why: dict[str, str]
     timings: dict[str, float]
+    staged: dict[str, Path] = field(default_factory=dict)
+    remove: list[str] = field(default_factory=list)
+    cleanup: list[Callable[[], None]] = field(default_factory=list)
+    t_start: float = 0.0
 
     def merged(self) -> tuple[RunScores, dict[str, Provenance]]:
         """Every unit's store in one on-disk lookup (the first unit's score of an id wins) and one
@@ -378,11 +390,16 @@ def run(kind: JobKind, inputs: str | Path | Sequence[str | Path], out: str | Pat
     Raises:
         BackendUnavailableError: a backend is missing (before any data is read).
         InputError: an input does not exist or cannot be read (the other units' scores are kept).
+        ConfigError: another process is writing into ``out`` (``workers.outdir.OutLock``).
     """
+    with OutLock(out):
+        return _run(kind, inputs, Path(out), progress=progress, step=step, runner=runner, scorer=scorer, check=check)
+
+
+def _run(kind: JobKind, inputs, out: Path, *, progress: bool, step, runner: str, scorer: Any, check: bool) -> dict:
     t_start = time.perf_counter()
     if check:
         kind.check()
-    out = Path(out)
     shards = list_shards([inputs] if isinstance(inputs, (str, Path)) else list(inputs), kind.fmt)
     kind.prepare(shards, out)
     units = _plan(kind, shards, out)
@@ -402,39 +419,54 @@ def run(kind: JobKind, inputs: str | Path | Sequence[str | Path], out: str | Pat
                                                                              scorer=scorer)
     timings["score"] = round(time.perf_counter() - t0, 3)
     if result.failed:
+        for u in units:  # an unreadable input's store holds nothing but its key
+            if u.uri in result.failed:
+                u.store.discard_if_empty()
         lines = "; ".join(f"{u}: {e}" for u, e in result.failed.items())
+        kept = (f" (the other inputs' scores are kept under {out / kind.store_dir} and a re-run resumes them)"
+                if len(result.failed) < len(shards) else "")
         raise InputError(f"{len(result.failed)} of {len(shards)} input(s) could not be read, so no tables were "
-                         f"written (the other inputs' scores are kept under {out / kind.store_dir} and a re-run "
-                         f"resumes them): {lines}")
+                         f"written{kept}: {lines}")
     for u in units:
         if not u.store.done:
             raise BatchMismatchError(f"unit {u.name} is not completely scored after the step")
-    job = JobRun(kind, out, list(shards), units, result, runner, status, why, timings)
+    job = JobRun(kind, out, list(shards), units, result, runner, status, why, timings, t_start=t_start)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "manifest.json").unlink(missing_ok=True)  # no old manifest may vouch for new tables
+    remove_tree(out, out / "manifest.json")  # no old manifest may vouch for new tables
+    try:
+        manifest = _assemble(job)
+    finally:
+        for done in job.cleanup:
+            done()
+    return manifest
+
+
+def _assemble(job: JobRun) -> dict:
+    """The kind's assemble step, the inputs checked unchanged, the manifest, and the files published with it."""
+    kind, out, units, shards, status, why, timings = job.kind, job.out, job.units, job.shards, job.status, job.why, \
+        job.timings
     t0 = time.perf_counter()
     fields = kind.assemble(job)
     for u in {u.uri: u for u in units}.values():
         if shard_sha256(u.uri, kind.fmt, kind.options) != u.sha:
             raise InputError(f"{u.uri!r} changed while the job ran; run it again")
     timings["assemble"] = round(time.perf_counter() - t0, 3)
-    timings["total"] = round(time.perf_counter() - t_start, 3)
-    n_units = {s: sum(1 for u in units if u.shard == s) for s in status}
+    timings["total"] = round(time.perf_counter() - job.t_start, 3)
+    inputs = []
+    for uri in shards:
+        name = shard_name(uri, kind.fmt)
+        n_units = sum(1 for u in units if u.shard == name)
+        inputs.append({"name": name, "path": uri, "format": kind.fmt, "options": kind.options, "status": status[name],
+                       **({"rescored_because": why[name]} if name in why else {}),
+                       **({"blocks": n_units} if n_units > 1 else {}), **kind.per_input(job, name)})
     manifest = {
         "tool": "lfqa-rubric", **({"kind": kind.kind} if kind.kind else {}),
-        "inputs": [{"name": shard_name(uri, kind.fmt), "path": uri, "format": kind.fmt, "options": kind.options,
-                    "status": status[shard_name(uri, kind.fmt)],
-                    **({"rescored_because": why[shard_name(uri, kind.fmt)]} if shard_name(uri, kind.fmt) in why
-                       else {}),
-                    **({"blocks": n_units[shard_name(uri, kind.fmt)]} if n_units[shard_name(uri, kind.fmt)] > 1
-                       else {}),
-                    **kind.per_input(job, shard_name(uri, kind.fmt))}
-                   for uri in shards],
+        "inputs": inputs,
         **fields,
         "config": asdict(kind.config),
-        "job": {"runner": runner, **kind.job_fields(job), **result.info},
+        "job": {"runner": job.runner, **kind.job_fields(job), **job.step.info},
         "timings_s": timings,
         "platform": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
     }
-    atomic_write_bytes(out / "manifest.json", json.dumps(manifest, indent=2, default=str).encode())
+    publish(out, job.staged, manifest, remove=job.remove)
     return manifest

@@ -1,7 +1,9 @@
 """A job's inputs: discovering shard files, hashing their content, reading them.
 
 One input file is one shard, in both job paths. A shard is named by its file stem (its folder in
-the score store); two shards with one name are refused rather than silently sharing a folder.
+the score store); two shards with one name are refused rather than silently sharing a folder. A
+stem that is not a safe folder name (``.`` or ``..`` from ``..json`` or ``...jsonl``, a leading dot,
+a separator, a control character, ``@``, which marks blocks) is replaced by :func:`safe_name`.
 Inputs may be local files, directories, globs, or pyarrow filesystem URIs (``s3://``, ``gs://``,
 ``file://``).
 """
@@ -10,7 +12,10 @@ from __future__ import annotations
 
 import glob
 import hashlib
+import logging
+import re
 import shutil
+import unicodedata
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -20,13 +25,19 @@ from typing import Any
 from rubric.errors import InputError
 from rubric.readers import Block, ReadResult, hf_files, hf_name, plan_blocks, read_block, read_input
 
-__all__ = ["SHARD_EXTENSIONS", "list_shards", "shard_name", "read_shard", "shard_sha256", "is_uri", "shard_blocks",
-           "read_unit", "unit_name"]
+__all__ = ["SHARD_EXTENSIONS", "list_shards", "shard_name", "safe_name", "read_shard", "shard_sha256", "is_uri",
+           "shard_blocks", "read_unit", "unit_name"]
 
 #: File extensions taken as shards when an input is a directory.
 SHARD_EXTENSIONS: tuple[str, ...] = (".jsonl", ".json", ".parquet", ".csv")
 
 _CHUNK = 1 << 20
+
+log = logging.getLogger(__name__)
+
+#: Longest folder name kept as it is (bytes of UTF-8); a longer one is shortened and hashed.
+_MAX_NAME_BYTES = 120
+_UNSAFE_CHARS = re.compile(r"[/\\@\x00]")
 
 
 def is_uri(s: str) -> bool:
@@ -64,6 +75,9 @@ def list_shards(inputs: Sequence[str | Path], fmt: str | None = None) -> list[st
     names: dict[str, str] = {}
     for sh in shards:
         name = shard_name(sh, fmt)
+        if name != _raw_name(sh, fmt):
+            log.info("input %r: its name %r is not a safe folder name; its store folder is %r", sh,
+                     _raw_name(sh, fmt), name)
         if name in names:
             raise InputError(f"shards {names[name]!r} and {sh!r} would both write to output folder {name!r}; "
                              "rename one")
@@ -86,11 +100,37 @@ def _list_uri(uri: str) -> list[str]:
                   if e.type == pafs.FileType.File and Path(e.path).suffix.lower() in SHARD_EXTENSIONS)
 
 
+def _unsafe(name: str) -> bool:
+    return (not name or name.startswith(".") or _UNSAFE_CHARS.search(name) is not None
+            or len(name.encode("utf-8", "surrogateescape")) > _MAX_NAME_BYTES
+            or any(unicodedata.category(c).startswith("C") for c in name))
+
+
+def safe_name(name: str) -> str:
+    """``name`` as a folder name that stays inside its parent: unchanged when safe, else made safe.
+
+    Unsafe: empty, a leading dot (``.``, ``..``, hidden files, the job's own temp files), a path
+    separator, ``@`` (block folders are ``<name>@<index>``), a control or unassigned character, or
+    over 120 bytes. Such a name keeps its safe characters and gets a hash of the whole name, so two
+    different names never share a folder (``..`` -> ``shard-<hash>``, ``a\\b`` -> ``a_b-<hash>``).
+    """
+    if not _unsafe(name):
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()
+    kept = "".join("_" if _UNSAFE_CHARS.match(c) or unicodedata.category(c).startswith("C") else c
+                   for c in name).lstrip(".")
+    kept = kept.encode("utf-8", "surrogateescape")[:_MAX_NAME_BYTES - 20].decode("utf-8", "ignore")
+    return f"{kept}-{digest[:12]}" if kept.strip("_") else f"shard-{digest[:16]}"
+
+
 def shard_name(shard: str, fmt: str | None = None) -> str:
-    """A shard's name: its file name without the extension (a Hugging Face input: its folder or id's last part)."""
-    if fmt == "hf":
-        return hf_name(shard)
-    return Path(shard.split("://", 1)[-1]).stem
+    """A shard's name: its file name without the extension (a Hugging Face input: its folder or id's last part),
+    made safe as a folder name (:func:`safe_name`)."""
+    return safe_name(_raw_name(shard, fmt))
+
+
+def _raw_name(shard: str, fmt: str | None) -> str:
+    return hf_name(shard) if fmt == "hf" else Path(shard.split("://", 1)[-1]).stem
 
 
 def unit_name(shard: str, block: Block | None, fmt: str | None = None) -> str:

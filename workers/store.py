@@ -24,7 +24,6 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -34,6 +33,7 @@ from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
 from rubric.scoring import Provenance, Score
 from rubric.specs import RubricSpec
+from workers.outdir import atomic_write_bytes, inside, remove_tree
 
 __all__ = ["NOT_SCORE_FIELDS", "score_key", "key_differences", "ShardStore", "encode_score", "decode_score",
            "encode_provenance", "decode_provenance", "atomic_write_bytes"]
@@ -46,13 +46,6 @@ log = logging.getLogger(__name__)
 NOT_SCORE_FIELDS: frozenset[str] = frozenset({
     "batch_size", "rescale", "languagetool_threads", "evidence_cache_dir", "max_answer_chars", "max_question_chars",
 })
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write via a temp file and rename, so a killed job never leaves a half-written file."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 def encode_score(s: Score) -> str:
@@ -121,16 +114,21 @@ class ShardStore:
     """The score store of one shard (``root/<name>/``), opened for one score key.
 
     Opening compares the stored key with ``key``: on any difference the folder is emptied and
-    :attr:`why` says what changed; otherwise finished parts are kept for resume.
+    :attr:`why` says what changed; otherwise finished parts are kept for resume, after checking that
+    each can be read (a damaged one is removed with a warning, and its answers are scored again).
 
     Args:
         root: the job's store folder (``OUT/scores``).
-        name: the shard's name.
+        name: the shard's name (``workers.shards.safe_name``).
         key: from :func:`score_key`.
+
+    Raises:
+        ConfigError: ``root / name`` is not a folder strictly inside ``root`` (``..``, a separator).
     """
 
     def __init__(self, root: Path, name: str, key: Mapping[str, Any]) -> None:
-        self.dir = Path(root) / name
+        self.root = Path(root)
+        self.dir = inside(self.root, self.root / name)
         self.name = name
         self.key = dict(key)
         self.why: str | None = None  # why earlier results were discarded, if they were
@@ -146,6 +144,7 @@ class ShardStore:
             else:
                 diffs = key_differences(old, self.key)
             if not diffs:
+                self._verify_parts()
                 return
             self.why = "; ".join(diffs)
             log.info("re-scoring shard %s: %s", self.name, self.why)
@@ -156,10 +155,18 @@ class ShardStore:
 
     def reset(self) -> None:
         """Discard every stored score of this shard and record the current key."""
-        if self.dir.exists():
-            shutil.rmtree(self.dir)
+        remove_tree(self.root, self.dir)
         self.dir.mkdir(parents=True)
         atomic_write_bytes(self.dir / "key.json", json.dumps(self.key, indent=2, sort_keys=True).encode())
+
+    def discard_if_empty(self) -> None:
+        """Remove this shard's folder (and an emptied store folder) when it holds no scored part."""
+        if self.dir.is_dir() and not self._parts():
+            remove_tree(self.root, self.dir)
+            try:
+                self.root.rmdir()
+            except OSError:  # other shards' stores are there
+                pass
 
     @property
     def done(self) -> bool:
@@ -172,6 +179,33 @@ class ShardStore:
 
     def _parts(self) -> list[Path]:
         return sorted(self.dir.glob("part-*.parquet"))
+
+    def _verify_parts(self) -> None:
+        """Remove every stored part that cannot be read (and ``done.json`` with it), with a warning.
+
+        The resume then scores those answers again instead of failing on the part later. Only the
+        footer is read (a truncated file has none; cheap for a large store); a part damaged inside
+        stops the job later in one line (:meth:`parts`).
+        """
+        import pyarrow.parquet as pq
+
+        rows = 0
+        for part in self._parts():
+            try:
+                rows += pq.read_metadata(part).num_rows
+            except Exception as e:  # pyarrow raises several types for a damaged file
+                log.warning("shard %s: score part %s cannot be read (%s: %s); removing it, its answers are "
+                            "scored again", self.name, part, type(e).__name__, str(e).split("\n")[0])
+                remove_tree(self.root, part)
+                remove_tree(self.root, self.dir / "done.json")
+        try:
+            promised = json.loads((self.dir / "done.json").read_text()).get("n_answers", 0)
+        except (OSError, ValueError, AttributeError):
+            return
+        if isinstance(promised, int) and rows < promised:  # a part deleted by hand
+            log.warning("shard %s: its store holds %d scored answers but was finished with %d; the missing ones "
+                        "are scored again", self.name, rows, promised)
+            remove_tree(self.root, self.dir / "done.json")
 
     def scored_ids(self) -> set[str]:
         """Answer ids with a stored score (finished parts only)."""
@@ -209,7 +243,8 @@ class ShardStore:
                 raise ConfigError(f"{len(col)} {r} scores for {len(answer_ids)} answers")
             cols[f"score__{r}"] = pa.array(list(col), pa.string())
             cols[f"prov__{r}"] = pa.array([provenance[r]] * len(answer_ids), pa.string())
-        n = len(self._parts())
+        # after the last part's number: a removed damaged part leaves a gap that must not be refilled
+        n = max((int(p.stem.split("-")[1]) for p in self._parts() if p.stem.split("-")[1].isdigit()), default=-1) + 1
         path = self.dir / f"part-{n:05d}.parquet"
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         pq.write_table(pa.table(cols), tmp)
@@ -230,7 +265,11 @@ class ShardStore:
 
         prov: dict[str, Provenance] = {}
         for part in self._parts():
-            t = pq.read_table(part).to_pydict()
+            try:
+                t = pq.read_table(part).to_pydict()
+            except Exception as e:  # damaged after this store was opened
+                raise ConfigError(f"score part {part} cannot be read ({type(e).__name__}); run the job again to "
+                                  "re-score its answers") from None
             for r in rubrics:
                 for text in set(t[f"prov__{r}"]):
                     p = decode_provenance(text)

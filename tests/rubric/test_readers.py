@@ -299,7 +299,7 @@ BAD_ROWS = [
     ({"answer_2": "x" * 200_000}, "answer_2", ["200,000", "50,000", "--max-answer-chars"]),
     ({"answer_1": 17}, "answer_1", ["must be a string, got int"]),
     ({"answer_2": ["a", "list"]}, "answer_2", ["must be a string, got list"]),
-    ({"question_text": None}, "question_text", ["missing field"]),
+    ({"question_text": None}, "question_text", ["is null; expected a string"]),
     ({"human_judgment": "answer_3"}, "human_judgment", ["'answer_3'"]),
     ({"human_judgment": ""}, "human_judgment", ["has value ''", "or null for no judgement"]),
     ({"human_judgment": 1}, "human_judgment", ["has value 1"]),

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rubric.errors import RubricError
+from workers import report_cmd
 from workers.cli import judge, score, tables, tools
 from workers.cli.options import FORMATS, add_scoring_args, reader_options, scoring_config
 from workers.cli.score import DEMO_RUBRICS
@@ -56,6 +57,8 @@ COMMANDS: list[Command] = [
                      "(linkage.parquet), RAG-QA Arena or LFQA-E", judge.add_judge, judge.judge),
     Command("analyze", "the rubric model, LLM judges and baselines on the same pairs: accuracy, transitivity, position "
                        "and verbosity bias, perturbations (Markdown + PNG)", tables.add_analyze, tables.analyze),
+    Command("report", "one self-contained HTML page (no server, no CDN) for score, fit, judge, analyze, LINKAGE, "
+                      "RAG-QA Arena and LFQA-E output folders", report_cmd.add_report, report_cmd.report),
     Command("rubrics", "list the registered rubric versions", tools.add_rubrics, tools.rubrics),
 ]
 

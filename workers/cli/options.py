@@ -18,7 +18,7 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, RubricError
-from rubric.readers import FORMATS, parse_mapping, read_graded
+from rubric.readers import FORMATS, parse_label_values, parse_mapping, read_graded
 
 __all__ = ["FORMATS", "add_input_args", "add_scoring_args", "add_judge_args", "add_protocol_args", "add_ray_args",
            "reader_options", "scoring_config", "judge_settings", "pools_from_args", "config_for_pools", "ray_step",
@@ -215,12 +215,12 @@ def reader_options(args) -> dict:
                               "question=COL,answer_a=COL,answer_b=COL[,label=COL]")
         opts["mapping"] = parse_mapping(args.map)
         if args.labels:
-            opts["label_values"] = parse_mapping(args.labels)
+            opts["label_values"] = parse_label_values(args.labels)
     if args.format == "hf":  # LFQA-HP-1M's field names unless --map names other columns
         if args.map:
             opts["mapping"] = parse_mapping(args.map)
             if args.labels:
-                opts["label_values"] = parse_mapping(args.labels)
+                opts["label_values"] = parse_label_values(args.labels)
         if getattr(args, "hf_split", None):
             opts["split"] = args.hf_split
     return opts

@@ -66,6 +66,9 @@ def demo(args) -> int:
     # unreliable. That is the honest result; reporting every pair would present in-sample numbers.
     evaluate(_parse(add_evaluate, [str(out), "--model", str(model_path), "--split", "test",
                                    "--report", str(out / "report.md")]))
+    from workers.report_cmd import html_report
+
+    html_report([out], out / "report.html")
     log.info("demo outputs in %s: answers.parquet, pairs.parquet, claims.parquet, rejects.jsonl, manifest.json, "
              "model.json, report.md, report.png", out)
     return 0

@@ -59,8 +59,11 @@ def fit(args) -> int:
                               n_boot_weights=args.weight_boot, seed=args.seed)
     except ProvenanceError as e:  # the message comes from the table; say which file it is
         raise _provenance_error(e, str(Path(args.outdir) / "pairs.parquet")) from None
-    model.to_json(args.out, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
-                  excluded=dm.excluded, n_missing_rows=dm.n_missing_rows)
+    from workers.outdir import OutLock
+
+    with OutLock(Path(args.out).parent):  # not into a folder that a job is writing
+        model.to_json(args.out, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
+                      excluded=dm.excluded, n_missing_rows=dm.n_missing_rows)
     if dm.excluded:
         log.warning("rubrics left out: %s", dm.excluded)
     log.info("fitted on %d %s pairs (%d ties dropped, %d with a missing rubric, %d unlabeled left out; C=%g; "

@@ -1,0 +1,15 @@
+"""One self-contained HTML page for every output: score, fit/evaluate, judge, analyze, LINKAGE, RAG-QA Arena, LFQA-E.
+
+The page is another view of the result objects the Markdown reports render (``evaluate``'s
+:class:`~rubric.evaluate.Evaluation`, ``analyze``'s :class:`~rubric.analysis.Analysis`, the protocol
+reports' correlations and ratings), computed by the same functions with the same defaults, rendered
+through a jinja2 template (``templates/report.html.j2``) with its CSS and script inline. Charts are
+the reports' matplotlib plots as inline SVG; long tables (answers, pairs, rejects) travel as JSON and
+are paged in the browser, so the file opens offline, with no server and no request.
+"""
+
+from rubric.html_report._build import Report, build_report, folder_kinds, render_html, write_html
+from rubric.html_report._score import ScoreSummary, score_summary, spearman_matrix
+
+__all__ = ["Report", "build_report", "folder_kinds", "render_html", "write_html", "ScoreSummary", "score_summary",
+           "spearman_matrix"]

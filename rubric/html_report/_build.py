@@ -1,0 +1,224 @@
+"""Read output folders into one report object, and render it through the package's jinja2 template."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rubric.errors import ConfigError, InputError, ProvenanceError
+from rubric.html_report._model import ModelSection, model_section, pair_browser_data
+from rubric.html_report._protocols import ARENA_PAIRS_FILE, ArenaSection, LfqaESection, LinkageSection, \
+    arena_section, lfqa_e_section, linkage_section
+from rubric.html_report._score import ScoreSummary, read_manifest, score_summary
+
+__all__ = ["Report", "folder_kinds", "build_report", "render_html", "write_html"]
+
+log = logging.getLogger(__name__)
+
+#: Rows a paged table shows at once.
+PAGE_SIZE = 15
+
+
+@dataclass
+class Report:
+    """Every section of the HTML report; a section whose input is absent stays empty and is left out."""
+
+    inputs: list[tuple[str, list[str]]]
+    split: str
+    n_boot: int
+    seed: int
+    scores: list[ScoreSummary] = field(default_factory=list)
+    models: list[ModelSection] = field(default_factory=list)
+    browsers: list[dict] = field(default_factory=list)
+    analysis: object | None = None
+    analysis_charts: dict[str, str] = field(default_factory=dict)
+    linkage: list[LinkageSection] = field(default_factory=list)
+    arena: list[ArenaSection] = field(default_factory=list)
+    lfqa_e: list[LfqaESection] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def folder_kinds(folder: str | Path) -> list[str]:
+    """What an output folder holds: "score", "judge", "linkage", "arena", "lfqa-e" (possibly several).
+
+    Raises:
+        InputError: it is not a folder, or holds none of the known outputs.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(f"{folder} is not an output folder (score, fit, judge or protocol output)")
+    kinds = []
+    if (folder / "pairs.parquet").is_file():
+        kinds.append("score")
+    if (folder / "linkage.parquet").is_file():
+        kinds.append("linkage")
+    if (folder / "judgments.parquet").is_file():
+        protocol = read_manifest(folder).get("protocol")
+        if protocol == "arena" or (folder / ARENA_PAIRS_FILE).is_file():
+            kinds.append("arena")
+        elif protocol == "lfqa-e":
+            kinds.append("lfqa-e")
+        else:
+            kinds.append("judge")
+    if not kinds:
+        raise InputError(f"{folder} holds no pairs.parquet, judgments.parquet or linkage.parquet: give the folder "
+                         "a score, judge or protocol command wrote")
+    return kinds
+
+
+def build_report(folders: Sequence[str | Path], *, model: str | Path | None = None, split: str = "test",
+                 n_boot: int = 1000, seed: int = 0, perturbed: Mapping[str, Sequence[str | Path]] | None = None,
+                 allow_provenance_mismatch: bool = False) -> Report:
+    """Read every folder and compute each section with the function its Markdown report uses.
+
+    Args:
+        folders: output folders (score, with or without model.json; judge; LINKAGE; RAG-QA Arena).
+        model: a model JSON for the first score output (default: each score output's own model.json).
+        split: the split the model and the analysis are evaluated on (``evaluate``'s and ``analyze``'s
+            ``--split``).
+        n_boot: bootstrap replicates (their ``--n-boot``).
+        seed: bootstrap seed (their ``--seed``).
+        perturbed: perturbed sets for the analysis (``analyze --perturbed``).
+        allow_provenance_mismatch: as ``evaluate --allow-provenance-mismatch``.
+    """
+    from rubric.judgments import read_judgments
+
+    if not folders:
+        raise ConfigError("give at least one output folder")
+    kinds = [(str(f), folder_kinds(f)) for f in folders]
+    rep = Report(inputs=kinds, split=split, n_boot=n_boot, seed=seed)
+    score_dirs = [Path(f) for f, k in kinds if "score" in k]
+    judge_dirs = [Path(f) for f, k in kinds if "judge" in k]
+    judgments = [read_judgments(d) for d in judge_dirs]
+    model_for: dict[Path, Path] = {}
+    for i, d in enumerate(score_dirs):
+        m = Path(model) if (model is not None and i == 0) else d / "model.json"
+        if m.is_file():
+            model_for[d] = m
+        elif model is not None and i == 0:
+            raise InputError(f"{m} not found")
+    for d in score_dirs:
+        summary = score_summary(d)
+        rep.scores.append(summary)
+        predictions = None
+        if d in model_for:
+            from rubric.predict import predict_pairs
+            from rubric.preference import PreferenceModel
+
+            try:
+                rep.models.append(model_section(model_for[d], d, split=split, n_boot=n_boot, seed=seed,
+                                                allow_provenance_mismatch=allow_provenance_mismatch))
+                predictions = predict_pairs(PreferenceModel.from_json(model_for[d]), _pairs(d), split="all",
+                                            allow_provenance_mismatch=allow_provenance_mismatch)
+            except (ConfigError, ProvenanceError) as e:
+                rep.notes.append(f"model {model_for[d]} on {d}: not evaluated ({e})")
+        rep.browsers.append({"folder": str(d), **pair_browser_data(_pairs(d), summary.answers,
+                                                                  predictions=predictions, judgments=judgments)})
+    if judge_dirs or model_for:
+        _add_analysis(rep, [*score_dirs, *judge_dirs], model=model, perturbed=perturbed,
+                      allow_provenance_mismatch=allow_provenance_mismatch, several_models=len(model_for) > 1)
+    for f, k in kinds:
+        if "linkage" in k:
+            rep.linkage.append(linkage_section(f, n_boot=n_boot, seed=seed))
+        if "arena" in k:
+            rep.arena.append(arena_section(f, n_boot=n_boot, seed=seed))
+        if "lfqa-e" in k:
+            try:
+                rep.lfqa_e.append(lfqa_e_section(f, n_boot=n_boot, seed=seed))
+            except InputError as e:
+                rep.notes.append(f"{f}: LFQA-E output not shown ({e}); its tables are in {Path(f) / 'report.md'}")
+    return rep
+
+
+def _pairs(folder: Path):
+    from rubric.evaluate import read_pairs
+
+    return read_pairs(folder)
+
+
+def _add_analysis(rep: Report, inputs: list[Path], *, model, perturbed, allow_provenance_mismatch: bool,
+                  several_models: bool) -> None:
+    from rubric.analysis import analyze, plot_perturbations, plot_position, plot_verbosity
+    from rubric.html_report._charts import svg_of
+
+    if several_models:
+        rep.notes.append("judges and §5 analyses: left out, several score outputs bring a model (analyze takes one)")
+        return
+    try:
+        a = analyze(inputs, model=model, perturbed=dict(perturbed or {}), split=rep.split, n_boot=rep.n_boot,
+                    seed=rep.seed, allow_provenance_mismatch=allow_provenance_mismatch)
+    except (ConfigError, ProvenanceError) as e:
+        rep.notes.append(f"judges and §5 analyses: not computed ({e})")
+        return
+    rep.analysis = a
+    from rubric.html_report._charts import plot_accuracy
+
+    rep.analysis_charts["agreement"] = plot_accuracy(a.comparison.rows, title="agreement with people, same pairs")
+    if a.position.rows:
+        rep.analysis_charts["position"] = svg_of(plot_position, a.position)
+    if a.verbosity.rows:
+        rep.analysis_charts["verbosity"] = svg_of(plot_verbosity, a.verbosity)
+    if any(p.rows for p in a.perturbations):
+        rep.analysis_charts["perturbation"] = svg_of(plot_perturbations, a.perturbations)
+
+
+def _nan(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def num(x, fmt: str = ".4f") -> str:
+    """A number as the Markdown reports write it ("n/a" when undefined)."""
+    return "n/a" if _nan(x) else format(x, fmt)
+
+
+def ci(pair, fmt: str = ".3f") -> str:
+    """A CI as the Markdown reports write it: "lo, hi", or "n/a"."""
+    lo, hi = pair
+    return "n/a" if _nan(lo) or _nan(hi) else f"{lo:{fmt}}, {hi:{fmt}}"
+
+
+def _json(obj) -> str:
+    # inside <script type="application/json">: no "</script>" or "<!--" can end it early
+    text = json.dumps(obj, ensure_ascii=False, allow_nan=False, default=str)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render_html(rep: Report) -> str:
+    """The report as one self-contained HTML page (inline CSS, JS and SVG; no external request)."""
+    import jinja2
+    from markupsafe import Markup
+
+    from rubric.metrics import METRICS
+    from rubric.protocol_report import fmt_mean
+    from rubric.report import IN_SAMPLE_MARK, MIN_QUESTIONS_FOR_CI
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("rubric.html_report", "templates"),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(num=num, ci=ci, isnan=_nan, mean=fmt_mean, data=lambda o: Markup(_json(o)))
+    env.globals["zip"] = zip
+    tpl = env.get_template("report.html.j2")
+    return tpl.render(rep=rep, METRICS=METRICS, IN_SAMPLE_MARK=IN_SAMPLE_MARK, MIN_Q=MIN_QUESTIONS_FOR_CI,
+                      PAGE_SIZE=PAGE_SIZE, css=_static("report.css"), js=_static("report.js"))
+
+
+def _static(name: str) -> str:
+    from importlib import resources
+
+    return (resources.files("rubric.html_report") / "templates" / name).read_text(encoding="utf-8")
+
+
+def write_html(folders: Sequence[str | Path], path: str | Path, **kwargs) -> Path:
+    """Build the report from the folders and write it to ``path`` (parents created); returns the path."""
+    path = Path(path)
+    html = render_html(build_report(folders, **kwargs))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(html, encoding="utf-8")
+    tmp.replace(path)
+    log.info("HTML report written to %s (%.0f KB)", path, path.stat().st_size / 1024)
+    return path

@@ -1,0 +1,33 @@
+"""The golden command set gives the recorded tables (see golden.py for what is compared, and how exactly)."""
+
+import pytest
+
+from tests.golden import golden
+
+
+def test_compare_sees_a_changed_number_and_ignores_llm_noise():
+    base = {"s": {"llm": True, "tables": {"X": {"t.parquet": {"rows": [{"p": 0.5, "v": "a"}]}}}}}
+    moved = {"s": {"llm": True, "tables": {"X": {"t.parquet": {"rows": [{"p": 0.5 + 2e-5, "v": "a"}]}}}}}
+    assert golden.compare(base, moved) == []
+    flipped = {"s": {"llm": True, "tables": {"X": {"t.parquet": {"rows": [{"p": 0.5, "v": "b"}]}}}}}
+    assert golden.compare(base, flipped) == ["s/X/t.parquet/rows[0]/v: expected 'a', got 'b'"]
+    cpu = {"s": {"llm": False, "tables": base["s"]["tables"]}}
+    assert golden.compare(cpu, {"s": {"llm": False, "tables": moved["s"]["tables"]}})  # CPU: exact
+
+
+def test_compare_reads_markdown_numbers_with_the_printed_precision():
+    def md(line, llm=True):
+        return {"s": {"llm": llm, "tables": {"X": {"r.md": [line]}}}}
+
+    assert golden.compare(md("| a | 0.667 [0.5, 1.000] |"), md("| a | 0.668 [0.5, 1.000] |")) == []
+    assert golden.compare(md("| a | 0.667 |"), md("| a | 0.700 |"))
+    assert golden.compare(md("| a | 0.667 |", llm=False), md("| a | 0.668 |", llm=False))
+
+
+@pytest.mark.skipif(not golden.DATA.is_dir(), reason=f"public test data not found at {golden.DATA}")
+def test_golden_outputs_are_unchanged(tmp_path):
+    expected = golden.load_expected()
+    assert expected, "no golden outputs recorded: python tests/golden/golden.py --update"
+    actual = golden.run(tmp_path)
+    problems = golden.compare(expected, actual)
+    assert not problems, "golden outputs changed:\n" + "\n".join(problems)

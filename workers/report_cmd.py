@@ -1,0 +1,52 @@
+"""``lfqa-rubric report OUT [OUT ...] --html FILE``: one self-contained HTML page for output folders.
+
+The page (:mod:`rubric.html_report`) shows the same result objects as ``evaluate``'s and
+``analyze``'s Markdown and the protocol jobs' ``report.md``, computed with the same split, bootstrap
+replicates and seed, so its numbers are theirs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+__all__ = ["add_report", "report", "html_report"]
+
+log = logging.getLogger("lfqa_rubric")
+
+
+def html_report(outputs, html, **kwargs):
+    """Write the page for ``outputs`` to ``html`` and print its path (the line a user clicks); returns the path."""
+    from rubric.html_report import write_html
+
+    path = write_html(outputs, html, **kwargs)
+    sys.stdout.write(f"{path}\n")
+    return path
+
+
+def report(args) -> int:
+    """The ``report`` command: the page from ``args.outputs`` written to ``args.html``."""
+    from rubric.analysis import parse_perturbed
+
+    html_report(args.outputs, args.html, model=args.model, split=args.split, n_boot=args.n_boot, seed=args.seed,
+                perturbed=parse_perturbed(args.perturbed), allow_provenance_mismatch=args.allow_provenance_mismatch)
+    return 0
+
+
+def add_report(r: argparse.ArgumentParser) -> None:
+    """The ``report`` command's options (registered in ``workers.cli.COMMANDS``)."""
+    r.add_argument("outputs", nargs="+", metavar="OUT",
+                   help="output folders: score (with model.json for the model and pair sections), judge, "
+                        "judge --protocol linkage/arena/lfqa-e")
+    r.add_argument("--html", required=True, metavar="FILE", help="the HTML file to write")
+    r.add_argument("--model", default=None, help="model JSON for the first score output (default: OUT/model.json)")
+    r.add_argument("--split", default="test", choices=("train", "dev", "test", "all"),
+                   help="split the model and the analyses are evaluated on (as evaluate/analyze --split)")
+    r.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates (as evaluate/analyze --n-boot)")
+    r.add_argument("--seed", type=int, default=0, help="bootstrap seed (as evaluate/analyze --seed)")
+    r.add_argument("--perturbed", nargs="+", action="extend", default=[], metavar="[NAME=]OUT",
+                   help="outputs over perturbed copies of the pairs, for Table 8 (as analyze --perturbed)")
+    r.add_argument("--allow-provenance-mismatch", action="store_true",
+                   help="apply the model even if the table's rubrics were made differently")
+
