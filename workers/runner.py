@@ -443,8 +443,7 @@ def _run(kind: JobKind, inputs, out: Path, *, progress: bool, step, runner: str,
 
 def _assemble(job: JobRun) -> dict:
     """The kind's assemble step, the inputs checked unchanged, the manifest, and the files published with it."""
-    kind, out, units, shards, status, why, timings = job.kind, job.out, job.units, job.shards, job.status, job.why, \
-        job.timings
+    kind, out, units, status, why, timings = job.kind, job.out, job.units, job.status, job.why, job.timings
     t0 = time.perf_counter()
     fields = kind.assemble(job)
     for u in {u.uri: u for u in units}.values():
@@ -453,8 +452,7 @@ def _assemble(job: JobRun) -> dict:
     timings["assemble"] = round(time.perf_counter() - t0, 3)
     timings["total"] = round(time.perf_counter() - job.t_start, 3)
     inputs = []
-    for uri in shards:
-        name = shard_name(uri, kind.fmt)
+    for uri, name in {u.uri: u.shard for u in units}.items():  # the plan's names: computed once
         n_units = sum(1 for u in units if u.shard == name)
         inputs.append({"name": name, "path": uri, "format": kind.fmt, "options": kind.options, "status": status[name],
                        **({"rescored_because": why[name]} if name in why else {}),
