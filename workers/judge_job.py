@@ -193,6 +193,15 @@ class JudgeKind(JobKind):
     def encode_item(self, item: PairRecord) -> str:
         return pair_to_json(item)
 
+    def dedupe_key(self, item: PairRecord) -> str:
+        """The pair's content without its id and row: the same pair in two inputs is judged once on Ray."""
+        import hashlib
+
+        d = asdict(item)
+        for identity in ("pair_id", "row"):
+            d.pop(identity)
+        return hashlib.sha256(json.dumps(d, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+
     def decode_item(self, text: str) -> PairRecord:
         return pair_from_json(text)
 

@@ -39,7 +39,7 @@ def test_a_pool_without_an_engine_refuses_batches_in_flight():
     with pytest.raises(ConfigError, match="pool 'text' has none"):
         from workers.job import ScoreKind
 
-        kind = ScoreKind("lfqa-hp", {}, ["conciseness.spacy.v1"], ScoringConfig())
+        kind = ScoreKind("lfqa-hp", {}, ["conciseness.lexical_density.v1"], ScoringConfig())
         add_pool_stage(None, kind, "text", ["conciseness.spacy.v1"], PoolConfig(batches_in_flight=2), batch_size=2)
 
 

@@ -58,6 +58,24 @@ def test_ray_judge_job_writes_the_single_process_judgments(ray_local, tmp_path):
     assert again["job"]["pairs_judged_now"] == 0 and again["inputs"][0]["status"] == "reused"
 
 
+def test_a_pair_in_two_inputs_is_judged_once_with_global_dedupe(ray_local, tmp_path):
+    recs = _records()[:6]
+    a = _write(tmp_path / "a.jsonl", recs)
+    b = _write(tmp_path / "b.jsonl", [{**r, "id": f"copy-{i}"} for i, r in enumerate(recs)])  # same pairs, new ids
+    settings = JudgeSettings("plain")
+    run_judge_job([a, b], "lfqa-hp", settings, tmp_path / "local", config=CONFIG, progress=False,
+                  scorer=LengthJudge([s.version for s in settings.specs]))
+    got = run_ray_judge_job([a, b], "lfqa-hp", settings, tmp_path / "ray", config=CONFIG, progress=False,
+                            pool=PoolConfig(size=1, num_cpus=0.5, batch_size=4), scorer_factory=length_factory)
+    n = got["counts"]["pairs"]
+    assert n == 2 * len(recs) and got["job"]["pairs_judged_now"] == len(recs)  # each shared pair once
+    assert _rows(tmp_path / "ray") == _rows(tmp_path / "local")
+    each = run_judge_job([a, b], "lfqa-hp", settings, tmp_path / "each", config=CONFIG, progress=False,
+                         ray=RayStep(pools={"llm": PoolConfig(size=1, num_cpus=0.5, batch_size=4)},
+                                     global_dedupe=False), scorer_factory=length_factory)
+    assert each["job"]["pairs_judged_now"] == n
+
+
 def test_ray_judge_step_keeps_a_partial_store_and_sends_only_the_missing_pairs(ray_local, tmp_path, monkeypatch):
     import workers.judge_job as jj
     from rubric.errors import EngineError
