@@ -76,8 +76,8 @@ class ScoreKind(JobKind):
     def items(self, read) -> list:
         return explode(read.pairs)
 
-    def ids(self, item: AnswerItem) -> list[str]:
-        return [item.answer_id]
+    def item_ids(self, items: Sequence[AnswerItem]) -> list[list[str]]:
+        return [[it.answer_id] for it in items]
 
     def dedupe_key(self, item: AnswerItem) -> str:
         return item.answer_id

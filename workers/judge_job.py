@@ -167,8 +167,8 @@ class JudgeKind(JobKind):
     def items(self, read) -> list:
         return list(read.pairs)
 
-    def ids(self, item: PairRecord) -> list[str]:
-        return [item.pair_id]
+    def item_ids(self, items: Sequence[PairRecord]) -> list[list[str]]:
+        return [[p.pair_id] for p in items]
 
     def names(self) -> list[str]:
         return [s.version for s in self.settings.specs]

@@ -328,8 +328,8 @@ class LinkageKind(JobKind):
     def items(self, read) -> list:
         return list(read.questions)
 
-    def ids(self, item: LinkageQuestion) -> list[str]:
-        return [c.answer_id for c in item.candidates]
+    def item_ids(self, items: Sequence[LinkageQuestion]) -> list[list[str]]:
+        return [[c.answer_id for c in q.candidates] for q in items]
 
     def names(self) -> list[str]:
         return list(self.settings.systems)

@@ -167,7 +167,7 @@ def item_rows(kind: JobKind, items: Sequence[Any], unit: int = 0, n_ids: int | N
     import pyarrow as pa
 
     n = len(items)
-    ids = [kind.ids(it) for it in items]
+    ids = kind.item_ids(items)
     cols = {"unit": [unit] * n, "index": list(range(n)), "n_items": [n] * n,
             "n_ids": [sum(len(i) for i in ids) if n_ids is None else n_ids] * n,
             "ids": [json.dumps(i, ensure_ascii=False) for i in ids], "key": [kind.dedupe_key(it) for it in items],
@@ -190,8 +190,9 @@ def _read_units(batch, *, kind_type: type, kind_args: Mapping[str, Any]):
             log.error("input %s cannot be read: %s", uri, e)
             continue
         stored = set(json.loads(done))
-        todo = [it for it in items if not all(i in stored for i in kind.ids(it))]
-        tables.append(item_rows(kind, todo, unit_id, sum(len(kind.ids(it)) for it in items)))
+        ids = kind.item_ids(items)
+        todo = [it for it, i in zip(items, ids) if not all(a in stored for a in i)]
+        tables.append(item_rows(kind, todo, unit_id, sum(len(i) for i in ids)))
     return pa.concat_tables(tables)
 
 

@@ -65,6 +65,7 @@ class Work:
     """What a unit still needs: the items without every score stored, and the unit's stored-id count."""
 
     todo: list
+    ids: list[list[str]]  # each todo item's store ids
     n_ids: int
 
 
@@ -133,8 +134,8 @@ class JobKind:
     def items(self, read: Any) -> list:
         raise NotImplementedError
 
-    def ids(self, item: Any) -> list[str]:
-        """The store ids one item's scores are kept under, in the order :meth:`score` returns them."""
+    def item_ids(self, items: Sequence[Any]) -> list[list[str]]:
+        """Per item, the store ids its scores are kept under, in the order :meth:`score` returns them."""
         raise NotImplementedError
 
     def names(self) -> list[str]:
@@ -185,13 +186,13 @@ class JobKind:
         return {}
 
 
-def check_results(kind: JobKind, items: Sequence[Any], got: Sequence[Sequence[Mapping[str, Score]]],
+def check_results(kind: JobKind, ids: Sequence[Sequence[str]], got: Sequence[Sequence[Mapping[str, Score]]],
                   names: Sequence[str]) -> None:
     """One result list per item, one result per store id, each with every name (others are not stored);
     or BatchMismatchError."""
-    if len(got) != len(items) or any(len(g) != len(kind.ids(it)) for g, it in zip(got, items)) \
+    if len(got) != len(ids) or any(len(g) != len(i) for g, i in zip(got, ids)) \
             or any(not set(names) <= set(r) for g in got for r in g):
-        raise BatchMismatchError(f"the scorer returned {len(got)} results for {len(items)} items, or results without "
+        raise BatchMismatchError(f"the scorer returned {len(got)} results for {len(ids)} items, or results without "
                                  f"every id or every {kind.what}")
 
 
@@ -238,9 +239,10 @@ class RunScores:
 def work(kind: JobKind, unit: Unit) -> Work:
     """Read a unit and keep the items with an id not yet in its store (InputError when it cannot be read)."""
     items = kind.items(kind.read(unit))
+    ids = kind.item_ids(items)
     done = unit.store.scored_ids()
-    return Work([it for it in items if not all(i in done for i in kind.ids(it))],
-                sum(len(kind.ids(it)) for it in items))
+    todo = [k for k, i in enumerate(ids) if not all(a in done for a in i)]
+    return Work([items[k] for k in todo], [ids[k] for k in todo], sum(len(i) for i in ids))
 
 
 def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer: Any = None) -> StepResult:
@@ -268,19 +270,20 @@ def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer
                 log.error("input %s cannot be read: %s", unit.uri, e)
                 result.failed[unit.uri] = str(e)
                 continue
-            todo = w.todo
+            todo, todo_ids = w.todo, w.ids
             if todo:  # copy what an earlier unit of this run scored
-                known = run_scores.get([i for it in todo for i in kind.ids(it)])
-                copied = [it for it in todo if all(i in known for i in kind.ids(it))]
+                known = run_scores.get([i for ids in todo_ids for i in ids])
+                copied = [i for ids in todo_ids if all(a in known for a in ids) for i in ids]
                 if copied:
-                    ids = [i for it in copied for i in kind.ids(it)]
-                    unit.store.append(ids, {r: [known[i][r] for i in ids] for r in names}, run_scores.provenance)
-                    todo = [it for it in todo if not all(i in known for i in kind.ids(it))]
+                    unit.store.append(copied, {r: [known[i][r] for i in copied] for r in names},
+                                      run_scores.provenance)
+                    keep = [k for k, ids in enumerate(todo_ids) if not all(a in known for a in ids)]
+                    todo, todo_ids = [todo[k] for k in keep], [todo_ids[k] for k in keep]
             if todo and scorer is None:
                 t0 = time.perf_counter()
                 scorer = kind.build_scorer()
                 result.seconds["load_backends"] = round(time.perf_counter() - t0, 3)
-            n_todo = sum(len(kind.ids(it)) for it in todo)
+            n_todo = sum(len(ids) for ids in todo_ids)
             if n_todo < w.n_ids:
                 log.info("%s: %d of %d already scored (resumed, or scored in an earlier unit)", unit.name,
                          w.n_ids - n_todo, w.n_ids)
@@ -289,8 +292,9 @@ def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer
                 for chunk in kind.chunks(todo):
                     seconds: dict[str, float] = {}
                     got = kind.score(scorer, chunk, seconds)
-                    check_results(kind, chunk, got, names)
-                    ids = [i for it in chunk for i in kind.ids(it)]
+                    chunk_ids = kind.item_ids(chunk)
+                    check_results(kind, chunk_ids, got, names)
+                    ids = [i for each in chunk_ids for i in each]
                     flat = [r for g in got for r in g]
                     cols = {r: [x[r] for x in flat] for r in names}
                     prov = kind.provenance(scorer)
