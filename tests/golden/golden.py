@@ -169,7 +169,8 @@ def collect(folder: Path, work: Path) -> dict[str, Any]:
         elif path.name == "manifest.json":
             m = json.loads(path.read_text(encoding="utf-8"))
             out[rel] = _clean({k: m.get(k) for k in ("counts", "rubrics", "inputs") if k in m})
-    return out
+    # input paths recorded in rows (source files, reasons) name the temporary work folder
+    return json.loads(json.dumps(out).replace(json.dumps(str(work))[1:-1], "{W}"))
 
 
 def run(work: Path, only: set[str] | None = None, log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
