@@ -1,6 +1,6 @@
 """The backend registry: a backend name -> a factory that builds a ``Scorer`` for some rubric specs.
 
-Rubric specs (``rubric.specs``) name their backend; the runner groups the requested specs by
+Rubric specs (``rubric.scoring``) name their backend; the runner groups the requested specs by
 backend and calls each factory once, so one engine serves all the rubrics that share it.
 Factories import their heavy modules lazily so ``import models.backends`` stays cheap.
 
@@ -23,7 +23,7 @@ from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError, ConfigError
 from rubric.registry import Registry
 from rubric.scoring import Scorer
-from rubric.specs import RubricSpec
+from rubric.scoring import RubricSpec
 
 __all__ = [
     "BACKENDS",
@@ -309,7 +309,7 @@ def _subjectiveqa(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Score
 def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.evidence import AttachedDocs, BM25Corpus
     from models.factuality import FactualityScorer, SpacySentenceSplitter
-    from models.llm.scorer import build_engine
+    from models.llm.engines_cache import build_engine
 
     evidence = (BM25Corpus.from_file(config.factuality_corpus, text_field=config.factuality_text_field,
                                      id_field=config.factuality_id_field, cache_dir=config.evidence_cache_dir)

@@ -15,7 +15,7 @@ LINKAGE_SIGNALS: tuple[str, ...] = ("rouge1", "rougeL", "minilm_ref", "length")
 
 
 def reference_signals(questions: Sequence[Any]) -> dict[str, dict[str, Score]]:
-    """answer_id -> signal -> Score, for every candidate of ``questions`` (``rubric.linkage_data`` questions).
+    """answer_id -> signal -> Score, for every candidate of ``questions`` (``rubric.protocols`` questions).
 
     Raises:
         BackendUnavailableError: the packaged MiniLM or rouge-score is missing.
@@ -24,7 +24,7 @@ def reference_signals(questions: Sequence[Any]) -> dict[str, dict[str, Score]]:
     from rouge_score import rouge_scorer
     from sentence_transformers import SentenceTransformer
 
-    from rubric.features import word_count
+    from rubric.tables import word_count
 
     rs = rouge_scorer.RougeScorer(["rouge1", "rougeL"], use_stemmer=True)
     pairs = [(q, c) for q in questions for c in q.candidates]

@@ -1,4 +1,4 @@
-"""The neighbouring protocols' ``report.md`` pages: the prose around :mod:`rubric.protocol_report`'s tables.
+"""The neighbouring protocols' ``report.md`` pages: the prose around :mod:`rubric.protocols`'s tables.
 
 Pure text from counts the jobs pass in (``workers.linkage_job``, ``workers.protocol_job``); no file is
 read or written here.

@@ -90,10 +90,10 @@ def main(argv: list[str] | None = None) -> int:
 
     import ray
 
-    from models.llm.bench import load_pairs
+    from scripts._bench_common import load_pairs
     from rubric.config import ScoringConfig
-    from rubric.records import explode
-    from rubric.specs import resolve_rubrics
+    from rubric.io import explode
+    from rubric.scoring import resolve_rubrics
     from workers.ray_pipeline import PoolConfig, init_local_ray
 
     items = explode(load_pairs(args.data, args.questions))

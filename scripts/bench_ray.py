@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     import ray
 
     from rubric.config import ScoringConfig
-    from rubric.specs import resolve_rubrics
+    from rubric.scoring import resolve_rubrics
     from workers.job import run_job
     from workers.ray_pipeline import PoolConfig, RayStep, init_local_ray
 
@@ -119,10 +119,10 @@ def _prompt_tokens(args) -> int:
 
     from transformers import AutoTokenizer
 
-    from rubric.geval import get_template
-    from rubric.readers import read_input
-    from rubric.records import explode
-    from rubric.specs import resolve_rubrics
+    from rubric.scoring import get_template
+    from rubric.io import read_input
+    from rubric.io import explode
+    from rubric.scoring import resolve_rubrics
 
     if args.tokenizer is None:
         from models.llm.smollm2 import smollm2_folder

@@ -65,7 +65,7 @@ class StageActor:
         self._scorer = self.kind.build_scorer(stage)
         self.batches_in_flight = batches_in_flight
         if batches_in_flight > 1:
-            from models.llm.scorer import keep_engines_busy
+            from models.llm.engines_cache import keep_engines_busy
 
             keep_engines_busy(self.kind.config)
         self._provenance = {n: encode_provenance(p) for n, p in self.kind.provenance(self._scorer).items()}

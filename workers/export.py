@@ -37,8 +37,8 @@ def write_table(table, dest: Path) -> None:
 def run_transfer(train: Sequence[str], evals: Sequence[str], **options):
     """``rubric.transfer.transfer`` over score output folders; one name per folder, so the same folder
     given on both sides (however spelled) is one set and its cell is in-distribution."""
-    from rubric.evaluate import read_pairs
-    from rubric.transfer import transfer
+    from rubric.preference import read_pairs
+    from rubric.preference import transfer
 
     names: dict[Path, str] = {}
     for given in [*train, *evals]:

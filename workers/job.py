@@ -2,7 +2,7 @@
 
     check backends -> list shards -> plan units (a shard, or a block of a large one) with their score
       stores (resume or re-score, and why) -> score the pending units' unique answers (single
-      process, or Ray pools) -> assemble the whole job once (rubric.assemble)
+      process, or Ray pools) -> assemble the whole job once (rubric.tables)
       -> write OUT/answers.parquet, pairs.parquet, [claims.parquet], rejects.jsonl, [rescale.json],
          manifest.json (last)
 
@@ -24,13 +24,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rubric.assemble import JobInput, StreamAssembled, assemble_stream
+from rubric.tables import JobInput, StreamAssembled, assemble_stream
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError
-from rubric.readers import Block
-from rubric.records import AnswerItem, explode
+from rubric.io import Block
+from rubric.io import AnswerItem, explode
 from rubric.scoring import Provenance, Score
-from rubric.specs import RUBRICS, RubricSpec
+from rubric.scoring import RUBRICS, RubricSpec
 from workers.runner import JobKind, JobRun, Unit, run
 from workers.shards import read_unit
 from workers.outdir import atomic_write_bytes, remove_tree
@@ -150,7 +150,7 @@ class ScoreKind(JobKind):
         finally:
             scores.close()
         writer.stage(assembled, job)
-        from rubric.provenance import rubric_provenance
+        from rubric.tables import rubric_provenance
 
         counts = dict(assembled.counts)
         self._per_input = counts.pop("per_input")

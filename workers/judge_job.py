@@ -5,7 +5,7 @@
       -> judge the pending pairs in checkpointed chunks (models.judges.JudgeScorer: both orders of
          every pair in one engine call), in this process or on a Ray pool of judge actors
       -> assemble: pairs of all inputs (ids unique across inputs), the same splits as `score` gives
-         the same inputs and seed, one row per pair x judge x order (rubric.judgments)
+         the same inputs and seed, one row per pair x judge x order (rubric.judging)
       -> OUT/judgments.parquet, rejects.jsonl, manifest.json (last)
 
 The splits are the score job's (``rubric.assemble.job_splits`` on the same pairs and seed), so
@@ -24,11 +24,11 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from rubric.assemble import JobInput, combine_inputs, job_splits
+from rubric.tables import JobInput, combine_inputs, job_splits
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.features import word_count
-from rubric.records import PairRecord
+from rubric.tables import word_count
+from rubric.io import PairRecord
 from rubric.scoring import Provenance, Score
 from workers.runner import JobKind, JobRun, Unit, run
 from workers.shards import read_shard
@@ -66,7 +66,7 @@ class JudgeSettings:
             raise ConfigError(f"'temperature' must be >= 0, got {temperature}")
         if max_reasoning_tokens < 1:
             raise ConfigError(f"'max_reasoning_tokens' must be >= 1, got {max_reasoning_tokens}")
-        from rubric.judges import resolve_judges
+        from rubric.judging import resolve_judges
 
         names = judges.split(",") if isinstance(judges, str) else list(judges)
         self.specs = resolve_judges(",".join(n.strip() for n in names if n.strip()), tie=tie)
@@ -89,8 +89,8 @@ class JudgeSettings:
 
 def _scorer(settings: JudgeSettings, config: ScoringConfig):
     from models.judges import JudgeScorer
-    from models.llm.scorer import build_engine
-    from rubric.protocol_judges import is_protocol_judge
+    from models.llm.engines_cache import build_engine
+    from rubric.protocols import is_protocol_judge
 
     if any(is_protocol_judge(s) for s in settings.specs):  # a neighbouring protocol's judge reads its own tokens
         from models.protocols import protocol_scorer_factory
@@ -208,7 +208,7 @@ class JudgeKind(JobKind):
     def assemble(self, job: JobRun) -> dict:
         import pyarrow.parquet as pq
 
-        from rubric.judgments import judgments_table
+        from rubric.judging import judgments_table
 
         job_inputs = [JobInput(name=u.name, read=self.read(u), fmt=self.fmt, sha256=u.sha) for u in job.units]
         pairs, rejects, self._per_input = combine_inputs(job_inputs)
@@ -252,7 +252,7 @@ class JudgeKind(JobKind):
 
 def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[str, Score]],
                   provenance: Mapping[str, Provenance], *, mode: str) -> list[dict[str, Any]]:
-    """One row per pair x judge x order, in pair order (the ``rubric.judgments`` schema)."""
+    """One row per pair x judge x order, in pair order (the ``rubric.judging`` schema)."""
     rows: list[dict[str, Any]] = []
     for p, split in zip(pairs, splits):
         for version, prov in provenance.items():

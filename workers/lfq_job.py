@@ -26,9 +26,9 @@ def run_lfq_job(path: str | Path, fmt: str, out: str | Path, *, config: ScoringC
 
     from models.backends import check_backends
     from models.llm.lfq import classify_questions
-    from models.llm.scorer import build_engine
-    from rubric.geval import LFQ_FILTER_VERSION
-    from rubric.readers import read_input
+    from models.llm.engines_cache import build_engine
+    from rubric.scoring import LFQ_FILTER_VERSION
+    from rubric.io import read_input
 
     check_backends([], config, backends=["llm"])  # a missing engine package stops here, before reading
     read = read_input(path, fmt, **reader_options)

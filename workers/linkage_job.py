@@ -1,7 +1,7 @@
 """LINKAGE as a job: graded answer lists -> each candidate ranked among its question's references -> per-question
 correlation with the graded labels (``lfqa-rubric judge --protocol linkage``)::
 
-    list shards -> read each (rubric.linkage_data: questions, reference lists, candidates, rejects)
+    list shards -> read each (rubric.protocols: questions, reference lists, candidates, rejects)
       -> with --references generated: the LLM writes each question's list from its golden answer
          (models.linkage_references, cached in OUT/generated_references.jsonl; a question whose
          generation does not parse is a reject with the reason, never given the data's list)
@@ -28,7 +28,7 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.linkage_data import LinkageCandidate, LinkageQuestion
+from rubric.protocols import LinkageCandidate, LinkageQuestion
 from rubric.protocol_pages import GENERATED_REFERENCES_FILE, LINKAGE_NOTES, references_lines
 from rubric.scoring import Provenance, Score
 from workers.runner import JobKind, JobRun, Unit, run
@@ -61,7 +61,7 @@ class LinkageSettings:
     def __init__(self, systems: Sequence[str] | str | None = None, *, mode: str = "logprob",
                  max_pairwise_candidates: int = 12, references: str = "data",
                  reference_max_tokens: int = 512, reference_template: str | None = None) -> None:
-        from rubric.linkage_references import CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS
+        from rubric.protocols import CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS
 
         from rubric.protocols import get_protocol_template
 
@@ -113,7 +113,7 @@ class LinkageSettings:
 
 def _reference_generator(settings: LinkageSettings, config: ScoringConfig):
     from models.linkage_references import ReferenceGenerator
-    from models.llm.scorer import build_engine
+    from models.llm.engines_cache import build_engine
 
     engine = build_engine(config, logprobs_k=config.llm_logprobs_k)  # the scorer's engine (built once per process)
     return ReferenceGenerator(engine, max_tokens=settings.reference_max_tokens, version=settings.reference_template)
@@ -124,8 +124,8 @@ def _generate_references(read, generator, cache) -> tuple[Any, dict]:
     from dataclasses import replace
 
     from models.linkage_references import ReferenceRequest
-    from rubric.linkage_data import LinkageRead
-    from rubric.records import Reject
+    from rubric.protocols import LinkageRead
+    from rubric.io import Reject
 
     results = generator.references([ReferenceRequest(q.question_id, q.question, q.golden) for q in read.questions],
                                    cache)
@@ -172,7 +172,7 @@ def question_from_json(text: str) -> LinkageQuestion:
 
 
 def _linkage_scorer(settings: LinkageSettings, config: ScoringConfig):
-    from models.llm.scorer import build_engine
+    from models.llm.engines_cache import build_engine
     from models.protocols import LinkageScorer
 
     engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
@@ -197,8 +197,8 @@ def _chunks(questions: list, size: int) -> list[list]:
 
 def _rubric_scores(score_out: str | Path, answer_ids: set[str]) -> tuple[dict[str, dict[str, Score]], list[str]]:
     """answer_id -> rubric -> Score (the 1-5 value) from a score output's answers.parquet."""
-    from rubric.evaluate import read_output_table
-    from rubric.features import table_rubrics
+    from rubric.preference import read_output_table
+    from rubric.tables import table_rubrics
 
     table = read_output_table(score_out, "answers")
     rubrics = table_rubrics(table)
@@ -293,7 +293,7 @@ class LinkageKind(JobKind):
 
     def prepare(self, shards: Sequence[str], out: Path) -> None:
         """Read every shard (the keys of generated lists hold their digest) and generate the reference lists."""
-        from rubric.linkage_data import read_linkage
+        from rubric.protocols import read_linkage
 
         failed = {}
         for uri in shards:
@@ -354,7 +354,7 @@ class LinkageKind(JobKind):
 
     def assemble(self, job: JobRun) -> dict:
         from rubric.protocol_pages import linkage_empty_page, linkage_page
-        from rubric.protocol_report import linkage_results, linkage_table
+        from rubric.protocols import linkage_results, linkage_table
 
         out, settings, reads = job.out, self.settings, self._reads
         refs = references_lines(settings.references, settings.reference_template, settings.reference_max_tokens,

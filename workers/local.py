@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from tqdm.auto import tqdm
 
 from rubric.errors import BackendUnavailableError, BatchMismatchError, EngineError
-from rubric.records import AnswerItem
+from rubric.io import AnswerItem
 from rubric.scoring import Provenance, Score, ScoreSet, Scorer, check_batch
 
 __all__ = ["ScoreRun", "score_items", "CHECKPOINT_ANSWERS"]

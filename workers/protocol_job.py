@@ -7,7 +7,7 @@ rejects and manifest, and the same Ray step (``ray=workers.ray_pipeline.RayStep(
 ``scripts/run_job.py --protocol``). RAG-QA Arena's input is an annotation file plus one answers file per
 system; their join is written as ``OUT/arena_pairs.jsonl`` (lfqa_eval format: the system's answer is
 ``a``, the reference ``b``, the human label ``overall_preference``) and that file is the judge job's
-input, so its sha256 keys the store. Each job then writes ``OUT/report.md`` (:mod:`rubric.protocol_report`
+input, so its sha256 keys the store. Each job then writes ``OUT/report.md`` (:mod:`rubric.protocols`
 tables in :mod:`rubric.protocol_pages`' page).
 """
 
@@ -93,10 +93,10 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
         ConfigError: a system name is empty, repeated or contains ':'; ``reasoning_tokens`` < 0.
         InputError: a file cannot be read, or no pair is left.
     """
-    from rubric.arena_data import ArenaQuestions, join_arena, read_arena_annotations, read_arena_answers
+    from rubric.protocols import ArenaQuestions, join_arena, read_arena_annotations, read_arena_answers
     from rubric.protocol_pages import arena_page
-    from rubric.protocol_report import arena_tables
-    from rubric.protocol_judges import PAIRWISE_PROTOCOLS
+    from rubric.protocols import arena_tables
+    from rubric.protocols import PAIRWISE_PROTOCOLS
     from rubric.protocols import ARENA_REASONING_VERSION
     from workers.judge_job import run_judge_job
 
@@ -143,7 +143,7 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
                              seed=seed, progress=progress, scorer=scorer, ray=ray, scorer_factory=scorer_factory)
     dec = _decisions(out, version)
     pairs = [p for p in joined.pairs if p.pair_id in dec]
-    from rubric.records import question_id
+    from rubric.io import question_id
 
     tables = arena_tables([p.system for p in pairs], [dec[p.pair_id] for p in pairs],
                           [question_id(p.question) for p in pairs], [p.human for p in pairs], n_boot=n_boot, seed=seed)
@@ -173,8 +173,8 @@ def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str
         Others: as :func:`run_arena_job`.
     """
     from rubric.protocol_pages import lfqa_e_page
-    from rubric.protocol_report import lfqa_e_tables
-    from rubric.protocol_judges import PAIRWISE_PROTOCOLS
+    from rubric.protocols import lfqa_e_tables
+    from rubric.protocols import PAIRWISE_PROTOCOLS
     from workers.judge_job import run_judge_job
     from workers.shards import read_shard
 
@@ -189,8 +189,8 @@ def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str
     decisions: dict[str, list[str | None]] = {version: [dec[p.pair_id] for p in pairs]}
     notes = {version: f"{manifest['settings']['mode']} mode, both orders, order-debiased"}
     if rubric_scores is not None:
-        from rubric.evaluate import read_pairs
-        from rubric.predict import predict_pairs
+        from rubric.preference import read_pairs
+        from rubric.preference import predict_pairs
         from rubric.preference import PreferenceModel
 
         model_path = Path(rubric_model) if rubric_model else Path(rubric_scores) / "model.json"

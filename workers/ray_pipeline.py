@@ -4,7 +4,7 @@ The job itself (planning, resume, assembly, outputs) is :func:`workers.runner.ru
 single-process path; only scoring is distributed here, the same way for every kind (score, judge,
 LINKAGE)::
 
-    the items: read tasks, one per unit (the score job: rubric.readers on a shard or a block), or
+    the items: read tasks, one per unit (the score job: rubric.io on a shard or a block), or
       built on the driver (judges and LINKAGE read their units for assembly anyway); a partial
       store's stored ids are left out, so only what is missing is sent
       -> [global dedupe: a hash shuffle by the kind's item key, so an item shared by units is scored once]
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import BatchMismatchError, ConfigError, InputError, RubricError
-from rubric.readers import Block
+from rubric.io import Block
 from workers.actors import StageActor
 from workers.collect import ShardCollector
 from workers.runner import JobKind, StepResult, Unit, work

@@ -28,7 +28,7 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.readers import Block
+from rubric.io import Block
 from rubric.scoring import Provenance, Score
 from workers.shards import list_shards, shard_blocks, shard_name, shard_sha256, unit_name
 from workers.outdir import OutLock, publish, remove_tree

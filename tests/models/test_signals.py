@@ -16,9 +16,9 @@ from models.signals import (NO_REFERENCE, LengthScorer, MiniLMSimilarityScorer, 
                             minilm_problems)
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
-from rubric.records import AnswerItem, PairRecord, explode
+from rubric.io import AnswerItem, PairRecord, explode
 from rubric.scoring import check_batch
-from rubric.specs import RUBRICS, resolve_rubrics
+from rubric.scoring import RUBRICS, resolve_rubrics
 from workers.local import score_items
 from models.backends import pool_of_backend
 

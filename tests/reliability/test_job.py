@@ -12,9 +12,9 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.errors import EngineError, InputError
-from rubric.provenance import table_provenance
+from rubric.tables import table_provenance
 from rubric.scoring import Provenance, Score
-from rubric.specs import RUBRICS
+from rubric.scoring import RUBRICS
 from workers.job import run_job
 from workers.store import ShardStore, score_key
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rubric.config import ScoringConfig
-from rubric.specs import resolve_rubrics
+from rubric.scoring import resolve_rubrics
 from workers.job import run_job
 from tests.workers.conftest import run_ray_job
 

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import workers.shards as shards
-from rubric.readers import plan_blocks, read_block, read_input
+from rubric.io import plan_blocks, read_block, read_input
 from tests.reliability.test_job import SPEC, LengthScorer
 from rubric.config import ScoringConfig
 from workers.job import run_job

@@ -13,7 +13,7 @@ import pytest
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, EngineError
 from rubric.scoring import Provenance, Score
-from rubric.specs import resolve_rubrics
+from rubric.scoring import resolve_rubrics
 from workers.judge_job import JudgeSettings, run_judge_job
 
 SAMPLE = resources.files("rubric") / "data" / "sample_pairs.jsonl"

@@ -11,7 +11,7 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
-from rubric.specs import resolve_rubrics
+from rubric.scoring import resolve_rubrics
 from workers.cli.options import add_ray_args, pools_from_args
 from workers.ray_pipeline import PoolConfig, add_pool_stage
 
@@ -77,9 +77,9 @@ _CFG = ScoringConfig(batch_size=2, engine_kwargs={"max_model_len": 1024})
 
 @pytest.mark.slow
 def test_kept_busy_actor_scores_concurrent_batches_as_the_synchronous_one(smollm2, shard):
-    from models.llm.scorer import keep_engines_busy
-    from rubric.readers import read_input
-    from rubric.records import explode
+    from models.llm.engines_cache import keep_engines_busy
+    from rubric.io import read_input
+    from rubric.io import explode
     from workers.actors import StageActor
     from workers.job import ScoreKind
     from workers.ray_pipeline import item_rows

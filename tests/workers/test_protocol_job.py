@@ -11,7 +11,7 @@ import pytest
 from models.protocols import LinkageScorer, ProtocolJudgeScorer
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, EngineError, InputError
-from rubric.protocol_judges import protocol_judge
+from rubric.protocols import protocol_judge
 from tests.models.test_protocols import FakeEngine
 from workers.cli import main
 from workers.linkage_job import LinkageSettings, run_linkage_job
@@ -154,7 +154,7 @@ def test_arena_job_win_rates_ratings_and_rejects(tmp_path):
 
 
 def test_arena_job_with_the_judges_own_reasoning(tmp_path):
-    from rubric.judges import resolve_judges
+    from rubric.judging import resolve_judges
 
     ann, files = _arena_files(tmp_path)
     out = tmp_path / "out"
@@ -396,7 +396,7 @@ def test_linkage_on_ray_resumes_a_partial_store_and_matches_single_process(ray_l
     again = run_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20,
                             progress=False, ray=RayStep(), scorer_factory=linkage_factory)
     assert again["inputs"][0]["status"] == "reused" and again["job"]["answers_scored_now"] == 0
-    from rubric.linkage_data import read_linkage
+    from rubric.protocols import read_linkage
 
     q = read_linkage(src).questions[0]
     assert question_from_json(question_to_json(q)) == q

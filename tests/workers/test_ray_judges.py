@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rubric.config import ScoringConfig
-from rubric.records import PairRecord
+from rubric.io import PairRecord
 from tests.workers.test_judge_job import LengthJudge, _records, _write
 from workers.judge_job import JudgeSettings, pair_from_json, pair_to_json, run_judge_job
 from workers.ray_pipeline import PoolConfig, RayStep

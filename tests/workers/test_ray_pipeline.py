@@ -13,7 +13,7 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
-from rubric.specs import resolve_rubrics
+from rubric.scoring import resolve_rubrics
 from workers.job import run_job
 from models.backends import pool_of_backend
 from tests.workers.conftest import run_ray_job

@@ -181,7 +181,7 @@ def ray_job(args, argv: list[str]) -> int:
         run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=config,
                       reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray)
         return 0
-    from rubric.specs import resolve_rubrics
+    from rubric.scoring import resolve_rubrics
     from workers.job import run_job
 
     run_job(args.inputs, args.format, resolve_rubrics(args.rubrics), args.out, config=config,

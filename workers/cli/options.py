@@ -18,7 +18,7 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, RubricError
-from rubric.readers import FORMATS, parse_label_values, parse_mapping, read_graded
+from rubric.io import FORMATS, parse_label_values, parse_mapping, read_graded
 
 __all__ = ["FORMATS", "add_input_args", "add_scoring_args", "add_judge_args", "add_protocol_args", "add_ray_args",
            "reader_options", "scoring_config", "judge_settings", "pools_from_args", "config_for_pools", "ray_step",

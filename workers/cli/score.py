@@ -27,7 +27,7 @@ def add_score(p: argparse.ArgumentParser) -> None:
 
 
 def score(args) -> int:
-    from rubric.specs import resolve_rubrics
+    from rubric.scoring import resolve_rubrics
     from workers.job import run_job
 
     run_job(args.inputs, args.format, resolve_rubrics(args.rubrics), args.out,

@@ -49,7 +49,7 @@ def add_fit(f: argparse.ArgumentParser) -> None:
 
 
 def fit(args) -> int:
-    from rubric.evaluate import fit_model, read_pairs
+    from rubric.preference import fit_model, read_pairs
 
     pairs = read_pairs(args.outdir)
     features = args.features.split(",") if args.features else None
@@ -85,7 +85,7 @@ def add_evaluate(e: argparse.ArgumentParser) -> None:
 
 
 def evaluate(args) -> int:
-    from rubric.evaluate import evaluate_model, read_pairs, write_report
+    from rubric.preference import evaluate_model, read_pairs, write_report
     from rubric.preference import PreferenceModel
 
     model = PreferenceModel.from_json(args.model)
@@ -99,7 +99,7 @@ def evaluate(args) -> int:
     text = write_report(ev, model, report)
     if any(c.startswith("aspect_") for c in pairs.column_names):
         # per-aspect human judgements (lfqa_eval): each rubric against its own aspect and the overall one
-        from rubric.aspects import agreement_markdown, aspect_agreement_from_table
+        from rubric.preference import agreement_markdown, aspect_agreement_from_table
 
         rows = aspect_agreement_from_table(pairs, split=args.split, n_boot=args.n_boot, seed=args.seed)
         text += "\n## Each rubric against people, aspect by aspect\n\n" + agreement_markdown(rows, split=args.split) + "\n"
@@ -120,8 +120,8 @@ def add_predict(pr: argparse.ArgumentParser) -> None:
 
 
 def predict(args) -> int:
-    from rubric.evaluate import read_pairs
-    from rubric.predict import predict_pairs, write_predictions
+    from rubric.preference import read_pairs
+    from rubric.preference import predict_pairs, write_predictions
     from rubric.preference import PreferenceModel
 
     model = PreferenceModel.from_json(args.model)
@@ -144,7 +144,7 @@ def add_export(x: argparse.ArgumentParser) -> None:
 
 
 def export(args) -> int:
-    from rubric.evaluate import read_output_table
+    from rubric.preference import read_output_table
     from workers.export import write_table
 
     table = read_output_table(args.outdir, args.table)
@@ -168,7 +168,7 @@ def add_transfer(t: argparse.ArgumentParser) -> None:
 
 
 def transfer(args) -> int:
-    from rubric.transfer import transfer_markdown
+    from rubric.preference import transfer_markdown
     from workers.export import run_transfer
 
     result = run_transfer(args.train, args.eval, C=args.C, ties=args.ties, style=args.style, split=args.split,

@@ -73,7 +73,7 @@ def add_perturb(pt: argparse.ArgumentParser) -> None:
 
 
 def perturb(args) -> int:
-    from rubric.perturb import word_budget
+    from rubric.judging import word_budget
     from workers.perturb_job import load_victim, run_perturb_job
 
     word_budget(1, args.budget)  # a bad --budget fails before the victim loads
@@ -112,7 +112,7 @@ def add_rubrics(r: argparse.ArgumentParser) -> None:
 
 
 def rubrics(args) -> int:
-    from rubric.specs import DEFAULT_VERSIONS, EXTRA_SIGNALS, RUBRICS
+    from rubric.scoring import DEFAULT_VERSIONS, EXTRA_SIGNALS, RUBRICS
 
     # Extra signals are opt-in (never in a default list): their bare name is shown, and the last
     # column says they are not one of the paper's rubrics.
