@@ -1,6 +1,6 @@
 """The backend registry: a backend name -> a factory that builds a ``Scorer`` for some rubric specs.
 
-Rubric specs (``rubric.scoring.specs``) name their backend; the runner groups the requested specs by
+Rubric specs (``rubric.scoring``) name their backend; the runner groups the requested specs by
 backend and calls each factory once, so one engine serves all the rubrics that share it.
 Factories import their heavy modules lazily so ``import models.backends`` stays cheap.
 
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from rubric.config import ScoringConfig
-from rubric.errors import BackendUnavailableError
+from rubric.errors import BackendUnavailableError, ConfigError
 from rubric.registry import Registry
 from rubric.scoring import Scorer
 from rubric.scoring import RubricSpec
@@ -31,6 +31,9 @@ __all__ = [
     "BackendFactory",
     "BackendCheck",
     "register_backend",
+    "POOLS",
+    "ENGINE_POOLS",
+    "pool_of_backend",
     "build_scorers",
     "check_backends",
 ]
@@ -43,29 +46,48 @@ BackendCheck = Callable[[tuple[RubricSpec, ...], ScoringConfig], list[str]]
 
 BACKENDS: Registry[BackendFactory] = Registry("backend")
 BACKEND_CHECKS: Registry[BackendCheck] = Registry("backend check")
+BACKEND_POOLS: Registry[str] = Registry("backend pool")
+
+#: The Ray pools a backend can live in, cheapest first (a job's pools run in this order, so the
+#: LLM's batches carry the other scores along, not the reverse): "text" is CPU work without a
+#: neural model, "classifier" a small model, "factuality" and "llm" host an LLM engine each.
+POOLS: tuple[str, ...] = ("text", "classifier", "factuality", "llm")
+#: Pools whose actors host an LLM engine: one GPU each by default when the cluster has GPUs.
+ENGINE_POOLS: tuple[str, ...] = ("factuality", "llm")
 
 
-def register_backend(name: str, *, requires: BackendCheck) -> Callable[[BackendFactory], BackendFactory]:
-    """Register a scorer factory under ``name`` together with its requirements check.
+def register_backend(name: str, *, requires: BackendCheck, pool: str = "classifier"
+                     ) -> Callable[[BackendFactory], BackendFactory]:
+    """Register a scorer factory under ``name`` together with its requirements check and its Ray pool.
 
     ``requires`` is mandatory, so a new backend cannot be added without saying what it needs.
 
     Args:
         name: the backend name rubric specs refer to.
         requires: ``(specs, config) -> list of problems``; cheap, never loads a model.
+        pool: the Ray pool its scorers run in (:data:`POOLS`).
 
     Returns:
         A decorator that registers the factory and returns it unchanged.
 
     Raises:
-        ConfigError: ``name`` is already registered.
+        ConfigError: ``name`` is already registered, or ``pool`` is not one of :data:`POOLS`.
     """
+    if pool not in POOLS:
+        raise ConfigError(f"backend {name!r}: unknown pool {pool!r}; pools: {', '.join(POOLS)}")
+
     def deco(fn: BackendFactory) -> BackendFactory:
         BACKENDS.register(name, fn)
         BACKEND_CHECKS.register(name, requires)
+        BACKEND_POOLS.register(name, pool)
         return fn
 
     return deco
+
+
+def pool_of_backend(backend: str) -> str:
+    """The Ray pool a registered backend declared (:func:`register_backend`)."""
+    return BACKEND_POOLS.get(backend)
 
 
 def _groups(specs: Sequence[RubricSpec]) -> dict[str, list[RubricSpec]]:
@@ -248,42 +270,42 @@ def _check_factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> l
 
 # --- factories --------------------------------------------------------------------------------------
 
-@register_backend("spacy", requires=_check_spacy)
+@register_backend("spacy", requires=_check_spacy, pool="text")
 def _spacy(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.text import ConcisenessScorer
 
     return ConcisenessScorer(specs, spacy_model=config.spacy_model)
 
 
-@register_backend("harper", requires=_check_harper)
+@register_backend("harper", requires=_check_harper, pool="text")
 def _harper(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.grammar import HarperGrammarScorer
 
     return HarperGrammarScorer(specs)
 
 
-@register_backend("languagetool", requires=_check_languagetool)
+@register_backend("languagetool", requires=_check_languagetool, pool="text")
 def _languagetool(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.grammar import LanguageToolGrammarScorer
 
     return LanguageToolGrammarScorer(specs, url=config.languagetool_url, threads=config.languagetool_threads)
 
 
-@register_backend("llm", requires=_check_llm)
+@register_backend("llm", requires=_check_llm, pool="llm")
 def _llm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.llm.scorer import LLMRubricScorer
 
     return LLMRubricScorer.from_config(specs, config)
 
 
-@register_backend("subjectiveqa", requires=_check_subjectiveqa)
+@register_backend("subjectiveqa", requires=_check_subjectiveqa, pool="classifier")
 def _subjectiveqa(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.specificity import SubjectiveQAScorer
 
     return SubjectiveQAScorer(specs, model=config.specificity_model, batch_size=config.batch_size)
 
 
-@register_backend("factuality", requires=_check_factuality)
+@register_backend("factuality", requires=_check_factuality, pool="factuality")
 def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.evidence import AttachedDocs, BM25Corpus
     from models.factuality import FactualityScorer, SpacySentenceSplitter
@@ -298,21 +320,21 @@ def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
                             k=config.factuality_k, f1_k=config.factuality_f1_k, ternary=config.factuality_ternary)
 
 
-@register_backend("length", requires=_check_length)
+@register_backend("length", requires=_check_length, pool="text")
 def _length(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.signals import LengthScorer
 
     return LengthScorer(specs)
 
 
-@register_backend("rouge", requires=_check_rouge)
+@register_backend("rouge", requires=_check_rouge, pool="text")
 def _rouge(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.signals import RougeLScorer
 
     return RougeLScorer(specs)
 
 
-@register_backend("minilm", requires=_check_minilm)
+@register_backend("minilm", requires=_check_minilm, pool="classifier")
 def _minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.signals import MiniLMSimilarityScorer
 

@@ -36,19 +36,22 @@ def _run(items, versions, pool, config) -> tuple[float, dict[str, dict[str, floa
     """One pass of the pool over ``items``: seconds, and answer id -> rubric -> raw score (None: an error)."""
     import ray
 
-    from rubric.scoring import RUBRICS
-    from workers.actors import score_column
-    from workers.ray_pipeline import add_pool_stage, answer_rows
+    import json
+
+    from workers.job import ScoreKind
+    from workers.ray_pipeline import add_pool_stage, item_rows
     from workers.store import decode_score
 
-    names = [RUBRICS.get(v).name for v in versions]
+    kind = ScoreKind("lfqa-hp", {}, versions, config)
     t0 = time.perf_counter()
-    ds = add_pool_stage(ray.data.from_arrow(answer_rows(items)), "llm", versions, pool, config)
+    ds = add_pool_stage(ray.data.from_arrow(item_rows(kind, items)), kind, "llm", versions, pool,
+                        batch_size=pool.batch_size or config.batch_size)
     scores: dict[str, dict[str, float | None]] = {}
     for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
         cols = batch.to_pydict()
-        for j, answer_id in enumerate(cols["answer_id"]):
-            scores[answer_id] = {n: decode_score(cols[score_column(n)][j]).raw for n in names}
+        for ids, got in zip(cols["ids"], cols["scores"]):
+            (answer_id,), (row,) = json.loads(ids), json.loads(got)
+            scores[answer_id] = {n: decode_score(v).raw for n, v in row.items()}
     return time.perf_counter() - t0, scores
 
 

@@ -4,7 +4,7 @@
         --max-pairs-per-question 10 --rubrics conciseness,grammar --text-actors 1,2
 
 Shards are cut from a graded file (default ``../shared/data/TREC-DL-NF.json``). The single-process
-row runs ``workers.job.run_job`` over all shards; each Ray row runs ``workers.ray_pipeline.run_ray_job``
+row runs ``workers.job.run_job`` over all shards; each Ray row runs it with ``ray=workers.ray_pipeline.RayStep(...)``
 over the same shards into a fresh folder, on one local Ray whose start-up time is reported on its
 own. Both are one job (scored, then assembled once); the tables are checked to be identical before
 timings are printed.
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     from rubric.config import ScoringConfig
     from rubric.scoring import resolve_rubrics
     from workers.job import run_job
-    from workers.ray_pipeline import PoolConfig, init_local_ray, run_ray_job
+    from workers.ray_pipeline import PoolConfig, RayStep, init_local_ray
 
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     questions = list(data)[: args.shards * args.questions_per_shard]
@@ -88,8 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             for n in (int(x) for x in args.text_actors.split(",")):
                 out = tmp / f"ray{n}"
                 t0 = time.perf_counter()
-                got = run_ray_job([tmp / "in"], "graded", specs, out, config=config, reader_options=options,
-                                  pools={"text": PoolConfig(size=n, num_cpus=0.5)}, progress=False)
+                got = run_job([tmp / "in"], "graded", specs, out, config=config, reader_options=options,
+                              ray=RayStep(pools={"text": PoolConfig(size=n, num_cpus=0.5)}), progress=False)
                 wall = time.perf_counter() - t0
                 if got["job"]["answers_scored_now"] != answers:
                     raise SystemExit(f"Ray scored {got['job']['answers_scored_now']} answers, single process {answers}")

@@ -1,14 +1,16 @@
-"""The Ray actor that hosts scorers: built once per process, then fed batch after batch.
+"""The one Ray actor: it hosts one stage of a job kind's scorer, built once per process, then fed batch after batch.
 
-``ScorerActor`` is a plain callable class so that Ray Data can run it in a fixed-size actor pool
-(``map_batches(ScorerActor, compute=ActorPoolStrategy(size=N), fn_constructor_kwargs=...)``). It
-holds no scoring logic: the scorers come from :func:`models.backends.build_scorers`, and a batch is
-scored by :func:`workers.local.score_items`, the same function the single-process path uses, so a
-bad batch becomes per-row errors in both paths and an engine failure re-raises in both.
+``StageActor`` is a plain callable class so that Ray Data can run it in a fixed-size actor pool
+(``map_batches(StageActor, compute=ActorPoolStrategy(size=N), fn_constructor_kwargs=...)``). It
+holds no scoring logic: it rebuilds the job's kind from plain arguments, builds the kind's scorer for
+its stage (``kind.build_scorer``: the score job's backends through :func:`models.backends.build_scorers`,
+a judge, LINKAGE's scorer) and scores a batch with ``kind.score``, the same call the single-process
+step makes, so a bad row becomes a per-row error in both paths and an engine failure re-raises in both.
 
-Scores travel back as Arrow string columns holding JSON, one per rubric, so that a raw value, an
-error reason and rubric-specific extras of any mix of types round-trip exactly (Python's float repr
-is exact). Column names: :func:`score_column` and :func:`provenance_column`.
+Scores travel back as two Arrow string columns holding JSON: ``scores`` (per row, per store id, name ->
+encoded :class:`~rubric.scoring.Score`) and ``provenance`` (name -> encoded provenance); a later stage
+adds its names to both, so a raw value, an error reason and extras of any mix of types round-trip
+exactly (Python's float repr is exact).
 
 With ``batches_in_flight > 1`` (engine pools) Ray Data calls the actor from that many threads at
 once; the actor then hands its LLM engines to an engine loop (:meth:`VLLMEngine.keep_busy`), so
@@ -20,40 +22,29 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from rubric.config import ScoringConfig
-from rubric.errors import ConfigError
-from rubric.io import AnswerItem
-from rubric.scoring import RUBRICS
+from rubric.errors import BatchMismatchError, ConfigError
 from workers.store import encode_provenance, encode_score
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["ScorerActor", "score_column", "provenance_column"]
+__all__ = ["StageActor"]
 
 log = logging.getLogger(__name__)
 
 
-def score_column(rubric: str) -> str:
-    return f"score__{rubric}"
-
-
-def provenance_column(rubric: str) -> str:
-    return f"prov__{rubric}"
-
-
-class ScorerActor:
-    """Builds the scorers of some rubric versions once, then scores Arrow batches of answers.
+class StageActor:
+    """Builds one stage of a kind's scorer once, then scores Arrow batches of item rows.
 
     Args:
-        versions: rubric versions (``grammar.harper.v1``) this actor serves; all of one resource kind.
-        config: the job's scoring settings (``batch_size`` is the scorer batch inside one Ray batch).
-        drop_columns: input columns to leave out of the output (the last pool drops the answer text,
-            which the driver does not need back).
+        kind_type: the job kind's class (``workers.runner.JobKind``).
+        kind_args: its ``arguments()`` (plain data).
+        stage: what this actor's scorer serves (``kind.build_scorer(stage)``; the score job: rubric versions).
+        drop_record: leave the item records out of the output (the last stage).
         fault_marker: testing only. When set and the file does not exist yet, the first batch creates
             it and then kills this worker process, as a node failure would; Ray restarts the actor
             and retries the batch.
@@ -61,30 +52,24 @@ class ScorerActor:
             LLM engine built in this process is kept busy (needs the vllm backend).
 
     Raises:
-        ConfigError: no versions, ``batches_in_flight < 1``, or above 1 without a vLLM engine to keep busy.
+        ConfigError: ``batches_in_flight < 1``, or above 1 without a vLLM engine to keep busy.
     """
 
-    def __init__(self, versions: Sequence[str], config: ScoringConfig, *, drop_columns: Sequence[str] = (),
+    def __init__(self, kind_type: type, kind_args: Mapping[str, Any], stage: Any = None, *, drop_record: bool = False,
                  fault_marker: str | None = None, batches_in_flight: int = 1) -> None:
-        from models.backends import build_scorers  # heavy backends import lazily inside their factories
-
-        if not versions:
-            raise ConfigError("a ScorerActor needs at least one rubric version")
         if batches_in_flight < 1:
             raise ConfigError(f"'batches_in_flight' must be >= 1, got {batches_in_flight}")
-        self._specs = [RUBRICS.get(v) for v in versions]
-        self._config = config
+        self.kind = kind_type(**kind_args)
+        self._drop = drop_record
         self._fault_marker = fault_marker
-        self._drop = list(drop_columns)
-        self._scorers = build_scorers(self._specs, config)
+        self._scorer = self.kind.build_scorer(stage)
         self.batches_in_flight = batches_in_flight
         if batches_in_flight > 1:
             from models.llm.engines_cache import keep_engines_busy
 
-            keep_engines_busy(config)
-        self._provenance = {s.name: encode_provenance(sc.provenance(s.name))
-                            for sc in self._scorers for s in sc.specs}
-        log.info("scorer actor pid %d ready for %s", os.getpid(), ", ".join(versions))
+            keep_engines_busy(self.kind.config)
+        self._provenance = {n: encode_provenance(p) for n, p in self.kind.provenance(self._scorer).items()}
+        log.info("stage actor pid %d ready for %s", os.getpid(), ", ".join(self._provenance))
 
     def _maybe_die(self) -> None:
         if self._fault_marker is None:
@@ -96,26 +81,33 @@ class ScorerActor:
             return
         os.write(fd, str(os.getpid()).encode())
         os.close(fd)
-        log.warning("fault injection: scorer actor pid %d exits mid-batch", os.getpid())
+        log.warning("fault injection: stage actor pid %d exits mid-batch", os.getpid())
         os._exit(1)
 
     def __call__(self, batch: "pa.Table") -> "pa.Table":
-        """Score one batch; returns it with a score and a provenance column per rubric appended."""
+        """Score one batch; returns it with this stage's scores and provenances added."""
         import pyarrow as pa
 
-        from workers.local import score_items
-
         self._maybe_die()
-        cols = {name: batch.column(name).to_pylist()
-                for name in ("answer_id", "question", "answer", "docs", "reference")}
-        items = [AnswerItem(answer_id=a, question=q, answer=t, docs=tuple(json.loads(d)), reference=r)
-                 for a, q, t, d, r in zip(cols["answer_id"], cols["question"], cols["answer"], cols["docs"],
-                                          cols["reference"])]
-        run = score_items(items, self._scorers, batch_size=self._config.batch_size, progress=False)
-        for spec in self._specs:
-            scores = run.scores[spec.name]
-            batch = batch.append_column(score_column(spec.name),
-                                        pa.array([encode_score(s) for s in scores], type=pa.string()))
-            batch = batch.append_column(provenance_column(spec.name),
-                                        pa.array([self._provenance[spec.name]] * len(items), type=pa.string()))
-        return batch.drop_columns(self._drop) if self._drop else batch
+        items = [self.kind.decode_item(t) for t in batch.column("record").to_pylist()]
+        n_ids = [len(json.loads(t)) for t in batch.column("ids").to_pylist()]
+        got = self.kind.score(self._scorer, items, {})
+        names = set(self._provenance)
+        if len(got) != len(items) or any(len(g) != n for g, n in zip(got, n_ids)) \
+                or any(not names <= set(r) for g in got for r in g):
+            raise BatchMismatchError(f"the scorer returned {len(got)} results for {len(items)} items, or results "
+                                     f"without every id or every one of {sorted(names)}")
+        before = (batch.column("scores").to_pylist() if "scores" in batch.column_names else [None] * len(items))
+        prov_before = (batch.column("provenance").to_pylist() if "provenance" in batch.column_names
+                       else [None] * len(items))
+        scores, provs = [], []
+        for g, old, old_prov in zip(got, before, prov_before):
+            merged = json.loads(old) if old else [{} for _ in g]
+            for row, new in zip(merged, g):
+                row.update({n: encode_score(new[n]) for n in names})
+            scores.append(json.dumps(merged, ensure_ascii=False))
+            provs.append(json.dumps({**(json.loads(old_prov) if old_prov else {}), **self._provenance}))
+        out = batch.drop_columns([c for c in ("scores", "provenance") if c in batch.column_names]
+                                 + (["record"] if self._drop else []))
+        return out.append_column("scores", pa.array(scores, pa.string())).append_column(
+            "provenance", pa.array(provs, pa.string()))

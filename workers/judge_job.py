@@ -3,14 +3,15 @@
     check the LLM backend -> list shards -> open each shard's judge store (OUT/judge_scores/<stem>/,
       keyed by the input's sha256, reader options, judge versions, mode and engine settings)
       -> judge the pending pairs in checkpointed chunks (models.judges.JudgeScorer: both orders of
-         every pair in one engine call)
+         every pair in one engine call), in this process or on a Ray pool of judge actors
       -> assemble: pairs of all inputs (ids unique across inputs), the same splits as `score` gives
-         the same inputs and seed, one row per pair x judge x order (rubric.judging.judgments)
+         the same inputs and seed, one row per pair x judge x order (rubric.judging)
       -> OUT/judgments.parquet, rejects.jsonl, manifest.json (last)
 
 The splits are the score job's (``rubric.tables.assemble.job_splits`` on the same pairs and seed), so
 ``analyze`` can put a judge and a rubric model on the same test pairs. A judge output folder is
-not a score output folder: the job refuses to write next to an ``answers.parquet``.
+not a score output folder: the job refuses to write next to an ``answers.parquet``. The line is
+:func:`workers.runner.run`'s (the score job's); :class:`JudgeKind` supplies what is the judge job's own.
 """
 
 from __future__ import annotations
@@ -18,10 +19,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-import platform
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
@@ -29,17 +28,21 @@ from rubric.tables import JobInput, combine_inputs, job_splits
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.tables import word_count
+from rubric.io import PairRecord
 from rubric.scoring import Provenance, Score
-from workers.shards import list_shards, read_shard, shard_name, shard_sha256
-from workers.outdir import atomic_write_bytes, locks_out, publish
-from workers.store import ShardStore, score_key
+from workers.runner import JobKind, JobRun, Unit, run
+from workers.shards import read_shard
+from workers.outdir import atomic_write_bytes
+from workers.store import score_key
 
-__all__ = ["JudgeSettings", "JudgePending", "run_judge_job", "local_judge_step", "judgment_rows", "CHECKPOINT_PAIRS"]
+__all__ = ["JudgeSettings", "JudgeKind", "run_judge_job", "judgment_rows", "pair_to_json", "pair_from_json",
+           "CHECKPOINT_PAIRS"]
 
 log = logging.getLogger(__name__)
 
 #: Pairs per checkpoint (one store part).
 CHECKPOINT_PAIRS = 64
+_TUPLE_FIELDS = ("docs_a", "docs_b")
 
 
 class JudgeSettings:
@@ -100,60 +103,157 @@ def _scorer(settings: JudgeSettings, config: ScoringConfig):
                        max_reasoning_tokens=settings.max_reasoning_tokens, min_mass=config.llm_min_mass)
 
 
-def _judge_chunks(pairs, scorer, store: ShardStore, versions: Sequence[str], *, batch_size: int,
-                  progress: bool, desc: str) -> int:
-    from tqdm.auto import tqdm
-
-    step = max(CHECKPOINT_PAIRS, batch_size)
-    with tqdm(total=len(pairs), desc=desc, unit="pair", disable=not progress, mininterval=2.0) as bar:
-        for start in range(0, len(pairs), step):
-            chunk = pairs[start:start + step]
-            results: list[Mapping[str, Score]] = []
-            for b in range(0, len(chunk), batch_size):
-                batch = chunk[b:b + batch_size]
-                got = scorer.judge_pairs(batch)
-                if len(got) != len(batch) or any(set(r) != set(versions) for r in got):
-                    raise BatchMismatchError(f"the judge returned {len(got)} results for {len(batch)} pairs "
-                                             "or results without every judge")
-                results.extend(got)
-            store.append([p.pair_id for p in chunk], {v: [r[v] for r in results] for v in versions},
-                         {v: scorer.provenance(v) for v in versions})
-            bar.update(len(chunk))
-    return len(pairs)
+def pair_to_json(p: PairRecord) -> str:
+    """A pair record as JSON text (exact round trip with :func:`pair_from_json`)."""
+    return json.dumps(asdict(p), ensure_ascii=False)
 
 
-@dataclass
-class JudgePending:
-    """One input shard with pairs still to judge: its store, its pair count, and the pairs not yet stored."""
+def pair_from_json(text: str) -> PairRecord:
+    """The pair record of :func:`pair_to_json` (lists back to the record's tuples)."""
+    d = json.loads(text)
+    known = {f.name for f in fields(PairRecord)}
+    unknown = set(d) - known
+    if unknown:
+        raise ConfigError(f"pair record JSON has unknown fields {sorted(unknown)}")
+    for f in _TUPLE_FIELDS:
+        d[f] = tuple(d.get(f) or ())
+    d["aspects"] = tuple(tuple(a) for a in d.get("aspects") or ())
+    return PairRecord(**d)
 
-    name: str
-    uri: str
-    store: ShardStore
-    n_pairs: int
-    todo: list
 
+class JudgeKind(JobKind):
+    """The judge job: items are a unit's pairs, stored by pair id, one verdict per judge (both orders).
 
-def local_judge_step(pending: Sequence[JudgePending], *, settings: JudgeSettings, config: ScoringConfig,
-                     progress: bool, scorer=None) -> int:
-    """Judge the pending pairs in this process, checkpointing every ``CHECKPOINT_PAIRS``; returns pairs judged.
-
-    Each shard's store is finished once all its pairs are stored (the Ray step,
-    ``workers.ray_judges.ray_judge_step``, keeps the same contract).
+    Args:
+        fmt, options: the input format and reader options; settings: the judges (``JudgeSettings`` or
+        its ``arguments()``); config: engine settings; seed: the split seed; scorer_factory: testing only,
+        ``factory(settings, config)`` builds the scorer instead of the engine judge.
     """
-    versions = [s.version for s in settings.specs]
-    judged = 0
-    for sh in pending:
-        if sh.todo and scorer is None:
-            scorer = _scorer(settings, config)
-        judged += _judge_chunks(sh.todo, scorer, sh.store, versions, batch_size=config.batch_size,
-                                progress=progress, desc=f"judging {sh.name}")
-        sh.store.finish(sh.n_pairs)
-    return judged
+
+    kind = "judge"
+    store_dir = "judge_scores"
+    what = "judge"
+    status_done = "judged"
+
+    def __init__(self, fmt: str, options: Mapping[str, Any], settings, config: ScoringConfig, seed: int = 0,
+                 scorer_factory=None) -> None:
+        self.fmt, self.options, self.config, self.seed = fmt, dict(options), config, seed
+        self.settings = settings if isinstance(settings, JudgeSettings) else JudgeSettings(**settings)
+        self.scorer_factory = scorer_factory
+        self._reads: dict[str, Any] = {}
+
+    def arguments(self) -> dict:
+        return {"fmt": self.fmt, "options": self.options, "settings": self.settings.arguments(),
+                "config": self.config, "seed": self.seed, "scorer_factory": self.scorer_factory}
+
+    def check(self) -> None:
+        from models.backends import check_backends
+
+        check_backends([], self.config, backends=["llm"])
+
+    def prepare(self, shards: Sequence[str], out: Path) -> None:
+        if (out / "answers.parquet").exists():
+            raise ConfigError(f"{out} holds a score job's tables; write judgments to their own folder "
+                              "(analyze takes both)")
+
+    def key(self, uri: str, sha: str, block) -> dict:
+        return {**score_key(path=uri, sha256=sha, fmt=self.fmt, options=self.options, specs=[], config=self.config),
+                "judge": self.settings.key()}
+
+    def read(self, unit: Unit):
+        if unit.uri not in self._reads:  # the assemble step needs every read again
+            self._reads[unit.uri] = read_shard(unit.uri, self.fmt, self.options)
+        return self._reads[unit.uri]
+
+    def items(self, read) -> list:
+        return list(read.pairs)
+
+    def item_ids(self, items: Sequence[PairRecord]) -> list[list[str]]:
+        return [[p.pair_id] for p in items]
+
+    def names(self) -> list[str]:
+        return [s.version for s in self.settings.specs]
+
+    def build_scorer(self, stage=None):
+        return (self.scorer_factory or _scorer)(self.settings, self.config)
+
+    def provenance(self, scorer) -> dict[str, Provenance]:
+        return {v: scorer.provenance(v) for v in self.names()}
+
+    def chunks(self, items: list):
+        step = max(CHECKPOINT_PAIRS, self.config.batch_size)
+        return (items[i:i + step] for i in range(0, len(items), step))
+
+    def score(self, scorer, items: Sequence[PairRecord], seconds: dict[str, float]) -> list[list[dict[str, Score]]]:
+        b = self.config.batch_size
+        got = [r for i in range(0, len(items), b) for r in scorer.judge_pairs(items[i:i + b])]
+        if len(got) != len(items):
+            raise BatchMismatchError(f"the judge returned {len(got)} results for {len(items)} pairs")
+        return [[dict(r)] for r in got]
+
+    def encode_item(self, item: PairRecord) -> str:
+        return pair_to_json(item)
+
+    def dedupe_key(self, item: PairRecord) -> str:
+        """The pair's content without its id and row: the same pair in two inputs is judged once on Ray."""
+        import hashlib
+
+        d = asdict(item)
+        for identity in ("pair_id", "row"):
+            d.pop(identity)
+        return hashlib.sha256(json.dumps(d, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
+
+    def decode_item(self, text: str) -> PairRecord:
+        return pair_from_json(text)
+
+    def assemble(self, job: JobRun) -> dict:
+        import pyarrow.parquet as pq
+
+        from rubric.judging import judgments_table
+
+        job_inputs = [JobInput(name=u.name, read=self.read(u), fmt=self.fmt, sha256=u.sha) for u in job.units]
+        pairs, rejects, self._per_input = combine_inputs(job_inputs)
+        if not pairs:
+            raise InputError(f"no usable pair in {', '.join(repr(u.uri) for u in job.units)}: {len(rejects)} row(s) "
+                             "rejected" + (f"; first reason: {rejects[0].reason}" if rejects else ""))
+        splits, split_source = job_splits(pairs, seed=self.seed)
+        lookup, provenance = job.merged()
+        try:
+            verdicts = lookup.get([p.pair_id for p in pairs])
+        finally:
+            lookup.close()
+        lost = [p.pair_id for p in pairs if p.pair_id not in verdicts]
+        if lost:
+            raise BatchMismatchError(f"{len(lost)} pairs have no verdict (first: {lost[0]})")
+        versions = self.names()
+        provenance = {v: provenance[v] for v in versions if v in provenance}
+        table = judgments_table(judgment_rows(pairs, splits, verdicts, provenance, mode=self.settings.mode))
+        job.staged.update({n: job.out / f".{n}.tmp-{os.getpid()}" for n in ("judgments.parquet", "rejects.jsonl")})
+        pq.write_table(table, job.staged["judgments.parquet"])
+        atomic_write_bytes(job.staged["rejects.jsonl"], "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
+                                                                for r in rejects).encode())
+        errors = {v: sum(1 for p in pairs if verdicts[p.pair_id][v].error is not None) for v in versions}
+        log.info("wrote %s: %d pairs x %d judge(s) x 2 orders = %d rows (%d judged now); errors by judge: %s",
+                 job.out / "judgments.parquet", len(pairs), len(versions), table.num_rows, job.step.scored, errors)
+        self.pairs = pairs
+        per_input = self._per_input.values()
+        return {"counts": {"rows_in": sum(c["rows_in"] for c in per_input),
+                           "rows_ok": sum(c["rows_ok"] for c in per_input), "rejected": len(rejects),
+                           "pairs": len(pairs), "judgment_rows": table.num_rows, "errors_by_judge": errors,
+                           "splits": {s: splits.count(s) for s in ("train", "dev", "test")}},
+                "judges": {v: {**asdict(provenance[v]), "mode": self.settings.mode} for v in versions},
+                "settings": self.settings.key(), "split_seed": self.seed, "split_source": split_source}
+
+    def per_input(self, job: JobRun, shard: str) -> dict:
+        return self._per_input[shard]
+
+    def job_fields(self, job: JobRun) -> dict:
+        return {"pairs_judged_now": job.step.scored}
 
 
 def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[str, Score]],
                   provenance: Mapping[str, Provenance], *, mode: str) -> list[dict[str, Any]]:
-    """One row per pair x judge x order, in pair order (the ``rubric.judging.judgments`` schema)."""
+    """One row per pair x judge x order, in pair order (the ``rubric.judging`` schema)."""
     rows: list[dict[str, Any]] = []
     for p, split in zip(pairs, splits):
         for version, prov in provenance.items():
@@ -176,10 +276,9 @@ def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[s
     return rows
 
 
-@locks_out()
 def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings: JudgeSettings, out: str | Path, *,
                   config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
-                  progress: bool = True, scorer=None, step=None, runner: str = "local") -> dict:
+                  progress: bool = True, scorer=None, ray=None, scorer_factory=None) -> dict:
     """Judge every pair of the inputs in both orders and write OUT/judgments.parquet (module docstring).
 
     Args:
@@ -192,105 +291,12 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
         seed: split seed (the same as the score job's, so splits agree).
         progress: progress bars.
         scorer: a prebuilt judge scorer (tests); default: built here when a pair needs judging.
-        step: the judging step, ``step(pending, settings=, config=, progress=) -> pairs judged``;
-            default :func:`local_judge_step` (the Ray one is ``workers.ray_judges.ray_judge_step``).
-        runner: "local" or "ray", recorded in the manifest.
+        ray: a :class:`workers.ray_pipeline.RayStep` to judge on a Ray pool of judge actors (its "llm" pool).
+        scorer_factory: testing only, see :class:`JudgeKind` (the backend check is skipped).
 
     Returns:
         The manifest (also ``OUT/manifest.json``).
     """
-    from rubric.judging import judgments_table
-
-    t_start = time.perf_counter()
-    out = Path(out)
-    if (out / "answers.parquet").exists():
-        raise ConfigError(f"{out} holds a score job's tables; write judgments to their own folder "
-                          "(analyze takes both)")
-    if scorer is None:
-        from models.backends import check_backends
-
-        check_backends([], config, backends=["llm"])
-    options = dict(reader_options or {})
-    versions = [s.version for s in settings.specs]
-    shards = list_shards([inputs] if isinstance(inputs, (str, Path)) else list(inputs))
-    plan = []
-    for uri in shards:
-        sha = shard_sha256(uri)
-        key = {**score_key(path=uri, sha256=sha, fmt=fmt, options=options, specs=[], config=config),
-               "judge": settings.key()}
-        plan.append((shard_name(uri), uri, sha, ShardStore(out / "judge_scores", shard_name(uri), key)))
-    status = {name: ("reused" if store.done else "judged") for name, _, _, store in plan}
-    why = {name: store.why for name, _, _, store in plan if store.why}
-    failed: dict[str, str] = {}
-    reads = {}
-    pending: list[JudgePending] = []
-    for name, uri, _sha, store in plan:
-        try:
-            reads[uri] = read_shard(uri, fmt, options)
-        except InputError as e:
-            failed[uri] = str(e)
-            continue
-        if store.done:
-            continue
-        done = store.scored_ids()
-        pending.append(JudgePending(name=name, uri=uri, store=store, n_pairs=len(reads[uri].pairs),
-                                    todo=[p for p in reads[uri].pairs if p.pair_id not in done]))
-    if step is None:
-        def step(todo, **kw):
-            return local_judge_step(todo, scorer=scorer, **kw)
-    judged_now = step(pending, settings=settings, config=config, progress=progress) if pending else 0
-    if failed:
-        for _name, uri, _sha, store in plan:  # an unreadable input's store holds nothing but its key
-            if uri in failed:
-                store.discard_if_empty()
-        raise InputError(f"{len(failed)} of {len(plan)} input(s) could not be read, so no judgments were written: "
-                         + "; ".join(f"{u}: {e}" for u, e in failed.items()))
-
-    job_inputs = [JobInput(name=name, read=reads[uri], fmt=fmt, sha256=sha) for name, uri, sha, _ in plan]
-    pairs, rejects, per_input = combine_inputs(job_inputs)
-    if not pairs:
-        raise InputError(f"no usable pair in {', '.join(repr(u) for _, u, _, _ in plan)}: {len(rejects)} row(s) "
-                         "rejected" + (f"; first reason: {rejects[0].reason}" if rejects else ""))
-    splits, split_source = job_splits(pairs, seed=seed)
-    verdicts: dict[str, dict[str, Score]] = {}
-    provenance: dict[str, Provenance] = {}
-    for name, _uri, _sha, store in plan:
-        got, prov = store.load(versions)
-        for v, p in prov.items():
-            if provenance.setdefault(v, p) != p:
-                raise ConfigError(f"judge {v!r} ran two ways in one job: {provenance[v]} and {p} (shard {name})")
-        for pid, s in got.items():
-            verdicts.setdefault(pid, s)
-    lost = [p.pair_id for p in pairs if p.pair_id not in verdicts]
-    if lost:
-        raise BatchMismatchError(f"{len(lost)} pairs have no verdict (first: {lost[0]})")
-    table = judgments_table(judgment_rows(pairs, splits, verdicts, provenance, mode=settings.mode))
-
-    import pyarrow.parquet as pq
-
-    out.mkdir(parents=True, exist_ok=True)
-    staged = {"judgments.parquet": out / f".judgments.parquet.tmp-{os.getpid()}",
-              "rejects.jsonl": out / f".rejects.jsonl.tmp-{os.getpid()}"}
-    pq.write_table(table, staged["judgments.parquet"])
-    atomic_write_bytes(staged["rejects.jsonl"], "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
-                                                        for r in rejects).encode())
-    errors = {v: sum(1 for p in pairs if verdicts[p.pair_id][v].error is not None) for v in versions}
-    manifest = {
-        "tool": "lfqa-rubric", "kind": "judge",
-        "inputs": [{"name": name, "path": uri, "format": fmt, "options": options, "status": status[name],
-                    **({"rescored_because": why[name]} if name in why else {}), **per_input[name]}
-                   for name, uri, _sha, _store in plan],
-        "counts": {"rows_in": sum(c["rows_in"] for c in per_input.values()),
-                   "rows_ok": sum(c["rows_ok"] for c in per_input.values()), "rejected": len(rejects),
-                   "pairs": len(pairs), "judgment_rows": table.num_rows, "errors_by_judge": errors,
-                   "splits": {s: splits.count(s) for s in ("train", "dev", "test")}},
-        "judges": {v: {**asdict(provenance[v]), "mode": settings.mode} for v in versions},
-        "settings": settings.key(), "config": asdict(config), "split_seed": seed, "split_source": split_source,
-        "job": {"pairs_judged_now": judged_now, "runner": runner},
-        "timings_s": {"total": round(time.perf_counter() - t_start, 3)},
-        "platform": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
-    }
-    publish(out, staged, manifest)
-    log.info("wrote %s: %d pairs x %d judge(s) x 2 orders = %d rows (%d judged now); errors by judge: %s",
-             out / "judgments.parquet", len(pairs), len(versions), table.num_rows, judged_now, errors)
-    return manifest
+    kind = JudgeKind(fmt, dict(reader_options or {}), settings, config, seed, scorer_factory)
+    return run(kind, inputs, out, progress=progress, step=ray, runner="local" if ray is None else "ray",
+               scorer=scorer, check=scorer is None and scorer_factory is None)

@@ -1,8 +1,7 @@
-"""The single-process score step: unique answers -> every scorer, in checkpointed chunks.
+"""How the score job scores a batch of answers with every scorer (``ScoreKind.score``, in process and on Ray).
 
-This is how ``lfqa-rubric score`` (without ``--ray``) scores; reading, resume and assembly are
-the job's (:mod:`workers.job`), shared with the Ray path. No scoring logic lives here: scorers come
-from ``models.backends``.
+Reading, resume, checkpoints and assembly are the runner's (:mod:`workers.runner`). No scoring logic
+lives here: scorers come from ``models.backends``.
 
 A batch whose scorer raises an ordinary exception is bisected until the bad rows are found, so
 only they carry the error (at most ``2n - 1`` calls for ``n`` rows: bounded). An engine-level
@@ -14,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tqdm.auto import tqdm
@@ -23,7 +22,7 @@ from rubric.errors import BackendUnavailableError, BatchMismatchError, EngineErr
 from rubric.io import AnswerItem
 from rubric.scoring import Provenance, Score, ScoreSet, Scorer, check_batch
 
-__all__ = ["ScoreRun", "score_items", "score_chunks", "CHECKPOINT_ANSWERS"]
+__all__ = ["ScoreRun", "score_items", "CHECKPOINT_ANSWERS"]
 
 log = logging.getLogger(__name__)
 
@@ -86,32 +85,3 @@ def score_items(items: Sequence[AnswerItem], scorers: Sequence[Scorer], *, batch
                 bar.update(len(batch))
         run.seconds[label] = time.perf_counter() - t0
     return run
-
-
-def score_chunks(items: Sequence[AnswerItem], scorers: Sequence[Scorer], store, *, batch_size: int,
-                 chunk: int | None = None, progress: bool = True, desc: str = "scoring",
-                 on_chunk: Callable[[Sequence[AnswerItem], ScoreRun], None] | None = None) -> dict[str, float]:
-    """Score ``items`` chunk by chunk, appending each finished chunk to ``store`` (a ``ShardStore``).
-
-    Args:
-        chunk: answers per stored chunk; default :data:`CHECKPOINT_ANSWERS`.
-        on_chunk: called with each stored chunk's items and scores (the job's cross-block dedupe).
-
-    Returns:
-        Seconds spent per scorer.
-    """
-    seconds: dict[str, float] = {}
-    step = max(chunk or CHECKPOINT_ANSWERS, batch_size)
-    with tqdm(total=len(items), desc=desc, unit="ans", disable=not progress, mininterval=2.0) as bar:
-        for start in range(0, len(items), step):
-            part = items[start:start + step]
-            # a transient bar per scorer under this one: the stage running now and its ETA (a chunk
-            # of LLM or factuality scoring takes minutes on CPU, during which this bar stands still)
-            run = score_items(part, scorers, batch_size=batch_size, progress=progress)
-            store.append([it.answer_id for it in part], run.scores, run.provenance)
-            if on_chunk is not None:
-                on_chunk(part, run)
-            for k, v in run.seconds.items():
-                seconds[k] = seconds.get(k, 0.0) + v
-            bar.update(len(part))
-    return seconds

@@ -1,22 +1,25 @@
-"""The Ray score step: pending shards -> unique answers -> actor pools -> each shard's score store.
+"""The job's step on Ray, for every kind of job: pending units -> work items -> actor pools -> each unit's store.
 
-The job itself (resume, assembly, outputs) is :mod:`workers.job`, the same as the single-process
-path; only scoring is distributed here::
+The job itself (planning, resume, assembly, outputs) is :func:`workers.runner.run`, the same as the
+single-process path; only scoring is distributed here, the same way for every kind (score, judge,
+LINKAGE)::
 
-    read tasks (one per shard: rubric.io.readers -> rubric.io.records.explode, rows carry shard + index)
-      -> [optional: group by answer_id, so an answer shared by shards is scored once]
-      -> map_batches over one fixed-size ScorerActor pool per resource (text, classifier, factuality, llm)
-      -> the driver appends each shard's rows to its ShardStore as they come (workers.collect),
-         a bounded buffer at a time, and marks the shard finished when its last answer is in
+    the items: read tasks, one per unit (the score job: rubric.io on a shard or a block), or
+      built on the driver (judges and LINKAGE read their units for assembly anyway); a partial
+      store's stored ids are left out, so only what is missing is sent
+      -> [global dedupe: a hash shuffle by the kind's item key, so an item shared by units is scored once]
+      -> map_batches over one fixed-size pool of :class:`workers.actors.StageActor` per stage of the kind
+         (the score job: a pool per resource its rubrics' backends declared; judges and LINKAGE: the llm pool)
+      -> the driver appends each unit's rows to its store as they come (:class:`workers.collect.ShardCollector`),
+         a bounded buffer at a time, and finishes a store when its last item is in
 
-A shard's store is finished as soon as its last answer comes back, so a killed job loses at most
-the shards in flight. No scoring logic lives here: actors call ``models.backends.build_scorers``
-and ``workers.local.score_items``.
+A unit's store is finished as soon as its last item comes back, so a killed job loses at most the
+units in flight. No scoring logic lives here: the actors build the kind's scorer and call its
+``score``, the same call the single-process step makes.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
@@ -24,32 +27,22 @@ import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError, RubricError
-from rubric.io import AnswerItem, explode
-from rubric.scoring import RubricSpec
-from workers.actors import ScorerActor, provenance_column, score_column
-from workers.collect import ShardCollector
-from workers.job import PendingShard, StepResult, run_job
 from rubric.io import Block
-from workers.shards import read_unit
+from workers.actors import StageActor
+from workers.collect import ShardCollector
+from workers.runner import JobKind, StepResult, Unit, work
 
-__all__ = ["PoolConfig", "DEFAULT_POOLS", "pool_of_backend", "init_local_ray", "ray_step", "run_ray_job",
-           "add_ray_arguments", "pools_from_args", "config_for_pools", "add_pool_stage", "answer_rows"]
+__all__ = ["PoolConfig", "RayStep", "init_local_ray", "ray_session", "add_pool_stage", "item_rows"]
 
 log = logging.getLogger(__name__)
 
-# Cheap CPU work without a neural model: spaCy, the grammar checkers, word counts, ROUGE-L.
-_TEXT_BACKENDS = frozenset({"spacy", "harper", "languagetool", "length", "rouge"})
-_TEXT_COLUMNS = ("question", "answer", "docs", "reference")
-#: Pools whose actors host an LLM engine: one GPU each by default when the cluster has GPUs.
-_ENGINE_POOLS = ("factuality", "llm")
-_POOL_ORDER = ("text", "classifier", "factuality", "llm")
 _REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -94,29 +87,6 @@ class PoolConfig:
                 raise ConfigError(f"{name!r} must be >= 0 (bounded retries), got {getattr(self, name)}")
         if self.batches_in_flight < 1:
             raise ConfigError(f"'batches_in_flight' must be >= 1, got {self.batches_in_flight}")
-
-
-#: Pool per resource kind. "classifier" hosts any backend that is neither text nor an engine
-#: (specificity, MiniLM similarity).
-DEFAULT_POOLS: Mapping[str, PoolConfig] = {
-    "text": PoolConfig(),
-    "classifier": PoolConfig(),
-    "factuality": PoolConfig(),
-    "llm": PoolConfig(),
-}
-
-
-def pool_of_backend(backend: str) -> str:
-    """The pool that hosts a backend: "text", "classifier", "factuality" or "llm".
-
-    Factuality builds an engine of its own (claim extraction + verification), so it gets its own
-    GPU pool rather than a second engine inside the LLM actors' GPU.
-    """
-    if backend in _ENGINE_POOLS:
-        return backend
-    if backend in _TEXT_BACKENDS:
-        return "text"
-    return "classifier"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,148 +142,118 @@ def _connect(address: str | None) -> tuple[bool, str | None]:
     return True, None
 
 
-def _empty_items_table():
-    import pyarrow as pa
+@contextmanager
+def ray_session(address: str | None) -> Iterator[None]:
+    """Join or start Ray (:func:`_connect`); shut down what was started here."""
+    started, temp_dir = _connect(address)
+    try:
+        yield
+    finally:
+        if started:
+            import ray
 
-    return pa.table({"shard": pa.array([], pa.int64()), "index": pa.array([], pa.int64()),
-                     "n_items": pa.array([], pa.int64()), "answer_id": pa.array([], pa.string()),
-                     "question": pa.array([], pa.string()), "answer": pa.array([], pa.string()),
-                     "docs": pa.array([], pa.string()), "reference": pa.array([], pa.string())})
-
-
-def _explode_shards(batch, *, fmt: str, options: Mapping[str, Any]):
-    """Read task: shard descriptors -> one row per unique answer, carrying shard id and index."""
-    import pyarrow as pa
-
-    tables = []
-    blocks = batch.column("block").to_pylist() if "block" in batch.column_names else [None] * batch.num_rows
-    for shard_id, uri, block in zip(batch.column("shard").to_pylist(), batch.column("uri").to_pylist(), blocks):
-        try:
-            items = explode(read_unit(uri, fmt, options, Block.from_json(block) if block else None).pairs)
-        except RubricError as e:
-            # an unreadable shard must not stop the others; the driver re-reads it and reports why
-            log.error("shard %s cannot be read: %s", uri, e)
-            continue
-        tables.append(answer_rows(items, shard_id))
-    return pa.concat_tables(tables) if tables else _empty_items_table()
+            ray.shutdown()
+        if temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
 
 
-def answer_rows(items: Sequence[AnswerItem], shard_id: int = 0):
-    """The Arrow rows the pools score: one per answer, carrying its shard id and index in the shard."""
+_ROW_TYPES = (("unit", "int64"), ("index", "int64"), ("n_items", "int64"), ("n_ids", "int64"), ("ids", "string"),
+              ("key", "string"), ("record", "string"))
+
+
+def item_rows(kind: JobKind, items: Sequence[Any], unit: int = 0, n_ids: int | None = None):
+    """The Arrow rows the pools score: one per item, with its unit, its index among the unit's items sent,
+    how many were sent, the unit's stored-id count, its store ids (JSON), its dedupe key and its record."""
     import pyarrow as pa
 
     n = len(items)
-    return pa.table({
-        "shard": pa.array([shard_id] * n, pa.int64()),
-        "index": pa.array(range(n), pa.int64()),
-        "n_items": pa.array([n] * n, pa.int64()),
-        "answer_id": pa.array([it.answer_id for it in items], pa.string()),
-        "question": pa.array([it.question for it in items], pa.string()),
-        "answer": pa.array([it.answer for it in items], pa.string()),
-        "docs": pa.array([json.dumps(list(it.docs), ensure_ascii=False) for it in items], pa.string()),
-        "reference": pa.array([it.reference for it in items], pa.string()),  # null: no reference answer
-    })
+    ids = kind.item_ids(items)
+    cols = {"unit": [unit] * n, "index": list(range(n)), "n_items": [n] * n,
+            "n_ids": [sum(len(i) for i in ids) if n_ids is None else n_ids] * n,
+            "ids": [json.dumps(i, ensure_ascii=False) for i in ids], "key": [kind.dedupe_key(it) for it in items],
+            "record": [kind.encode_item(it) for it in items]}
+    return pa.table({name: pa.array(cols[name], getattr(pa, t)()) for name, t in _ROW_TYPES})
 
 
-def _one_per_answer(block):
-    """Global dedupe of one hash partition: one row per answer_id, with every (shard, index, n_items) it stands for.
+def _read_units(batch, *, kind_type: type, kind_args: Mapping[str, Any]):
+    """Read task: unit descriptors -> the rows of each unit's items not yet in its store."""
+    import pyarrow as pa
 
-    The partition holds every row of its answer ids (a hash repartition on ``answer_id``), so keeping
-    the first row of each id here is exact; the texts are the first occurrence's.
-    """
+    kind = kind_type(**kind_args)
+    tables = [item_rows(kind, [])]
+    for unit_id, uri, block, done in zip(*(batch.column(c).to_pylist() for c in ("unit", "uri", "block", "done"))):
+        unit = Unit(name=uri, uri=uri, sha="", shard="", block=Block.from_json(block) if block else None, store=None)
+        try:
+            items = kind.items(kind.read(unit))
+        except RubricError as e:
+            # an unreadable unit must not stop the others; the driver re-reads it and reports why
+            log.error("input %s cannot be read: %s", uri, e)
+            continue
+        stored = set(json.loads(done))
+        ids = kind.item_ids(items)
+        todo = [it for it, i in zip(items, ids) if not all(a in stored for a in i)]
+        tables.append(item_rows(kind, todo, unit_id, sum(len(i) for i in ids)))
+    return pa.concat_tables(tables)
+
+
+def _one_per_key(block):
+    """Global dedupe of one hash partition: one row per key, with every (unit, index, n_items, n_ids, ids) it
+    stands for. The partition holds every row of its keys (a hash repartition on ``key``), so keeping
+    the first row of each key here is exact."""
     import pyarrow as pa
 
     if block.num_rows == 0:
         return block.append_column("members", pa.array([], pa.string()))
-    ids = block.column("answer_id").to_pylist()
-    shard, index, n_items = (block.column(c).to_pylist() for c in ("shard", "index", "n_items"))
+    cols = {c: block.column(c).to_pylist() for c in ("key", "unit", "index", "n_items", "n_ids", "ids")}
     first: dict[str, int] = {}
-    members: dict[str, list[list[int]]] = {}
-    for row, answer_id in enumerate(ids):
-        first.setdefault(answer_id, row)
-        members.setdefault(answer_id, []).append([shard[row], index[row], n_items[row]])
+    members: dict[str, list] = {}
+    for row, key in enumerate(cols["key"]):
+        first.setdefault(key, row)
+        members.setdefault(key, []).append([cols["unit"][row], cols["index"][row], cols["n_items"][row],
+                                            cols["n_ids"][row], json.loads(cols["ids"][row])])
     keep = block.take(pa.array(list(first.values()), pa.int64()))
-    return keep.append_column("members", pa.array([json.dumps(members[a]) for a in first], pa.string()))
-
-
-def _dedupe_partitions(n_units: int) -> int:
-    """Hash partitions for the global dedupe: about one per read unit (a block of at most ~50k pairs), capped.
-
-    Ray Data's default (200) starts an aggregator per partition, which stalls a small machine; a
-    partition per unit keeps each near a block's size.
-    """
-    return max(1, min(n_units, 200))
-
-
-def _group_specs(specs: Sequence[RubricSpec]) -> dict[str, list[RubricSpec]]:
-    groups: dict[str, list[RubricSpec]] = {}
-    for s in specs:
-        groups.setdefault(pool_of_backend(s.backend), []).append(s)
-    # cheap pools first, the LLM last: its batches then carry the other scores along, not the reverse
-    return dict(sorted(groups.items(), key=lambda kv: _POOL_ORDER.index(kv[0])))
+    return keep.append_column("members", pa.array([json.dumps(members[k]) for k in first], pa.string()))
 
 
 def _resolve_gpus(pool: str, cfg: PoolConfig) -> float:
     import ray
 
+    from models.backends import ENGINE_POOLS
+
     if cfg.num_gpus is not None:
         return cfg.num_gpus
-    if pool in _ENGINE_POOLS and ray.cluster_resources().get("GPU", 0) > 0:
+    if pool in ENGINE_POOLS and ray.cluster_resources().get("GPU", 0) > 0:
         return 1.0
     return 0.0
 
 
-def _build_dataset(pending: list[tuple[int, str, str]], groups: dict[str, list[RubricSpec]], *, fmt: str,
-                   options: Mapping[str, Any], config: ScoringConfig, pools: Mapping[str, PoolConfig],
-                   read_cpus: float, fault_marker: str | None, global_dedupe: bool,
-                   read_concurrency: int | None = None):
-    import ray
-
-    # One read task per unit (a shard, or a block of one: Parquet row groups, a JSONL byte range, rows
-    # of a Hugging Face dataset), each running rubric.io.readers on its piece; see docs/ray.md for why
-    # ray.data.read_parquet / read_json / from_huggingface do not fit here.
-    ds = ray.data.from_items([{"shard": i, "uri": u, "block": b} for i, u, b in pending],
-                             override_num_blocks=len(pending))
-    # each read task holds one block (up to ~50k rows) while it runs: read_concurrency caps how many at once
-    ds = ds.map_batches(_explode_shards, batch_size=1, batch_format="pyarrow", num_cpus=read_cpus,
-                        concurrency=read_concurrency,
-                        fn_kwargs={"fmt": fmt, "options": dict(options)})
-    if global_dedupe:
-        # An all-to-all step: no shard can finish before every shard has been read.
-        # (Ray's own groupby().map_groups() does the same repartition but calls Python once per group.)
-        ds = ds.repartition(_dedupe_partitions(len(pending)), keys=["answer_id"], sort=True)
-        ds = ds.map_batches(_one_per_answer, batch_size=None, batch_format="pyarrow", num_cpus=read_cpus)
-    last = list(groups)[-1]
-    for pool, group in groups.items():
-        ds = add_pool_stage(ds, pool, [s.version for s in group], pools.get(pool, PoolConfig()), config,
-                            drop_columns=_TEXT_COLUMNS if pool == last else (), fault_marker=fault_marker)
-    return ds
-
-
-def add_pool_stage(ds, pool: str, versions: Sequence[str], cfg: PoolConfig, config: ScoringConfig, *,
-                   drop_columns: Sequence[str] = (), fault_marker: str | None = None):
-    """``ds`` followed by one fixed-size ``ScorerActor`` pool scoring ``versions``.
+def add_pool_stage(ds, kind: JobKind, pool: str, stage: Any, cfg: PoolConfig, *, batch_size: int,
+                   drop_record: bool = False, fault_marker: str | None = None):
+    """``ds`` followed by one fixed-size :class:`workers.actors.StageActor` pool scoring ``stage`` of ``kind``.
 
     Args:
-        ds: a dataset of answer rows (answer_id, question, answer, docs, reference, ...).
-        pool: the pool's kind ("text", "classifier", "factuality", "llm").
-        versions: rubric versions its actors serve.
+        ds: a dataset of item rows (:func:`item_rows`).
+        kind: the job's kind (rebuilt on each actor from its ``arguments()``).
+        pool: the pool's name (``models.backends.POOLS``).
+        stage: what the actors' scorer serves (``kind.build_scorer(stage)``).
         cfg: the pool's settings.
-        config: the job's scoring settings, passed to every actor.
-        drop_columns: input columns the actors leave out of their output.
-        fault_marker: testing only, see :class:`workers.actors.ScorerActor`.
+        batch_size: items per Ray batch.
+        drop_record: leave the item records out of the output (the last pool; the driver does not need them back).
+        fault_marker: testing only, see :class:`workers.actors.StageActor`.
 
     Raises:
         ConfigError: ``batches_in_flight > 1`` for a pool without an engine.
     """
     import ray
 
-    if cfg.batches_in_flight > 1 and pool not in _ENGINE_POOLS:
+    from models.backends import ENGINE_POOLS
+
+    if cfg.batches_in_flight > 1 and pool not in ENGINE_POOLS:
         raise ConfigError(f"batches_in_flight > 1 keeps an LLM engine busy; pool {pool!r} has none "
-                          f"(engine pools: {list(_ENGINE_POOLS)})")
+                          f"(engine pools: {list(ENGINE_POOLS)})")
     num_gpus = _resolve_gpus(pool, cfg)
     log.info("pool %s: %d actor(s) x (%.2f CPU, %.2f GPU, %d batch(es) in flight) for %s", pool, cfg.size,
-             cfg.num_cpus, num_gpus, cfg.batches_in_flight, ", ".join(versions))
+             cfg.num_cpus, num_gpus, cfg.batches_in_flight, stage if stage is not None else ", ".join(kind.names()))
     k = cfg.batches_in_flight
     # k > 1: Ray Data sends k batches to an actor and runs them in k threads (true multi-threading:
     # the UDF itself runs concurrently), and the actor's engine loop merges their requests.
@@ -325,212 +265,145 @@ def add_pool_stage(ds, pool: str, versions: Sequence[str], cfg: PoolConfig, conf
         # **ray_remote_args route is the documented one and warns that it will change in 2.64.
         warnings.filterwarnings("ignore", message=".*ray_remote_args.* is deprecated")
         return ds.map_batches(
-            ScorerActor,
-            fn_constructor_kwargs={"versions": list(versions), "config": config, "drop_columns": tuple(drop_columns),
-                                   "fault_marker": fault_marker, "batches_in_flight": k},
-            batch_size=cfg.batch_size or config.batch_size,
-            batch_format="pyarrow",
-            compute=compute,
-            num_cpus=cfg.num_cpus,
+            StageActor,
+            fn_constructor_kwargs={"kind_type": type(kind), "kind_args": kind.arguments(), "stage": stage,
+                                   "drop_record": drop_record, "fault_marker": fault_marker, "batches_in_flight": k},
+            batch_size=batch_size, batch_format="pyarrow", compute=compute, num_cpus=cfg.num_cpus,
             num_gpus=num_gpus or None,
             # bounded actor fault tolerance: Ray Data's default is to restart and retry forever
-            max_restarts=cfg.max_restarts,
-            max_task_retries=cfg.max_task_retries,
-        )
+            max_restarts=cfg.max_restarts, max_task_retries=cfg.max_task_retries)
 
 
-def ray_step(pending: Sequence[PendingShard], *, fmt: str, options: Mapping[str, Any], specs: Sequence[RubricSpec],
-             config: ScoringConfig, progress: bool, pools: Mapping[str, PoolConfig] | None = None,
-             address: str | None = None, read_cpus: float = 0.25, read_concurrency: int | None = None,
-             global_dedupe: bool = True,
-             fault_marker: str | None = None) -> StepResult:
-    """The job's score step on Ray (see the module docstring); arguments as :func:`run_ray_job`."""
-    if read_concurrency is not None and read_concurrency < 1:
-        raise ConfigError(f"'read_concurrency' must be >= 1 or None, got {read_concurrency}")
-    pools = {**DEFAULT_POOLS, **(pools or {})}
-    groups = _group_specs(specs)
-    result = StepResult(info={"pools": {k: asdict(pools.get(k, PoolConfig())) for k in groups},
-                              "global_dedupe": global_dedupe, "read_concurrency": read_concurrency})
-    if not pending:
-        return result
-    for sh in pending:  # Ray scores a shard whole: a partial local run's chunks are not merged in
-        if sh.store.scored_ids():
-            log.info("shard %s: discarding a partial store; Ray scores shards whole", sh.name)
-            sh.store.reset()
-    started, temp_dir = _connect(address)
-    t0 = time.perf_counter()
-    try:
-        result.answers_scored = _score_pending(pending, groups, specs, result, fmt=fmt, options=options,
-                                               config=config, pools=pools, read_cpus=read_cpus,
-                                               read_concurrency=read_concurrency, progress=progress,
-                                               fault_marker=fault_marker, global_dedupe=global_dedupe)
-    finally:
-        if started:
-            import ray
+@dataclass(frozen=True)
+class RayStep:
+    """The job's step on Ray (``run(kind, ..., step=RayStep(...))``; see the module docstring).
 
-            ray.shutdown()
-        if temp_dir is not None:
-            shutil.rmtree(temp_dir, ignore_errors=True)
-    result.seconds["ray"] = round(time.perf_counter() - t0, 3)
-    return result
-
-
-def _score_pending(pending: Sequence[PendingShard], groups, specs, result: StepResult, *, fmt, options, config,
-                   pools, read_cpus, progress, fault_marker, global_dedupe, read_concurrency=None) -> int:
-    """Stream the pending shards through the pools into the shards' stores (:class:`workers.collect.ShardCollector`).
-
-    Returns:
-        How many answers the pools scored (fewer than the shards' answers under global dedupe).
-    """
-    import ray
-
-    ctx = ray.data.DataContext.get_current()
-    ctx.enable_progress_bars = progress
-    by_id = dict(enumerate(pending))
-    ds = _build_dataset([(i, sh.uri, sh.block.to_json() if sh.block is not None else "") for i, sh in by_id.items()],
-                        groups, fmt=fmt, options=options, config=config,
-                        pools=pools, read_cpus=read_cpus, fault_marker=fault_marker, global_dedupe=global_dedupe,
-                        read_concurrency=read_concurrency)
-    names = [s.name for s in specs]
-    collector = ShardCollector(by_id, names)
-    n_scored = 0
-    for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
-        cols = batch.to_pydict()
-        n_scored += batch.num_rows
-        for j in range(batch.num_rows):
-            scores = {n: cols[score_column(n)][j] for n in names}
-            prov = {n: cols[provenance_column(n)][j] for n in names}
-            members = json.loads(cols["members"][j]) if "members" in cols else \
-                [(cols["shard"][j], cols["index"][j], cols["n_items"][j])]
-            for shard_id, idx, n_items in members:
-                collector.add(shard_id, idx, n_items, cols["answer_id"][j], scores, prov)
-    # A shard with no answers (every row rejected) or that its read task could not read sends no
-    # row: read it here to tell the two apart; a shard with answers still open is a lost row.
-    still_open = collector.still_open()
-    for shard_id, sh in by_id.items():
-        if shard_id in collector.finished:
-            continue
-        if shard_id in still_open:
-            got, n = still_open[shard_id]
-            raise BatchMismatchError(f"shard {sh.uri}: {got} of {n} answers came back")
-        try:
-            n = len(explode(read_unit(sh.uri, fmt, options, sh.block).pairs))
-        except InputError as e:
-            log.error("input %s cannot be read: %s", sh.uri, e)
-            result.failed[sh.uri] = str(e)
-            continue
-        if n:
-            raise BatchMismatchError(f"shard {sh.uri}: none of its {n} answers came back")
-        sh.store.finish(0)
-    return n_scored
-
-
-def run_ray_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence[RubricSpec], out: str | Path, *,
-                config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
-                pools: Mapping[str, PoolConfig] | None = None, address: str | None = None,
-                read_cpus: float = 0.25, read_concurrency: int | None = None, global_dedupe: bool = True,
-                progress: bool = True,
-                fault_marker: str | None = None) -> dict:
-    """The scoring job with its score step on Ray; the same outputs as :func:`workers.job.run_job`.
-
-    Args:
-        inputs: shard files, directories of shards, globs, or pyarrow filesystem URIs.
-        fmt: input format (``rubric.io.readers.FORMATS``); every shard has the same format.
-        specs: rubric specs to score.
-        out: local output folder (the driver writes it).
-        config: scoring settings passed to every actor.
-        reader_options: passed to ``rubric.io.readers.read_input`` for every shard.
-        seed: split seed (splits are assigned over the whole job).
-        pools: pool settings by kind ("text", "classifier", "factuality", "llm"); missing kinds use
-            ``PoolConfig()``.
+    Attributes:
+        pools: pool settings by pool ("text", "classifier", "factuality", "llm"); missing pools use
+            ``PoolConfig()``. Judges and LINKAGE run on the "llm" pool.
         address: Ray address. None joins ``$RAY_ADDRESS`` when set (as under ``ray job submit``) and
             otherwise starts a local Ray; "local" starts a local Ray of at most 2 CPUs; "auto" or
             "ray://..." joins a running cluster. Ignored if Ray is already initialised.
-        read_cpus: CPUs reserved per shard-read task.
+        read_cpus: CPUs reserved per read task.
         read_concurrency: most read tasks at once (each holds one block while it runs, so this
             bounds the read side's memory); None lets Ray run as many as the CPUs allow.
-        global_dedupe: score an answer that occurs in several pending shards or blocks once (a
-            hash shuffle by answer id; no shard is complete before all have been read). False
-            streams shards through independently and scores a shared answer in each.
-        progress: show Ray Data's progress bars.
-        fault_marker: testing only, see :class:`workers.actors.ScorerActor`.
-
-    Returns:
-        The job manifest (also ``OUT/manifest.json``).
+        global_dedupe: score an item that occurs in several pending units once (a hash shuffle by
+            its key; no unit is complete before all have been read). False streams units through
+            independently and scores a shared item in each.
+        fault_marker: testing only, see :class:`workers.actors.StageActor`.
     """
-    def step(pending, **kw) -> StepResult:
-        return ray_step(pending, pools=pools, address=address, read_cpus=read_cpus,
-                        read_concurrency=read_concurrency, global_dedupe=global_dedupe,
-                        fault_marker=fault_marker, **kw)
 
-    return run_job(inputs, fmt, specs, out, config=config, reader_options=reader_options, seed=seed,
-                   progress=progress, runner="ray", step=step)
+    pools: Mapping[str, PoolConfig] = field(default_factory=dict)
+    address: str | None = None
+    read_cpus: float = 0.25
+    read_concurrency: int | None = None
+    global_dedupe: bool = True
+    fault_marker: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.read_concurrency is not None and self.read_concurrency < 1:
+            raise ConfigError(f"'read_concurrency' must be >= 1 or None, got {self.read_concurrency}")
 
-# ---------------------------------------------------------------------------------------------
-# Command-line plumbing shared by scripts/run_job.py and `lfqa-rubric score --ray`
-# ---------------------------------------------------------------------------------------------
+    def pool(self, name: str) -> PoolConfig:
+        return self.pools.get(name) or PoolConfig()
 
+    def __call__(self, kind: JobKind, pending: Sequence[Unit], *, progress: bool) -> StepResult:
+        stages = kind.stages()
+        result = StepResult(info={"pools": {p: asdict(self.pool(p)) for p, _ in stages},
+                                  "global_dedupe": self.global_dedupe, "read_concurrency": self.read_concurrency})
+        if not pending:
+            return result
+        works: dict[int, Any] = {}
+        if kind.read_on_driver:  # read here: a unit with nothing to do is finished without starting Ray
+            for i, unit in enumerate(pending):
+                try:
+                    works[i] = work(kind, unit)
+                except InputError as e:
+                    log.error("input %s cannot be read: %s", unit.uri, e)
+                    result.failed[unit.uri] = str(e)
+            for i, w in works.items():
+                if not w.todo:
+                    pending[i].store.finish(w.n_ids)
+            if not any(w.todo for w in works.values()):
+                return result
+        t0 = time.perf_counter()
+        with ray_session(self.address):
+            result.scored = self._score(kind, pending, works, stages, result, progress)
+        result.seconds["ray"] = round(time.perf_counter() - t0, 3)
+        return result
 
-def add_ray_arguments(p) -> None:
-    """Add the Ray options (address, pool sizes, per-actor resources) to an argparse parser."""
-    g = p.add_argument_group("Ray")
-    g.add_argument("--address", default=None,
-                   help="Ray address: 'auto' joins a running cluster (what `ray job submit` gives), 'local' "
-                        "starts a 2-CPU local Ray; default: join RAY_ADDRESS if set, else start a local Ray")
-    g.add_argument("--text-actors", type=int, default=1,
-                   help="actors in the text pool (spaCy, Harper, LanguageTool, length, ROUGE-L)")
-    g.add_argument("--classifier-actors", type=int, default=1,
-                   help="actors in the classifier pool (specificity, MiniLM similarity)")
-    g.add_argument("--llm-actors", type=int, default=1, help="actors in the LLM pool (one engine each)")
-    g.add_argument("--factuality-actors", type=int, default=1, help="actors in the factuality pool (own engine)")
-    g.add_argument("--cpus-per-actor", type=float, default=0.5, help="CPUs reserved per text/classifier actor")
-    g.add_argument("--cpus-per-llm-actor", type=float, default=1.0,
-                   help="CPUs reserved per engine actor (llm and factuality)")
-    g.add_argument("--gpus-per-llm-actor", type=float, default=None,
-                   help="GPUs per engine actor, llm and factuality (default: 1 if the cluster has GPUs, else 0)")
-    g.add_argument("--tensor-parallel", type=int, default=1,
-                   help="shard each LLM engine over this many GPUs of one node (sets --gpus-per-llm-actor)")
-    g.add_argument("--ray-batch-size", type=int, default=None,
-                   help="answers per Ray batch (default: --batch-size)")
-    g.add_argument("--max-restarts", type=int, default=2, help="restarts of a dead actor (bounded)")
-    g.add_argument("--max-task-retries", type=int, default=2, help="retries of a batch whose actor died")
-    g.add_argument("--llm-batches-in-flight", type=int, default=1,
-                   help="Ray batches each engine actor (llm and factuality) scores at once on one kept-busy vLLM "
-                        "engine; 1 (default): one synchronous engine call per batch")
-    g.add_argument("--read-concurrency", type=int, default=None,
-                   help="most input blocks read at once (each read task holds one block of up to ~50k rows); "
-                        "default: as many as the CPUs allow")
-    g.add_argument("--global-dedupe", action=argparse.BooleanOptionalAction, default=True,
-                   help="score an answer shared by several shards or blocks once (a hash shuffle by answer id, "
-                        "so shards finish together); --no-global-dedupe streams shards through independently "
-                        "and scores a shared answer in each")
+    def _dataset(self, kind: JobKind, pending: Sequence[Unit], works: Mapping[int, Any], stages):
+        import pyarrow as pa
+        import ray
 
+        if kind.read_on_driver:
+            todo = {i: w for i, w in works.items() if w.todo}
+            rows = pa.concat_tables([item_rows(kind, w.todo, i, w.n_ids) for i, w in todo.items()]).to_pylist()
+            # a Ray batch is items; size it so it holds about a batch of store ids (LINKAGE: candidates)
+            per_item = max(1, round(sum(len(json.loads(r["ids"])) for r in rows) / len(rows)))
+            first = self.pool(stages[0][0])
+            n_blocks = max(1, min(len(rows) // max(1, (first.batch_size or kind.config.batch_size) // per_item) + 1,
+                                  64 * first.size))
+            ds = ray.data.from_items(rows, override_num_blocks=n_blocks)
+            n_units = len(todo)
+        else:
+            # One read task per unit (a shard, or a block of one), each running the kind's reader on its piece;
+            # see docs/ray.md for why ray.data.read_parquet / read_json / from_huggingface do not fit here.
+            per_item, n_units = 1, len(pending)
+            ds = ray.data.from_items([{"unit": i, "uri": u.uri, "block": u.block.to_json() if u.block else "",
+                                       "done": json.dumps(sorted(u.store.scored_ids()))}
+                                      for i, u in enumerate(pending)], override_num_blocks=len(pending))
+            # each read task holds one block (up to ~50k rows) while it runs: read_concurrency caps how many at once
+            ds = ds.map_batches(_read_units, batch_size=1, batch_format="pyarrow", num_cpus=self.read_cpus,
+                                concurrency=self.read_concurrency,
+                                fn_kwargs={"kind_type": type(kind), "kind_args": kind.arguments()})
+        if self.global_dedupe:
+            # An all-to-all step: no unit can finish before every unit has been read. About one hash
+            # partition per unit, capped (Ray Data's default, 200, starts an aggregator per partition).
+            ds = ds.repartition(max(1, min(n_units, 200)), keys=["key"], sort=True)
+            ds = ds.map_batches(_one_per_key, batch_size=None, batch_format="pyarrow", num_cpus=self.read_cpus)
+        for n, (pool, stage) in enumerate(stages):
+            cfg = self.pool(pool)
+            ds = add_pool_stage(ds, kind, pool, stage, cfg,
+                                batch_size=max(1, (cfg.batch_size or kind.config.batch_size) // per_item),
+                                drop_record=n == len(stages) - 1, fault_marker=self.fault_marker)
+        return ds
 
-def pools_from_args(args) -> dict[str, PoolConfig]:
-    """The pool settings named by :func:`add_ray_arguments`'s options."""
-    if args.tensor_parallel < 1:
-        raise ConfigError(f"'--tensor-parallel' must be >= 1, got {args.tensor_parallel}")
-    common = {"batch_size": args.ray_batch_size, "max_restarts": args.max_restarts,
-              "max_task_retries": args.max_task_retries}
-    llm_gpus = args.gpus_per_llm_actor
-    if args.tensor_parallel > 1:
-        llm_gpus = float(args.tensor_parallel)
-    return {
-        "text": PoolConfig(size=args.text_actors, num_cpus=args.cpus_per_actor, **common),
-        "classifier": PoolConfig(size=args.classifier_actors, num_cpus=args.cpus_per_actor, **common),
-        "factuality": PoolConfig(size=args.factuality_actors, num_cpus=args.cpus_per_llm_actor, num_gpus=llm_gpus,
-                                 batches_in_flight=args.llm_batches_in_flight, **common),
-        "llm": PoolConfig(size=args.llm_actors, num_cpus=args.cpus_per_llm_actor, num_gpus=llm_gpus,
-                          batches_in_flight=args.llm_batches_in_flight, **common),
-    }
+    def _score(self, kind: JobKind, pending: Sequence[Unit], works, stages, result: StepResult,
+               progress: bool) -> int:
+        """Stream the items through the pools into the units' stores; returns the store ids scored."""
+        import ray
 
-
-def config_for_pools(config: ScoringConfig, args) -> ScoringConfig:
-    """``config`` with the engine settings tensor parallelism needs (one multi-GPU engine per actor)."""
-    if args.tensor_parallel <= 1:
-        return config
-    # vLLM's own multiprocessing executor keeps the shards inside the actor's node and GPU reservation.
-    kwargs = {"tensor_parallel_size": args.tensor_parallel, "distributed_executor_backend": "mp",
-              **config.engine_kwargs}
-    return replace(config, engine_kwargs=kwargs)
+        ray.data.DataContext.get_current().enable_progress_bars = progress
+        ds = self._dataset(kind, pending, works, stages)
+        by_id = dict(enumerate(pending))
+        collector = ShardCollector(by_id, kind.names())
+        n_scored = 0
+        for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+            cols = batch.to_pydict()
+            for j in range(batch.num_rows):
+                scores, prov = json.loads(cols["scores"][j]), json.loads(cols["provenance"][j])
+                n_scored += len(scores)
+                members = json.loads(cols["members"][j]) if "members" in cols else \
+                    [(cols["unit"][j], cols["index"][j], cols["n_items"][j], cols["n_ids"][j], json.loads(cols["ids"][j]))]
+                for unit_id, idx, n_items, n_ids, ids in members:
+                    collector.add(unit_id, idx, n_items, ids, scores, prov, n_ids=n_ids)
+        # A unit that sent no row: nothing to do (every row rejected, or every item stored), or its
+        # read task could not read it: read it here to tell them apart; a unit still open lost a row.
+        still_open = collector.still_open()
+        for unit_id, unit in by_id.items():
+            if unit_id in collector.finished or unit.uri in result.failed:
+                continue
+            if unit_id in still_open:
+                got, n = still_open[unit_id]
+                raise BatchMismatchError(f"unit {unit.uri}: {got} of {n} items came back")
+            try:
+                w = works.get(unit_id) or work(kind, unit)
+            except InputError as e:
+                log.error("input %s cannot be read: %s", unit.uri, e)
+                result.failed[unit.uri] = str(e)
+                continue
+            if w.todo:
+                raise BatchMismatchError(f"unit {unit.uri}: none of its {len(w.todo)} items came back")
+            unit.store.finish(w.n_ids)
+        return n_scored

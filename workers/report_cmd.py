@@ -11,7 +11,7 @@ import argparse
 import logging
 import sys
 
-__all__ = ["add_report_parser", "report", "html_report"]
+__all__ = ["add_report", "report", "html_report"]
 
 log = logging.getLogger("lfqa_rubric")
 
@@ -34,10 +34,8 @@ def report(args) -> int:
     return 0
 
 
-def add_report_parser(sub) -> argparse.ArgumentParser:
-    """Register the ``report`` subcommand on ``build_parser``'s subparsers."""
-    r = sub.add_parser("report", help="one self-contained HTML page (no server, no CDN) for score, fit, judge, "
-                                      "analyze, LINKAGE, RAG-QA Arena and LFQA-E output folders")
+def add_report(r: argparse.ArgumentParser) -> None:
+    """The ``report`` command's options (registered in ``workers.cli.COMMANDS``)."""
     r.add_argument("outputs", nargs="+", metavar="OUT",
                    help="output folders: score (with model.json for the model and pair sections), judge, "
                         "judge --protocol linkage/arena/lfqa-e")
@@ -51,5 +49,4 @@ def add_report_parser(sub) -> argparse.ArgumentParser:
                    help="outputs over perturbed copies of the pairs, for Table 8 (as analyze --perturbed)")
     r.add_argument("--allow-provenance-mismatch", action="store_true",
                    help="apply the model even if the table's rubrics were made differently")
-    r.set_defaults(func=report)
-    return r
+

@@ -16,11 +16,11 @@ from models.signals import (NO_REFERENCE, LengthScorer, MiniLMSimilarityScorer, 
                             minilm_problems)
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
-from rubric.io.records import AnswerItem, PairRecord, explode
-from rubric.scoring.scorer import check_batch
-from rubric.scoring.specs import RUBRICS, resolve_rubrics
+from rubric.io import AnswerItem, PairRecord, explode
+from rubric.scoring import check_batch
+from rubric.scoring import RUBRICS, resolve_rubrics
 from workers.local import score_items
-from workers.ray_pipeline import _TEXT_COLUMNS, _empty_items_table, pool_of_backend
+from models.backends import pool_of_backend
 
 LENGTH = RUBRICS.get("length.words.v1")
 ROUGE = RUBRICS.get("ref_rouge_l.v1")
@@ -172,37 +172,40 @@ def test_reference_reaches_the_scorer_through_explode():
 
 
 def test_ray_read_task_writes_the_reference_column(monkeypatch):
-    """``_explode_shards`` (the Ray read task, called here without Ray) keeps each answer's reference."""
+    """``_read_units`` (the Ray read task, called here without Ray) keeps each answer's reference."""
     import types
 
+    import workers.job as job
     import workers.ray_pipeline as rp
 
     pairs = [PairRecord("p1", "Q1?", "a1", "b1", "a", reference="ref one"), PairRecord("p2", "Q2?", "a2", "b2", "b")]
-    monkeypatch.setattr(rp, "read_unit", lambda uri, fmt, options, block=None: types.SimpleNamespace(pairs=pairs))
-    table = rp._explode_shards(pa.table({"shard": [3], "uri": ["s.jsonl"]}), fmt="jsonl", options={})
-    assert table.column("answer").to_pylist() == ["a1", "b1", "a2", "b2"]
-    assert table.column("reference").to_pylist() == ["ref one", "ref one", None, None]
-    assert table.schema == _empty_items_table().schema  # an empty shard's table concatenates with it
+    monkeypatch.setattr(job, "read_unit", lambda uri, fmt, options, block=None: types.SimpleNamespace(pairs=pairs))
+    kind = job.ScoreKind("jsonl", {}, ["ref_rouge_l.v1"], ScoringConfig())
+    table = rp._read_units(pa.table({"unit": [3], "uri": ["s.jsonl"], "block": [""], "done": ["[]"]}),
+                           kind_type=job.ScoreKind, kind_args=kind.arguments())
+    items = [kind.decode_item(r) for r in table.column("record").to_pylist()]
+    assert [it.answer for it in items] == ["a1", "b1", "a2", "b2"]
+    assert [it.reference for it in items] == ["ref one", "ref one", None, None]
+    assert table.column("unit").to_pylist() == [3] * 4
+    assert table.schema == rp.item_rows(kind, []).schema  # an empty unit's table concatenates with it
 
 
 def test_reference_travels_in_the_ray_batch_columns():
-    """The Ray path's batch layout: a nullable ``reference`` column that ScorerActor turns back into items."""
-    from workers.actors import ScorerActor, score_column
+    """The Ray path's batch layout: a nullable reference in each record, turned back into items by the actor."""
+    from workers.actors import StageActor
+    from workers.job import ScoreKind
+    from workers.ray_pipeline import item_rows
+    from workers.store import decode_score
 
-    assert "reference" in _TEXT_COLUMNS  # dropped with the texts after the last pool
-    empty = _empty_items_table()
-    assert empty.schema.field("reference").type == pa.string()
-    batch = pa.table({
-        "shard": [0, 0], "index": [0, 1], "n_items": [2, 2], "answer_id": ["x", "y"],
-        "question": ["What do cats do?", "Why?"], "answer": ["the cat sat on the mat", "because"],
-        "docs": [json.dumps([]), json.dumps([])],
-        "reference": pa.array(["the cat lay on the mat", None], pa.string()),
-    })
-    assert set(empty.column_names) == set(batch.column_names)
-    out = ScorerActor(["ref_rouge_l.v1"], ScoringConfig(batch_size=2))(batch)
-    scores = [json.loads(v) for v in out.column(score_column("ref_rouge_l")).to_pylist()]
-    assert scores[0]["raw"] == pytest.approx(5 / 6)
-    assert scores[1]["raw"] is None and scores[1]["error"] == NO_REFERENCE
+    kind = ScoreKind("jsonl", {}, ["ref_rouge_l.v1"], ScoringConfig(batch_size=2))
+    items = [AnswerItem("x", "What do cats do?", "the cat sat on the mat", reference="the cat lay on the mat"),
+             AnswerItem("y", "Why?", "because")]
+    batch = item_rows(kind, items)
+    out = StageActor(ScoreKind, kind.arguments(), ["ref_rouge_l.v1"], drop_record=True)(batch)
+    assert "record" not in out.column_names  # the texts are dropped after the last pool
+    scores = [decode_score(json.loads(v)[0]["ref_rouge_l"]) for v in out.column("scores").to_pylist()]
+    assert scores[0].raw == pytest.approx(5 / 6)
+    assert scores[1].raw is None and scores[1].error == NO_REFERENCE
 
 
 # --- MiniLM (real packaged model, offline) ------------------------------------------------------------

@@ -186,13 +186,15 @@ def test_invalid_question_limit(capsys, tmp_path):
 
 
 def test_multi_line_message_becomes_one_line(capsys, tmp_path, monkeypatch):
+    from dataclasses import replace
+
     import workers.cli as cli
     from rubric.errors import InputError
 
     def broken(args):
         raise InputError(f"{args.outdir} is damaged:\n- first problem\n- second problem\n")
 
-    monkeypatch.setattr(cli, "_export", broken)
+    monkeypatch.setattr(cli, "COMMANDS", [replace(c, run=broken) if c.name == "export" else c for c in cli.COMMANDS])
     line = one_error_line(capsys, main(["export", str(tmp_path), "--to", "x.csv"]), str(tmp_path))
     assert line.endswith("is damaged:; - first problem; - second problem")
 

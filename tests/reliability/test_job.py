@@ -5,7 +5,6 @@ injected; the real backends run in tests/workers/test_cli.py and test_ray_pipeli
 """
 
 import json
-from functools import partial
 from importlib import resources
 
 import pyarrow.parquet as pq
@@ -13,10 +12,10 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.errors import EngineError, InputError
-from rubric.tables.provenance import table_provenance
-from rubric.scoring.scorer import Provenance, Score
-from rubric.scoring.specs import RUBRICS
-from workers.job import local_step, run_job
+from rubric.tables import table_provenance
+from rubric.scoring import Provenance, Score
+from rubric.scoring import RUBRICS
+from workers.job import run_job
 from workers.store import ShardStore, score_key
 
 SPEC = RUBRICS.get("conciseness.lexical_density.v1")
@@ -57,7 +56,7 @@ def _write(path, records):
 def _run(inputs, out, scorer, **kw):
     config = kw.pop("config", ScoringConfig(batch_size=4))
     return run_job(inputs, "lfqa-hp", [SPEC], out, config=config, progress=False,
-                   step=partial(local_step, scorers=[scorer]), **kw)
+                   scorers=[scorer], **kw)
 
 
 def test_engine_failure_keeps_finished_chunks_and_resume_scores_only_the_rest(tmp_path, monkeypatch):

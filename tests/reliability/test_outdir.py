@@ -21,7 +21,7 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
-from rubric.preference.evaluate import read_pairs
+from rubric.preference import read_pairs
 from rubric.outputs import PUBLISHING, check_published
 from tests.reliability.test_job import LengthScorer, _records, _run, _write
 from workers.cli import main
@@ -251,14 +251,14 @@ def test_fit_into_a_folder_in_use_is_refused(tmp_path, capsys):
 
 _SLOW_SCORE = textwrap.dedent("""
     import os, sys, time
-    import workers.job as job
-    real = job.local_step
+    import workers.runner as runner
+    real = runner.local_step
     def slow(*a, **k):  # the run holding OUT stays in its score step until the test says go
         deadline = time.time() + 120
         while not os.path.exists(os.environ["GO_FILE"]) and time.time() < deadline:
             time.sleep(0.05)
         return real(*a, **k)
-    job.local_step = slow
+    runner.local_step = slow
     from workers.cli import main
     sys.exit(main(sys.argv[1:]))
 """)

@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from rubric.config import ScoringConfig
-from rubric.scoring.specs import resolve_rubrics
+from rubric.scoring import resolve_rubrics
 from workers.job import run_job
-from workers.ray_pipeline import run_ray_job
+from tests.workers.conftest import run_ray_job
 
 SAMPLE = resources.files("rubric") / "data" / "sample_pairs.jsonl"
 

@@ -30,3 +30,15 @@ def graded_shards(tmp_path_factory):
         path.write_text(json.dumps(shard), encoding="utf-8")
         paths.append(path)
     return folder, paths
+
+
+def run_ray_job(inputs, fmt, specs, out, *, pools=None, address=None, read_concurrency=None, global_dedupe=True,
+                fault_marker=None, **kw):
+    """The score job with its step on Ray (``workers.job.run_job(..., ray=RayStep(...))``)."""
+    from workers.job import run_job
+    from workers.ray_pipeline import RayStep
+
+    return run_job(inputs, fmt, specs, out, ray=RayStep(pools=pools or {}, address=address,
+                                                          read_concurrency=read_concurrency,
+                                                          global_dedupe=global_dedupe, fault_marker=fault_marker),
+                   **kw)

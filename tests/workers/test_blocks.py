@@ -17,7 +17,7 @@ import workers.shards as shards
 from rubric.io import plan_blocks, read_block, read_input
 from tests.reliability.test_job import SPEC, LengthScorer
 from rubric.config import ScoringConfig
-from workers.job import local_step, run_job
+from workers.job import run_job
 
 
 def _records(n=60):
@@ -61,7 +61,7 @@ def _job(path, out, monkeypatch, *, blocks: bool, scorer=None, fmt="lfqa-hp", op
         monkeypatch.setattr(shards, "plan_blocks", lambda *a, **k: None)
     scorer = scorer or LengthScorer()
     m = run_job(path, fmt, [SPEC], out, config=ScoringConfig(batch_size=4), progress=False,
-                reader_options=options, step=partial(local_step, scorers=[scorer]))
+                reader_options=options, scorers=[scorer])
     return m, scorer
 
 

@@ -7,19 +7,19 @@ import pytest
 from rubric.errors import BatchMismatchError, ConfigError
 from rubric.scoring.scorer import Provenance, Score
 from workers.collect import ShardCollector
-from workers.job import PendingShard
+from workers.runner import Unit
 from workers.store import ShardStore, encode_provenance, encode_score
 
 PROV = encode_provenance(Provenance("conciseness.lexical_density.v1", "spacy"))
 
 
-def _shards(tmp_path, n: int) -> dict[int, PendingShard]:
-    return {i: PendingShard(f"s{i}", f"/data/s{i}.jsonl", ShardStore(tmp_path, f"s{i}", {"shard": i}))
+def _shards(tmp_path, n: int) -> dict[int, Unit]:
+    return {i: Unit(f"s{i}", f"/data/s{i}.jsonl", "", f"s{i}", None, ShardStore(tmp_path, f"s{i}", {"shard": i}))
             for i in range(n)}
 
 
 def _add(c: ShardCollector, shard: int, idx: int, n: int, *, prov: str = PROV) -> None:
-    c.add(shard, idx, n, f"a{shard}-{idx}", {"conciseness": encode_score(Score.ok(idx / 10))}, {"conciseness": prov})
+    c.add(shard, idx, n, [f"a{shard}-{idx}"], [{"conciseness": encode_score(Score.ok(idx / 10))}], {"conciseness": prov})
 
 
 def test_rows_in_any_order_reach_each_store_and_finish_it(tmp_path):
@@ -52,3 +52,19 @@ def test_a_doubled_or_misplaced_row_and_mixed_provenance_are_refused(tmp_path):
         _add(c, 0, 0, 3, prov=other)
     with pytest.raises(ConfigError, match="'flush_rows' must be >= 1"):
         ShardCollector({}, ["conciseness"], flush_rows=0)
+
+
+def test_an_item_of_several_ids_is_stored_under_each_and_finishes_with_the_units_id_count(tmp_path):
+    """LINKAGE: one item (a question) holds several store ids (its candidates); the store's count is the ids'."""
+    shards = _shards(tmp_path, 1)
+    c = ShardCollector(shards, ["conciseness"])
+    score = {"conciseness": encode_score(Score.ok(0.5))}
+    c.add(0, 0, 2, ["q0-a", "q0-b"], [score, score], {"conciseness": PROV}, n_ids=5)
+    assert c.still_open() == {0: (1, 2)}
+    with pytest.raises(BatchMismatchError, match="has 1 scores for 2 ids"):
+        c.add(0, 1, 2, ["q1-a", "q1-b"], [score], {"conciseness": PROV}, n_ids=5)
+    c.add(0, 1, 2, ["q1-a", "q1-b", "q1-c"], [score] * 3, {"conciseness": PROV}, n_ids=5)
+    assert c.finished == {0} and shards[0].store.scored_ids() == {"q0-a", "q0-b", "q1-a", "q1-b", "q1-c"}
+    import json
+
+    assert json.loads((shards[0].store.dir / "done.json").read_text())["n_answers"] == 5

@@ -12,8 +12,8 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, EngineError
-from rubric.scoring.scorer import Provenance, Score
-from rubric.scoring.specs import resolve_rubrics
+from rubric.scoring import Provenance, Score
+from rubric.scoring import resolve_rubrics
 from workers.judge_job import JudgeSettings, run_judge_job
 
 SAMPLE = resources.files("rubric") / "data" / "sample_pairs.jsonl"
@@ -74,7 +74,7 @@ def test_every_pair_in_both_orders_with_the_score_jobs_splits(tmp_path, settings
     assert all(sorted(v) == ["ab", "ba"] for v in by.values()) and len(by) == n_pairs * 2
     assert m["counts"]["rows_in"] == m["counts"]["rows_ok"] + m["counts"]["rejected"]
     # the same splits as the score job on the same inputs and seed: analyze joins the two on pair_id
-    from workers.job import local_step, run_job
+    from workers.job import run_job
 
     class Const:
         specs = tuple(resolve_rubrics("conciseness"))
@@ -85,10 +85,9 @@ def test_every_pair_in_both_orders_with_the_score_jobs_splits(tmp_path, settings
         def score_batch(self, items):
             return [{"conciseness": Score.ok(0.5 + 0.001 * len(it.answer) % 0.4)} for it in items]
 
-    from functools import partial
 
     run_job(src, "lfqa-hp", list(Const.specs), tmp_path / "s", config=CONFIG, progress=False,
-            step=partial(local_step, scorers=[Const()]))
+            scorers=[Const()])
     score_split = {r["pair_id"]: r["split"] for r in pq.read_table(tmp_path / "s" / "pairs.parquet").to_pylist()}
     assert {r["pair_id"]: r["split"] for r in t} == score_split
     row = next(r for r in t if r["order"] == "ba")

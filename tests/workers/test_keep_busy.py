@@ -11,8 +11,9 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
-from rubric.scoring.specs import resolve_rubrics
-from workers.ray_pipeline import PoolConfig, add_pool_stage, add_ray_arguments, pools_from_args
+from rubric.scoring import resolve_rubrics
+from workers.cli.options import add_ray_args, pools_from_args
+from workers.ray_pipeline import PoolConfig, add_pool_stage
 
 # ---------------------------------------------------------------------------------------------
 # Without Ray or a model
@@ -27,7 +28,7 @@ def test_batches_in_flight_is_validated_and_defaults_to_the_synchronous_actor():
 
 def test_cli_flag_reaches_both_engine_pools_only():
     p = argparse.ArgumentParser()
-    add_ray_arguments(p)
+    add_ray_args(p)
     pools = pools_from_args(p.parse_args(["--llm-batches-in-flight", "3"]))
     assert {k: v.batches_in_flight for k, v in pools.items()} == {"text": 1, "classifier": 1, "factuality": 3,
                                                                   "llm": 3}
@@ -36,7 +37,10 @@ def test_cli_flag_reaches_both_engine_pools_only():
 
 def test_a_pool_without_an_engine_refuses_batches_in_flight():
     with pytest.raises(ConfigError, match="pool 'text' has none"):
-        add_pool_stage(None, "text", ["conciseness.spacy.v1"], PoolConfig(batches_in_flight=2), ScoringConfig())
+        from workers.job import ScoreKind
+
+        kind = ScoreKind("lfqa-hp", {}, ["conciseness.lexical_density.v1"], ScoringConfig())
+        add_pool_stage(None, kind, "text", ["conciseness.spacy.v1"], PoolConfig(batches_in_flight=2), batch_size=2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -75,33 +79,36 @@ _CFG = ScoringConfig(batch_size=2, engine_kwargs={"max_model_len": 1024})
 def test_kept_busy_actor_scores_concurrent_batches_as_the_synchronous_one(smollm2, shard):
     from models.llm.engines_cache import keep_engines_busy
     from rubric.io import read_input
-    from rubric.io.records import explode
-    from workers.actors import ScorerActor
-    from workers.ray_pipeline import answer_rows
+    from rubric.io import explode
+    from workers.actors import StageActor
+    from workers.job import ScoreKind
+    from workers.ray_pipeline import item_rows
 
     items = explode(read_input(shard, "graded", max_pairs_per_question=4).pairs)
-    table = answer_rows(items)
+    kind = ScoreKind("graded", {}, ["coherence.geval.v1"], _CFG)
+    table = item_rows(kind, items)
     batches = [table.slice(0, 2), table.slice(2, 2), table.slice(4)]
-    sync = ScorerActor(["coherence.geval.v1"], _CFG)
+    stage = ["coherence.geval.v1"]
+    sync = StageActor(ScoreKind, kind.arguments(), stage)
     want = [sync(b) for b in batches]
     try:
-        busy = ScorerActor(["coherence.geval.v1"], _CFG, batches_in_flight=3)
+        busy = StageActor(ScoreKind, kind.arguments(), stage, batches_in_flight=3)
         with ThreadPoolExecutor(max_workers=3) as pool:
             got = list(pool.map(busy, batches))
     finally:
         keep_engines_busy(_CFG, False)  # the engine is shared by this process's later tests
     for w, g in zip(want, got):
-        assert g.column("answer_id").to_pylist() == w.column("answer_id").to_pylist()
-        for wa, ga in zip(w.column("score__coherence").to_pylist(), g.column("score__coherence").to_pylist()):
-            wa, ga = json.loads(wa), json.loads(ga)
+        assert g.column("ids").to_pylist() == w.column("ids").to_pylist()
+        for wa, ga in zip(w.column("scores").to_pylist(), g.column("scores").to_pylist()):
+            wa, ga = json.loads(json.loads(wa)[0]["coherence"]), json.loads(json.loads(ga)[0]["coherence"])
             assert ga["error"] is None and ga["raw"] == pytest.approx(wa["raw"], abs=1e-6)
-        assert g.column("prov__coherence").to_pylist() == w.column("prov__coherence").to_pylist()
+        assert g.column("provenance").to_pylist() == w.column("provenance").to_pylist()
 
 
 @pytest.mark.slow
 def test_llm_pool_with_batches_in_flight_on_ray_matches_single_process(ray_local, smollm2, shard, tmp_path):
     from workers.job import run_job
-    from workers.ray_pipeline import run_ray_job
+    from tests.workers.conftest import run_ray_job
 
     specs = resolve_rubrics("coherence")
     options = {"max_pairs_per_question": 4}

@@ -11,10 +11,11 @@ import pytest
 from models.protocols import LinkageScorer, ProtocolJudgeScorer
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, EngineError, InputError
-from rubric.protocols.judges import protocol_judge
+from rubric.protocols import protocol_judge
 from tests.models.test_protocols import FakeEngine
 from workers.cli import main
-from workers.protocol_job import LinkageSettings, run_arena_job, run_lfqa_e_job, run_linkage_job
+from workers.linkage_job import LinkageSettings, run_linkage_job
+from workers.protocol_job import run_arena_job, run_lfqa_e_job
 
 CONFIG = ScoringConfig(batch_size=4)
 
@@ -153,7 +154,7 @@ def test_arena_job_win_rates_ratings_and_rejects(tmp_path):
 
 
 def test_arena_job_with_the_judges_own_reasoning(tmp_path):
-    from rubric.judging.judges import resolve_judges
+    from rubric.judging import resolve_judges
 
     ann, files = _arena_files(tmp_path)
     out = tmp_path / "out"
@@ -213,7 +214,6 @@ def test_lfqa_e_job_three_way_report(tmp_path):
       "linkage.create_multi_step_answer.v2"], "--reference-template applies to --references generated"),
     (["judge", "x", "--out", "o", "--protocol", "linkage", "--reasoning-tokens", "64"],
      "--reasoning-tokens applies to --protocol arena"),
-    (["judge", "x", "--out", "o", "--format", "lfqa-eval", "--ray"], "--ray is for --protocol"),
     (["judge", "x", "--out", "o", "--protocol", "lfqa-e", "--format", "graded", "--tie"], "always offer one"),
     (["judge", "x", "--out", "o", "--protocol", "lfqa-e", "--format", "lfqa-eval", "--max-questions", "2"],
      "--max-questions reads a slice of graded lists"),
@@ -245,16 +245,16 @@ def protocol_factory(settings, config):
 
 def test_arena_judge_on_ray_matches_single_process(ray_local, tmp_path):
     from workers.judge_job import JudgeSettings, run_judge_job
-    from workers.ray_judges import run_ray_judge_job
-    from workers.ray_pipeline import PoolConfig
+    from workers.ray_pipeline import PoolConfig, RayStep
 
     ann, files = _arena_files(tmp_path)
     run_arena_job(ann, files, tmp_path / "local", config=CONFIG, n_boot=20, progress=False,
                   scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena")]))
     pairs = tmp_path / "local" / "arena_pairs.jsonl"
     settings = JudgeSettings("arena.pairwise.v1")
-    got = run_ray_judge_job(pairs, "lfqa-eval", settings, tmp_path / "ray", config=CONFIG, progress=False,
-                            pool=PoolConfig(size=1, num_cpus=0.5, batch_size=5), scorer_factory=protocol_factory)
+    got = run_judge_job(pairs, "lfqa-eval", settings, tmp_path / "ray", config=CONFIG, progress=False,
+                        ray=RayStep(pools={"llm": PoolConfig(size=1, num_cpus=0.5, batch_size=5)}),
+                        scorer_factory=protocol_factory)
     assert got["job"]["runner"] == "ray" and got["counts"]["errors_by_judge"] == {"arena.pairwise.v1": 0}
     cols = ("pair_id", "order", "p_a", "p_tie", "decision", "p_a_debiased", "decision_debiased", "template_hash")
 
@@ -368,8 +368,8 @@ def linkage_factory(settings, config):
 
 
 def test_linkage_on_ray_resumes_a_partial_store_and_matches_single_process(ray_local, tmp_path):
-    from workers.ray_pipeline import PoolConfig
-    from workers.ray_protocols import question_from_json, question_to_json, run_ray_linkage_job
+    from workers.linkage_job import question_from_json, question_to_json
+    from workers.ray_pipeline import PoolConfig, RayStep
 
     src = _webglm(tmp_path, n=12)  # 36 candidates: a local chunk of 32 answers is 10 questions
     local = run_linkage_job(src, tmp_path / "local", config=CONFIG, settings=SETTINGS, signals=False, n_boot=20,
@@ -380,9 +380,10 @@ def test_linkage_on_ray_resumes_a_partial_store_and_matches_single_process(ray_l
         run_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20, scorer=dying,
                         progress=False)
     assert 0 < dying.n_questions < 12
-    m = run_ray_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20, progress=False,
-                            pool=PoolConfig(size=1, num_cpus=0.5, batch_size=4), scorer_factory=linkage_factory)
-    assert m["job"] == {"answers_scored_now": 3 * (12 - dying.n_questions), "runner": "ray"}
+    m = run_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20, progress=False,
+                        ray=RayStep(pools={"llm": PoolConfig(size=1, num_cpus=0.5, batch_size=4)}),
+                        scorer_factory=linkage_factory)
+    assert (m["job"]["answers_scored_now"], m["job"]["runner"]) == (3 * (12 - dying.n_questions), "ray")
     assert m["metrics"] == local["metrics"] and m["inputs"][0]["status"] == "scored"
     cols = ("question_id", "answer_id", "label", "system", "score", "rank", "mass", "error", "template_hash")
 
@@ -392,10 +393,10 @@ def test_linkage_on_ray_resumes_a_partial_store_and_matches_single_process(ray_l
 
     assert rows(out) == rows(tmp_path / "local")
     # everything stored: no question is sent out again (Ray is not even started)
-    again = run_ray_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20,
-                                progress=False, scorer_factory=linkage_factory)
+    again = run_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20,
+                            progress=False, ray=RayStep(), scorer_factory=linkage_factory)
     assert again["inputs"][0]["status"] == "reused" and again["job"]["answers_scored_now"] == 0
-    from rubric.protocols.linkage_data import read_linkage
+    from rubric.protocols import read_linkage
 
     q = read_linkage(src).questions[0]
     assert question_from_json(question_to_json(q)) == q
@@ -404,11 +405,10 @@ def test_linkage_on_ray_resumes_a_partial_store_and_matches_single_process(ray_l
 def test_run_job_script_protocol_linkage_runs_on_ray_and_writes_the_report(ray_local, tmp_path, monkeypatch):
     import functools
 
-    import workers.ray_protocols as rp
+    import workers.linkage_job as lj
     from tests.workers.test_ray_judges import _run_job_script
 
-    monkeypatch.setattr(rp, "run_ray_linkage_job", functools.partial(rp.run_ray_linkage_job,
-                                                                     scorer_factory=linkage_factory))
+    monkeypatch.setattr(lj, "run_linkage_job", functools.partial(lj.run_linkage_job, scorer_factory=linkage_factory))
     src, out = _webglm(tmp_path), tmp_path / "out"
     argv = [str(src), "--protocol", "linkage", "--linkage-systems", "listwise,point_no_ref,pairwise", "--no-signals",
             "--n-boot", "20", "--llm-actors", "1", "--cpus-per-llm-actor", "0.5", "--out", str(out), "--quiet"]
@@ -416,7 +416,7 @@ def test_run_job_script_protocol_linkage_runs_on_ray_and_writes_the_report(ray_l
     report = (out / "report.md").read_text()
     assert "Command: `python scripts/run_job.py " in report and "| listwise | 1.000" in report
     m = json.loads((out / "manifest.json").read_text())
-    assert m["job"] == {"answers_scored_now": 9, "runner": "ray"}
+    assert (m["job"]["answers_scored_now"], m["job"]["runner"]) == (9, "ray")
 
 
 def test_run_job_script_protocol_options_need_the_protocol(tmp_path, capsys):
@@ -440,10 +440,10 @@ def test_linkage_settings_reference_template_is_keyed_and_needs_generated_lists(
 def test_run_job_script_protocol_arena_judges_on_ray_and_writes_the_report(ray_local, tmp_path, monkeypatch):
     import functools
 
-    import workers.ray_judges as rj
+    import workers.protocol_job as pj
     from tests.workers.test_ray_judges import _run_job_script
 
-    monkeypatch.setattr(rj, "ray_judge_step", functools.partial(rj.ray_judge_step, scorer_factory=protocol_factory))
+    monkeypatch.setattr(pj, "run_arena_job", functools.partial(pj.run_arena_job, scorer_factory=protocol_factory))
     ann, files = _arena_files(tmp_path)
     out = tmp_path / "out"
     argv = [str(ann), "--protocol", "arena", "--systems", *(f"{n}={p}" for n, p in files.items()),

@@ -6,11 +6,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from rubric.config import ScoringConfig
-from rubric.io.records import PairRecord
+from rubric.io import PairRecord
 from tests.workers.test_judge_job import LengthJudge, _records, _write
-from workers.judge_job import JudgeSettings, run_judge_job
-from workers.ray_judges import pair_from_json, pair_to_json, run_ray_judge_job
-from workers.ray_pipeline import PoolConfig
+from workers.judge_job import JudgeSettings, pair_from_json, pair_to_json, run_judge_job
+from workers.ray_pipeline import PoolConfig, RayStep
 
 CONFIG = ScoringConfig(batch_size=4)
 #: columns that say how a row was made, not what it says
@@ -21,6 +20,11 @@ _SAME = ("pair_id", "judge", "order", "p_a", "p_tie", "decision", "p_a_debiased"
 def length_factory(settings, config):
     """Builds the fake judge on a Ray worker (importable there: the checkout is on the workers' path)."""
     return LengthJudge([s.version for s in settings.specs])
+
+
+def run_ray_judge_job(inputs, fmt, settings, out, *, pool=None, **kw):
+    """The judge job with its step on a Ray pool of judge actors (the "llm" pool)."""
+    return run_judge_job(inputs, fmt, settings, out, ray=RayStep(pools={"llm": pool or PoolConfig()}), **kw)
 
 
 def _rows(folder):
@@ -44,13 +48,32 @@ def test_ray_judge_job_writes_the_single_process_judgments(ray_local, tmp_path):
                           scorer=LengthJudge([s.version for s in settings.specs]))
     got = run_ray_judge_job(src, "lfqa-hp", settings, tmp_path / "ray", config=CONFIG, progress=False,
                             pool=PoolConfig(size=1, num_cpus=0.5, batch_size=3), scorer_factory=length_factory)
-    assert got["job"] == {"pairs_judged_now": local["counts"]["pairs"], "runner": "ray"}
+    assert (got["job"]["pairs_judged_now"], got["job"]["runner"]) == (local["counts"]["pairs"], "ray")
+    assert got["job"]["pools"]["llm"]["batch_size"] == 3 and got["job"]["global_dedupe"] is True
     assert got["counts"] == local["counts"]
     assert _rows(tmp_path / "ray") == _rows(tmp_path / "local")
     # a finished store is reused: nothing is judged again
     again = run_ray_judge_job(src, "lfqa-hp", settings, tmp_path / "ray", config=CONFIG, progress=False,
                               pool=PoolConfig(size=1, num_cpus=0.5, batch_size=3), scorer_factory=length_factory)
     assert again["job"]["pairs_judged_now"] == 0 and again["inputs"][0]["status"] == "reused"
+
+
+def test_a_pair_in_two_inputs_is_judged_once_with_global_dedupe(ray_local, tmp_path):
+    recs = _records()[:6]
+    a = _write(tmp_path / "a.jsonl", recs)
+    b = _write(tmp_path / "b.jsonl", [{**r, "id": f"copy-{i}"} for i, r in enumerate(recs)])  # same pairs, new ids
+    settings = JudgeSettings("plain")
+    run_judge_job([a, b], "lfqa-hp", settings, tmp_path / "local", config=CONFIG, progress=False,
+                  scorer=LengthJudge([s.version for s in settings.specs]))
+    got = run_ray_judge_job([a, b], "lfqa-hp", settings, tmp_path / "ray", config=CONFIG, progress=False,
+                            pool=PoolConfig(size=1, num_cpus=0.5, batch_size=4), scorer_factory=length_factory)
+    n = got["counts"]["pairs"]
+    assert n == 2 * len(recs) and got["job"]["pairs_judged_now"] == len(recs)  # each shared pair once
+    assert _rows(tmp_path / "ray") == _rows(tmp_path / "local")
+    each = run_judge_job([a, b], "lfqa-hp", settings, tmp_path / "each", config=CONFIG, progress=False,
+                         ray=RayStep(pools={"llm": PoolConfig(size=1, num_cpus=0.5, batch_size=4)},
+                                     global_dedupe=False), scorer_factory=length_factory)
+    assert each["job"]["pairs_judged_now"] == n
 
 
 def test_ray_judge_step_keeps_a_partial_store_and_sends_only_the_missing_pairs(ray_local, tmp_path, monkeypatch):
@@ -115,15 +138,15 @@ def _run_job_script():
 
 
 def test_run_job_script_judges_on_the_llm_pool_settings(monkeypatch, tmp_path):
-    import workers.ray_judges as rj
+    import workers.judge_job as jj
 
     seen = {}
 
     def fake(inputs, fmt, settings, out, **kw):
-        seen.update(inputs=inputs, fmt=fmt, settings=settings.arguments(), out=out, **kw)
+        seen.update(inputs=inputs, fmt=fmt, settings=settings.arguments(), out=out, pool=kw["ray"].pools["llm"], **kw)
         return {}
 
-    monkeypatch.setattr(rj, "run_ray_judge_job", fake)
+    monkeypatch.setattr(jj, "run_judge_job", fake)
     rc = _run_job_script().main(["data/", "--format", "lfqa-hp", "--out", str(tmp_path), "--judges", "plain,cot",
                                  "--mode", "vote", "--n-votes", "5", "--llm-actors", "3", "--cpus-per-llm-actor", "2",
                                  "--ray-batch-size", "16", "--quiet"])
@@ -140,8 +163,18 @@ def test_run_job_script_reports_an_unknown_judge_in_one_line(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("mode", [["--judges", "plain"], ["--protocol", "lfqa-e"]])
-def test_run_job_script_refuses_batches_in_flight_for_judge_pools(tmp_path, capsys, mode):
+def test_run_job_script_gives_judge_pools_batches_in_flight(tmp_path, monkeypatch, mode):
+    """Judge and protocol actors take --llm-batches-in-flight like the score job's engine pools."""
+    import workers.judge_job as jj
+    from rubric.errors import InputError
+
+    seen = {}
+
+    def fake(*args, ray, **kw):
+        seen["pool"] = ray.pools["llm"]
+        raise InputError("stop here")
+
+    monkeypatch.setattr(jj, "run_judge_job", fake)
     rc = _run_job_script().main(["data/", "--format", "lfqa-hp", "--out", str(tmp_path), *mode,
                                  "--llm-batches-in-flight", "3"])
-    err = capsys.readouterr().err
-    assert rc == 2 and "--llm-batches-in-flight is for the scoring job" in err
+    assert rc == 2 and seen["pool"].batches_in_flight == 3

@@ -13,9 +13,11 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
-from rubric.scoring.specs import resolve_rubrics
+from rubric.scoring import resolve_rubrics
 from workers.job import run_job
-from workers.ray_pipeline import PoolConfig, pool_of_backend, run_ray_job
+from models.backends import pool_of_backend
+from tests.workers.conftest import run_ray_job
+from workers.ray_pipeline import PoolConfig
 
 RUBRICS = "conciseness,grammar"
 CONFIG = ScoringConfig(batch_size=8)
@@ -119,6 +121,17 @@ def test_rerun_rescores_nothing_and_repairs_a_damaged_store(ray_run, inputs, spe
     (out / "scores" / shards[2].stem / "done.json").unlink()
     repaired = run_ray_job([folder], "lfqa-hp", specs, out, config=CONFIG, progress=False)
     assert [i["status"] for i in repaired["inputs"]] == ["reused", "reused", "scored"]
+    assert repaired["job"]["answers_scored_now"] == 0  # every answer was still stored: none is sent out
+    assert pq.read_table(out / "answers.parquet").equals(saved)
+    # a partial store (the local step's resume rule): only the answers it lacks are sent to the pools
+    store = out / "scores" / shards[1].stem
+    (store / "done.json").unlink()
+    parts = sorted(store.glob("part-*.parquet"))
+    lost = sum(pq.read_table(p).num_rows for p in parts[len(parts) // 2:])
+    for p in parts[len(parts) // 2:]:
+        p.unlink()
+    resumed = run_ray_job([folder], "lfqa-hp", specs, out, config=CONFIG, progress=False, global_dedupe=False)
+    assert 0 < resumed["job"]["answers_scored_now"] == lost
     assert pq.read_table(out / "answers.parquet").equals(saved)
 
 

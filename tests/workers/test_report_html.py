@@ -56,7 +56,7 @@ def outputs(tmp_path_factory):
     # LINKAGE on WebGLM-shaped lists (the protocol tests' fake engine ranks BEST > GOOD > POOR); the last
     # question's grades say the opposite, so the correlations are not all 1
     from tests.workers.test_protocol_job import SETTINGS, Counting, _webglm
-    from workers.protocol_job import run_linkage_job
+    from workers.linkage_job import run_linkage_job
 
     graded = _webglm(root, n=4)
     data = json.loads(graded.read_text())
@@ -225,7 +225,7 @@ def test_the_report_in_a_real_browser(outputs, browser, tmp_path):
     assert d["pair"] and d["answers"] == 2 and d["bars"] >= 1 and d["verdicts"] == 2  # header + the one judge
 
     # the filters: the model's mistakes and the judge's disagreements with people, counted here independently
-    from rubric.preference.predict import predict_pairs
+    from rubric.preference import predict_pairs
     from rubric.preference import PreferenceModel
 
     pred = predict_pairs(PreferenceModel.from_json(folders[0] / "model.json"), pairs, split="all").to_pylist()
@@ -282,7 +282,7 @@ def test_the_report_in_a_real_browser(outputs, browser, tmp_path):
 def test_arena_win_rates_and_ratings_equal_its_report(tmp_path):
     """A RAG-QA Arena output: its section shows the win rates and ratings of its own report.md."""
     from models.protocols import ProtocolJudgeScorer
-    from rubric.protocols.judges import protocol_judge
+    from rubric.protocols import protocol_judge
     from tests.models.test_protocols import FakeEngine
     from tests.workers.test_protocol_job import _arena_files
     from workers.protocol_job import run_arena_job
@@ -317,7 +317,7 @@ def test_report_errors_are_one_line(tmp_path, capsys):
 def test_lfqa_e_judge_row_equals_its_report(tmp_path):
     """An LFQA-E output: its judge's accuracy and macro-F1, overall and by pair type, as in its report.md."""
     from models.protocols import ProtocolJudgeScorer
-    from rubric.protocols.judges import protocol_judge
+    from rubric.protocols import protocol_judge
     from tests.models.test_protocols import FakeEngine
     from tests.workers.test_protocol_job import _webglm
     from workers.protocol_job import run_lfqa_e_job

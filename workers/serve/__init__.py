@@ -4,6 +4,6 @@ The deployments (:mod:`workers.serve.deployments`) import Ray Serve; this packag
 so ``lfqa-rubric --help`` works without the [serve] extra.
 """
 
-from workers.serve.command import APP_NAME, TOKEN_ENV, ServeSettings, Service, add_serve_command, start_service
+from workers.serve.command import APP_NAME, TOKEN_ENV, ServeSettings, Service, add_serve, serve, SERVE_HELP, start_service
 
-__all__ = ["APP_NAME", "TOKEN_ENV", "ServeSettings", "Service", "add_serve_command", "start_service"]
+__all__ = ["APP_NAME", "TOKEN_ENV", "ServeSettings", "Service", "add_serve", "serve", "SERVE_HELP", "start_service"]

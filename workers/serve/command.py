@@ -24,7 +24,7 @@ from rubric.errors import ConfigError
 from rubric.service import ServiceLimits
 from rubric.scoring import RubricSpec, resolve_rubrics
 
-__all__ = ["ServeSettings", "Service", "start_service", "add_serve_command", "TOKEN_ENV", "APP_NAME"]
+__all__ = ["ServeSettings", "Service", "start_service", "add_serve", "serve", "SERVE_HELP", "TOKEN_ENV", "APP_NAME"]
 
 log = logging.getLogger(__name__)
 
@@ -183,11 +183,13 @@ def start_service(settings: ServeSettings) -> Service:
 # --- the command ---------------------------------------------------------------------------------------------
 
 
-def add_serve_command(sub) -> None:
-    """Add ``serve`` to the ``lfqa-rubric`` subcommands (``workers.cli.build_parser``)."""
-    from workers.cli import add_scoring_args
+SERVE_HELP = "rubric vectors and preferences over HTTP (Ray Serve; docs/serve.md)"
 
-    s = sub.add_parser("serve", help="rubric vectors and preferences over HTTP (Ray Serve; docs/serve.md)")
+
+def add_serve(s) -> None:
+    """The ``serve`` command's options (registered in ``workers.cli.COMMANDS``)."""
+    from workers.cli.options import add_scoring_args
+
     add_scoring_args(s, None)
     s.add_argument("--model", default=None, help="model JSON from 'lfqa-rubric fit': enables POST /v1/prefer "
                                                  "(default rubrics: the model's)")
@@ -206,7 +208,6 @@ def add_serve_command(sub) -> None:
                    help="seconds before a request is answered 504")
     s.add_argument("--cache-answers", type=int, default=ServiceLimits.cache_answers,
                    help="scored answers kept for repeated requests (0: no cache)")
-    s.set_defaults(func=_serve)
 
 
 def settings_from_args(args: argparse.Namespace) -> ServeSettings:
@@ -229,7 +230,7 @@ def settings_from_args(args: argparse.Namespace) -> ServeSettings:
                          num_cpus=args.num_cpus)
 
 
-def _serve(args: argparse.Namespace) -> int:
+def serve(args: argparse.Namespace) -> int:
     service = start_service(settings_from_args(args))
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -1,0 +1,285 @@
+"""The command line's option groups, each defined once, and what they turn into.
+
+Every command that reads pairs takes :func:`add_input_args`; every command that scores or judges
+takes :func:`add_scoring_args` (-> :func:`scoring_config`); the judges' options are
+:func:`add_judge_args` (-> :func:`judge_settings`), ``--protocol``'s :func:`add_protocol_args`,
+and Ray's :func:`add_ray_args` (-> :func:`pools_from_args`, :func:`config_for_pools`). Defaults are
+read from the objects the options build (``ScoringConfig``, ``JudgeSettings``, ``PoolConfig``,
+the graded reader), so each default has one home.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import os
+from dataclasses import replace
+from typing import Any
+
+from rubric.config import ScoringConfig
+from rubric.errors import ConfigError, RubricError
+from rubric.io import FORMATS, parse_label_values, parse_mapping, read_graded
+
+__all__ = ["FORMATS", "add_input_args", "add_scoring_args", "add_judge_args", "add_protocol_args", "add_ray_args",
+           "reader_options", "scoring_config", "judge_settings", "pools_from_args", "config_for_pools", "ray_step",
+           "C_value"]
+
+_CONFIG = ScoringConfig()
+
+
+def _default(fn, name: str) -> Any:
+    """The default of ``fn``'s parameter ``name`` (the function or class that owns it)."""
+    return inspect.signature(fn).parameters[name].default
+
+
+def C_value(text: str) -> float | str:
+    """``--C``: a positive number, or "cv" to choose it by cross-validation over questions."""
+    if text == "cv":
+        return "cv"
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0 or 'cv', got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
+
+
+def add_input_args(p: argparse.ArgumentParser, *, many: bool = True, format_required: bool = True,
+                   slices: bool = False) -> None:
+    """Which pairs a command reads: inputs, ``--format``, ``--map``/``--labels`` and the graded lists' options.
+
+    Args:
+        many: ``inputs`` (files, folders, globs, URIs: one job) instead of one ``input`` file.
+        format_required: without it ``--format`` may be left out (``judge --protocol``).
+        slices: also ``--max-questions`` and ``--hf-split`` (the score job's slices of an input).
+    """
+    if many:
+        p.add_argument("inputs", nargs="+", help="input files, folders of files, globs or URIs (one job)")
+    else:
+        p.add_argument("input")
+    p.add_argument("--format", required=format_required, default=None, choices=FORMATS,
+                   help="input format" + ("" if format_required else
+                                          " (required without --protocol; linkage: graded; arena: none)"))
+    p.add_argument("--map", default=None,
+                   help="column mapping for jsonl/parquet/csv: question=q,answer_a=...,answer_b=...[,label=...] "
+                        "(no label column, or an empty cell: an unlabeled pair)")
+    p.add_argument("--labels", default=None, help="label value mapping, e.g. 1=a,2=b,0=tie")
+    p.add_argument("--max-pairs-per-question", type=int, default=_default(read_graded, "max_pairs_per_question"),
+                   help="graded lists: cap per question")
+    p.add_argument("--include-references", action="store_true", help="graded lists: also pair reference answers")
+    if slices:
+        p.add_argument("--max-questions", type=int, default=None,
+                       help="graded lists: only the first N questions of each file (part of the score key)")
+        p.add_argument("--hf-split", default=None,
+                       help="--format hf: the split to read (default train); inputs are save_to_disk or Parquet-export "
+                            "folders, or Hub dataset ids")
+
+
+def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
+    """The rubrics and the engine settings (``ScoringConfig``), the split seed and ``--quiet``."""
+    c = _CONFIG
+    p.add_argument("--rubrics", default=default_rubrics,
+                   help="comma-separated rubric names or versions (see 'lfqa-rubric rubrics')")
+    p.add_argument("--batch-size", type=int, default=c.batch_size)
+    p.add_argument("--max-answer-chars", type=int, default=c.max_answer_chars,
+                   help="answers longer than this are rejected with a reason")
+    p.add_argument("--max-question-chars", type=int, default=c.max_question_chars,
+                   help="questions longer than this are rejected with a reason")
+    p.add_argument("--seed", type=int, default=0, help="seed for the splits and graded-pair sampling")
+    p.add_argument("--llm-backend", choices=("vllm", "transformers"), default=c.llm_backend)
+    p.add_argument("--llm-profile", default=c.llm_profile, help="model profile for the LLM rubrics (cpu, gpu)")
+    p.add_argument("--llm-model", default=c.llm_model, help="override the profile's model (Hub id or folder)")
+    p.add_argument("--llm-layout", choices=("paper", "answer_first"), default=c.llm_layout,
+                   help="prompt layout: the paper's, or answer-first (shares the cached prefix across rubrics)")
+    p.add_argument("--languagetool-url", default=None, help="LanguageTool server for grammar.languagetool.v1")
+    p.add_argument("--factuality-corpus", default=None,
+                   help="JSONL/Parquet corpus for BM25 evidence (default: documents attached to each answer)")
+    p.add_argument("--corpus-text-field", default=c.factuality_text_field, help="the corpus's text field")
+    p.add_argument("--corpus-id-field", default=c.factuality_id_field, help="the corpus's id field")
+    p.add_argument("--specificity-model", default=c.specificity_model,
+                   help="Hub id or folder of the SubjECTive-QA classifier (specificity.subjectiveqa.v1)")
+    p.add_argument("--rescale", choices=("declared", "fitted"), default=c.rescale,
+                   help="1-5 by each rubric's declared range (paper) or by min-max fitted on the train split")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def add_judge_args(p) -> None:
+    """How the judges run (``judge`` and ``scripts/run_job.py --judges``); ``--judges`` itself is the caller's."""
+    from workers.judge_job import JudgeSettings
+
+    p.add_argument("--mode", choices=("logprob", "vote"), default=_default(JudgeSettings, "mode"),
+                   help="logprob: verdict probabilities from one forward pass per order; vote: the paper's "
+                        "generate-parse-majority")
+    p.add_argument("--tie", action="store_true", help="offer the judges a tie option")
+    p.add_argument("--n-votes", type=int, default=_default(JudgeSettings, "n_votes"),
+                   help="vote mode: generations per order")
+    p.add_argument("--temperature", type=float, default=_default(JudgeSettings, "temperature"),
+                   help="vote mode: 0 greedy (the paper), 1 sampled")
+    p.add_argument("--max-reasoning-tokens", type=int, default=_default(JudgeSettings, "max_reasoning_tokens"),
+                   help="CoT judge: reasoning budget")
+
+
+def add_protocol_args(p: argparse.ArgumentParser) -> None:
+    """``judge --protocol``'s options (docs/protocols.md)."""
+    g = p.add_argument_group("neighbouring protocols (docs/protocols.md)")
+    g.add_argument("--protocol", choices=("linkage", "arena", "lfqa-e"), default=None,
+                   help="LINKAGE listwise ranking on graded lists, RAG-QA Arena (systems vs the LFRQA reference), "
+                        "LFQA-E reference-based three-way judging; default: the pairwise judges of --judges")
+    g.add_argument("--systems", nargs="+", default=[], metavar="NAME=FILE",
+                   help="arena: one answers file per system (JSONL/Parquet/CSV keyed by qid)")
+    g.add_argument("--answer-map", default=None, help="arena: the answers files' columns, e.g. qid=id,answer=text,"
+                                                      "label=human")
+    g.add_argument("--max-questions", type=int, default=None,
+                   help="linkage, arena, lfqa-e (graded): only the first N questions")
+    g.add_argument("--max-answers-per-question", type=int, default=None,
+                   help="linkage: at most N candidates per question (seeded draw)")
+    g.add_argument("--linkage-systems", default=None,
+                   help="linkage: comma-separated of listwise,point_no_ref,point_with_ref,pairwise_candidates (eq. 2),"
+                        "pairwise_references (eq. 3) (default all)")
+    g.add_argument("--references", choices=("data", "generated"), default=None,
+                   help="linkage: reference lists from the data (default: WebGLM's groundK, one answer per grade) "
+                        "or generated by the judge model from each question's golden answer "
+                        "(linkage.create_multi_step_answer.v1, cached in OUT/generated_references.jsonl)")
+    g.add_argument("--reference-max-tokens", type=int, default=None,
+                   help="linkage --references generated: cap on new tokens per generated list (default 512)")
+    g.add_argument("--reference-template", default=None,
+                   choices=("linkage.create_multi_step_answer.v1", "linkage.create_multi_step_answer.v2"),
+                   help="linkage --references generated: v1 is LINKAGE's prompt (default), v2 the same with the "
+                        "assistant turn pre-filled with 'Answer1:'")
+    g.add_argument("--reasoning-tokens", type=int, default=None, metavar="N",
+                   help="arena: the judge first writes its own reasoning (greedy, at most N tokens, cut at "
+                        "</thinking>), then the rating is read (arena.pairwise_reasoning.v1); default: the rating "
+                        "after an empty <thinking></thinking>")
+    g.add_argument("--no-signals", action="store_true",
+                   help="linkage: leave out ROUGE-1/ROUGE-L, MiniLM similarity and length")
+    g.add_argument("--rubric-scores", default=None, metavar="SCORE_OUT",
+                   help="linkage: add each rubric's score; lfqa-e: add the rubric model (a score output over the "
+                        "same input)")
+    g.add_argument("--rubric-model", default=None, help="lfqa-e: the model JSON (default SCORE_OUT/model.json)")
+    g.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates of the report's CIs")
+
+
+def add_ray_args(p) -> None:
+    """Add the Ray options (address, pool sizes, per-actor resources) to an argparse parser."""
+    from workers.ray_pipeline import PoolConfig
+
+    d = PoolConfig()
+    g = p.add_argument_group("Ray")
+    g.add_argument("--address", default=None,
+                   help="Ray address: 'auto' joins a running cluster (what `ray job submit` gives), 'local' "
+                        "starts a 2-CPU local Ray; default: join RAY_ADDRESS if set, else start a local Ray")
+    g.add_argument("--text-actors", type=int, default=d.size,
+                   help="actors in the text pool (spaCy, Harper, LanguageTool, length, ROUGE-L)")
+    g.add_argument("--classifier-actors", type=int, default=d.size,
+                   help="actors in the classifier pool (specificity, MiniLM similarity)")
+    g.add_argument("--llm-actors", type=int, default=d.size,
+                   help="actors in the LLM pool (one engine each; the judge and protocol actors too)")
+    g.add_argument("--factuality-actors", type=int, default=d.size, help="actors in the factuality pool (own engine)")
+    g.add_argument("--cpus-per-actor", type=float, default=d.num_cpus, help="CPUs reserved per text/classifier actor")
+    g.add_argument("--cpus-per-llm-actor", type=float, default=1.0,
+                   help="CPUs reserved per engine actor (llm and factuality)")
+    g.add_argument("--gpus-per-llm-actor", type=float, default=d.num_gpus,
+                   help="GPUs per engine actor, llm and factuality (default: 1 if the cluster has GPUs, else 0)")
+    g.add_argument("--tensor-parallel", type=int, default=1,
+                   help="shard each LLM engine over this many GPUs of one node (sets --gpus-per-llm-actor)")
+    g.add_argument("--ray-batch-size", type=int, default=d.batch_size,
+                   help="answers (judges: pairs; LINKAGE: candidates) per Ray batch (default: --batch-size)")
+    g.add_argument("--max-restarts", type=int, default=d.max_restarts, help="restarts of a dead actor (bounded)")
+    g.add_argument("--max-task-retries", type=int, default=d.max_task_retries,
+                   help="retries of a batch whose actor died")
+    g.add_argument("--llm-batches-in-flight", type=int, default=d.batches_in_flight,
+                   help="Ray batches each engine actor (llm, factuality, judge, LINKAGE) scores at once on one "
+                        "kept-busy vLLM engine; 1 (default): one synchronous engine call per batch")
+    g.add_argument("--read-concurrency", type=int, default=None,
+                   help="most input blocks read at once (each read task holds one block of up to ~50k rows); "
+                        "default: as many as the CPUs allow")
+    g.add_argument("--global-dedupe", action=argparse.BooleanOptionalAction, default=True,
+                   help="score an answer (judges: a pair; LINKAGE: a question) shared by several shards or blocks "
+                        "once (a hash shuffle by its id, so shards finish together); --no-global-dedupe streams "
+                        "shards through independently and scores a shared one in each")
+
+
+def reader_options(args) -> dict:
+    """The reader options named by :func:`add_input_args` and the length limits of :func:`add_scoring_args`."""
+    opts: dict = {"max_answer_chars": args.max_answer_chars, "max_question_chars": args.max_question_chars}
+    if args.format == "graded":
+        opts.update(max_pairs_per_question=args.max_pairs_per_question, seed=args.seed,
+                    include_references=args.include_references)
+    if getattr(args, "max_questions", None) is not None:  # only when given: an uncapped run's key is unchanged
+        if args.format != "graded":
+            raise RubricError(f"--max-questions reads a slice of graded lists (--format graded), not {args.format!r}")
+        opts["max_questions"] = args.max_questions
+    if args.format in ("jsonl", "parquet", "csv"):
+        if not args.map:
+            raise RubricError(f"format {args.format!r} needs --map "
+                              "question=COL,answer_a=COL,answer_b=COL[,label=COL]")
+        opts["mapping"] = parse_mapping(args.map)
+        if args.labels:
+            opts["label_values"] = parse_label_values(args.labels)
+    if args.format == "hf":  # LFQA-HP-1M's field names unless --map names other columns
+        if args.map:
+            opts["mapping"] = parse_mapping(args.map)
+            if args.labels:
+                opts["label_values"] = parse_label_values(args.labels)
+        if getattr(args, "hf_split", None):
+            opts["split"] = args.hf_split
+    return opts
+
+
+def scoring_config(args) -> ScoringConfig:
+    """The ``ScoringConfig`` named by :func:`add_scoring_args`'s options."""
+    return ScoringConfig(batch_size=args.batch_size, max_answer_chars=args.max_answer_chars,
+                         max_question_chars=args.max_question_chars,
+                         languagetool_url=args.languagetool_url or os.environ.get("LANGUAGETOOL_URL"),
+                         llm_profile=args.llm_profile, llm_backend=args.llm_backend, llm_model=args.llm_model,
+                         llm_layout=args.llm_layout, rescale=args.rescale, specificity_model=args.specificity_model,
+                         factuality_corpus=args.factuality_corpus, factuality_text_field=args.corpus_text_field,
+                         factuality_id_field=args.corpus_id_field)
+
+
+def judge_settings(args):
+    """The ``JudgeSettings`` named by ``--judges`` and :func:`add_judge_args`'s options."""
+    from workers.judge_job import JudgeSettings
+
+    return JudgeSettings(args.judges, mode=args.mode, tie=args.tie, n_votes=args.n_votes,
+                         temperature=args.temperature, seed=args.seed, max_reasoning_tokens=args.max_reasoning_tokens)
+
+
+def pools_from_args(args) -> dict:
+    """The pool settings (``workers.ray_pipeline.PoolConfig`` by pool) named by :func:`add_ray_args`'s options."""
+    from workers.ray_pipeline import PoolConfig
+
+    if args.tensor_parallel < 1:
+        raise ConfigError(f"'--tensor-parallel' must be >= 1, got {args.tensor_parallel}")
+    common = {"batch_size": args.ray_batch_size, "max_restarts": args.max_restarts,
+              "max_task_retries": args.max_task_retries}
+    llm_gpus = args.gpus_per_llm_actor
+    if args.tensor_parallel > 1:
+        llm_gpus = float(args.tensor_parallel)
+    engine = {"num_cpus": args.cpus_per_llm_actor, "num_gpus": llm_gpus,
+              "batches_in_flight": args.llm_batches_in_flight, **common}
+    return {
+        "text": PoolConfig(size=args.text_actors, num_cpus=args.cpus_per_actor, **common),
+        "classifier": PoolConfig(size=args.classifier_actors, num_cpus=args.cpus_per_actor, **common),
+        "factuality": PoolConfig(size=args.factuality_actors, **engine),
+        "llm": PoolConfig(size=args.llm_actors, **engine),
+    }
+
+
+def config_for_pools(config: ScoringConfig, args) -> ScoringConfig:
+    """``config`` with the engine settings tensor parallelism needs (one multi-GPU engine per actor)."""
+    if args.tensor_parallel <= 1:
+        return config
+    # vLLM's own multiprocessing executor keeps the shards inside the actor's node and GPU reservation.
+    kwargs = {"tensor_parallel_size": args.tensor_parallel, "distributed_executor_backend": "mp",
+              **config.engine_kwargs}
+    return replace(config, engine_kwargs=kwargs)
+
+
+def ray_step(args):
+    """The ``workers.ray_pipeline.RayStep`` named by :func:`add_ray_args`'s options."""
+    from workers.ray_pipeline import RayStep
+
+    return RayStep(pools=pools_from_args(args), address=args.address, global_dedupe=args.global_dedupe,
+                   read_concurrency=args.read_concurrency)

@@ -1,0 +1,475 @@
+"""LINKAGE as a job: graded answer lists -> each candidate ranked among its question's references -> per-question
+correlation with the graded labels (``lfqa-rubric judge --protocol linkage``)::
+
+    list shards -> read each (rubric.protocols: questions, reference lists, candidates, rejects)
+      -> with --references generated: the LLM writes each question's list from its golden answer
+         (models.linkage_references, cached in OUT/generated_references.jsonl; a question whose
+         generation does not parse is a reject with the reason, never given the data's list)
+      -> per shard a store (OUT/linkage_scores/<stem>/, keyed by the input's sha256, reader options,
+         systems, mode, templates and engine settings) -> score the questions not yet stored in
+         checkpointed chunks (models.protocols.LinkageScorer), in this process or on a Ray pool
+      -> the reference signals (models.linkage_signals) and any rubric score of a score output, on
+         the same answers
+      -> OUT/linkage.parquet (one row per answer x system), rejects.jsonl, report.md, manifest.json (last)
+
+The line is :func:`workers.runner.run`'s (the score and judge jobs'); :class:`LinkageKind` supplies
+what is LINKAGE's own: whole questions are the work items (a candidate is ranked among its question's).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rubric.config import ScoringConfig
+from rubric.errors import BatchMismatchError, ConfigError, InputError
+from rubric.protocols import LinkageCandidate, LinkageQuestion
+from rubric.protocol_pages import GENERATED_REFERENCES_FILE, LINKAGE_NOTES, references_lines
+from rubric.scoring import Provenance, Score
+from workers.runner import JobKind, JobRun, Unit, run
+from workers.outdir import atomic_write_bytes
+from workers.store import score_key
+
+__all__ = ["GENERATED_REFERENCES_FILE", "LinkageSettings", "LinkageKind", "run_linkage_job", "linkage_rows",
+           "question_to_json", "question_from_json", "LINKAGE_CHECKPOINT_ANSWERS"]
+
+log = logging.getLogger(__name__)
+
+#: Candidates per store part (a checkpoint); a chunk is whole questions.
+LINKAGE_CHECKPOINT_ANSWERS = 32
+
+
+class LinkageSettings:
+    """How LINKAGE runs; everything here changes a score, so all of it is in the store key.
+
+    Args:
+        systems: which of ``models.protocols.LINKAGE_SYSTEMS`` to score.
+        mode: ``logprob`` or ``parse``.
+        max_pairwise_candidates: cap on candidates per question for the pairwise baseline.
+        references: ``data`` (the file's reference lists) or ``generated`` (written by the LLM from one
+            golden answer per question, ``linkage.create_multi_step_answer.v1``).
+        reference_max_tokens: the cap on new tokens of each generated list.
+        reference_template: the generation prompt, ``linkage.create_multi_step_answer.v1`` (LINKAGE's)
+            or ``.v2`` (pre-filled with ``Answer1:``).
+    """
+
+    def __init__(self, systems: Sequence[str] | str | None = None, *, mode: str = "logprob",
+                 max_pairwise_candidates: int = 12, references: str = "data",
+                 reference_max_tokens: int = 512, reference_template: str | None = None) -> None:
+        from rubric.protocols import (CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS, LINKAGE_SYSTEM_TEMPLATES,
+                                      LINKAGE_SYSTEMS, OLD_SYSTEM_NAMES, get_protocol_template)
+
+        all_systems = LINKAGE_SYSTEMS
+        if systems is None:
+            systems = all_systems
+        if isinstance(systems, str):
+            systems = [s.strip() for s in systems.split(",") if s.strip()]
+        systems = tuple(OLD_SYSTEM_NAMES.get(s, s) for s in systems)
+        unknown = sorted(set(systems) - set(all_systems))
+        if not systems or unknown:
+            raise ConfigError(f"unknown LINKAGE system(s) {unknown or '(none given)'}; known: {', '.join(all_systems)}")
+        if mode not in ("logprob", "parse"):
+            raise ConfigError(f"'mode' must be 'logprob' or 'parse', got {mode!r}")
+        if references not in ("data", "generated"):
+            raise ConfigError(f"'references' must be 'data' or 'generated', got {references!r}")
+        if isinstance(reference_max_tokens, bool) or not isinstance(reference_max_tokens, int) \
+                or not 1 <= reference_max_tokens <= 4096:
+            raise ConfigError(f"'reference_max_tokens' must be an integer in 1..4096, got {reference_max_tokens!r}")
+        self.systems, self.mode, self.max_pairwise_candidates = systems, mode, max_pairwise_candidates
+        reference_template = reference_template or CREATE_REFERENCES_VERSION
+        if reference_template not in CREATE_REFERENCES_VERSIONS:
+            raise ConfigError(f"unknown reference generation template {reference_template!r}; known: "
+                              f"{', '.join(CREATE_REFERENCES_VERSIONS)}")
+        if reference_template != CREATE_REFERENCES_VERSION and references != "generated":
+            raise ConfigError(f"'reference_template' {reference_template!r} applies to references='generated'")
+        self.references, self.reference_max_tokens = references, reference_max_tokens
+        self.reference_template = reference_template
+        self.templates = {s: get_protocol_template(LINKAGE_SYSTEM_TEMPLATES[s]).template_hash for s in systems}
+
+    def key(self) -> dict:
+        key = {"systems": list(self.systems), "mode": self.mode, "templates": self.templates,
+               "max_pairwise_candidates": self.max_pairwise_candidates}
+        if self.references != "data":  # keys of data-reference stores stay as they were
+            key["references"] = self.references
+            key["reference_max_tokens"] = self.reference_max_tokens
+            if self.reference_template != "linkage.create_multi_step_answer.v1":  # v1 keys stay as they were
+                key["reference_template"] = self.reference_template
+        return key
+
+    def arguments(self) -> dict:
+        """Plain data that rebuilds these settings (``LinkageSettings(**s.arguments())``, e.g. on a Ray actor)."""
+        return {"systems": list(self.systems), "mode": self.mode,
+                "max_pairwise_candidates": self.max_pairwise_candidates, "references": self.references,
+                "reference_max_tokens": self.reference_max_tokens, "reference_template": self.reference_template}
+
+
+def _reference_generator(settings: LinkageSettings, config: ScoringConfig):
+    from models.linkage_references import ReferenceGenerator
+    from models.llm.engines_cache import build_engine
+
+    engine = build_engine(config, logprobs_k=config.llm_logprobs_k)  # the scorer's engine (built once per process)
+    return ReferenceGenerator(engine, max_tokens=settings.reference_max_tokens, version=settings.reference_template)
+
+
+def _generate_references(read, generator, cache) -> tuple[Any, dict]:
+    """``read`` with each question's generated list filled in; a failed question's candidates are rejects."""
+    from dataclasses import replace
+
+    from models.linkage_references import ReferenceRequest
+    from rubric.protocols import LinkageRead
+    from rubric.io import Reject
+
+    results = generator.references([ReferenceRequest(q.question_id, q.question, q.golden) for q in read.questions],
+                                   cache)
+    kept, rejects = [], list(read.rejects)
+    for q, r in zip(read.questions, results):
+        if r.error is None:
+            kept.append(replace(q, references=r.references))
+            continue
+        for c in q.candidates:
+            rejects.append(Reject(row=q.index, field="reference", source_file=read.source_file,
+                                  extra={"answer": c.key},
+                                  reason=f"question {q.index} answer {c.key}: no generated reference list: {r.error}"))
+    stats = {"questions": len(read.questions), "generated_now": sum(1 for r in results if not r.cached and r.text),
+             "from_cache": sum(1 for r in results if r.cached), "failed": sum(1 for r in results if r.error),
+             "answers_rejected": sum(len(q.candidates) for q, r in zip(read.questions, results) if r.error),
+             "failures": [r.error for r in results if r.error]}
+    new = LinkageRead(questions=kept, rejects=rejects, rows_in=read.rows_in, n_references=read.n_references,
+                      n_capped=read.n_capped, source_file=read.source_file)
+    return new, stats
+
+
+def _lists_digest(questions: Sequence[Any]) -> str:
+    """sha256 of every question's reference list: a store scored against other lists is never reused."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for q in questions:
+        h.update(json.dumps([q.question_id, list(q.references)], ensure_ascii=False).encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
+def question_to_json(q: LinkageQuestion) -> str:
+    """A LINKAGE question as JSON text (exact round trip with :func:`question_from_json`)."""
+    return json.dumps(asdict(q), ensure_ascii=False)
+
+
+def question_from_json(text: str) -> LinkageQuestion:
+    """The question of :func:`question_to_json` (lists back to the record's tuples)."""
+    d = json.loads(text)
+    d["references"] = tuple(d["references"])
+    d["candidates"] = tuple(LinkageCandidate(**c) for c in d["candidates"])
+    return LinkageQuestion(**d)
+
+
+def _linkage_scorer(settings: LinkageSettings, config: ScoringConfig):
+    from models.llm.engines_cache import build_engine
+    from models.protocols import LinkageScorer
+
+    engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
+    return LinkageScorer(engine, settings.systems, mode=settings.mode, min_mass=config.llm_min_mass,
+                         max_pairwise_candidates=settings.max_pairwise_candidates)
+
+
+def _chunks(questions: list, size: int) -> list[list]:
+    out: list[list] = []
+    cur: list = []
+    n = 0
+    for q in questions:
+        if cur and n + len(q.candidates) > size:
+            out.append(cur)
+            cur, n = [], 0
+        cur.append(q)
+        n += len(q.candidates)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _rubric_scores(score_out: str | Path, answer_ids: set[str]) -> tuple[dict[str, dict[str, Score]], list[str]]:
+    """answer_id -> rubric -> Score (the 1-5 value) from a score output's answers.parquet."""
+    from rubric.preference import read_output_table
+    from rubric.tables import table_rubrics
+
+    table = read_output_table(score_out, "answers")
+    rubrics = table_rubrics(table)
+    cols = table.to_pydict()
+    out: dict[str, dict[str, Score]] = {}
+    for i, aid in enumerate(cols["answer_id"]):
+        if aid not in answer_ids:
+            continue
+        row = {}
+        for r in rubrics:
+            v, err = cols.get(r, [None] * (i + 1))[i], cols.get(f"{r}_error", [None] * (i + 1))[i]
+            row[f"rubric:{r}"] = Score.ok(v) if v is not None else Score.failed(err or "no value")
+        out[aid] = row
+    return out, [f"rubric:{r}" for r in rubrics]
+
+
+def linkage_rows(questions: Sequence[Any], scores: Mapping[str, Mapping[str, Score]],
+                 provenance: Mapping[str, Provenance], systems: Sequence[str], *, source: str) -> list[dict[str, Any]]:
+    """One row per answer x system, in question and candidate order (``linkage.parquet``)."""
+    rows = []
+    for q in questions:
+        for c in q.candidates:
+            got = scores.get(c.answer_id, {})
+            for s in systems:
+                sc = got.get(s)
+                if sc is None:
+                    sc = Score.failed(f"{s}: no score for this answer")
+                prov = provenance.get(s)
+                mass, rank = sc.extras.get("mass"), sc.extras.get("rank")
+                rows.append({
+                    "question_id": q.question_id, "answer_id": c.answer_id, "answer_key": c.key, "label": c.label,
+                    "answer_system": c.system, "n_references": len(q.references), "system": s, "score": sc.raw,
+                    "rank": None if rank is None else float(rank), "mass": None if mass is None else float(mass),
+                    "error": sc.error, "version": prov.rubric_version if prov else None,
+                    "template_hash": prov.template_hash if prov else None, "model": prov.model_id if prov else None,
+                    "model_revision": prov.model_revision if prov else None,
+                    "backend": prov.backend if prov else None, "source": source,
+                })
+    return rows
+
+
+def _write_table(rows: list[dict[str, Any]], path: Path) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([("question_id", pa.string()), ("answer_id", pa.string()), ("answer_key", pa.string()),
+                        ("label", pa.int64()), ("answer_system", pa.string()), ("n_references", pa.int64()),
+                        ("system", pa.string()), ("score", pa.float64()), ("rank", pa.float64()),
+                        ("mass", pa.float64()), ("error", pa.string()), ("version", pa.string()),
+                        ("template_hash", pa.string()), ("model", pa.string()), ("model_revision", pa.string()),
+                        ("backend", pa.string()), ("source", pa.string())])
+    table = pa.Table.from_pylist(rows, schema=schema)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+    return table.num_rows
+
+
+class LinkageKind(JobKind):
+    """LINKAGE: items are whole questions, stored by candidate answer id, one score per system.
+
+    Args:
+        options: ``rubric.linkage_data.read_linkage`` options; settings: ``LinkageSettings`` (or its
+        ``arguments()``); config: engine settings; reference_generator: a prebuilt generator (tests);
+        scorer_factory: testing only, ``factory(settings, config)`` builds the scorer.
+        signals, rubric_scores, n_boot, seed, command: as :func:`run_linkage_job`.
+    """
+
+    kind = "judge"
+    store_dir = "linkage_scores"
+    what = "LINKAGE system"
+    fmt = "graded"
+
+    def __init__(self, options: Mapping[str, Any], settings, config: ScoringConfig, *, signals: bool = True,
+                 rubric_scores: str | Path | None = None, n_boot: int = 1000, seed: int = 0, command: str = "",
+                 reference_generator=None, scorer_factory=None) -> None:
+        self.options, self.config = dict(options), config
+        self.settings = settings if isinstance(settings, LinkageSettings) else LinkageSettings(**settings)
+        self.signals, self.rubric_scores, self.n_boot, self.seed = signals, rubric_scores, n_boot, seed
+        self.command, self.reference_generator, self.scorer_factory = command, reference_generator, scorer_factory
+        self._reads: dict[str, Any] = {}
+        self._generation: dict[str, dict] = {}
+
+    def arguments(self) -> dict:
+        return {"options": self.options, "settings": self.settings.arguments(), "config": self.config,
+                "scorer_factory": self.scorer_factory}
+
+    def check(self) -> None:
+        from models.backends import check_backends
+
+        check_backends([], self.config, backends=["llm"])
+
+    def prepare(self, shards: Sequence[str], out: Path) -> None:
+        """Read every shard (the keys of generated lists hold their digest) and generate the reference lists."""
+        from rubric.protocols import read_linkage
+
+        failed = {}
+        for uri in shards:
+            try:
+                self._reads[uri] = read_linkage(uri, references=self.settings.references, **self.options)
+            except InputError as e:
+                failed[uri] = str(e)
+        if failed:
+            raise InputError(f"{len(failed)} of {len(shards)} input(s) could not be read, so nothing was written: "
+                             + "; ".join(f"{u}: {e}" for u, e in failed.items()))
+        if self.settings.references == "generated":
+            from models.linkage_references import ReferenceCache
+
+            generator = self.reference_generator or _reference_generator(self.settings, self.config)
+            cache = ReferenceCache(out / GENERATED_REFERENCES_FILE)
+            for uri in shards:
+                self._reads[uri], g = _generate_references(self._reads[uri], generator, cache)
+                self._generation[uri] = g
+                log.info("%s: %d reference lists generated now, %d from the cache, %d failed (%d answers rejected)",
+                         uri, g["generated_now"], g["from_cache"], g["failed"], g["answers_rejected"])
+
+    def key(self, uri: str, sha: str, block) -> dict:
+        key = {**score_key(path=uri, sha256=sha, fmt="graded", options=self.options, specs=[], config=self.config),
+               "linkage": self.settings.key()}
+        if self.settings.references == "generated":
+            key["linkage"]["reference_lists"] = _lists_digest(self._reads[uri].questions)
+        return key
+
+    def read(self, unit: Unit):
+        return self._reads[unit.uri]
+
+    def items(self, read) -> list:
+        return list(read.questions)
+
+    def item_ids(self, items: Sequence[LinkageQuestion]) -> list[list[str]]:
+        return [[c.answer_id for c in q.candidates] for q in items]
+
+    def names(self) -> list[str]:
+        return list(self.settings.systems)
+
+    def build_scorer(self, stage=None):
+        return (self.scorer_factory or _linkage_scorer)(self.settings, self.config)
+
+    def provenance(self, scorer) -> dict[str, Provenance]:
+        return {s: scorer.provenance(s) for s in self.settings.systems}
+
+    def chunks(self, items: list):
+        return _chunks(items, max(LINKAGE_CHECKPOINT_ANSWERS, self.config.batch_size))
+
+    def score(self, scorer, items: Sequence[LinkageQuestion], seconds: dict[str, float]) -> list[list[dict[str, Score]]]:
+        return [list(g) for g in scorer.score_questions(list(items))]
+
+    def encode_item(self, item: LinkageQuestion) -> str:
+        return question_to_json(item)
+
+    def decode_item(self, text: str) -> LinkageQuestion:
+        return question_from_json(text)
+
+    def assemble(self, job: JobRun) -> dict:
+        from rubric.protocol_pages import linkage_empty_page, linkage_page
+        from rubric.protocols import linkage_results, linkage_table
+
+        out, settings, reads = job.out, self.settings, self._reads
+        refs = references_lines(settings.references, settings.reference_template, settings.reference_max_tokens,
+                                self._generation)
+        questions = [q for uri in job.shards for q in reads[uri].questions]
+        if not questions:
+            first = next((r.rejects[0].reason for r in reads.values() if r.rejects), "none")
+            if self._generation:  # the generations that failed are the finding: keep them where they can be read
+                atomic_write_bytes(out / "rejects.jsonl", "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
+                                                                  for rd in reads.values() for r in rd.rejects).encode())
+                atomic_write_bytes(out / "report.md", linkage_empty_page(shards=job.shards, command=self.command,
+                                                                         references=refs).encode())
+                first += (f" ({sum(g['failed'] for g in self._generation.values())} of "
+                          f"{sum(g['questions'] for g in self._generation.values())} generated reference lists failed; "
+                          f"{out / 'rejects.jsonl'}, {out / 'report.md'})")
+            raise InputError(f"no usable LINKAGE question in {', '.join(job.shards)}; first reject: {first}")
+        answer_ids = [c.answer_id for q in questions for c in q.candidates]
+        lookup, provenance = job.merged()
+        try:
+            scores = lookup.get(answer_ids)
+        finally:
+            lookup.close()
+        lost = [a for a in answer_ids if a not in scores]
+        if lost:
+            raise BatchMismatchError(f"{len(lost)} LINKAGE answers have no score (first: {lost[0]})")
+        systems = list(settings.systems)
+        if self.signals:
+            from models.linkage_signals import LINKAGE_SIGNALS, reference_signals, signal_provenance
+
+            for aid, row in reference_signals(questions).items():
+                scores[aid].update(row)
+            provenance.update(signal_provenance())
+            systems += list(LINKAGE_SIGNALS)
+        if self.rubric_scores is not None:
+            got, names = _rubric_scores(self.rubric_scores, set(answer_ids))
+            for aid, row in got.items():
+                scores[aid].update(row)
+            for n in names:
+                provenance[n] = Provenance(n, "score output", str(self.rubric_scores), "", "")
+            systems += names
+        rows = [r for uri in job.shards for r in linkage_rows(reads[uri].questions, scores, provenance, systems,
+                                                               source=uri)]
+        staged = {n: out / f".{n}.staged-{os.getpid()}" for n in ("linkage.parquet", "rejects.jsonl", "report.md")}
+        job.staged.update(staged)
+        n_rows = _write_table(rows, staged["linkage.parquet"])
+        rejects = [r for uri in job.shards for r in reads[uri].rejects]
+        atomic_write_bytes(staged["rejects.jsonl"], "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
+                                                            for r in rejects).encode())
+        results = linkage_results(rows, n_boot=self.n_boot, seed=self.seed)
+        notes = {**LINKAGE_NOTES,
+                 **{n: "rubric score (1-5) from the score output" for n in systems if n.startswith("rubric:")}}
+        errors = {s: sum(1 for r in rows if r["system"] == s and r["error"]) for s in systems}
+        page = linkage_page(model=next((p.model_id for s, p in provenance.items() if s in settings.systems), ""),
+                            shards=job.shards, n_questions=len(questions), n_candidates=len(answer_ids),
+                            n_rejected=len(rejects), n_boot=self.n_boot, command=self.command, references=refs,
+                            table=linkage_table(results, notes=notes), errors=errors)
+        atomic_write_bytes(staged["report.md"], page.encode())
+        log.info("wrote %s: %d rows (%d answers scored now); report %s", out / "linkage.parquet", n_rows,
+                 job.step.scored, out / "report.md")
+        gen = self._generation
+        return {
+            "protocol": "linkage",
+            "counts": {"questions": len(questions), "rows": n_rows, "rejected": len(rejects), "errors_by_system": errors},
+            "systems": {s: asdict(provenance[s]) for s in systems if s in provenance},
+            "settings": settings.key(),
+            **({"generated_references": {"file": str(out / GENERATED_REFERENCES_FILE),
+                                         **{k: sum(g[k] for g in gen.values())
+                                            for k in ("questions", "generated_now", "from_cache", "failed",
+                                                      "answers_rejected")}}} if gen else {}),
+            "metrics": {r.system: {"kendall": r.kendall.value, "spearman": r.spearman.value,
+                                   "pearson": r.pearson.value, "n_defined": r.kendall.n,
+                                   "n_undefined": r.n_undefined} for r in results},
+        }
+
+    def per_input(self, job: JobRun, shard: str) -> dict:
+        read = next(self._reads[u.uri] for u in job.units if u.shard == shard)
+        return {"rows_in": read.rows_in, "questions": len(read.questions), "candidates": read.n_candidates,
+                "references": read.n_references, "rejected": len(read.rejects), "capped": read.n_capped}
+
+    def job_fields(self, job: JobRun) -> dict:
+        return {"answers_scored_now": job.step.scored}
+
+
+def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, *, config: ScoringConfig,
+                    settings: LinkageSettings | None = None, reader_options: Mapping[str, Any] | None = None,
+                    signals: bool = True, rubric_scores: str | Path | None = None, n_boot: int = 1000, seed: int = 0,
+                    progress: bool = True, scorer=None, reference_generator=None, command: str = "",
+                    ray=None, scorer_factory=None) -> dict:
+    """LINKAGE on graded inputs: OUT/linkage.parquet, rejects.jsonl, report.md, manifest.json (module docstring).
+
+    Args:
+        inputs: graded JSON files (WebGLM or TREC-DL style), folders or globs (one file = one shard).
+        out: output folder.
+        config: engine settings.
+        settings: systems and mode (default: all four judge systems, logprob).
+        reader_options: :func:`rubric.linkage_data.read_linkage` options (``max_questions``,
+            ``max_answers_per_question``, ``seed``, length limits).
+        signals: add ROUGE-1/ROUGE-L, MiniLM similarity and length.
+        rubric_scores: a score output folder whose answers.parquet scored the same answers.
+        n_boot: bootstrap replicates of the report's CIs.
+        seed: their seed.
+        progress: progress bars.
+        scorer: a prebuilt scorer (tests); default built here when a question needs scoring.
+        reference_generator: a prebuilt ``models.linkage_references.ReferenceGenerator`` (tests); with
+            ``settings.references == "generated"`` default built on the scorer's engine.
+        command: the command line, quoted in the report.
+        ray: a :class:`workers.ray_pipeline.RayStep` to score on a Ray pool of LINKAGE actors (its "llm" pool).
+        scorer_factory: testing only, see :class:`LinkageKind` (the backend check is skipped).
+
+    Returns:
+        The manifest.
+
+    Raises:
+        InputError: an input cannot be read, or no question is usable.
+        EngineError: the engine failed (finished chunks stay in the store).
+    """
+    kind = LinkageKind(dict(reader_options or {}), settings or LinkageSettings(), config, signals=signals,
+                       rubric_scores=rubric_scores, n_boot=n_boot, seed=seed, command=command,
+                       reference_generator=reference_generator, scorer_factory=scorer_factory)
+    return run(kind, inputs, out, progress=progress, step=ray, runner="local" if ray is None else "ray",
+               scorer=scorer, check=scorer is None and scorer_factory is None)

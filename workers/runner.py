@@ -1,0 +1,474 @@
+"""The one job runner: every kind of job (score answers, judge pairs, LINKAGE lists) on one straight line::
+
+    check backends -> list shards -> plan units (a shard, or a block of one: name, uri, sha256 and
+      score store, each computed once) -> resume (a finished store is reused, a changed key starts
+      the unit over, a partial store keeps its scores) -> the step (in this process, :func:`local_step`,
+      or on Ray, :class:`workers.ray_pipeline.RayStep`) -> every store merged (a score made two
+      ways is refused) -> the kind's assemble step (its tables) -> manifest.json (last)
+
+A job kind is a small object (:class:`JobKind`) that supplies only what differs: its store folder
+and key, its work items and their store ids, the scorer it needs, how a chunk of items is scored,
+its assemble step (the science is in ``rubric/``) and its manifest fields. The runner and both
+steps are the same code for every kind, so the single-process and Ray paths, and the kinds, cannot
+drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rubric.config import ScoringConfig
+from rubric.errors import BatchMismatchError, ConfigError, InputError
+from rubric.io import Block
+from rubric.scoring import Provenance, Score
+from workers.shards import list_shards, shard_blocks, shard_name, shard_sha256, unit_name
+from workers.outdir import OutLock, publish, remove_tree
+from workers.store import ShardStore, decode_score, encode_score
+
+__all__ = ["Unit", "Work", "StepResult", "JobKind", "JobRun", "RunScores", "run", "local_step", "check_results"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Unit:
+    """One unit of a job's plan: a whole shard or one block of it, with its score store.
+
+    Attributes:
+        name: the store folder (``<shard>`` or ``<shard>@<block>``).
+        uri: the shard as given.
+        sha: the shard's sha256 (computed once, at planning).
+        shard: the shard's name (the manifest counts per input).
+        block: the block, or None for the whole shard.
+        store: the unit's score store, opened for the job's key.
+    """
+
+    name: str
+    uri: str
+    sha: str
+    shard: str
+    block: Block | None
+    store: ShardStore
+
+
+@dataclass
+class Work:
+    """What a unit still needs: the items without every score stored, and the unit's stored-id count."""
+
+    todo: list
+    ids: list[list[str]]  # each todo item's store ids
+    n_ids: int
+
+
+@dataclass
+class StepResult:
+    """What a step reports back to the runner.
+
+    Attributes:
+        failed: shard uri -> why it could not be read.
+        scored: store ids scored by this run (resumed ones excluded).
+        seconds: seconds per scorer or pool.
+        info: step-specific facts for the manifest (pools, dedupe).
+    """
+
+    failed: dict[str, str] = field(default_factory=dict)
+    scored: int = 0
+    seconds: dict[str, float] = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+
+class JobKind:
+    """What one kind of job supplies to the runner; subclasses override what differs.
+
+    Attributes:
+        kind: the manifest's ``kind`` (None: none, the score job's manifest).
+        store_dir: the stores' folder under OUT.
+        what: a score name's noun in messages ("rubric", "judge", "LINKAGE system").
+        status_done: an input's manifest status when it was (re)scored by this run.
+        fmt: the input format (``rubric.readers.FORMATS``).
+        blocks: plan large inputs as blocks (``rubric.readers.plan_blocks``).
+        read_on_driver: on Ray, the driver builds the items (they are read for assembly anyway);
+            otherwise Ray read tasks read the units.
+        config: the engine settings.
+        options: the reader options (in every store key).
+    """
+
+    kind: str | None = None
+    store_dir = "scores"
+    what = "rubric"
+    status_done = "scored"
+    blocks = False
+    read_on_driver = True
+    fmt: str | None = None
+    config: ScoringConfig
+    options: dict
+
+    # --- planning ---
+    def arguments(self) -> dict:
+        """Plain data that rebuilds this kind (``type(kind)(**kind.arguments())``, on a Ray worker)."""
+        raise NotImplementedError
+
+    def check(self) -> None:
+        """Fail before any data is read when a backend is missing."""
+
+    def prepare(self, shards: Sequence[str], out: Path) -> None:
+        """Anything the store keys need before planning (read on the driver, generated references)."""
+
+    def key(self, uri: str, sha: str, block: Block | None) -> dict:
+        raise NotImplementedError
+
+    # --- work ---
+    def read(self, unit: Unit) -> Any:
+        """Read one unit (InputError when it cannot be read)."""
+        raise NotImplementedError
+
+    def items(self, read: Any) -> list:
+        raise NotImplementedError
+
+    def item_ids(self, items: Sequence[Any]) -> list[list[str]]:
+        """Per item, the store ids its scores are kept under, in the order :meth:`score` returns them."""
+        raise NotImplementedError
+
+    def names(self) -> list[str]:
+        """The score names every stored id carries."""
+        raise NotImplementedError
+
+    def stages(self) -> list[tuple[str, Any]]:
+        """(pool, stage) in order: the Ray pools the items pass through, each building ``build_scorer(stage)``."""
+        return [("llm", None)]
+
+    def build_scorer(self, stage: Any = None) -> Any:
+        raise NotImplementedError
+
+    def provenance(self, scorer: Any) -> dict[str, Provenance]:
+        raise NotImplementedError
+
+    def chunks(self, items: list) -> Iterable[list]:
+        """Items in store checkpoints (one store part each)."""
+        raise NotImplementedError
+
+    def score(self, scorer: Any, items: Sequence[Any], seconds: dict[str, float]) -> list[list[dict[str, Score]]]:
+        """Per item, per store id, name -> Score (checked by :func:`check_results`)."""
+        raise NotImplementedError
+
+    def encode_item(self, item: Any) -> str:
+        raise NotImplementedError
+
+    def decode_item(self, text: str) -> Any:
+        raise NotImplementedError
+
+    def dedupe_key(self, item: Any) -> str:
+        """Items with one key are scored once per job on Ray (their texts are the same)."""
+        import hashlib
+
+        return hashlib.sha256(self.encode_item(item).encode()).hexdigest()
+
+    # --- after the step ---
+    def assemble(self, job: "JobRun") -> dict:
+        """Write the kind's tables under ``job.out`` (the manifest excepted); return its manifest fields."""
+        raise NotImplementedError
+
+    def per_input(self, job: "JobRun", shard: str) -> dict:
+        """Extra manifest fields of one input (its counts)."""
+        return {}
+
+    def job_fields(self, job: "JobRun") -> dict:
+        """The manifest's ``job`` fields besides the runner."""
+        return {}
+
+
+def check_results(kind: JobKind, ids: Sequence[Sequence[str]], got: Sequence[Sequence[Mapping[str, Score]]],
+                  names: Sequence[str]) -> None:
+    """One result list per item, one result per store id, each with every name (others are not stored);
+    or BatchMismatchError."""
+    if len(got) != len(ids) or any(len(g) != len(i) for g, i in zip(got, ids)) \
+            or any(not set(names) <= set(r) for g in got for r in g):
+        raise BatchMismatchError(f"the scorer returned {len(got)} results for {len(ids)} items, or results without "
+                                 f"every id or every {kind.what}")
+
+
+class RunScores:
+    """Scores by store id on disk (SQLite), so memory does not grow with the job: what this run has
+    scored (an item met again in a later unit is copied, not scored again), and the job's merged
+    scores for the assemble step (an :class:`rubric.assemble.ScoreLookup`)."""
+
+    def __init__(self, folder: Path, name: str = "run") -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.folder = folder
+        self.path = folder / f".{name}-scores-{os.getpid()}.sqlite"
+        remove_tree(folder, self.path)
+        self.db = sqlite3.connect(self.path, isolation_level=None)
+        self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                              "CREATE TABLE s (aid TEXT PRIMARY KEY, scores TEXT) WITHOUT ROWID;")
+        self.provenance: dict[str, Provenance] = {}
+
+    def get(self, ids: Sequence[str]) -> dict[str, dict[str, Score]]:
+        out: dict[str, dict[str, Score]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start:start + 500])
+            q = f"SELECT aid, scores FROM s WHERE aid IN ({','.join('?' * len(chunk))})"
+            for aid, text in self.db.execute(q, chunk):
+                out[aid] = {r: decode_score(v) for r, v in json.loads(text).items()}
+        return out
+
+    def put(self, ids: Sequence[str], scores: Mapping[str, Sequence[Score]], provenance: Mapping[str, Provenance]) -> None:
+        self.provenance.update(provenance)
+        self.put_encoded(ids, {r: [encode_score(s) for s in col] for r, col in scores.items()})
+
+    def put_encoded(self, ids: Sequence[str], encoded: Mapping[str, Sequence[str]]) -> None:
+        """Add scores already encoded (``workers.store.encode_score``); an id stored before keeps its scores."""
+        rows = ((aid, json.dumps({r: col[i] for r, col in encoded.items()})) for i, aid in enumerate(ids))
+        self.db.execute("BEGIN")
+        self.db.executemany("INSERT OR IGNORE INTO s VALUES (?, ?)", rows)
+        self.db.execute("COMMIT")
+
+    def close(self) -> None:
+        self.db.close()
+        remove_tree(self.folder, self.path)
+
+
+def work(kind: JobKind, unit: Unit) -> Work:
+    """Read a unit and keep the items with an id not yet in its store (InputError when it cannot be read)."""
+    items = kind.items(kind.read(unit))
+    ids = kind.item_ids(items)
+    done = unit.store.scored_ids()
+    todo = [k for k, i in enumerate(ids) if not all(a in done for a in i)]
+    return Work([items[k] for k in todo], [ids[k] for k in todo], sum(len(i) for i in ids))
+
+
+def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer: Any = None) -> StepResult:
+    """Score the pending units in this process, one at a time, a store checkpoint per chunk.
+
+    An item that an earlier unit of this run scored is copied into the later unit's store instead of
+    being scored again (the lookup is on disk). Nothing read is kept by the step.
+
+    Args:
+        scorer: a prebuilt scorer (tests); default: built once, when the first item needs scoring (so
+            an unreadable input fails before any model loads).
+    """
+    from tqdm.auto import tqdm
+
+    result = StepResult()
+    if not pending:
+        return result
+    names = kind.names()
+    run_scores = RunScores(pending[0].store.dir.parent)
+    try:
+        for unit in pending:
+            try:
+                w = work(kind, unit)
+            except InputError as e:
+                log.error("input %s cannot be read: %s", unit.uri, e)
+                result.failed[unit.uri] = str(e)
+                continue
+            todo, todo_ids = w.todo, w.ids
+            if todo:  # copy what an earlier unit of this run scored
+                known = run_scores.get([i for ids in todo_ids for i in ids])
+                copied = [i for ids in todo_ids if all(a in known for a in ids) for i in ids]
+                if copied:
+                    unit.store.append(copied, {r: [known[i][r] for i in copied] for r in names},
+                                      run_scores.provenance)
+                    keep = [k for k, ids in enumerate(todo_ids) if not all(a in known for a in ids)]
+                    todo, todo_ids = [todo[k] for k in keep], [todo_ids[k] for k in keep]
+            if todo and scorer is None:
+                t0 = time.perf_counter()
+                scorer = kind.build_scorer()
+                result.seconds["load_backends"] = round(time.perf_counter() - t0, 3)
+            n_todo = sum(len(ids) for ids in todo_ids)
+            if n_todo < w.n_ids:
+                log.info("%s: %d of %d already scored (resumed, or scored in an earlier unit)", unit.name,
+                         w.n_ids - n_todo, w.n_ids)
+            with tqdm(total=n_todo, desc=f"{kind.status_done} {unit.name}", disable=not progress,
+                      mininterval=2.0) as bar:
+                for chunk in kind.chunks(todo):
+                    seconds: dict[str, float] = {}
+                    got = kind.score(scorer, chunk, seconds)
+                    chunk_ids = kind.item_ids(chunk)
+                    check_results(kind, chunk_ids, got, names)
+                    ids = [i for each in chunk_ids for i in each]
+                    flat = [r for g in got for r in g]
+                    cols = {r: [x[r] for x in flat] for r in names}
+                    prov = kind.provenance(scorer)
+                    unit.store.append(ids, cols, prov)
+                    run_scores.put(ids, cols, prov)
+                    for k, v in seconds.items():
+                        result.seconds[k] = round(result.seconds.get(k, 0.0) + v, 3)
+                    bar.update(len(ids))
+            unit.store.finish(w.n_ids)
+            result.scored += n_todo
+    finally:
+        run_scores.close()
+    return result
+
+
+@dataclass
+class JobRun:
+    """One run of a job, as the kind's assemble step sees it.
+
+    The assemble step writes its files inside OUT (a staging name or folder) and names them in
+    :attr:`staged` (file name in OUT -> the finished file); the runner publishes them with the
+    manifest (``workers.outdir.publish``), removes the earlier outputs named in :attr:`remove`, and
+    runs :attr:`cleanup` afterwards, published or not.
+    """
+
+    kind: JobKind
+    out: Path
+    shards: list[str]
+    units: list[Unit]
+    step: StepResult
+    runner: str
+    status: dict[str, str]
+    why: dict[str, str]
+    timings: dict[str, float]
+    staged: dict[str, Path] = field(default_factory=dict)
+    remove: list[str] = field(default_factory=list)
+    cleanup: list[Callable[[], None]] = field(default_factory=list)
+    t_start: float = 0.0
+
+    def merged(self) -> tuple[RunScores, dict[str, Provenance]]:
+        """Every unit's store in one on-disk lookup (the first unit's score of an id wins) and one
+        provenance per name; the caller closes the lookup.
+
+        Raises:
+            ConfigError: a name was scored two ways in one job.
+        """
+        names = self.kind.names()
+        merged = RunScores(self.out / self.kind.store_dir, "merged")
+        prov: dict[str, tuple[Provenance, str]] = {}
+        try:
+            for u in self.units:
+                for ids, encoded, part_prov in u.store.parts(names):
+                    for r, p in part_prov.items():
+                        first = prov.setdefault(r, (p, u.name))
+                        if first[0] != p:
+                            raise ConfigError(f"{self.kind.what} {r!r} was scored two ways in one job: unit "
+                                              f"{first[1]} by {first[0]}, unit {u.name} by {p}; re-score one of "
+                                              f"them (delete OUT/{self.kind.store_dir}/{u.name})")
+                    merged.put_encoded(ids, encoded)
+        except BaseException:
+            merged.close()
+            raise
+        return merged, {r: p for r, (p, _) in prov.items()}
+
+
+def _plan(kind: JobKind, shards: Sequence[str], out: Path) -> list[Unit]:
+    units = []
+    for uri in shards:
+        sha, shard = shard_sha256(uri, kind.fmt, kind.options), shard_name(uri, kind.fmt)
+        blocks = None
+        if kind.blocks:
+            try:
+                blocks = shard_blocks(uri, kind.fmt, kind.options)
+            except InputError as e:  # a Hugging Face input that cannot be opened: reported like an unreadable file
+                raise InputError(f"input {uri!r} cannot be read: {e}") from e
+        for block in (blocks or [None]):
+            name = unit_name(uri, block, kind.fmt)
+            units.append(Unit(name, uri, sha, shard, block,
+                              ShardStore(out / kind.store_dir, name, kind.key(uri, sha, block))))
+    return units
+
+
+def run(kind: JobKind, inputs: str | Path | Sequence[str | Path], out: str | Path, *, progress: bool = True,
+        step: Callable[..., StepResult] | None = None, runner: str = "local", scorer: Any = None,
+        check: bool = True) -> dict:
+    """Run one job of ``kind`` over ``inputs`` into ``out`` (see the module docstring).
+
+    Args:
+        step: ``step(kind, pending, progress=) -> StepResult``; default :func:`local_step`.
+        runner: "local" or "ray" (recorded in the manifest).
+        scorer: a prebuilt scorer for the local step (tests).
+        check: check the backends first (off when a test's scorer stands in).
+
+    Returns:
+        The manifest (also ``OUT/manifest.json``).
+
+    Raises:
+        BackendUnavailableError: a backend is missing (before any data is read).
+        InputError: an input does not exist or cannot be read (the other units' scores are kept).
+        ConfigError: another process is writing into ``out`` (``workers.outdir.OutLock``).
+    """
+    with OutLock(out):
+        return _run(kind, inputs, Path(out), progress=progress, step=step, runner=runner, scorer=scorer, check=check)
+
+
+def _run(kind: JobKind, inputs, out: Path, *, progress: bool, step, runner: str, scorer: Any, check: bool) -> dict:
+    t_start = time.perf_counter()
+    if check:
+        kind.check()
+    shards = list_shards([inputs] if isinstance(inputs, (str, Path)) else list(inputs), kind.fmt)
+    kind.prepare(shards, out)
+    units = _plan(kind, shards, out)
+    pending = [u for u in units if not u.store.done]
+    status: dict[str, str] = {}
+    why: dict[str, str] = {}
+    for u in units:  # per input: done now if any of its units was
+        status[u.shard] = kind.status_done if (not u.store.done or status.get(u.shard) == kind.status_done) \
+            else "reused"
+        if u.store.why and u.shard not in why:
+            why[u.shard] = u.store.why
+    log.info("%d input(s) in %d unit(s): %d already done, %d to do", len(shards), len(units),
+             len(units) - len(pending), len(pending))
+    timings = {"plan": round(time.perf_counter() - t_start, 3)}
+    t0 = time.perf_counter()
+    result = step(kind, pending, progress=progress) if step else local_step(kind, pending, progress=progress,
+                                                                             scorer=scorer)
+    timings["score"] = round(time.perf_counter() - t0, 3)
+    if result.failed:
+        for u in units:  # an unreadable input's store holds nothing but its key
+            if u.uri in result.failed:
+                u.store.discard_if_empty()
+        lines = "; ".join(f"{u}: {e}" for u, e in result.failed.items())
+        kept = (f" (the other inputs' scores are kept under {out / kind.store_dir} and a re-run resumes them)"
+                if len(result.failed) < len(shards) else "")
+        raise InputError(f"{len(result.failed)} of {len(shards)} input(s) could not be read, so no tables were "
+                         f"written{kept}: {lines}")
+    for u in units:
+        if not u.store.done:
+            raise BatchMismatchError(f"unit {u.name} is not completely scored after the step")
+    job = JobRun(kind, out, list(shards), units, result, runner, status, why, timings, t_start=t_start)
+    out.mkdir(parents=True, exist_ok=True)
+    remove_tree(out, out / "manifest.json")  # no old manifest may vouch for new tables
+    try:
+        manifest = _assemble(job)
+    finally:
+        for done in job.cleanup:
+            done()
+    return manifest
+
+
+def _assemble(job: JobRun) -> dict:
+    """The kind's assemble step, the inputs checked unchanged, the manifest, and the files published with it."""
+    kind, out, units, status, why, timings = job.kind, job.out, job.units, job.status, job.why, job.timings
+    t0 = time.perf_counter()
+    fields = kind.assemble(job)
+    for u in {u.uri: u for u in units}.values():
+        if shard_sha256(u.uri, kind.fmt, kind.options) != u.sha:
+            raise InputError(f"{u.uri!r} changed while the job ran; run it again")
+    timings["assemble"] = round(time.perf_counter() - t0, 3)
+    timings["total"] = round(time.perf_counter() - job.t_start, 3)
+    inputs = []
+    for uri, name in {u.uri: u.shard for u in units}.items():  # the plan's names: computed once
+        n_units = sum(1 for u in units if u.shard == name)
+        inputs.append({"name": name, "path": uri, "format": kind.fmt, "options": kind.options, "status": status[name],
+                       **({"rescored_because": why[name]} if name in why else {}),
+                       **({"blocks": n_units} if n_units > 1 else {}), **kind.per_input(job, name)})
+    manifest = {
+        "tool": "lfqa-rubric", **({"kind": kind.kind} if kind.kind else {}),
+        "inputs": inputs,
+        **fields,
+        "config": asdict(kind.config),
+        "job": {"runner": job.runner, **kind.job_fields(job), **job.step.info},
+        "timings_s": timings,
+        "platform": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
+    }
+    publish(out, job.staged, manifest, remove=job.remove)
+    return manifest
