@@ -243,8 +243,10 @@ def compare(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
             problems.append(f"{name}: step only in {'expected' if name in expected else 'actual'}")
             continue
         llm = expected[name]["llm"]
+        step: list[str] = []  # each step's own first differences, so one changed step hides no other
         _diff(expected[name]["tables"], actual[name]["tables"], LLM_ABS_TOL if llm else 0.0,
-              MD_LLM_TOL if llm else 0.0, name, problems)
+              MD_LLM_TOL if llm else 0.0, name, step)
+        problems += step
     return problems
 
 

@@ -80,7 +80,7 @@ def test_html_numbers_are_the_markdown_reports(outputs):
     assert {r[0]: r[2:] for r in md_rows(md, "| feature | kind")} == {r[0]: r[2:] for r in tables["weights"][1:]}
     assert len(tables["weights"]) > 2 and "not computed" not in str(tables["weights"])
     analysis = (root / "analysis.md").read_text()
-    table4 = {r[0]: r[2:] for r in md_rows(analysis, "| system | kind |")}
+    table4 = {r[0]: r[2:] for r in md_rows(analysis, "| system | kind |")}  # n, undecided and the metrics
     assert table4 == {r[0]: r[2:] for r in tables["comparison"][1:]} and len(table4) >= 4
     linkage = {r[0]: r[1:4] for r in md_rows((root / "linkage" / "report.md").read_text(), "| system | Kendall")}
     assert linkage == {r[0]: r[1:4] for r in tables["linkage-table"][1:]}
