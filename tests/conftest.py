@@ -6,10 +6,15 @@ drops them when a test module ends, so the next module's settings do not pile a 
 the first. One local Ray (:func:`ray_local`) serves every module that asks for it.
 """
 
+import os
 import shutil
 import sys
 
 import pytest
+
+#: ``LFQA_TEST_RSS=1 make test``: the summary lists, per test module, the resident memory of the pytest
+#: process and of its child processes (Ray workers, vLLM helpers) when the module ended.
+_RSS: list[tuple[str, float, float]] = []
 
 #: Tests that load a real model or start Ray: those asking for one of these fixtures, and every
 #: test of these modules (they load spaCy, Harper, SmolLM2, MiniLM or start Ray inside the test).
@@ -49,9 +54,27 @@ def ray_local():
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _release_engines_after_module():
+def _release_engines_after_module(request):
     """Drop the LLM engines a module built (only if it imported the scorer: nothing heavy is imported here)."""
     yield
     scorer = sys.modules.get("models.llm.scorer")
     if scorer is not None:
         scorer.release_engines()
+    if os.environ.get("LFQA_TEST_RSS"):
+        import psutil
+
+        me = psutil.Process()
+        children = 0
+        for c in me.children(recursive=True):
+            try:
+                children += c.memory_info().rss
+            except psutil.Error:
+                continue
+        _RSS.append((request.node.nodeid, me.memory_info().rss / 2**30, children / 2**30))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _RSS:
+        terminalreporter.write_line("RSS after each module (GiB): pytest process + its children; the 15 largest")
+        for nodeid, own, children in sorted(_RSS, key=lambda r: -(r[1] + r[2]))[:15]:
+            terminalreporter.write_line(f"  {own:5.2f} + {children:5.2f}  {nodeid}")
