@@ -27,6 +27,8 @@ REAL_MODEL_MODULES = frozenset({
     "tests/models/llm/test_cuda.py", "tests/reliability/test_ray_job.py", "tests/reliability/test_preflight.py",
     "tests/test_readme.py",
 })
+#: Single tests elsewhere that import vLLM or a model (found with `make test-fast` and --durations).
+REAL_MODEL_TESTS = frozenset({"tests/models/llm/test_manifests.py::test_missing_local_model_is_actionable"})
 
 
 def pytest_collection_modifyitems(config, items):
@@ -34,6 +36,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         rel = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else str(item.path)
         if (item.get_closest_marker("slow") or rel in REAL_MODEL_MODULES
+                or f"{rel}::{item.name}" in REAL_MODEL_TESTS
                 or REAL_MODEL_FIXTURES.intersection(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.real_model)
 

@@ -96,6 +96,7 @@ def test_ray_data_console_shows_warnings_and_progress_only(clean_logging):
         h.filters = [f for f in h.filters if not isinstance(f, logs._ConsoleFilter)]
 
 
+@pytest.mark.real_model  # imports vLLM in a fresh interpreter: ~20-50 s each
 @pytest.mark.parametrize("verbose", [False, True])
 def test_vllm_reads_the_level_at_import(verbose):
     # The real engine, in a fresh interpreter: configure_logging first, then vLLM's own logging
