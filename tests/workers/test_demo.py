@@ -21,17 +21,19 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: Our log lines (workers/logs.py's format) and our progress bars (workers/local.py, workers/job.py).
 OUR_LOG = re.compile(r"^(DEBUG|INFO|WARNING|ERROR) (lfqa_rubric|rubric|models|workers)(\.[\w.]+)?: ")
-OUR_BAR = re.compile(r"^(scoring|reading|[\w.-]+\.jsonl)\b.*\|")
+OUR_BAR = re.compile(r"^scoring\b.*\|")
+#: Cursor moves and clears of our nested bars (a stage's transient bar under the input's bar).
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 def _not_ours(stderr: str) -> list[str]:
-    pieces = (p.strip() for line in stderr.split("\n") for p in line.split("\r"))
+    pieces = (_ANSI.sub("", p).strip() for line in stderr.split("\n") for p in line.split("\r"))
     return [p for p in pieces if p and not OUR_LOG.match(p) and not OUR_BAR.match(p)]
 
 
 def test_the_line_filter_tells_ours_from_an_engines():
-    assert not _not_ours("INFO lfqa_rubric: demo outputs\rscoring coherence:  50%|##   | 17/34\n"
-                         "WARNING rubric.readers: 3 rows rejected\n")
+    assert not _not_ours("INFO lfqa_rubric: demo outputs\rscoring coherence:  50%|##   | 17/34\x1b[A\n"
+                         "          \x1b[A\nWARNING rubric.readers: 3 rows rejected\n")
     assert _not_ours("(MainProcess pid=1) WARNING 11-25 13:39:12 [cpu_worker.py:114] libtcmalloc is not found\n"
                      "[W1125 13:39:12.6 utils.cpp:68] Warning: NUMA binding\n"
                      "Converting and de-quantizing GGUF tensors...:  18%|#8 | 48/272\n"
