@@ -2,9 +2,10 @@
 
 Every ```bash block of README.md carries a ``<!-- readme-test: KIND ... -->`` line just above it:
 ``offline`` blocks run as they are; ``shared-data`` blocks run with ``../shared/data/X`` cut to 12
-questions of X with 6 answers each; the ``ray`` block starts a real local head (its own temp dir, so the test can stop
-exactly that head; the block's closing ``ray stop`` would stop every Ray of this user on the
-machine); ``synopsis`` and ``skip`` blocks are not run (placeholders, or what runs this suite).
+questions of X with 6 answers each; the ``ray`` block (with ``LFQA_TEST_README_RAY=1``) starts a
+real local head (its own temp dir and ports, so the test can stop exactly that head; the block's
+closing ``ray stop`` would stop every Ray of this user on the machine); ``synopsis`` and ``skip``
+blocks are not run (placeholders, or what runs this suite).
 ``.venv/bin/`` becomes this interpreter's folder and ``OUT`` a temporary folder.
 """
 
@@ -104,6 +105,8 @@ def _stop_head(temp_dir: Path) -> None:
 
 
 @pytest.mark.real_model
+@pytest.mark.skipif(not os.environ.get("LFQA_TEST_README_RAY"),
+                    reason="starts a Ray head (~1.3 GB, 1-10 min): LFQA_TEST_README_RAY=1 runs it")
 def test_ray_block_runs_as_written(tmp_path):
     pytest.importorskip("ray")
     pytest.importorskip("psutil")
