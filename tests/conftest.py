@@ -1,13 +1,50 @@
-"""Fixtures shared by every test package."""
+"""Fixtures shared by every test package, the ``real_model`` marker, and what the suite keeps in memory.
 
+Memory: LLM engines built through ``models.llm.scorer.build_engine`` are cached per process (one
+vLLM engine holds the 517 MB model and a 1 GiB KV cache); :func:`_release_engines_after_module`
+drops them when a test module ends, so the next module's settings do not pile a second engine on
+the first. One local Ray (:func:`ray_local`) serves every module that asks for it.
+"""
+
+import os
 import shutil
+import sys
 
 import pytest
 
+#: ``LFQA_TEST_RSS=1 make test``: the summary lists, per test module, the resident memory of the pytest
+#: process and of its child processes (Ray workers, vLLM helpers) when the module ended.
+_RSS: list[tuple[str, float, float]] = []
 
-@pytest.fixture(scope="module")
+#: Tests that load a real model or start Ray: those asking for one of these fixtures, and every
+#: test of these modules (they load spaCy, Harper, SmolLM2, MiniLM or start Ray inside the test).
+#: ``make test-fast`` deselects them (``-m "not real_model"``); ``make test`` runs everything.
+REAL_MODEL_FIXTURES = frozenset({"ray_local", "smollm2", "smollm2_path", "hf_engine", "vllm_engine"})
+REAL_MODEL_MODULES = frozenset({
+    "tests/models/test_text.py", "tests/models/test_grammar.py", "tests/models/test_factuality.py",
+    "tests/models/test_evidence.py", "tests/models/test_encoder.py", "tests/models/test_signals.py",
+    "tests/models/test_synonyms.py", "tests/models/test_protocols.py", "tests/models/test_specificity.py",
+    "tests/models/llm/test_cuda.py", "tests/reliability/test_ray_job.py", "tests/reliability/test_preflight.py",
+    "tests/test_readme.py",
+})
+#: Single tests elsewhere that import vLLM or a model (found with `make test-fast` and --durations).
+REAL_MODEL_TESTS = frozenset({"tests/models/llm/test_manifests.py::test_missing_local_model_is_actionable"})
+
+
+def pytest_collection_modifyitems(config, items):
+    root = config.rootpath
+    for item in items:
+        rel = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else str(item.path)
+        if (item.get_closest_marker("slow") or rel in REAL_MODEL_MODULES
+                or f"{rel}::{item.name}" in REAL_MODEL_TESTS
+                or REAL_MODEL_FIXTURES.intersection(getattr(item, "fixturenames", ()))):
+            item.add_marker(pytest.mark.real_model)
+
+
+@pytest.fixture(scope="session")
 def ray_local():
-    """A 2-CPU local Ray with a small object store, shut down (and its temp dir removed) after the module."""
+    """One 2-CPU local Ray with a small object store for the whole session (starting one takes ~5-13 s
+    and ~1 GB), shut down and its temp dir removed at the end."""
     ray = pytest.importorskip("ray")
     from workers.ray_pipeline import init_local_ray
 
@@ -17,3 +54,30 @@ def ray_local():
     yield ray
     ray.shutdown()
     shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_engines_after_module(request):
+    """Drop the LLM engines a module built (only if it imported the scorer: nothing heavy is imported here)."""
+    yield
+    scorer = sys.modules.get("models.llm.scorer")
+    if scorer is not None:
+        scorer.release_engines()
+    if os.environ.get("LFQA_TEST_RSS"):
+        import psutil
+
+        me = psutil.Process()
+        children = 0
+        for c in me.children(recursive=True):
+            try:
+                children += c.memory_info().rss
+            except psutil.Error:
+                continue
+        _RSS.append((request.node.nodeid, me.memory_info().rss / 2**30, children / 2**30))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _RSS:
+        terminalreporter.write_line("RSS after each module (GiB): pytest process + its children; the 15 largest")
+        for nodeid, own, children in sorted(_RSS, key=lambda r: -(r[1] + r[2]))[:15]:
+            terminalreporter.write_line(f"  {own:5.2f} + {children:5.2f}  {nodeid}")

