@@ -1,6 +1,6 @@
 """Fixtures shared by every test package, the ``real_model`` marker, and what the suite keeps in memory.
 
-Memory: LLM engines built through ``models.llm.scorer.build_engine`` are cached per process (one
+Memory: LLM engines built through ``models.llm.engines_cache.build_engine`` are cached per process (one
 vLLM engine holds the 517 MB model and a 1 GiB KV cache); :func:`_release_engines_after_module`
 drops them when a test module ends, so the next module's settings do not pile a second engine on
 the first. One local Ray (:func:`ray_local`) serves every module that asks for it.
@@ -58,11 +58,11 @@ def ray_local():
 
 @pytest.fixture(scope="module", autouse=True)
 def _release_engines_after_module(request):
-    """Drop the LLM engines a module built (only if it imported the scorer: nothing heavy is imported here)."""
+    """Drop the LLM engines a module built (only if it imported the engine cache: nothing heavy is imported here)."""
     yield
-    scorer = sys.modules.get("models.llm.scorer")
-    if scorer is not None:
-        scorer.release_engines()
+    cache = sys.modules.get("models.llm.engines_cache")
+    if cache is not None:
+        cache.release_engines()
     if os.environ.get("LFQA_TEST_RSS"):
         import psutil
 

@@ -2,7 +2,7 @@
 HTTP ingress (FastAPI) in front of them.
 
 A scorer replica builds its scorers with ``models.backends.build_scorers`` (the LLM engine comes from
-the process engine cache, ``models.llm.scorer.build_engine``) and scores with
+the process engine cache, ``models.llm.engines_cache.build_engine``) and scores with
 ``workers.local.score_items`` - the batch job's own loop, bisection of failing batches included.
 ``@serve.batch`` gathers single answers from concurrent requests into engine batches of up to
 ``config.batch_size``, waiting at most ``batch_wait_s`` for a batch to fill.
