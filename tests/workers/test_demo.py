@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: Our log lines (workers/logs.py's format) and our progress bars (workers/local.py, workers/job.py).
 OUR_LOG = re.compile(r"^(DEBUG|INFO|WARNING|ERROR) (lfqa_rubric|rubric|models|workers)(\.[\w.]+)?: ")
-OUR_BAR = re.compile(r"^scoring\b.*\|")
+OUR_BAR = re.compile(r"^(scoring|scored|judged)\b.*\|")  # the score step's bars and the runner's per-unit bar
 #: Cursor moves and clears of our nested bars (a stage's transient bar under the input's bar).
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -64,7 +64,9 @@ def test_demo_prints_only_our_lines_and_ends_on_the_view(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert _not_ours(done.stderr) == []
     view = (out / "summary.md").read_text(encoding="utf-8")
-    assert done.stdout == "\n" + view  # stdout is the view and nothing else
+    # stdout is the view, then the path of the HTML page (the line a user clicks), and nothing else
+    assert done.stdout == "\n" + view + f"{out / 'report.html'}\n"
+    assert (out / "report.html").is_file()
     assert "## Why the predicted winner wins: 3 pairs" in view and view.count("**Pair `") == 3
     assert "| coherence | rubric |" in view and "predictions.parquet" in view
     assert (out / "predictions.parquet").is_file() and (out / "report.md").is_file()
