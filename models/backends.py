@@ -317,7 +317,8 @@ def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     # same logprobs_k as the LLM rubrics, so both get the one shared engine
     engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
     return FactualityScorer(specs, engine, SpacySentenceSplitter(config.spacy_model), evidence,
-                            k=config.factuality_k, f1_k=config.factuality_f1_k, ternary=config.factuality_ternary)
+                            k=config.factuality_k, f1_k=config.factuality_f1_k, ternary=config.factuality_ternary,
+                            max_claim_tokens=config.factuality_max_claim_tokens)
 
 
 @register_backend("length", requires=_check_length, pool="text")

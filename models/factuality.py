@@ -34,6 +34,7 @@ from rubric.scoring import (
     verification_prompt,
     verification_template,
 )
+from rubric.config import DEFAULT_MAX_CLAIM_TOKENS
 from rubric.errors import BackendUnavailableError, BatchMismatchError, ConfigError, EngineError
 from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt
 from rubric.io import AnswerItem
@@ -215,7 +216,8 @@ class FactualityScorer(SingleSpecScorer):
 
     def __init__(self, specs: tuple[RubricSpec, ...], engine: Engine, sentence_splitter: SentenceSplitter,
                  evidence: EvidenceSource, *, generator: TextGenerator | None = None, k: int = 3, f1_k: int = 10,
-                 ternary: bool = False, max_claim_tokens: int = 256, max_evidence_chars: int = 1200,
+                 ternary: bool = False, max_claim_tokens: int = DEFAULT_MAX_CLAIM_TOKENS,
+                 max_evidence_chars: int = 1200,
                  min_mass: float = DEFAULT_MIN_MASS) -> None:
         specs = tuple(specs)
         if len(specs) != 1 or specs[0].version not in FACTUALITY_VERSIONS:
@@ -244,7 +246,8 @@ class FactualityScorer(SingleSpecScorer):
 
     def provenance(self, rubric: str) -> Provenance:
         return self._provenance(rubric, backend=self.backend, model_id=self.engine.model_id,
-                                model_revision=self.engine.revision, template_hash=factuality_template_hash(self.ternary))
+                                model_revision=self.engine.revision,
+                                template_hash=factuality_template_hash(self.ternary, self.max_claim_tokens))
 
     # --- the three batched stages ----------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from typing import Any
 from rubric.errors import ConfigError
 
 __all__ = ["ScoringConfig", "DEFAULT_MAX_ANSWER_CHARS", "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_MAX_PAIRS_PER_QUESTION",
-           "DEFAULT_SPECIFICITY_MODEL"]
+           "DEFAULT_SPECIFICITY_MODEL", "DEFAULT_MAX_CLAIM_TOKENS"]
 
 # Each default is defined here once; the readers, the CLI and the jobs read it from here.
 #: Answers longer than this are rejected at read time.
@@ -19,6 +19,8 @@ DEFAULT_MAX_QUESTION_CHARS: int = 20_000
 DEFAULT_MAX_PAIRS_PER_QUESTION: int = 50
 #: The SubjECTive-QA SPECIFIC classifier the specificity rubric reads.
 DEFAULT_SPECIFICITY_MODEL: str = "gtfintechlab/SubjECTiveQA-SPECIFIC"
+#: Factuality's claim-extraction budget: tokens generated per sentence (``--factuality-max-claim-tokens``).
+DEFAULT_MAX_CLAIM_TOKENS: int = 256
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class ScoringConfig:
         factuality_k: evidence passages per claim.
         factuality_f1_k: K of VeriScore's F1@K.
         factuality_ternary: verify as supported / contradicted / unknown instead of yes / no.
+        factuality_max_claim_tokens: tokens generated per sentence for claim extraction; part of
+            factuality's provenance (a different budget gives different claims).
         evidence_cache_dir: on-disk cache of retrieval results (None: no cache).
     """
 
@@ -75,6 +79,7 @@ class ScoringConfig:
     factuality_k: int = 3
     factuality_f1_k: int = 10
     factuality_ternary: bool = False
+    factuality_max_claim_tokens: int = DEFAULT_MAX_CLAIM_TOKENS
     evidence_cache_dir: str | None = None
 
     def __post_init__(self) -> None:
@@ -88,6 +93,8 @@ class ScoringConfig:
             raise ConfigError(f"'languagetool_threads' must be >= 1, got {self.languagetool_threads}")
         if self.factuality_k < 1 or self.factuality_f1_k < 1:
             raise ConfigError(f"'factuality_k' and 'factuality_f1_k' must be >= 1, got {self.factuality_k}, {self.factuality_f1_k}")
+        if self.factuality_max_claim_tokens < 1:
+            raise ConfigError(f"'factuality_max_claim_tokens' must be >= 1, got {self.factuality_max_claim_tokens}")
         if self.rescale not in ("declared", "fitted"):
             raise ConfigError(f"'rescale' must be 'declared' or 'fitted', got {self.rescale!r}")
         if self.llm_layout not in ("paper", "answer_first"):

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Literal
 
 from jinja2 import Environment, StrictUndefined, UndefinedError
 
+from rubric.config import DEFAULT_MAX_CLAIM_TOKENS
 from rubric.errors import ConfigError
 from rubric.scoring.geval import DEFAULT_MIN_MASS, PROMPTS_DIR, ChatPrompt, PromptTemplate, parse_score
 from rubric.scoring.scorer import Score
@@ -153,10 +154,14 @@ def verification_template(ternary: bool = False) -> PromptTemplate:
                           score_tokens=tokens, score_values=values, fields=("claim", "evidence"))
 
 
-def factuality_template_hash(ternary: bool = False) -> str:
-    """One hash over both prompts, for the rubric's provenance column."""
+def factuality_template_hash(ternary: bool = False, max_claim_tokens: int = DEFAULT_MAX_CLAIM_TOKENS) -> str:
+    """One hash over both prompts and the extraction budget, for the rubric's provenance column.
+
+    The budget is in it because it decides where a claim list is cut: answers scored with
+    different budgets have different provenance and are never merged as one rubric.
+    """
     h = hashlib.sha256(f"{extraction_template().template_hash}\x00{verification_template(ternary).template_hash}"
-                       .encode())
+                       f"\x00max_claim_tokens={int(max_claim_tokens)}".encode())
     return h.hexdigest()[:12]
 
 

@@ -332,3 +332,38 @@ def test_vllm_claim_generator_keeps_order_and_counts_tokens():
     assert engine.llm.params.temperature == 0.0 and engine.llm.params.max_tokens == 16
     assert list(engine.llm.params.stop) == list(EXTRACTION_STOP)
     assert gen.last_stats == {"prompt_tokens": 4, "cached_tokens": 4, "generated_tokens": 4, "length_capped": 1}
+
+
+class _BudgetSpy(FakeEngine):
+    def generate(self, prompts, max_tokens):
+        self.budgets = getattr(self, "budgets", []) + [max_tokens]
+        return super().generate(prompts, max_tokens)
+
+
+def test_the_claim_budget_is_the_configs_and_is_part_of_the_provenance():
+    from rubric.config import DEFAULT_MAX_CLAIM_TOKENS, ScoringConfig
+    from workers.cli.options import scoring_config
+    from workers.cli.score import DEMO_MAX_CLAIM_TOKENS, add_demo, add_score
+    import argparse
+
+    def parsed(add, argv):
+        p = argparse.ArgumentParser()
+        add(p)
+        return p.parse_args(argv)
+
+    # the CLI's default is the config's, the option reaches the config, and the demo sets its own
+    assert scoring_config(parsed(add_score, ["x", "--format", "lfqa-hp", "--out", "o"])).factuality_max_claim_tokens == DEFAULT_MAX_CLAIM_TOKENS
+    assert scoring_config(parsed(add_score, ["x", "--format", "lfqa-hp", "--out", "o", "--factuality-max-claim-tokens", "40"])) \
+        .factuality_max_claim_tokens == 40
+    assert scoring_config(parsed(add_demo, [])).factuality_max_claim_tokens == DEMO_MAX_CLAIM_TOKENS
+    with pytest.raises(ConfigError, match="factuality_max_claim_tokens"):
+        ScoringConfig(factuality_max_claim_tokens=0)
+
+    hashes = set()
+    for budget in (DEFAULT_MAX_CLAIM_TOKENS, 40):
+        engine = _BudgetSpy()
+        scorer = FactualityScorer((SPEC,), engine, split, AttachedDocs(), max_claim_tokens=budget)
+        scorer.score_batch(ITEMS[:1])
+        assert engine.budgets == [budget]
+        hashes.add(scorer.provenance("factuality").template_hash)
+    assert len(hashes) == 2  # answers scored with different budgets are never merged as one rubric

@@ -97,6 +97,8 @@ def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
                    help="JSONL/Parquet corpus for BM25 evidence (default: documents attached to each answer)")
     p.add_argument("--corpus-text-field", default=c.factuality_text_field, help="the corpus's text field")
     p.add_argument("--corpus-id-field", default=c.factuality_id_field, help="the corpus's id field")
+    p.add_argument("--factuality-max-claim-tokens", type=int, default=c.factuality_max_claim_tokens,
+                   help="claim-extraction budget: tokens generated per sentence (recorded in provenance)")
     p.add_argument("--specificity-model", default=c.specificity_model,
                    help="Hub id or folder of the SubjECTive-QA classifier (specificity.subjectiveqa.v1)")
     p.add_argument("--rescale", choices=("declared", "fitted"), default=c.rescale,
@@ -235,7 +237,8 @@ def scoring_config(args) -> ScoringConfig:
                          llm_profile=args.llm_profile, llm_backend=args.llm_backend, llm_model=args.llm_model,
                          llm_layout=args.llm_layout, rescale=args.rescale, specificity_model=args.specificity_model,
                          factuality_corpus=args.factuality_corpus, factuality_text_field=args.corpus_text_field,
-                         factuality_id_field=args.corpus_id_field)
+                         factuality_id_field=args.corpus_id_field,
+                         factuality_max_claim_tokens=args.factuality_max_claim_tokens)
 
 
 def judge_settings(args):
