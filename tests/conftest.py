@@ -14,7 +14,8 @@ import pytest
 
 #: ``LFQA_TEST_RSS=1 make test``: the summary lists, per test module, the resident memory of the pytest
 #: process and of its child processes (Ray workers, vLLM helpers) when the module ended.
-_RSS: list[tuple[str, float, float]] = []
+#: The peak (``VmHWM``) after each module shows which module set the suite's maximum.
+_RSS: list[tuple[str, float, float, float]] = []
 
 #: Tests that load a real model or start Ray: those asking for one of these fixtures, and every
 #: test of these modules (they load spaCy, Harper, SmolLM2, MiniLM or start Ray inside the test).
@@ -73,11 +74,29 @@ def _release_engines_after_module(request):
                 children += c.memory_info().rss
             except psutil.Error:
                 continue
-        _RSS.append((request.node.nodeid, me.memory_info().rss / 2**30, children / 2**30))
+        _RSS.append((request.node.nodeid, me.memory_info().rss / 2**30, children / 2**30, _peak_gib()))
+
+
+def _peak_gib() -> float:
+    """This process's peak resident memory so far (Linux ``VmHWM``), in GiB; 0 where unknown."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return 0.0
 
 
 def pytest_terminal_summary(terminalreporter):
     if _RSS:
         terminalreporter.write_line("RSS after each module (GiB): pytest process + its children; the 15 largest")
-        for nodeid, own, children in sorted(_RSS, key=lambda r: -(r[1] + r[2]))[:15]:
+        for nodeid, own, children, _ in sorted(_RSS, key=lambda r: -(r[1] + r[2]))[:15]:
             terminalreporter.write_line(f"  {own:5.2f} + {children:5.2f}  {nodeid}")
+        terminalreporter.write_line("Where the pytest process's peak (VmHWM, GiB) rose, in suite order")
+        before = 0.0
+        for nodeid, _, _, peak in _RSS:
+            if peak > before + 0.05:
+                terminalreporter.write_line(f"  {before:5.2f} -> {peak:5.2f}  {nodeid}")
+            before = max(before, peak)

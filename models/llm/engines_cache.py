@@ -110,9 +110,9 @@ def release_engines() -> int:
 
     n = len(_ENGINES)
     for engine in list(_ENGINES.values()):
-        close = getattr(engine, "close", None)
-        if callable(close):
-            close()
+        drop = getattr(engine, "unload", None) or getattr(engine, "close", None)
+        if callable(drop):
+            drop()
     _ENGINES.clear()
     gc.collect()
     return n

