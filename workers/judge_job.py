@@ -212,7 +212,7 @@ class JudgeKind(JobKind):
         from rubric.judging import judgments_table
 
         job_inputs = [JobInput(name=u.name, read=self.read(u), fmt=self.fmt, sha256=u.sha) for u in job.units]
-        pairs, rejects, self._per_input = combine_inputs(job_inputs)
+        pairs, rejects, per_input = combine_inputs(job_inputs)
         if not pairs:
             raise InputError(f"no usable pair in {', '.join(repr(u.uri) for u in job.units)}: {len(rejects)} row(s) "
                              "rejected" + (f"; first reason: {rejects[0].reason}" if rejects else ""))
@@ -236,19 +236,13 @@ class JudgeKind(JobKind):
         log.info("wrote %s: %d pairs x %d judge(s) x 2 orders = %d rows (%d judged now); errors by judge: %s",
                  job.out / "judgments.parquet", len(pairs), len(versions), table.num_rows, job.step.scored, errors)
         self.pairs = pairs
-        per_input = self._per_input.values()
-        return {"counts": {"rows_in": sum(c["rows_in"] for c in per_input),
-                           "rows_ok": sum(c["rows_ok"] for c in per_input), "rejected": len(rejects),
+        return {"counts": {"rows_in": sum(c["rows_in"] for c in per_input.values()),
+                           "rows_ok": sum(c["rows_ok"] for c in per_input.values()), "rejected": len(rejects),
                            "pairs": len(pairs), "judgment_rows": table.num_rows, "errors_by_judge": errors,
                            "splits": {s: splits.count(s) for s in ("train", "dev", "test")}},
                 "judges": {v: {**asdict(provenance[v]), "mode": self.settings.mode} for v in versions},
-                "settings": self.settings.key(), "split_seed": self.seed, "split_source": split_source}
-
-    def per_input(self, job: JobRun, shard: str) -> dict:
-        return self._per_input[shard]
-
-    def job_fields(self, job: JobRun) -> dict:
-        return {"pairs_judged_now": job.step.scored}
+                "settings": self.settings.key(), "split_seed": self.seed, "split_source": split_source,
+                "per_input": per_input, "job": {"pairs_judged_now": job.step.scored}}
 
 
 def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[str, Score]],

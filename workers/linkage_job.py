@@ -424,15 +424,15 @@ class LinkageKind(JobKind):
             "metrics": {r.system: {"kendall": r.kendall.value, "spearman": r.spearman.value,
                                    "pearson": r.pearson.value, "n_defined": r.kendall.n,
                                    "n_undefined": r.n_undefined} for r in results},
+            "per_input": {u.shard: _input_counts(reads[u.uri]) for u in job.units},
+            "job": {"answers_scored_now": job.step.scored},
         }
 
-    def per_input(self, job: JobRun, shard: str) -> dict:
-        read = next(self._reads[u.uri] for u in job.units if u.shard == shard)
-        return {"rows_in": read.rows_in, "questions": len(read.questions), "candidates": read.n_candidates,
-                "references": read.n_references, "rejected": len(read.rejects), "capped": read.n_capped}
 
-    def job_fields(self, job: JobRun) -> dict:
-        return {"answers_scored_now": job.step.scored}
+def _input_counts(read) -> dict:
+    """One input's counts in the manifest."""
+    return {"rows_in": read.rows_in, "questions": len(read.questions), "candidates": read.n_candidates,
+            "references": read.n_references, "rejected": len(read.rejects), "capped": read.n_capped}
 
 
 def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, *, config: ScoringConfig,

@@ -30,7 +30,7 @@ from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.io import Block
 from rubric.scoring import Provenance, Score
-from workers.shards import list_shards, shard_blocks, shard_name, shard_sha256, unit_name
+from workers.shards import list_shards, plan_shard, shard_sha256
 from workers.outdir import OutLock, publish, remove_tree
 from workers.store import ShardStore, decode_score, encode_score
 
@@ -174,16 +174,13 @@ class JobKind:
 
     # --- after the step ---
     def assemble(self, job: "JobRun") -> dict:
-        """Write the kind's tables under ``job.out`` (the manifest excepted); return its manifest fields."""
+        """Write the kind's tables under ``job.out`` (the manifest excepted); return its manifest fields.
+
+        Two keys of the returned dict are not top-level fields: ``per_input`` (an input's name -> the
+        extra fields of its ``inputs`` entry, its counts) and ``job`` (the manifest's ``job`` fields
+        besides the runner's); both may be left out.
+        """
         raise NotImplementedError
-
-    def per_input(self, job: "JobRun", shard: str) -> dict:
-        """Extra manifest fields of one input (its counts)."""
-        return {}
-
-    def job_fields(self, job: "JobRun") -> dict:
-        """The manifest's ``job`` fields besides the runner."""
-        return {}
 
 
 def check_results(kind: JobKind, ids: Sequence[Sequence[str]], got: Sequence[Sequence[Mapping[str, Score]]],
@@ -363,17 +360,10 @@ class JobRun:
 def _plan(kind: JobKind, shards: Sequence[str], out: Path) -> list[Unit]:
     units = []
     for uri in shards:
-        sha, shard = shard_sha256(uri, kind.fmt, kind.options), shard_name(uri, kind.fmt)
-        blocks = None
-        if kind.blocks:
-            try:
-                blocks = shard_blocks(uri, kind.fmt, kind.options)
-            except InputError as e:  # a Hugging Face input that cannot be opened: reported like an unreadable file
-                raise InputError(f"input {uri!r} cannot be read: {e}") from e
-        for block in (blocks or [None]):
-            name = unit_name(uri, block, kind.fmt)
-            units.append(Unit(name, uri, sha, shard, block,
-                              ShardStore(out / kind.store_dir, name, kind.key(uri, sha, block))))
+        plan = plan_shard(uri, kind.fmt, kind.options, blocks=kind.blocks)
+        for name, block in plan.units:
+            units.append(Unit(name, uri, plan.sha, plan.name, block,
+                              ShardStore(out / kind.store_dir, name, kind.key(uri, plan.sha, block))))
     return units
 
 
@@ -450,6 +440,7 @@ def _assemble(job: JobRun) -> dict:
     kind, out, units, status, why, timings = job.kind, job.out, job.units, job.status, job.why, job.timings
     t0 = time.perf_counter()
     fields = kind.assemble(job)
+    per_input, job_fields = fields.pop("per_input", {}), fields.pop("job", {})
     for u in {u.uri: u for u in units}.values():
         if shard_sha256(u.uri, kind.fmt, kind.options) != u.sha:
             raise InputError(f"{u.uri!r} changed while the job ran; run it again")
@@ -460,13 +451,13 @@ def _assemble(job: JobRun) -> dict:
         n_units = sum(1 for u in units if u.shard == name)
         inputs.append({"name": name, "path": uri, "format": kind.fmt, "options": kind.options, "status": status[name],
                        **({"rescored_because": why[name]} if name in why else {}),
-                       **({"blocks": n_units} if n_units > 1 else {}), **kind.per_input(job, name)})
+                       **({"blocks": n_units} if n_units > 1 else {}), **per_input.get(name, {})})
     manifest = {
         "tool": "lfqa-rubric", **({"kind": kind.kind} if kind.kind else {}),
         "inputs": inputs,
         **fields,
         "config": asdict(kind.config),
-        "job": {"runner": job.runner, **kind.job_fields(job), **job.step.info},
+        "job": {"runner": job.runner, **job_fields, **job.step.info},
         "timings_s": timings,
         "platform": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
     }
