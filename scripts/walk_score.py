@@ -10,7 +10,8 @@ calls between project functions (``rubric/``, ``models/``, ``workers/``). What c
   Transparent (neither recorded nor a caller): dunder methods (``__init__``, ``__post_init__``, ...),
   property getters, comprehensions, generator expressions and lambdas (their calls belong to the
   function they are written in). Nothing under a ``<module>`` frame (an import running a module's
-  code, with its registrations) is recorded.
+  code, with its registrations) is recorded, and logging is off while the walk runs (a log handler or
+  filter is not the job's path).
 - **The job's own path, not the science**: a call from ``workers/`` into ``models/`` or ``rubric/``
   (a hand-off: a reader, the registry, a scorer's ``score_batch``, the assemble step) is a stop, but
   what that function calls inside ``models/`` and ``rubric/`` is not followed (the per-item science).
@@ -175,7 +176,9 @@ def walk_score() -> Walk:
 
     from workers.cli.score import add_score, score
 
-    logging.disable(logging.INFO)  # the job's own log lines are not the point here
+    # no log record is made: a handler or filter installed earlier in the process (``workers.logs``)
+    # would otherwise show up as a call from wherever the job logs
+    logging.disable(logging.CRITICAL)
     data = resources.files("rubric") / "data"
     with resources.as_file(data / "sample_pairs.jsonl") as sample, tempfile.TemporaryDirectory() as tmp:
         p = argparse.ArgumentParser()
