@@ -29,7 +29,7 @@ from typing import Any
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.protocols import LinkageCandidate, LinkageQuestion
-from rubric.protocol_pages import GENERATED_REFERENCES_FILE, LINKAGE_NOTES, references_lines
+from rubric.protocols import GENERATED_REFERENCES_FILE, LINKAGE_NOTES, references_lines
 from rubric.scoring import Provenance, Score
 from workers.runner import JobKind, JobRun, Unit, run
 from workers.outdir import atomic_write_bytes
@@ -350,8 +350,7 @@ class LinkageKind(JobKind):
         return question_from_json(text)
 
     def assemble(self, job: JobRun) -> dict:
-        from rubric.protocol_pages import linkage_empty_page, linkage_page
-        from rubric.protocols import linkage_results, linkage_table
+        from rubric.protocols import linkage_empty_page, linkage_page, linkage_results, linkage_table
 
         out, settings, reads = job.out, self.settings, self._reads
         refs = references_lines(settings.references, settings.reference_template, settings.reference_max_tokens,
