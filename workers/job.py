@@ -56,6 +56,10 @@ class ScoreKind(JobKind):
                  seed: int = 0) -> None:
         self.fmt, self.options, self.config, self.seed = fmt, dict(options), config, seed
         self.specs = [RUBRICS.get(s) if isinstance(s, str) else s for s in specs]
+        self.names = [s.name for s in self.specs]
+        from workers import local
+
+        self.checkpoint = max(local.CHECKPOINT_ANSWERS, config.batch_size)
 
     def arguments(self) -> dict:
         return {"fmt": self.fmt, "options": self.options, "specs": [s.version for s in self.specs],
@@ -82,9 +86,6 @@ class ScoreKind(JobKind):
     def dedupe_key(self, item: AnswerItem) -> str:
         return item.answer_id
 
-    def names(self) -> list[str]:
-        return [s.name for s in self.specs]
-
     def stages(self) -> list[tuple[str, Any]]:
         from models.backends import POOLS, pool_of_backend
 
@@ -102,12 +103,6 @@ class ScoreKind(JobKind):
 
     def provenance(self, scorer) -> dict[str, Provenance]:
         return {s.name: sc.provenance(s.name) for sc in scorer for s in sc.specs}
-
-    def chunks(self, items: list):
-        from workers import local
-
-        step = max(local.CHECKPOINT_ANSWERS, self.config.batch_size)
-        return (items[i:i + step] for i in range(0, len(items), step))
 
     def score(self, scorer, items: Sequence[AnswerItem], seconds: dict[str, float]) -> list[list[dict[str, Score]]]:
         from workers.local import score_items

@@ -139,6 +139,8 @@ class JudgeKind(JobKind):
                  scorer_factory=None) -> None:
         self.fmt, self.options, self.config, self.seed = fmt, dict(options), config, seed
         self.settings = settings if isinstance(settings, JudgeSettings) else JudgeSettings(**settings)
+        self.names = [s.version for s in self.settings.specs]
+        self.checkpoint = max(CHECKPOINT_PAIRS, config.batch_size)
         self.scorer_factory = scorer_factory
         self._reads: dict[str, Any] = {}
 
@@ -171,18 +173,11 @@ class JudgeKind(JobKind):
     def item_ids(self, items: Sequence[PairRecord]) -> list[list[str]]:
         return [[p.pair_id] for p in items]
 
-    def names(self) -> list[str]:
-        return [s.version for s in self.settings.specs]
-
     def build_scorer(self, stage=None):
         return (self.scorer_factory or _scorer)(self.settings, self.config)
 
     def provenance(self, scorer) -> dict[str, Provenance]:
-        return {v: scorer.provenance(v) for v in self.names()}
-
-    def chunks(self, items: list):
-        step = max(CHECKPOINT_PAIRS, self.config.batch_size)
-        return (items[i:i + step] for i in range(0, len(items), step))
+        return {v: scorer.provenance(v) for v in self.names}
 
     def score(self, scorer, items: Sequence[PairRecord], seconds: dict[str, float]) -> list[list[dict[str, Score]]]:
         b = self.config.batch_size
@@ -225,7 +220,7 @@ class JudgeKind(JobKind):
         lost = [p.pair_id for p in pairs if p.pair_id not in verdicts]
         if lost:
             raise BatchMismatchError(f"{len(lost)} pairs have no verdict (first: {lost[0]})")
-        versions = self.names()
+        versions = self.names
         provenance = {v: provenance[v] for v in versions if v in provenance}
         table = judgments_table(judgment_rows(pairs, splits, verdicts, provenance, mode=self.settings.mode))
         job.staged.update({n: job.out / f".{n}.tmp-{os.getpid()}" for n in ("judgments.parquet", "rejects.jsonl")})

@@ -177,21 +177,6 @@ def _linkage_scorer(settings: LinkageSettings, config: ScoringConfig):
                          max_pairwise_candidates=settings.max_pairwise_candidates)
 
 
-def _chunks(questions: list, size: int) -> list[list]:
-    out: list[list] = []
-    cur: list = []
-    n = 0
-    for q in questions:
-        if cur and n + len(q.candidates) > size:
-            out.append(cur)
-            cur, n = [], 0
-        cur.append(q)
-        n += len(q.candidates)
-    if cur:
-        out.append(cur)
-    return out
-
-
 def _rubric_scores(score_out: str | Path, answer_ids: set[str]) -> tuple[dict[str, dict[str, Score]], list[str]]:
     """answer_id -> rubric -> Score (the 1-5 value) from a score output's answers.parquet."""
     from rubric.preference import read_output_table
@@ -274,6 +259,9 @@ class LinkageKind(JobKind):
                  reference_generator=None, scorer_factory=None) -> None:
         self.options, self.config = dict(options), config
         self.settings = settings if isinstance(settings, LinkageSettings) else LinkageSettings(**settings)
+        self.names = list(self.settings.systems)
+        # a question's candidates are its store ids: a checkpoint holds whole questions
+        self.checkpoint = max(LINKAGE_CHECKPOINT_ANSWERS, config.batch_size)
         self.signals, self.rubric_scores, self.n_boot, self.seed = signals, rubric_scores, n_boot, seed
         self.command, self.reference_generator, self.scorer_factory = command, reference_generator, scorer_factory
         self._reads: dict[str, Any] = {}
@@ -328,17 +316,11 @@ class LinkageKind(JobKind):
     def item_ids(self, items: Sequence[LinkageQuestion]) -> list[list[str]]:
         return [[c.answer_id for c in q.candidates] for q in items]
 
-    def names(self) -> list[str]:
-        return list(self.settings.systems)
-
     def build_scorer(self, stage=None):
         return (self.scorer_factory or _linkage_scorer)(self.settings, self.config)
 
     def provenance(self, scorer) -> dict[str, Provenance]:
         return {s: scorer.provenance(s) for s in self.settings.systems}
-
-    def chunks(self, items: list):
-        return _chunks(items, max(LINKAGE_CHECKPOINT_ANSWERS, self.config.batch_size))
 
     def score(self, scorer, items: Sequence[LinkageQuestion], seconds: dict[str, float]) -> list[list[dict[str, Score]]]:
         return [list(g) for g in scorer.score_questions(list(items))]

@@ -7,8 +7,9 @@
       ways is refused) -> the kind's assemble step (its tables) -> manifest.json (last)
 
 A job kind is a small object (:class:`JobKind`) that supplies only what differs: its store folder
-and key, its work items and their store ids, the scorer it needs, how a chunk of items is scored,
-its assemble step (the science is in ``rubric/``) and its manifest fields. The runner and both
+and key, its score names and checkpoint size (values), its work items and their store ids, the
+scorer it needs, how a chunk of items is scored, its assemble step (the science is in ``rubric/``)
+and its manifest fields. The runner and both
 steps are the same code for every kind, so the single-process and Ray paths, and the kinds, cannot
 drift apart.
 """
@@ -34,7 +35,8 @@ from workers.shards import list_shards, plan_shard, shard_sha256
 from workers.outdir import OutLock, publish, remove_tree
 from workers.store import ShardStore, decode_score, encode_score
 
-__all__ = ["Unit", "Work", "StepResult", "JobKind", "JobRun", "RunScores", "run", "local_step", "check_results"]
+__all__ = ["Unit", "Work", "StepResult", "JobKind", "JobRun", "RunScores", "run", "local_step", "check_results",
+           "checkpoints"]
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +102,9 @@ class JobKind:
             otherwise Ray read tasks read the units.
         config: the engine settings.
         options: the reader options (in every store key).
+        names: the score names every stored id carries (set by the kind's ``__init__``).
+        checkpoint: store ids per checkpoint (one store part) in the local step; the runner cuts the
+            items in order, never splitting one (:func:`checkpoints`).
     """
 
     kind: str | None = None
@@ -111,6 +116,8 @@ class JobKind:
     fmt: str | None = None
     config: ScoringConfig
     options: dict
+    names: list[str]
+    checkpoint: int
 
     # --- planning ---
     def arguments(self) -> dict:
@@ -138,10 +145,6 @@ class JobKind:
         """Per item, the store ids its scores are kept under, in the order :meth:`score` returns them."""
         raise NotImplementedError
 
-    def names(self) -> list[str]:
-        """The score names every stored id carries."""
-        raise NotImplementedError
-
     def stages(self) -> list[tuple[str, Any]]:
         """(pool, stage) in order: the Ray pools the items pass through, each building ``build_scorer(stage)``."""
         return [("llm", None)]
@@ -150,10 +153,6 @@ class JobKind:
         raise NotImplementedError
 
     def provenance(self, scorer: Any) -> dict[str, Provenance]:
-        raise NotImplementedError
-
-    def chunks(self, items: list) -> Iterable[list]:
-        """Items in store checkpoints (one store part each)."""
         raise NotImplementedError
 
     def score(self, scorer: Any, items: Sequence[Any], seconds: dict[str, float]) -> list[list[dict[str, Score]]]:
@@ -233,6 +232,19 @@ class RunScores:
         remove_tree(self.folder, self.path)
 
 
+def checkpoints(items: Sequence[Any], ids: Sequence[Sequence[str]], size: int) -> Iterable[tuple[list, list]]:
+    """``(items, their ids)`` in order, cut where the next item would take a checkpoint past ``size`` store
+    ids; an item is never split (one with more ids than ``size`` is a checkpoint of its own)."""
+    start, n = 0, 0
+    for k, i in enumerate(ids):
+        if k > start and n + len(i) > size:
+            yield list(items[start:k]), list(ids[start:k])
+            start, n = k, 0
+        n += len(i)
+    if start < len(items):
+        yield list(items[start:]), list(ids[start:])
+
+
 def work(kind: JobKind, unit: Unit) -> Work:
     """Read a unit and keep the items with an id not yet in its store (InputError when it cannot be read)."""
     items = kind.items(kind.read(unit))
@@ -257,7 +269,7 @@ def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer
     result = StepResult()
     if not pending:
         return result
-    names = kind.names()
+    names = kind.names
     run_scores = RunScores(pending[0].store.dir.parent)
     try:
         for unit in pending:
@@ -286,10 +298,9 @@ def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer
                          w.n_ids - n_todo, w.n_ids)
             with tqdm(total=n_todo, desc=f"{kind.status_done} {unit.name}", disable=not progress,
                       mininterval=2.0) as bar:
-                for chunk in kind.chunks(todo):
+                for chunk, chunk_ids in checkpoints(todo, todo_ids, kind.checkpoint):
                     seconds: dict[str, float] = {}
                     got = kind.score(scorer, chunk, seconds)
-                    chunk_ids = kind.item_ids(chunk)
                     check_results(kind, chunk_ids, got, names)
                     ids = [i for each in chunk_ids for i in each]
                     flat = [r for g in got for r in g]
@@ -338,7 +349,7 @@ class JobRun:
         Raises:
             ConfigError: a name was scored two ways in one job.
         """
-        names = self.kind.names()
+        names = self.kind.names
         merged = RunScores(self.out / self.kind.store_dir, "merged")
         prov: dict[str, tuple[Provenance, str]] = {}
         try:
