@@ -1,4 +1,5 @@
-"""A job's inputs: discovering shard files, hashing their content, reading them.
+"""A job's inputs: discovering shard files, planning each once (name, sha256, blocks: :func:`plan_shard`),
+reading them.
 
 One input file is one shard, in both job paths. A shard is named by its file stem (its folder in
 the score store); two shards with one name are refused rather than silently sharing a folder. A
