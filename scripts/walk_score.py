@@ -17,7 +17,9 @@ calls between project functions (``rubric/``, ``models/``, ``workers/``). What c
   what that function calls inside ``models/`` and ``rubric/`` is not followed (the per-item science).
   A call from inside a hand-off back into ``workers/`` (a callback) is recorded, and the walk goes on
   from there.
-- **Stops**: the distinct recorded functions (``module:qualname``), ``score`` included.
+- **Stops**: ``score`` and every recorded function (``module:qualname``) entered by a call from
+  another module: the places a reader jumps to. A module's calls to its own helpers are read where
+  they are made; they are counted in **functions** (every recorded function), not as stops.
 - **Modules**: the distinct modules of the stops.
 - **Edges**: the distinct (caller, callee) pairs of recorded calls.
 - **Climbs**: the edges whose callee sits in a higher layer than its caller. Layers, top to bottom:
@@ -28,7 +30,8 @@ calls between project functions (``rubric/``, ``models/``, ``workers/``). What c
   already left: for every module, its entries beyond the first, summed.
 
 Run from the repository root (``PYTHONPATH=$PWD python scripts/walk_score.py``); it prints the counts
-and a Markdown table of the stops. ``--json`` prints the counts as JSON instead (the test reads them).
+and a Markdown table of the stops; ``--json`` prints the counts as JSON instead.
+``tests/scripts/test_walk_score.py`` runs :func:`walk_score` and checks the bounds.
 """
 
 from __future__ import annotations
