@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     from rubric.config import ScoringConfig
     from rubric.io import read_input
     from rubric.io import AnswerItem, explode
-    from rubric.service import ServiceLimits
+    from rubric.preference import ServiceLimits
     from rubric.scoring import resolve_rubrics
     from workers.local import score_items
     from workers.serve import ServeSettings, start_service

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rubric.tables import JobInput, StreamAssembled, assemble_stream
+from rubric.tables import JobInput, StreamAssembled, TableFiles, assemble_stream
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError
 from rubric.io import Block
@@ -56,6 +56,10 @@ class ScoreKind(JobKind):
                  seed: int = 0) -> None:
         self.fmt, self.options, self.config, self.seed = fmt, dict(options), config, seed
         self.specs = [RUBRICS.get(s) if isinstance(s, str) else s for s in specs]
+        self.names = [s.name for s in self.specs]
+        from workers import local
+
+        self.checkpoint = max(local.CHECKPOINT_ANSWERS, config.batch_size)
 
     def arguments(self) -> dict:
         return {"fmt": self.fmt, "options": self.options, "specs": [s.version for s in self.specs],
@@ -82,9 +86,6 @@ class ScoreKind(JobKind):
     def dedupe_key(self, item: AnswerItem) -> str:
         return item.answer_id
 
-    def names(self) -> list[str]:
-        return [s.name for s in self.specs]
-
     def stages(self) -> list[tuple[str, Any]]:
         from models.backends import POOLS, pool_of_backend
 
@@ -102,12 +103,6 @@ class ScoreKind(JobKind):
 
     def provenance(self, scorer) -> dict[str, Provenance]:
         return {s.name: sc.provenance(s.name) for sc in scorer for s in sc.specs}
-
-    def chunks(self, items: list):
-        from workers import local
-
-        step = max(local.CHECKPOINT_ANSWERS, self.config.batch_size)
-        return (items[i:i + step] for i in range(0, len(items), step))
 
     def score(self, scorer, items: Sequence[AnswerItem], seconds: dict[str, float]) -> list[list[dict[str, Score]]]:
         from workers.local import score_items
@@ -143,9 +138,10 @@ class ScoreKind(JobKind):
             raise
         job.cleanup.append(writer.abort)  # after the publish: the staged tables are moved out first
         try:
-            assembled = assemble_stream(read_inputs, scores, provenance, self.specs, write_pairs=writer.pairs,
-                                        write_rejects=writer.rejects, write_answers=writer.answers,
-                                        write_claims=writer.claims, rescale=self.config.rescale, seed=self.seed,
+            files = writer.files
+            assembled = assemble_stream(read_inputs, scores, provenance, self.specs, write_pairs=files.pairs,
+                                        write_rejects=files.rejects, write_answers=files.answers,
+                                        write_claims=files.claims, rescale=self.config.rescale, seed=self.seed,
                                         workdir=str(writer.tmpdir))
         finally:
             scores.close()
@@ -153,24 +149,20 @@ class ScoreKind(JobKind):
         from rubric.tables import rubric_provenance
 
         counts = dict(assembled.counts)
-        self._per_input = counts.pop("per_input")
+        per_input = counts.pop("per_input")
         c = counts
+        seconds = job.timings.get("score", 0.0)
         log.info("wrote %s: %d rows in, %d pairs, %d rejected, %d unique answers (%d scored now); errors by rubric: "
                  "%s", job.out, c["rows_in"], c["pairs"], c["rejected"], c["unique_answers"], job.step.scored,
                  c["errors_by_rubric"])
         return {"counts": counts,
                 "rubrics": {s.name: {**rubric_provenance(provenance[s.name], s, assembled.fitted),
                                      "raw_range": [s.raw_min, s.raw_max]} for s in self.specs},
-                "split_seed": self.seed, "split_source": assembled.split_source, "rescale": self.config.rescale}
-
-    def per_input(self, job: JobRun, shard: str) -> dict:
-        return self._per_input[shard]
-
-    def job_fields(self, job: JobRun) -> dict:
-        seconds = job.timings.get("score", 0.0)
-        return {"answers_scored_now": job.step.scored,
-                "answers_per_s": round(job.step.scored / seconds, 3) if seconds > 0 else None,
-                "score_seconds": job.step.seconds}
+                "split_seed": self.seed, "split_source": assembled.split_source, "rescale": self.config.rescale,
+                "per_input": per_input,
+                "job": {"answers_scored_now": job.step.scored,
+                        "answers_per_s": round(job.step.scored / seconds, 3) if seconds > 0 else None,
+                        "score_seconds": job.step.seconds}}
 
 
 def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence[RubricSpec], out: str | Path, *,
@@ -203,8 +195,8 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
 
 
 class _TableWriter:
-    """Writes the job's outputs as the assemble step streams them into a staging folder inside OUT; the
-    runner publishes them together with the manifest (``workers.outdir.publish``)."""
+    """The staging folder inside OUT that the assemble step's tables stream into (``rubric.tables.TableFiles``);
+    the runner publishes them together with the manifest (``workers.outdir.publish``)."""
 
     def __init__(self, out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
@@ -212,38 +204,15 @@ class _TableWriter:
         self.tmpdir = out / f".assemble-{os.getpid()}"
         remove_tree(out, self.tmpdir)
         self.tmpdir.mkdir()
-        self._tables: dict[str, Any] = {}  # name -> open ParquetWriter
-        self._rejects = (self.tmpdir / "rejects.jsonl").open("w", encoding="utf-8")
-
-    def _write(self, name: str, table) -> None:
-        import pyarrow.parquet as pq
-
-        if name not in self._tables:
-            self._tables[name] = pq.ParquetWriter(self.tmpdir / f"{name}.parquet", table.schema)
-        self._tables[name].write_table(table)
-
-    def pairs(self, table) -> None:
-        self._write("pairs", table)
-
-    def answers(self, table) -> None:
-        self._write("answers", table)
-
-    def claims(self, table) -> None:
-        self._write("claims", table)
-
-    def rejects(self, rejects) -> None:
-        self._rejects.write("".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n" for r in rejects))
+        self.files = TableFiles(self.tmpdir)
 
     def stage(self, assembled: StreamAssembled, job: JobRun) -> None:
         """Close the tables and name them (and rescale.json) in ``job.staged``; outputs this run does not make
         go to ``job.remove``."""
+        written = self.files.close()
         for name in ("pairs", "answers") + (("claims",) if assembled.has_claims else ()):
-            if name not in self._tables:  # pragma: no cover - assemble_stream raises when there is no pair
+            if name not in written:  # pragma: no cover - assemble_stream raises when there is no pair
                 raise BatchMismatchError(f"the assemble step wrote no {name}")
-        for w in self._tables.values():
-            w.close()
-        self._tables.clear()
-        self._rejects.close()
         names = ["answers.parquet", "pairs.parquet", "rejects.jsonl"]
         if assembled.has_claims:
             names.append("claims.parquet")
@@ -254,9 +223,6 @@ class _TableWriter:
         job.remove.extend(n for n in ("claims.parquet", "rescale.json") if n not in names)
 
     def abort(self) -> None:
-        """Close and remove whatever was not committed (a no-op after :meth:`commit`)."""
-        for w in self._tables.values():
-            w.close()
-        self._tables.clear()
-        self._rejects.close()
+        """Close and remove whatever was not published (after the publish: nothing is left to remove)."""
+        self.files.close()
         remove_tree(self.out, self.tmpdir)

@@ -139,6 +139,8 @@ class JudgeKind(JobKind):
                  scorer_factory=None) -> None:
         self.fmt, self.options, self.config, self.seed = fmt, dict(options), config, seed
         self.settings = settings if isinstance(settings, JudgeSettings) else JudgeSettings(**settings)
+        self.names = [s.version for s in self.settings.specs]
+        self.checkpoint = max(CHECKPOINT_PAIRS, config.batch_size)
         self.scorer_factory = scorer_factory
         self._reads: dict[str, Any] = {}
 
@@ -171,18 +173,11 @@ class JudgeKind(JobKind):
     def item_ids(self, items: Sequence[PairRecord]) -> list[list[str]]:
         return [[p.pair_id] for p in items]
 
-    def names(self) -> list[str]:
-        return [s.version for s in self.settings.specs]
-
     def build_scorer(self, stage=None):
         return (self.scorer_factory or _scorer)(self.settings, self.config)
 
     def provenance(self, scorer) -> dict[str, Provenance]:
-        return {v: scorer.provenance(v) for v in self.names()}
-
-    def chunks(self, items: list):
-        step = max(CHECKPOINT_PAIRS, self.config.batch_size)
-        return (items[i:i + step] for i in range(0, len(items), step))
+        return {v: scorer.provenance(v) for v in self.names}
 
     def score(self, scorer, items: Sequence[PairRecord], seconds: dict[str, float]) -> list[list[dict[str, Score]]]:
         b = self.config.batch_size
@@ -212,7 +207,7 @@ class JudgeKind(JobKind):
         from rubric.judging import judgments_table
 
         job_inputs = [JobInput(name=u.name, read=self.read(u), fmt=self.fmt, sha256=u.sha) for u in job.units]
-        pairs, rejects, self._per_input = combine_inputs(job_inputs)
+        pairs, rejects, per_input = combine_inputs(job_inputs)
         if not pairs:
             raise InputError(f"no usable pair in {', '.join(repr(u.uri) for u in job.units)}: {len(rejects)} row(s) "
                              "rejected" + (f"; first reason: {rejects[0].reason}" if rejects else ""))
@@ -225,7 +220,7 @@ class JudgeKind(JobKind):
         lost = [p.pair_id for p in pairs if p.pair_id not in verdicts]
         if lost:
             raise BatchMismatchError(f"{len(lost)} pairs have no verdict (first: {lost[0]})")
-        versions = self.names()
+        versions = self.names
         provenance = {v: provenance[v] for v in versions if v in provenance}
         table = judgments_table(judgment_rows(pairs, splits, verdicts, provenance, mode=self.settings.mode))
         job.staged.update({n: job.out / f".{n}.tmp-{os.getpid()}" for n in ("judgments.parquet", "rejects.jsonl")})
@@ -236,19 +231,13 @@ class JudgeKind(JobKind):
         log.info("wrote %s: %d pairs x %d judge(s) x 2 orders = %d rows (%d judged now); errors by judge: %s",
                  job.out / "judgments.parquet", len(pairs), len(versions), table.num_rows, job.step.scored, errors)
         self.pairs = pairs
-        per_input = self._per_input.values()
-        return {"counts": {"rows_in": sum(c["rows_in"] for c in per_input),
-                           "rows_ok": sum(c["rows_ok"] for c in per_input), "rejected": len(rejects),
+        return {"counts": {"rows_in": sum(c["rows_in"] for c in per_input.values()),
+                           "rows_ok": sum(c["rows_ok"] for c in per_input.values()), "rejected": len(rejects),
                            "pairs": len(pairs), "judgment_rows": table.num_rows, "errors_by_judge": errors,
                            "splits": {s: splits.count(s) for s in ("train", "dev", "test")}},
                 "judges": {v: {**asdict(provenance[v]), "mode": self.settings.mode} for v in versions},
-                "settings": self.settings.key(), "split_seed": self.seed, "split_source": split_source}
-
-    def per_input(self, job: JobRun, shard: str) -> dict:
-        return self._per_input[shard]
-
-    def job_fields(self, job: JobRun) -> dict:
-        return {"pairs_judged_now": job.step.scored}
+                "settings": self.settings.key(), "split_seed": self.seed, "split_source": split_source,
+                "per_input": per_input, "job": {"pairs_judged_now": job.step.scored}}
 
 
 def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[str, Score]],

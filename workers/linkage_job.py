@@ -29,7 +29,7 @@ from typing import Any
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.protocols import LinkageCandidate, LinkageQuestion
-from rubric.protocol_pages import GENERATED_REFERENCES_FILE, LINKAGE_NOTES, references_lines
+from rubric.protocols import GENERATED_REFERENCES_FILE, LINKAGE_NOTES, references_lines
 from rubric.scoring import Provenance, Score
 from workers.runner import JobKind, JobRun, Unit, run
 from workers.outdir import atomic_write_bytes
@@ -177,21 +177,6 @@ def _linkage_scorer(settings: LinkageSettings, config: ScoringConfig):
                          max_pairwise_candidates=settings.max_pairwise_candidates)
 
 
-def _chunks(questions: list, size: int) -> list[list]:
-    out: list[list] = []
-    cur: list = []
-    n = 0
-    for q in questions:
-        if cur and n + len(q.candidates) > size:
-            out.append(cur)
-            cur, n = [], 0
-        cur.append(q)
-        n += len(q.candidates)
-    if cur:
-        out.append(cur)
-    return out
-
-
 def _rubric_scores(score_out: str | Path, answer_ids: set[str]) -> tuple[dict[str, dict[str, Score]], list[str]]:
     """answer_id -> rubric -> Score (the 1-5 value) from a score output's answers.parquet."""
     from rubric.preference import read_output_table
@@ -274,6 +259,9 @@ class LinkageKind(JobKind):
                  reference_generator=None, scorer_factory=None) -> None:
         self.options, self.config = dict(options), config
         self.settings = settings if isinstance(settings, LinkageSettings) else LinkageSettings(**settings)
+        self.names = list(self.settings.systems)
+        # a question's candidates are its store ids: a checkpoint holds whole questions
+        self.checkpoint = max(LINKAGE_CHECKPOINT_ANSWERS, config.batch_size)
         self.signals, self.rubric_scores, self.n_boot, self.seed = signals, rubric_scores, n_boot, seed
         self.command, self.reference_generator, self.scorer_factory = command, reference_generator, scorer_factory
         self._reads: dict[str, Any] = {}
@@ -328,17 +316,11 @@ class LinkageKind(JobKind):
     def item_ids(self, items: Sequence[LinkageQuestion]) -> list[list[str]]:
         return [[c.answer_id for c in q.candidates] for q in items]
 
-    def names(self) -> list[str]:
-        return list(self.settings.systems)
-
     def build_scorer(self, stage=None):
         return (self.scorer_factory or _linkage_scorer)(self.settings, self.config)
 
     def provenance(self, scorer) -> dict[str, Provenance]:
         return {s: scorer.provenance(s) for s in self.settings.systems}
-
-    def chunks(self, items: list):
-        return _chunks(items, max(LINKAGE_CHECKPOINT_ANSWERS, self.config.batch_size))
 
     def score(self, scorer, items: Sequence[LinkageQuestion], seconds: dict[str, float]) -> list[list[dict[str, Score]]]:
         return [list(g) for g in scorer.score_questions(list(items))]
@@ -350,8 +332,7 @@ class LinkageKind(JobKind):
         return question_from_json(text)
 
     def assemble(self, job: JobRun) -> dict:
-        from rubric.protocol_pages import linkage_empty_page, linkage_page
-        from rubric.protocols import linkage_results, linkage_table
+        from rubric.protocols import linkage_empty_page, linkage_page, linkage_results, linkage_table
 
         out, settings, reads = job.out, self.settings, self._reads
         refs = references_lines(settings.references, settings.reference_template, settings.reference_max_tokens,
@@ -424,15 +405,15 @@ class LinkageKind(JobKind):
             "metrics": {r.system: {"kendall": r.kendall.value, "spearman": r.spearman.value,
                                    "pearson": r.pearson.value, "n_defined": r.kendall.n,
                                    "n_undefined": r.n_undefined} for r in results},
+            "per_input": {u.shard: _input_counts(reads[u.uri]) for u in job.units},
+            "job": {"answers_scored_now": job.step.scored},
         }
 
-    def per_input(self, job: JobRun, shard: str) -> dict:
-        read = next(self._reads[u.uri] for u in job.units if u.shard == shard)
-        return {"rows_in": read.rows_in, "questions": len(read.questions), "candidates": read.n_candidates,
-                "references": read.n_references, "rejected": len(read.rejects), "capped": read.n_capped}
 
-    def job_fields(self, job: JobRun) -> dict:
-        return {"answers_scored_now": job.step.scored}
+def _input_counts(read) -> dict:
+    """One input's counts in the manifest."""
+    return {"rows_in": read.rows_in, "questions": len(read.questions), "candidates": read.n_candidates,
+            "references": read.n_references, "rejected": len(read.rejects), "capped": read.n_capped}
 
 
 def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, *, config: ScoringConfig,

@@ -12,7 +12,7 @@
   operations.
 - :func:`publish`: the final files move from a staging folder into ``OUT`` between a marker file
   (``OUT/.publishing``, written first) and ``manifest.json`` (written last, with every published
-  file's size). ``rubric.outputs.check_published`` is what readers call: a folder with the marker
+  file's size). ``rubric.io.check_published`` is what readers call: a folder with the marker
   (a publish in progress, or one killed half-way) or whose files do not match the manifest is
   refused in one line instead of read as a mix of two runs.
 """
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from rubric.errors import ConfigError
-from rubric.outputs import MANIFEST, PUBLISHING
+from rubric.io import MANIFEST, PUBLISHING
 
 __all__ = ["LOCK_FILE", "OutLock", "locks_out", "inside", "remove_tree", "replace", "atomic_write_bytes", "publish"]
 

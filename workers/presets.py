@@ -1,5 +1,5 @@
 """``--preset NAME`` on ``score``, ``fit``, ``evaluate``, ``judge`` and ``analyze``: the settings come
-from :mod:`rubric.presets` (defined there once); this module only applies them to a command's arguments.
+from :mod:`rubric.scoring.presets` (defined there once); this module only applies them to a command's arguments.
 
 A setting the preset fixes takes the preset's value; given explicitly with another value, it is an
 error (``--preset paper sets --mode vote``), never silently overridden. Selections stay the user's:
@@ -14,7 +14,7 @@ from functools import partial
 from pathlib import Path
 
 from rubric.errors import ConfigError
-from rubric.presets import PRESETS, Preset, get_preset, preset_judges, preset_rubric_versions
+from rubric.scoring import PRESETS, Preset, get_preset, preset_judges, preset_rubric_versions
 
 __all__ = ["add_preset", "apply_preset", "FIXED"]
 
@@ -115,7 +115,7 @@ def apply_preset(args: argparse.Namespace, command: str) -> None:
 
 def _check_table(preset: Preset, outdir: Path) -> None:
     from rubric.preference import read_pairs
-    from rubric.presets import table_problems
+    from rubric.scoring import table_problems
     from rubric.tables import table_provenance
 
     problems = table_problems(preset, table_provenance(read_pairs(outdir)))
@@ -126,7 +126,7 @@ def _check_table(preset: Preset, outdir: Path) -> None:
 
 def _check_model(preset: Preset, model_path: Path) -> None:
     from rubric.preference import PreferenceModel
-    from rubric.presets import model_preset
+    from rubric.scoring import model_preset
 
     got = model_preset(PreferenceModel.from_json(model_path))
     if got != preset.name:

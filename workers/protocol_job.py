@@ -8,7 +8,7 @@ rejects and manifest, and the same Ray step (``ray=workers.ray_pipeline.RayStep(
 system; their join is written as ``OUT/arena_pairs.jsonl`` (lfqa_eval format: the system's answer is
 ``a``, the reference ``b``, the human label ``overall_preference``) and that file is the judge job's
 input, so its sha256 keys the store. Each job then writes ``OUT/report.md`` (:mod:`rubric.protocols`
-tables in :mod:`rubric.protocol_pages`' page).
+tables in :mod:`rubric.protocols.pages`' page).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
         InputError: a file cannot be read, or no pair is left.
     """
     from rubric.protocols import ArenaQuestions, join_arena, read_arena_annotations, read_arena_answers
-    from rubric.protocol_pages import arena_page
+    from rubric.protocols import arena_page
     from rubric.protocols import arena_tables
     from rubric.protocols import PAIRWISE_PROTOCOLS
     from rubric.protocols import ARENA_REASONING_VERSION
@@ -172,7 +172,7 @@ def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str
         rubric_model: its model JSON (default ``RUBRIC_SCORES/model.json``).
         Others: as :func:`run_arena_job`.
     """
-    from rubric.protocol_pages import lfqa_e_page
+    from rubric.protocols import lfqa_e_page
     from rubric.protocols import lfqa_e_tables
     from rubric.protocols import PAIRWISE_PROTOCOLS
     from workers.judge_job import run_judge_job

@@ -253,7 +253,7 @@ def add_pool_stage(ds, kind: JobKind, pool: str, stage: Any, cfg: PoolConfig, *,
                           f"(engine pools: {list(ENGINE_POOLS)})")
     num_gpus = _resolve_gpus(pool, cfg)
     log.info("pool %s: %d actor(s) x (%.2f CPU, %.2f GPU, %d batch(es) in flight) for %s", pool, cfg.size,
-             cfg.num_cpus, num_gpus, cfg.batches_in_flight, stage if stage is not None else ", ".join(kind.names()))
+             cfg.num_cpus, num_gpus, cfg.batches_in_flight, stage if stage is not None else ", ".join(kind.names))
     k = cfg.batches_in_flight
     # k > 1: Ray Data sends k batches to an actor and runs them in k threads (true multi-threading:
     # the UDF itself runs concurrently), and the actor's engine loop merges their requests.
@@ -377,7 +377,7 @@ class RayStep:
         ray.data.DataContext.get_current().enable_progress_bars = progress
         ds = self._dataset(kind, pending, works, stages)
         by_id = dict(enumerate(pending))
-        collector = ShardCollector(by_id, kind.names())
+        collector = ShardCollector(by_id, kind.names)
         n_scored = 0
         for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
             cols = batch.to_pydict()

@@ -7,8 +7,9 @@
       ways is refused) -> the kind's assemble step (its tables) -> manifest.json (last)
 
 A job kind is a small object (:class:`JobKind`) that supplies only what differs: its store folder
-and key, its work items and their store ids, the scorer it needs, how a chunk of items is scored,
-its assemble step (the science is in ``rubric/``) and its manifest fields. The runner and both
+and key, its score names and checkpoint size (values), its work items and their store ids, the
+scorer it needs, how a chunk of items is scored, its assemble step (the science is in ``rubric/``)
+and its manifest fields. The runner and both
 steps are the same code for every kind, so the single-process and Ray paths, and the kinds, cannot
 drift apart.
 """
@@ -30,11 +31,12 @@ from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.io import Block
 from rubric.scoring import Provenance, Score
-from workers.shards import list_shards, shard_blocks, shard_name, shard_sha256, unit_name
+from workers.shards import list_shards, plan_shard, shard_sha256
 from workers.outdir import OutLock, publish, remove_tree
 from workers.store import ShardStore, decode_score, encode_score
 
-__all__ = ["Unit", "Work", "StepResult", "JobKind", "JobRun", "RunScores", "run", "local_step", "check_results"]
+__all__ = ["Unit", "Work", "StepResult", "JobKind", "JobRun", "RunScores", "run", "local_step", "check_results",
+           "checkpoints"]
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +102,9 @@ class JobKind:
             otherwise Ray read tasks read the units.
         config: the engine settings.
         options: the reader options (in every store key).
+        names: the score names every stored id carries (set by the kind's ``__init__``).
+        checkpoint: store ids per checkpoint (one store part) in the local step; the runner cuts the
+            items in order, never splitting one (:func:`checkpoints`).
     """
 
     kind: str | None = None
@@ -111,6 +116,8 @@ class JobKind:
     fmt: str | None = None
     config: ScoringConfig
     options: dict
+    names: list[str]
+    checkpoint: int
 
     # --- planning ---
     def arguments(self) -> dict:
@@ -138,10 +145,6 @@ class JobKind:
         """Per item, the store ids its scores are kept under, in the order :meth:`score` returns them."""
         raise NotImplementedError
 
-    def names(self) -> list[str]:
-        """The score names every stored id carries."""
-        raise NotImplementedError
-
     def stages(self) -> list[tuple[str, Any]]:
         """(pool, stage) in order: the Ray pools the items pass through, each building ``build_scorer(stage)``."""
         return [("llm", None)]
@@ -150,10 +153,6 @@ class JobKind:
         raise NotImplementedError
 
     def provenance(self, scorer: Any) -> dict[str, Provenance]:
-        raise NotImplementedError
-
-    def chunks(self, items: list) -> Iterable[list]:
-        """Items in store checkpoints (one store part each)."""
         raise NotImplementedError
 
     def score(self, scorer: Any, items: Sequence[Any], seconds: dict[str, float]) -> list[list[dict[str, Score]]]:
@@ -174,16 +173,13 @@ class JobKind:
 
     # --- after the step ---
     def assemble(self, job: "JobRun") -> dict:
-        """Write the kind's tables under ``job.out`` (the manifest excepted); return its manifest fields."""
+        """Write the kind's tables under ``job.out`` (the manifest excepted); return its manifest fields.
+
+        Two keys of the returned dict are not top-level fields: ``per_input`` (an input's name -> the
+        extra fields of its ``inputs`` entry, its counts) and ``job`` (the manifest's ``job`` fields
+        besides the runner's); both may be left out.
+        """
         raise NotImplementedError
-
-    def per_input(self, job: "JobRun", shard: str) -> dict:
-        """Extra manifest fields of one input (its counts)."""
-        return {}
-
-    def job_fields(self, job: "JobRun") -> dict:
-        """The manifest's ``job`` fields besides the runner."""
-        return {}
 
 
 def check_results(kind: JobKind, ids: Sequence[Sequence[str]], got: Sequence[Sequence[Mapping[str, Score]]],
@@ -236,6 +232,19 @@ class RunScores:
         remove_tree(self.folder, self.path)
 
 
+def checkpoints(items: Sequence[Any], ids: Sequence[Sequence[str]], size: int) -> Iterable[tuple[list, list]]:
+    """``(items, their ids)`` in order, cut where the next item would take a checkpoint past ``size`` store
+    ids; an item is never split (one with more ids than ``size`` is a checkpoint of its own)."""
+    start, n = 0, 0
+    for k, i in enumerate(ids):
+        if k > start and n + len(i) > size:
+            yield list(items[start:k]), list(ids[start:k])
+            start, n = k, 0
+        n += len(i)
+    if start < len(items):
+        yield list(items[start:]), list(ids[start:])
+
+
 def work(kind: JobKind, unit: Unit) -> Work:
     """Read a unit and keep the items with an id not yet in its store (InputError when it cannot be read)."""
     items = kind.items(kind.read(unit))
@@ -260,7 +269,7 @@ def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer
     result = StepResult()
     if not pending:
         return result
-    names = kind.names()
+    names = kind.names
     run_scores = RunScores(pending[0].store.dir.parent)
     try:
         for unit in pending:
@@ -289,10 +298,9 @@ def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer
                          w.n_ids - n_todo, w.n_ids)
             with tqdm(total=n_todo, desc=f"{kind.status_done} {unit.name}", disable=not progress,
                       mininterval=2.0) as bar:
-                for chunk in kind.chunks(todo):
+                for chunk, chunk_ids in checkpoints(todo, todo_ids, kind.checkpoint):
                     seconds: dict[str, float] = {}
                     got = kind.score(scorer, chunk, seconds)
-                    chunk_ids = kind.item_ids(chunk)
                     check_results(kind, chunk_ids, got, names)
                     ids = [i for each in chunk_ids for i in each]
                     flat = [r for g in got for r in g]
@@ -341,7 +349,7 @@ class JobRun:
         Raises:
             ConfigError: a name was scored two ways in one job.
         """
-        names = self.kind.names()
+        names = self.kind.names
         merged = RunScores(self.out / self.kind.store_dir, "merged")
         prov: dict[str, tuple[Provenance, str]] = {}
         try:
@@ -363,17 +371,10 @@ class JobRun:
 def _plan(kind: JobKind, shards: Sequence[str], out: Path) -> list[Unit]:
     units = []
     for uri in shards:
-        sha, shard = shard_sha256(uri, kind.fmt, kind.options), shard_name(uri, kind.fmt)
-        blocks = None
-        if kind.blocks:
-            try:
-                blocks = shard_blocks(uri, kind.fmt, kind.options)
-            except InputError as e:  # a Hugging Face input that cannot be opened: reported like an unreadable file
-                raise InputError(f"input {uri!r} cannot be read: {e}") from e
-        for block in (blocks or [None]):
-            name = unit_name(uri, block, kind.fmt)
-            units.append(Unit(name, uri, sha, shard, block,
-                              ShardStore(out / kind.store_dir, name, kind.key(uri, sha, block))))
+        plan = plan_shard(uri, kind.fmt, kind.options, blocks=kind.blocks)
+        for name, block in plan.units:
+            units.append(Unit(name, uri, plan.sha, plan.name, block,
+                              ShardStore(out / kind.store_dir, name, kind.key(uri, plan.sha, block))))
     return units
 
 
@@ -450,6 +451,7 @@ def _assemble(job: JobRun) -> dict:
     kind, out, units, status, why, timings = job.kind, job.out, job.units, job.status, job.why, job.timings
     t0 = time.perf_counter()
     fields = kind.assemble(job)
+    per_input, job_fields = fields.pop("per_input", {}), fields.pop("job", {})
     for u in {u.uri: u for u in units}.values():
         if shard_sha256(u.uri, kind.fmt, kind.options) != u.sha:
             raise InputError(f"{u.uri!r} changed while the job ran; run it again")
@@ -460,13 +462,13 @@ def _assemble(job: JobRun) -> dict:
         n_units = sum(1 for u in units if u.shard == name)
         inputs.append({"name": name, "path": uri, "format": kind.fmt, "options": kind.options, "status": status[name],
                        **({"rescored_because": why[name]} if name in why else {}),
-                       **({"blocks": n_units} if n_units > 1 else {}), **kind.per_input(job, name)})
+                       **({"blocks": n_units} if n_units > 1 else {}), **per_input.get(name, {})})
     manifest = {
         "tool": "lfqa-rubric", **({"kind": kind.kind} if kind.kind else {}),
         "inputs": inputs,
         **fields,
         "config": asdict(kind.config),
-        "job": {"runner": job.runner, **kind.job_fields(job), **job.step.info},
+        "job": {"runner": job.runner, **job_fields, **job.step.info},
         "timings_s": timings,
         "platform": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
     }

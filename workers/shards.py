@@ -1,4 +1,5 @@
-"""A job's inputs: discovering shard files, hashing their content, reading them.
+"""A job's inputs: discovering shard files, planning each once (name, sha256, blocks: :func:`plan_shard`),
+reading them.
 
 One input file is one shard, in both job paths. A shard is named by its file stem (its folder in
 the score store); two shards with one name are refused rather than silently sharing a folder. A
@@ -18,7 +19,7 @@ import shutil
 import unicodedata
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from rubric.errors import InputError
 from rubric.io import Block, ReadResult, hf_files, hf_name, plan_blocks, read_block, read_input
 
 __all__ = ["SHARD_EXTENSIONS", "list_shards", "shard_name", "safe_name", "read_shard", "shard_sha256", "is_uri",
-           "shard_blocks", "read_unit", "unit_name"]
+           "shard_blocks", "read_unit", "unit_name", "ShardPlan", "plan_shard"]
 
 #: File extensions taken as shards when an input is a directory.
 SHARD_EXTENSIONS: tuple[str, ...] = (".jsonl", ".json", ".parquet", ".csv")
@@ -207,6 +208,38 @@ def shard_blocks(shard: str, fmt: str, options: Mapping[str, Any]) -> list[Block
     if is_uri(shard):
         return None
     return plan_blocks(shard, fmt, **options)
+
+
+@dataclass(frozen=True)
+class ShardPlan:
+    """One shard's facts, computed once at planning: its name, sha256, and its units (store folder, block).
+
+    Attributes:
+        name: the shard's name (:func:`shard_name`).
+        sha: its sha256 (:func:`shard_sha256`).
+        units: (store folder, block or None for the whole shard), in order (:func:`unit_name`).
+    """
+
+    name: str
+    sha: str
+    units: tuple[tuple[str, Block | None], ...]
+
+
+def plan_shard(shard: str, fmt: str | None, options: Mapping[str, Any], *, blocks: bool) -> ShardPlan:
+    """A shard's :class:`ShardPlan`; with ``blocks``, a large shard is planned as blocks (:func:`shard_blocks`).
+
+    Raises:
+        InputError: the shard cannot be read (a Hugging Face input that cannot be opened included).
+    """
+    sha = shard_sha256(shard, fmt, options)
+    planned = None
+    if blocks:
+        try:
+            planned = shard_blocks(shard, fmt, options)
+        except InputError as e:  # a Hugging Face input that cannot be opened: reported like an unreadable file
+            raise InputError(f"input {shard!r} cannot be read: {e}") from e
+    return ShardPlan(shard_name(shard, fmt), sha,
+                     tuple((unit_name(shard, b, fmt), b) for b in (planned or [None])))
 
 
 def read_unit(shard: str, fmt: str, options: Mapping[str, Any], block: Block | None) -> ReadResult:

@@ -3,7 +3,8 @@
 ``records`` (PairRecord, AnswerItem, Reject), ``splits``, ``readers`` (read an input by its
 ``--format``; the formats register in ``formats``), the readers themselves (``pairs``, ``graded``,
 ``blocks`` with Hugging Face datasets, ``hub``) and their toolkit: ``files`` (paths, encodings,
-loaders), ``fields`` (the field checks that the protocols' readers use too), ``mapping`` (``--map``).
+loaders), ``fields`` (the field checks that the protocols' readers use too), ``mapping`` (``--map``),
+and ``outputs`` (reading a job's output folder safely: one run's set of files, or a one-line refusal).
 
 This is the package's public face: other packages import from here, not from its modules.
 """
@@ -43,7 +44,10 @@ from rubric.io.readers import (
     READERS, FORMATS, read_input,
 )
 
+from rubric.io.outputs import MANIFEST, PUBLISHING, check_published
+
 __all__ = [
+    "MANIFEST", "PUBLISHING", "check_published",
     "Label", "LABELS", "PairRecord", "AnswerItem", "Reject", "content_id", "question_id", "explode", "SPLITS",
     "assign_splits", "split_questions", "ReadResult", "RowError", "DEFAULT_MAX_ANSWER_CHARS",
     "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_LABEL_VALUES", "SPLIT_VALUES", "text_field", "check_max_chars",

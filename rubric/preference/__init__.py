@@ -2,7 +2,9 @@
 
 ``model`` (the estimator), ``selection`` (GroupKFold C, ablation, calibration, weight CIs),
 ``metrics`` (clustered bootstrap), ``report``, ``evaluate``, ``predict``, ``transfer``,
-``aspects`` (per-aspect agreement).
+``aspects`` (per-aspect agreement), ``readable`` (the short readable view of a run: rubric vectors,
+weights, why a pair's winner wins), ``service`` (the HTTP service's limits, item checks and response
+rows: rubric vectors and the model's predictions, from the same table functions as the batch job).
 
 This is the package's public face: other packages import from here, not from its modules.
 """
@@ -51,7 +53,18 @@ from rubric.preference.fitted_on import (
     FITTED_ON_KEY, IDENTITY_COLUMNS, pairs_table_digest, fitted_on_record, SampleStatus, sample_status,
 )
 
+from rubric.preference.readable import (
+    answer_vectors_markdown, explained_pairs, pair_explanations_markdown, readable_view,
+)
+
+from rubric.preference.service import (
+    ServiceLimits, check_body_size, request_items, answer_item, preference_pair, cache_key, score_rows, prefer_rows,
+    SERVE_SPLIT,
+)
+
 __all__ = [
+    "ServiceLimits", "check_body_size", "request_items", "answer_item", "preference_pair", "cache_key", "score_rows", "prefer_rows", "SERVE_SPLIT",
+    "answer_vectors_markdown", "explained_pairs", "pair_explanations_markdown", "readable_view",
     "METRICS", "MetricRow", "evaluate_predictions", "question_bootstrap_weights", "ClusteredMean",
     "clustered_mean", "paired_accuracy_delta", "brier_score", "ReliabilityBin", "reliability_bins",
     "longer_answer_wins", "always_a", "per_question_kendall", "PreferenceModel", "C_GRID", "question_folds",

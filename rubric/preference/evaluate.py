@@ -23,7 +23,7 @@ from rubric.tables import DesignMatrix, design_matrix, fit_length_betas, table_s
 from rubric.preference.fitted_on import FITTED_ON_KEY, SampleStatus, fitted_on_record, sample_status
 from rubric.preference.metrics import MetricRow, always_a, evaluate_predictions, longer_answer_wins
 from rubric.preference.model import PreferenceModel
-from rubric.presets import model_preset, preset_tag, preset_title
+from rubric.scoring import model_preset, preset_tag, preset_title
 from rubric.tables import (provenance_differences, require_uniform_provenance, table_provenance,
                                table_provenance_problems)
 from rubric.preference.report import plot_reliability, plot_weights, render_report
@@ -69,7 +69,7 @@ def read_output_table(out_dir: str | Path, table: str = "pairs") -> pa.Table:
     """
     import pyarrow.parquet as pq
 
-    from rubric.outputs import check_published
+    from rubric.io import check_published
 
     out = Path(out_dir)
     path = out / f"{table}.parquet"

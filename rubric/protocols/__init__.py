@@ -3,8 +3,9 @@
 ``templates`` (their prompt templates, ``rubric/prompts/{linkage,arena,lfqa_e}.*.j2``),
 ``judges`` (their pairwise templates as judge specs; importing this package registers them
 with ``rubric.judging``), ``linkage`` (prompts, reading the judge, reference lists),
-``linkage_metric``, ``linkage_data``, ``linkage_references``, ``arena``/``arena_data``, ``lfqa_e``
-(statistics and readers), ``report`` (their report tables).
+``linkage_metric``, ``linkage_data``, ``linkage_references``, ``linkage_pairwise`` (LINKAGE's judge
+systems and its two pairwise baselines), ``arena``/``arena_data``, ``lfqa_e`` (statistics and
+readers), ``report`` (their report tables), ``pages`` (the prose of their ``report.md`` pages).
 
 This is the package's public face: other packages import from here, not from its modules.
 """
@@ -54,7 +55,13 @@ from rubric.protocols.linkage_pairwise import (
     PAIRWISE_CANDIDATES, PAIRWISE_REFERENCES, EQ2_TEMPLATE, EQ3_TEMPLATE, LINKAGE_SYSTEM_TEMPLATES, LINKAGE_SYSTEMS, OLD_SYSTEM_NAMES, reference_outcome, reference_weights, eq3_score,
 )
 
+from rubric.protocols.pages import (
+    LINKAGE_NOTES, GENERATED_REFERENCES_FILE, references_lines, linkage_page, linkage_empty_page, arena_page,
+    lfqa_e_page,
+)
+
 __all__ = [
+    "LINKAGE_NOTES", "GENERATED_REFERENCES_FILE", "references_lines", "linkage_page", "linkage_empty_page", "arena_page", "lfqa_e_page",
     "ProtocolTemplate", "PROTOCOL_TEMPLATES", "PROTOCOL_VERSIONS", "LINKAGE_PREFILL",
     "ARENA_THINKING_PREFILL", "get_protocol_template", "arena_verdict_prefill", "ARENA_REASONING_VERSION",
     "pairwise_verdict_probs", "parse_pairwise_verdict", "PAIRWISE_PROTOCOLS", "PROTOCOLS",

@@ -3,7 +3,8 @@
 Versioned rubric specs and their raw ranges (``specs``), rescaling (``rescale``), the
 ``Scorer`` protocol and ``Score``/``Provenance`` (``scorer``), G-Eval prompts and score-token
 parsing (``geval``; templates in ``rubric/prompts/``), and the formulas the CPU backends apply
-(``conciseness``, ``grammar``, ``specificity``, ``claims``, ``signals``).
+(``conciseness``, ``grammar``, ``specificity``, ``claims``, ``signals``); ``presets`` (named
+configurations of every step, defined once: ``--preset paper``).
 
 This is the package's public face: other packages import from here, not from its modules.
 """
@@ -19,6 +20,10 @@ from rubric.scoring.specs import (
 )
 from rubric.scoring.scorer import (
     Score, Provenance, Scorer, ScoreSet, check_batch,
+)
+from rubric.scoring.presets import (
+    Preset, PAPER, PRESETS, get_preset, preset_rubric_versions, preset_judges, preset_tag, preset_title,
+    model_preset, table_problems, judge_settings_problems, PRESET_META_KEY,
 )
 from rubric.scoring.geval import (
     ChatPrompt, PROMPTS_DIR, PromptTemplate, ParsedScore, Layout, LAYOUTS, DEFAULT_MIN_MASS,
@@ -49,6 +54,8 @@ from rubric.scoring.claims import (
 )
 
 __all__ = [
+    "Preset", "PAPER", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges", "preset_tag",
+    "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY",
     "minmax_1_5", "FittedMinMax", "LENGTH_WORD_CAP", "LENGTH_RAW_MAX", "whitespace_words", "length_raw",
     "row_cosine", "RubricSpec", "RUBRICS", "DEFAULT_VERSIONS", "EXTRA_SIGNALS", "PAPER_RUBRICS",
     "resolve_rubrics", "Score", "Provenance", "Scorer", "ScoreSet", "check_batch", "ChatPrompt",

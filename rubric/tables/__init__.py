@@ -2,7 +2,8 @@
 
 ``assemble`` (the jobs' one assemble step: pairs of all inputs, dedupe, splits, fitted rescaling;
 ``assemble_stream``: the same step for a job too large to hold),
-``features`` (the tables and the design matrix), ``provenance`` (per-rubric provenance records
+``files`` (those tables written into a folder as they stream out), ``features`` (the tables and the
+design matrix), ``provenance`` (per-rubric provenance records
 and their checks), ``style`` (markdown counts, normalised differences, length decorrelation).
 
 This is the package's public face: other packages import from here, not from its modules.
@@ -27,6 +28,7 @@ from rubric.tables.assemble import (
 from rubric.tables.assemble_stream import (
     StreamAssembled, ScoreLookup, MappingScores, assemble_stream,
 )
+from rubric.tables.files import TableFiles
 
 __all__ = [
     "MARKDOWN_RULE", "STYLE_COVARIATES", "STYLE_META_KEY", "markdown_count", "normalised_difference",
@@ -37,5 +39,5 @@ __all__ = [
     "pairs_table", "table_rubrics", "table_style", "concat_feature_tables", "DesignMatrix", "design_matrix",
     "fit_length_betas", "word_count", "ASPECT_COLUMN_PREFIX", "JobInput", "Assembled", "combine_inputs",
     "job_splits", "fit_rescale", "assemble", "StreamAssembled", "ScoreLookup", "MappingScores",
-    "assemble_stream",
+    "assemble_stream", "TableFiles",
 ]

@@ -226,3 +226,18 @@ def test_inputs_without_pair_ids_do_not_collide(tmp_path):
     assert {i.split(":")[0] for i in ids} == {"a", "b"}
     assert not any(r["field"] == "pair_id" for r in
                    map(json.loads, filter(None, (tmp_path / "out" / "rejects.jsonl").read_text().split("\n"))))
+
+
+@pytest.mark.parametrize("sizes, size, want", [
+    ([1] * 5, 2, [[0, 1], [2, 3], [4]]),  # one id per item (answers, pairs): chunks of `size` items
+    ([2, 1, 3, 1, 1], 3, [[0, 1], [2], [3, 4]]),  # LINKAGE questions: whole questions up to `size` ids
+    ([5, 1], 3, [[0], [1]]),  # an item with more ids than a checkpoint holds is a checkpoint of its own
+    ([], 3, []),
+])
+def test_checkpoints_cut_items_by_store_ids_without_splitting_one(sizes, size, want):
+    from workers.runner import checkpoints
+
+    ids = [[f"{k}.{j}" for j in range(n)] for k, n in enumerate(sizes)]
+    got = list(checkpoints(list(range(len(sizes))), ids, size))
+    assert [items for items, _ in got] == want
+    assert [i for _, chunk_ids in got for i in chunk_ids] == ids  # each item keeps its own ids, in order

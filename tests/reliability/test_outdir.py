@@ -22,7 +22,7 @@ import pytest
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
 from rubric.preference import read_pairs
-from rubric.outputs import PUBLISHING, check_published
+from rubric.io import PUBLISHING, check_published
 from tests.reliability.test_job import LengthScorer, _records, _run, _write
 from workers.cli import main
 from workers.outdir import LOCK_FILE, OutLock, inside, remove_tree

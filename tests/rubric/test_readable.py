@@ -10,7 +10,7 @@ import pytest
 from rubric.preference import fit_model
 from rubric.tables import answers_table, pairs_table
 from rubric.preference import predict_pairs
-from rubric.readable import answer_vectors_markdown, explained_pairs, pair_explanations_markdown, readable_view
+from rubric.preference import answer_vectors_markdown, explained_pairs, pair_explanations_markdown, readable_view
 from rubric.io import PairRecord, explode
 from rubric.scoring import Provenance, Score
 from rubric.scoring import RUBRICS

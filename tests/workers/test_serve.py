@@ -19,7 +19,7 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError, LimitError
-from rubric.service import ServiceLimits, request_items
+from rubric.preference import ServiceLimits, request_items
 from rubric.scoring import resolve_rubrics
 
 SAMPLE = str(resources.files("rubric") / "data" / "sample_pairs.jsonl")
@@ -41,7 +41,7 @@ def test_limits_name_the_option_that_raises_them():
 
 def test_items_are_checked_as_the_readers_check_rows():
     from rubric.io import AnswerItem, PairRecord, Reject, content_id
-    from rubric.service import answer_item, preference_pair
+    from rubric.preference import answer_item, preference_pair
 
     ok = answer_item({"question": "Why?", "answer": "Because.", "docs": ["a doc", " "], "reference": " "}, LIMITS)
     assert ok == AnswerItem(content_id("Why?", "Because."), "Why?", "Because.", docs=("a doc",), reference=None)

@@ -61,7 +61,7 @@ def _parse(add_arguments, argv: list[str]) -> argparse.Namespace:
 def demo(args) -> int:
     from rubric.preference import (PreferenceModel, evaluate_model, predict_pairs, read_output_table, read_pairs,
                                    write_predictions, write_report)
-    from rubric.readable import readable_view
+    from rubric.preference import readable_view
     from workers.cli.tables import add_fit, fit
     from workers.report_cmd import html_report
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
-from rubric.service import ServiceLimits
+from rubric.preference import ServiceLimits
 from rubric.scoring import RubricSpec, resolve_rubrics
 
 __all__ = ["ServeSettings", "Service", "start_service", "add_serve", "serve", "SERVE_HELP", "TOKEN_ENV", "APP_NAME"]

@@ -9,7 +9,7 @@ the process engine cache, ``models.llm.engines_cache.build_engine``) and scores 
 
 The ingress checks the token, the body size and the item count, checks each item as the readers
 check a row, answers repeated answers from a bounded cache, sends every other answer to every scorer
-deployment, and lays the scores out with :mod:`rubric.service` (the batch job's table functions).
+deployment, and lays the scores out with :mod:`rubric.preference.service` (the batch job's table functions).
 A call whose replica died is sent again (at most :data:`ATTEMPTS` times, to whichever replica Serve
 routes it); each call carries its own answer, so a retry can only return that answer's scores.
 """
@@ -34,7 +34,7 @@ from rubric.config import ScoringConfig
 from rubric.errors import EngineError, InputError, LimitError, ProvenanceError, RubricError
 from rubric.io import AnswerItem, PairRecord, Reject, explode
 from rubric.scoring import Provenance, Score
-from rubric.service import (ServiceLimits, answer_item, cache_key, check_body_size, preference_pair, prefer_rows,
+from rubric.preference import (ServiceLimits, answer_item, cache_key, check_body_size, preference_pair, prefer_rows,
                             request_items, score_rows)
 from rubric.scoring import RUBRICS
 

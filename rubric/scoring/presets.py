@@ -70,7 +70,7 @@ class Preset:
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from rubric.scoring import RUBRICS
+        from rubric.scoring.specs import RUBRICS
 
         for name, version in self.rubric_versions.items():
             if RUBRICS.get(version).name != name:
@@ -209,7 +209,7 @@ def table_problems(preset: Preset, provenance: Mapping[str, Mapping]) -> list[st
         preset: the preset.
         provenance: the table's ``{rubric: record}`` (:func:`rubric.tables.table_provenance`).
     """
-    from rubric.scoring import TEMPLATE_VERSIONS, get_template
+    from rubric.scoring.geval import TEMPLATE_VERSIONS, get_template
 
     problems = []
     for rubric, rec in provenance.items():

@@ -181,7 +181,7 @@ def prefer_rows(model, pairs: Sequence[PairRecord], items: Sequence[AnswerItem],
         ProvenanceError: the server's rubrics are made differently from the model's.
     """
     from rubric.tables import answers_table, pairs_table
-    from rubric.preference import predict_pairs
+    from rubric.preference.predict import predict_pairs
 
     answers = answers_table(items, specs, scores, provenance)
     table = predict_pairs(model, pairs_table(pairs, [SERVE_SPLIT] * len(pairs), answers))

@@ -16,8 +16,8 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 
 from rubric.tables import table_rubrics
-from rubric.preference import PreferenceModel
-from rubric.preference import weights_markdown
+from rubric.preference.model import PreferenceModel
+from rubric.preference.report import weights_markdown
 
 __all__ = ["answer_vectors_markdown", "explained_pairs", "pair_explanations_markdown", "readable_view"]
 
