@@ -104,7 +104,9 @@ def release_engines() -> int:
 
     Registered with ``atexit`` when the first engine is built, so vLLM's engines, their threads and
     worker processes are torn down while the interpreter is whole, not during its finalization,
-    where native code can crash the exit. ``build_engine`` builds anew afterwards.
+    where native code can crash the exit. ``build_engine`` builds anew afterwards. Always all of them:
+    freeing an in-process vLLM engine also tears down vLLM's process-wide parallel state, which
+    breaks any other vLLM engine still alive in the process.
     """
     import gc
 

