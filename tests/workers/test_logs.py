@@ -49,6 +49,7 @@ def test_engine_loggers_and_env_follow_verbose(clean_logging, verbose, engine_le
     assert os.environ["TRANSFORMERS_VERBOSITY"] == env_level.lower()
     assert os.environ["TORCH_CPP_LOG_LEVEL"] == env_level
     assert (os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS") == "1") is not verbose  # the engines' own bars
+    assert ("FutureWarning" in os.environ.get("PYTHONWARNINGS", "")) is not verbose  # Ray workers' warnings
     assert set_here == {k: os.environ[k] for k in engine_env(verbose)}
 
 
