@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     walk = walk_score(d, entry=args.entry)
     c = walk.counts()
     if args.json:
-        print(json.dumps({"definition": d.__dict__, **c}, indent=1))
+        print(json.dumps({"definition": d.__dict__, **c, "stop_list": walk.stops()}, indent=1))
         return 0
     print(f"{d}\nstops {c['stops']} in {c['modules']} modules, climbs {c['climbs']}, returns to a module already "
           f"left {c['returns']} (functions entered in all {c['functions']}, call edges {c['edges']})\n")
