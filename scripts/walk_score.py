@@ -31,16 +31,24 @@ calls between project functions (``rubric/``, ``models/``, ``workers/``). What c
 
 **``--follow args``: the walk of score's arguments** (issue 18's definition, calibrated on the code the
 issue was filed at, 64162f8; DEVELOPERS.md "The walk of `score`" has the calibration table). Only the
-calls that carry score's arguments are followed, by dynamic taint: the parsed ``args`` and its values
-(not ``None``, booleans or numbers: an ``int`` is shared by identity with the rest of the process) are
-tracked; a project function is **followed** when one of its arguments (``self`` included) is a tracked
-object or a list, tuple, set or dict holding one (shallowly), and its caller is followed; what a followed
-function returns (or yields) is tracked, and so is an object whose ``__init__`` was given a tracked
-argument. The rules of the wide walk above then apply to the followed calls only, except that the
-science below a hand-off is followed too (the calls that carry the arguments inside ``rubric/`` and
-``models/``), and **stops** are the followed functions entered from another module: each is an entry
-into its module, so **returns** are the stops beyond the first in each module. ``--repo`` and
-``--entry`` walk another checkout (``--repo /tmp/w64 --entry workers.cli:_score``).
+calls that carry score's arguments are followed, by dynamic taint (:class:`Definition`, :data:`ARGS`):
+
+- **Tracked**: the parsed ``args`` and its values (not ``None``, booleans or numbers: a small ``int``
+  is one object shared with the whole process); what a followed function returns (or yields); an
+  object whose ``__init__`` was given a tracked argument; what a library function given a tracked
+  argument returns (``Path(out)``, ``out / "scores"``: values made from the arguments).
+- **Followed**: a project function whose caller is followed and one of whose arguments (``self``
+  included, and a closure's free variables) is a tracked object or a list, tuple, set or dict holding
+  one (shallowly). ``score`` is followed.
+- The wide walk's other rules hold: dunders, properties, lambdas and comprehensions are transparent,
+  the science below a hand-off into ``models/`` or ``rubric/`` is not followed, a callback from it into
+  ``workers/`` is. **Stops** are ``score`` and the followed functions entered from another module
+  (file); each is one entry into its module, so **returns** are the stops beyond each module's first.
+- Measure it in a fresh process: in a process that scored before, a cached scorer was not built from
+  these arguments and the walk stops short of it.
+
+``--set FIELD=VALUE`` changes one choice of the definition (for calibration); ``--repo`` and ``--entry``
+walk another checkout (``--repo /tmp/w64 --entry workers.cli:_score`` for 64162f8).
 
 Run from the repository root (``PYTHONPATH=$PWD python scripts/walk_score.py [--follow args]``); it prints
 the counts and a Markdown table of the stops; ``--json`` prints the counts as JSON instead.
@@ -186,9 +194,12 @@ class Walk:
             return any(self._is_tracked(v) for v in (*value.keys(), *value.values()))
         if kind in _CONTAINERS:
             return any(self._is_tracked(v) for v in value)
-        if self.d.contains == "attributes" and isinstance(getattr(value, "__dict__", None), dict) \
-                and not isinstance(value, type):
-            return any(self._is_tracked(v) for v in value.__dict__.values())
+        if self.d.contains == "attributes" and not isinstance(value, type):
+            try:  # an object may compute or refuse ``__dict__`` (pydantic's mocks raise)
+                attrs = object.__getattribute__(value, "__dict__")
+            except Exception:
+                return False
+            return type(attrs) is dict and any(self._is_tracked(v) for v in attrs.values())
         return False
 
     def _carrying(self, frame) -> bool:
