@@ -21,13 +21,14 @@ from scripts.walk_score import ARGS, REPO, Definition, layer, walk_score
 MAX_CLIMBS = 3
 #: Issue 18 aims at 20 stops; this is the count measured after its redesign (DEVELOPERS.md, "The
 #: walk"), so that the walk cannot grow silently. Lower it with the code, never raise it to pass.
-MAX_STOPS = 53
+MAX_STOPS = 52
 #: The walk of score's arguments (``--follow args``, the definition calibrated on 64162f8 to the issue's
 #: 31 stops: DEVELOPERS.md, "The walk of `score`"). Issue 18 asks for at most 20 stops and 3 climbs: the
-#: climbs are met (2), the stops are not: 47 measured at 5db782e, held here so that the walk cannot grow
+#: climbs are met (2), the stops are not: 47 measured at 5db782e, 46 after the staging folder became a
+#: value (JobRun.scratch), held here so that the walk cannot grow
 #: silently. Lower it with the code, never raise it to pass.
 MAX_ARGS_CLIMBS = 3
-MAX_ARGS_STOPS = 47
+MAX_ARGS_STOPS = 46
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,7 @@ def test_the_walk_stays_within_its_bounds(walk):
 @pytest.fixture(scope="module")
 def args_walk():
     """The walk of the arguments, in a fresh process (``--json``): in a process that scored before, a cached
-    scorer was not built from these arguments, so the walk would stop short of it (42 stops instead of 47)."""
+    scorer was not built from these arguments, so the walk would stop short of it (5 stops fewer)."""
     got = subprocess.run([sys.executable, str(REPO / "scripts" / "walk_score.py"), "--follow", "args", "--json"],
                          capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
                          check=True)
