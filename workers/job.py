@@ -136,13 +136,16 @@ class ScoreKind(JobKind):
         except BaseException:
             scores.close()
             raise
-        job.cleanup.append(writer.abort)  # after the publish: the staged tables are moved out first
+        job.scratch.append(writer.tmpdir)  # removed after the publish: the staged tables are moved out first
+        files = writer.files
         try:
-            files = writer.files
             assembled = assemble_stream(read_inputs, scores, provenance, self.specs, write_pairs=files.pairs,
                                         write_rejects=files.rejects, write_answers=files.answers,
                                         write_claims=files.claims, rescale=self.config.rescale, seed=self.seed,
                                         workdir=str(writer.tmpdir))
+        except BaseException:
+            files.close()  # the tables begun stay in the staging folder, which the runner removes
+            raise
         finally:
             scores.close()
         writer.stage(assembled, job)
@@ -196,7 +199,8 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
 
 class _TableWriter:
     """The staging folder inside OUT that the assemble step's tables stream into (``rubric.tables.TableFiles``);
-    the runner publishes them together with the manifest (``workers.outdir.publish``)."""
+    the runner publishes them together with the manifest (``workers.outdir.publish``) and then removes the
+    folder (``JobRun.scratch``)."""
 
     def __init__(self, out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
@@ -221,8 +225,3 @@ class _TableWriter:
             names.append("rescale.json")
         job.staged.update({n: self.tmpdir / n for n in names})
         job.remove.extend(n for n in ("claims.parquet", "rescale.json") if n not in names)
-
-    def abort(self) -> None:
-        """Close and remove whatever was not published (after the publish: nothing is left to remove)."""
-        self.files.close()
-        remove_tree(self.out, self.tmpdir)

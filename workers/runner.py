@@ -325,7 +325,8 @@ class JobRun:
     The assemble step writes its files inside OUT (a staging name or folder) and names them in
     :attr:`staged` (file name in OUT -> the finished file); the runner publishes them with the
     manifest (``workers.outdir.publish``), removes the earlier outputs named in :attr:`remove`, and
-    runs :attr:`cleanup` afterwards, published or not.
+    removes the kind's staging folders named in :attr:`scratch` afterwards, published or not (a value
+    the kind hands over, not a callback into it).
     """
 
     kind: JobKind
@@ -339,7 +340,7 @@ class JobRun:
     timings: dict[str, float]
     staged: dict[str, Path] = field(default_factory=dict)
     remove: list[str] = field(default_factory=list)
-    cleanup: list[Callable[[], None]] = field(default_factory=list)
+    scratch: list[Path] = field(default_factory=list)
     t_start: float = 0.0
 
     def merged(self) -> tuple[RunScores, dict[str, Provenance]]:
@@ -441,8 +442,8 @@ def _run(kind: JobKind, inputs, out: Path, *, progress: bool, step, runner: str,
     try:
         manifest = _assemble(job)
     finally:
-        for done in job.cleanup:
-            done()
+        for folder in job.scratch:
+            remove_tree(out, folder)
     return manifest
 
 
