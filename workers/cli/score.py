@@ -40,7 +40,7 @@ def score(args) -> int:
 
 #: The demo's claim-extraction budget (the job's default is ``DEFAULT_MAX_CLAIM_TOKENS``, 256): on the
 #: sample, 96 tokens per sentence keep 195 of the 204 claims and halve factuality's generated tokens
-#: (docs/factuality.md, "The demo's budget"). Recorded in factuality's provenance like any budget.
+#: (docs/factuality.md, "The extraction budget, and the demo's"). Recorded in factuality's provenance like any budget.
 DEMO_MAX_CLAIM_TOKENS = 96
 
 
@@ -60,8 +60,7 @@ def _parse(add_arguments, argv: list[str]) -> argparse.Namespace:
 
 def demo(args) -> int:
     from rubric.preference import (PreferenceModel, evaluate_model, predict_pairs, read_output_table, read_pairs,
-                                   write_predictions, write_report)
-    from rubric.preference import readable_view
+                                   readable_view, write_predictions, write_report)
     from workers.cli.tables import add_fit, fit
     from workers.report_cmd import html_report
 
