@@ -6,7 +6,7 @@
 The answers are the unique answers of ``--data`` (default: the bundled sample), in file order; each
 run sends the next ``requests * items`` of them, so no answer repeats unless the file has too few
 (then they wrap around, and the output says so: a repeated prompt is cheaper for vLLM, whose prefix
-cache keeps it). First the batch job's score step (``workers.local.score_items``, the scorers built
+cache keeps it). First the batch job's score step (``models.scorer_set.score_items``, the scorers built
 once) scores every answer the runs will send, once: its scores are the expected values. It runs again
 after the server has stopped; "vs batch job" divides by the mean of its two answers/s.
 Then one server (answer cache off, so every answer is scored) takes two runs of ``--requests``
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     from rubric.io import AnswerItem, explode
     from rubric.preference import ServiceLimits
     from rubric.scoring import resolve_rubrics
-    from workers.local import score_items
+    from models.scorer_set import score_items
     from workers.serve import ServeSettings, start_service
 
     specs = resolve_rubrics(args.rubrics)

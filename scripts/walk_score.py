@@ -13,7 +13,7 @@ calls between project functions (``rubric/``, ``models/``, ``workers/``). What c
   code, with its registrations) is recorded, and logging is off while the walk runs (a log handler or
   filter is not the job's path).
 - **The job's own path, not the science**: a call from ``workers/`` into ``models/`` or ``rubric/``
-  (a hand-off: a reader, the registry, a scorer's ``score_batch``, the assemble step) is a stop, but
+  (a hand-off: a reader, the registry, a scorer set's ``score``, the assemble step) is a stop, but
   what that function calls inside ``models/`` and ``rubric/`` is not followed (the per-item science).
   A call from inside a hand-off back into ``workers/`` (a callback) is recorded, and the walk goes on
   from there.
@@ -24,7 +24,7 @@ calls between project functions (``rubric/``, ``models/``, ``workers/``). What c
 - **Edges**: the distinct (caller, callee) pairs of recorded calls.
 - **Climbs**: the edges whose callee sits in a higher layer than its caller. Layers, top to bottom:
   0 ``workers/cli``; 1 ``workers/runner`` and the job kinds (``workers/*_job.py``, ``workers/job.py``);
-  2 the other ``workers`` modules (shards, store, outdir, collect, local, ray_pipeline, ...);
+  2 the other ``workers`` modules (shards, store, outdir, collect, ray_pipeline, ...);
   3 ``models/``; 4 ``rubric/``.
 - **Entries** of a module: the edges that cross into it from another module; **returns** to a module
   already left: for every module, its entries beyond the first, summed.

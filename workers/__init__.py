@@ -3,8 +3,9 @@
 - :mod:`workers.runner`: the one job line (plan units once -> resume -> step -> merged stores ->
   the kind's assemble -> files published with the manifest) and :func:`~workers.runner.local_step`,
   the in-process step.
-- Job kinds, each a small :class:`~workers.runner.JobKind`: :mod:`workers.job` (score answers;
-  :mod:`workers.local` scores a batch with every scorer), :mod:`workers.judge_job` (judge pairs),
+- Job kinds, each a small :class:`~workers.runner.JobKind`: :mod:`workers.job` (score answers: it binds
+  ``rubric.io.answer_work``, ``models.scorer_set.ScorerSet`` and ``rubric.tables.write_answer_tables``),
+  :mod:`workers.judge_job` (judge pairs),
   :mod:`workers.linkage_job` (LINKAGE lists);
   :mod:`workers.protocol_job` (RAG-QA Arena, LFQA-E) runs the judge job with the protocol's judge.
 - :mod:`workers.ray_pipeline` (:class:`~workers.ray_pipeline.RayStep`, the Ray step of every kind),

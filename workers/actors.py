@@ -3,9 +3,8 @@
 ``StageActor`` is a plain callable class so that Ray Data can run it in a fixed-size actor pool
 (``map_batches(StageActor, compute=ActorPoolStrategy(size=N), fn_constructor_kwargs=...)``). It
 holds no scoring logic: it rebuilds the job's kind from plain arguments, builds the kind's scorer for
-its stage (``kind.build_scorer``: the score job's backends through :func:`models.backends.build_scorers`,
-a judge, LINKAGE's scorer) and scores a batch with ``kind.score``, the same call the single-process
-step makes, so a bad row becomes a per-row error in both paths and an engine failure re-raises in both.
+its stage (``kind.scorer(stage)``: the score job's ``models.scorer_set.ScorerSet``, a judge, LINKAGE's
+scorer) and scores a batch with its ``score``, the same call the single-process step makes, so a bad row becomes a per-row error in both paths and an engine failure re-raises in both.
 
 Scores travel back as two Arrow string columns holding JSON: ``scores`` (per row, per store id, name ->
 encoded :class:`~rubric.scoring.Score`) and ``provenance`` (name -> encoded provenance); a later stage
@@ -43,7 +42,7 @@ class StageActor:
     Args:
         kind_type: the job kind's class (``workers.runner.JobKind``).
         kind_args: its ``arguments()`` (plain data).
-        stage: what this actor's scorer serves (``kind.build_scorer(stage)``; the score job: rubric versions).
+        stage: what this actor's scorer serves (``kind.scorer(stage)``; the score job: rubric versions).
         drop_record: leave the item records out of the output (the last stage).
         fault_marker: testing only. When set and the file does not exist yet, the first batch creates
             it and then kills this worker process, as a node failure would; Ray restarts the actor
@@ -62,13 +61,13 @@ class StageActor:
         self.kind = kind_type(**kind_args)
         self._drop = drop_record
         self._fault_marker = fault_marker
-        self._scorer = self.kind.build_scorer(stage)
+        self._scorer = self.kind.scorer(stage)
         self.batches_in_flight = batches_in_flight
         if batches_in_flight > 1:
             from models.llm.engines_cache import keep_engines_busy
 
             keep_engines_busy(self.kind.config)
-        self._provenance = {n: encode_provenance(p) for n, p in self.kind.provenance(self._scorer).items()}
+        self._provenance = {n: encode_provenance(p) for n, p in self._scorer.provenance.items()}
         log.info("stage actor pid %d ready for %s", os.getpid(), ", ".join(self._provenance))
 
     def _maybe_die(self) -> None:
@@ -91,7 +90,7 @@ class StageActor:
         self._maybe_die()
         items = [self.kind.decode_item(t) for t in batch.column("record").to_pylist()]
         n_ids = [len(json.loads(t)) for t in batch.column("ids").to_pylist()]
-        got = self.kind.score(self._scorer, items, {})
+        got = self._scorer.score(items)
         names = set(self._provenance)
         if len(got) != len(items) or any(len(g) != n for g, n in zip(got, n_ids)) \
                 or any(not names <= set(r) for g in got for r in g):

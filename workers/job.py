@@ -19,30 +19,33 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from rubric.tables import JobInput, StreamAssembled, TableFiles, assemble_stream
+from models.backends import POOLS, check_backends, pool_of_backend
+from models.scorer_set import ScorerSet
 from rubric.config import ScoringConfig
-from rubric.errors import BatchMismatchError
-from rubric.io import Block
-from rubric.io import AnswerItem, explode
-from rubric.scoring import Provenance, Score
+from rubric.io import AnswerItem, answer_work
 from rubric.scoring import RUBRICS, RubricSpec
-from workers.runner import JobKind, JobRun, Unit, run
-from workers.shards import read_unit
-from workers.outdir import atomic_write_bytes, remove_tree
-from workers.store import score_key
+from rubric.tables import ANSWER_TABLE_FILES, write_answer_tables
+from workers.runner import JobKind, JobRun, RunScores, run
 
-__all__ = ["ScoreKind", "run_job"]
+__all__ = ["ScoreKind", "run_job", "CHECKPOINT_ANSWERS"]
 
 log = logging.getLogger(__name__)
+
+#: Answers per checkpoint (one store part) in the single-process path, at least one batch.
+CHECKPOINT_ANSWERS = 256
 
 
 class ScoreKind(JobKind):
     """The score job: items are the unique answers of a unit, stored by answer id, one score per rubric.
+
+    Its step is handed off whole: the backend check (``models.backends.check_backends``), the work items
+    (``rubric.io.answer_work``) and the scorer (``models.scorer_set.ScorerSet``) are bound here; the
+    assemble step is ``rubric.tables.write_answer_tables`` plus the manifest's fields.
 
     Args:
         fmt: input format; options: reader options; specs: the rubrics; config: scoring settings;
@@ -57,61 +60,25 @@ class ScoreKind(JobKind):
         self.fmt, self.options, self.config, self.seed = fmt, dict(options), config, seed
         self.specs = [RUBRICS.get(s) if isinstance(s, str) else s for s in specs]
         self.names = [s.name for s in self.specs]
-        from workers import local
-
-        self.checkpoint = max(local.CHECKPOINT_ANSWERS, config.batch_size)
+        self.key_fields = {"rubrics": sorted(s.version for s in self.specs)}
+        self.checkpoint = max(CHECKPOINT_ANSWERS, config.batch_size)
+        self.check = partial(check_backends, self.specs, config)
+        self.work_items = partial(answer_work, fmt=fmt, options=self.options)
+        self.scorer = partial(ScorerSet.build, self.specs, config)
 
     def arguments(self) -> dict:
         return {"fmt": self.fmt, "options": self.options, "specs": [s.version for s in self.specs],
                 "config": self.config, "seed": self.seed}
 
-    def check(self) -> None:
-        from models.backends import check_backends
-
-        check_backends(self.specs, self.config)
-
-    def key(self, uri: str, sha: str, block: Block | None) -> dict:
-        return score_key(path=uri, sha256=sha, fmt=self.fmt, options=self.options, specs=self.specs,
-                         config=self.config, block=None if block is None else block.bounds())
-
-    def read(self, unit: Unit):
-        return read_unit(unit.uri, self.fmt, self.options, unit.block)
-
-    def items(self, read) -> list:
-        return explode(read.pairs)
-
-    def item_ids(self, items: Sequence[AnswerItem]) -> list[list[str]]:
-        return [[it.answer_id] for it in items]
-
     def dedupe_key(self, item: AnswerItem) -> str:
         return item.answer_id
 
     def stages(self) -> list[tuple[str, Any]]:
-        from models.backends import POOLS, pool_of_backend
-
         groups: dict[str, list[str]] = {}
         for s in self.specs:
             groups.setdefault(pool_of_backend(s.backend), []).append(s.version)
         # cheap pools first, the LLM last: its batches then carry the other scores along, not the reverse
         return sorted(groups.items(), key=lambda kv: POOLS.index(kv[0]))
-
-    def build_scorer(self, stage: Sequence[str] | None = None):
-        from models.backends import build_scorers
-
-        specs = self.specs if stage is None else [RUBRICS.get(v) for v in stage]
-        return build_scorers(specs, self.config)
-
-    def provenance(self, scorer) -> dict[str, Provenance]:
-        return {s.name: sc.provenance(s.name) for sc in scorer for s in sc.specs}
-
-    def score(self, scorer, items: Sequence[AnswerItem], seconds: dict[str, float]) -> list[list[dict[str, Score]]]:
-        from workers.local import score_items
-
-        run_ = score_items(items, scorer, batch_size=self.config.batch_size, progress=False)
-        for k, v in run_.seconds.items():
-            seconds[k] = seconds.get(k, 0.0) + v
-        names = list(run_.scores)
-        return [[{n: run_.scores[n][i] for n in names}] for i in range(len(items))]
 
     def encode_item(self, item: AnswerItem) -> str:
         return json.dumps([item.answer_id, item.question, item.answer, list(item.docs), item.reference],
@@ -121,47 +88,20 @@ class ScoreKind(JobKind):
         a, q, t, d, r = json.loads(text)
         return AnswerItem(answer_id=a, question=q, answer=t, docs=tuple(d), reference=r)
 
-    def assemble(self, job: JobRun) -> dict:
-        scores, provenance = job.merged()
-        for s in self.specs:  # a job whose every answer was rejected still says how it would have scored
-            provenance.setdefault(s.name, Provenance(s.version, s.backend))
-
-        def read_inputs():
-            for u in job.units:  # one unit at a time: nothing of an earlier unit is kept
-                yield JobInput(name=u.name if u.block is None else u.shard, read=self.read(u), fmt=self.fmt,
-                               sha256=u.sha, group=None if u.block is None else u.shard)
-
-        try:
-            writer = _TableWriter(job.out)
-        except BaseException:
-            scores.close()
-            raise
-        job.scratch.append(writer.tmpdir)  # removed after the publish: the staged tables are moved out first
-        files = writer.files
-        try:
-            assembled = assemble_stream(read_inputs, scores, provenance, self.specs, write_pairs=files.pairs,
-                                        write_rejects=files.rejects, write_answers=files.answers,
-                                        write_claims=files.claims, rescale=self.config.rescale, seed=self.seed,
-                                        workdir=str(writer.tmpdir))
-        except BaseException:
-            files.close()  # the tables begun stay in the staging folder, which the runner removes
-            raise
-        finally:
-            scores.close()
-        writer.stage(assembled, job)
-        from rubric.tables import rubric_provenance
-
-        counts = dict(assembled.counts)
+    def assemble(self, job: JobRun, scores: RunScores, provenance) -> dict:
+        tables = write_answer_tables(job.units, scores, provenance, self.specs, fmt=self.fmt, options=self.options,
+                                     rescale=self.config.rescale, seed=self.seed, folder=job.staging)
+        job.staged.update({n: job.staging / n for n in tables.files})
+        job.remove.extend(n for n in ANSWER_TABLE_FILES if n not in tables.files)  # an earlier run's claims, rescale
+        counts = dict(tables.counts)
         per_input = counts.pop("per_input")
         c = counts
         seconds = job.timings.get("score", 0.0)
         log.info("wrote %s: %d rows in, %d pairs, %d rejected, %d unique answers (%d scored now); errors by rubric: "
                  "%s", job.out, c["rows_in"], c["pairs"], c["rejected"], c["unique_answers"], job.step.scored,
                  c["errors_by_rubric"])
-        return {"counts": counts,
-                "rubrics": {s.name: {**rubric_provenance(provenance[s.name], s, assembled.fitted),
-                                     "raw_range": [s.raw_min, s.raw_max]} for s in self.specs},
-                "split_seed": self.seed, "split_source": assembled.split_source, "rescale": self.config.rescale,
+        return {"counts": counts, "rubrics": tables.rubrics,
+                "split_seed": self.seed, "split_source": tables.split_source, "rescale": self.config.rescale,
                 "per_input": per_input,
                 "job": {"answers_scored_now": job.step.scored,
                         "answers_per_s": round(job.step.scored / seconds, 3) if seconds > 0 else None,
@@ -183,7 +123,7 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
         seed: split seed.
         progress: show progress bars.
         ray: a :class:`workers.ray_pipeline.RayStep` to score on Ray; default: in this process.
-        scorers: prebuilt scorers for the local step (tests).
+        scorers: prebuilt scorers for the local step (tests; run as a ``models.scorer_set.ScorerSet``).
 
     Returns:
         The manifest (also written to ``OUT/manifest.json``).
@@ -193,35 +133,5 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
         InputError: an input does not exist, cannot be read, or the job has no usable pair.
     """
     kind = ScoreKind(fmt, dict(reader_options or {}), list(specs), config, seed)
-    return run(kind, inputs, out, progress=progress, step=ray, runner="local" if ray is None else "ray",
-               scorer=scorers)
-
-
-class _TableWriter:
-    """The staging folder inside OUT that the assemble step's tables stream into (``rubric.tables.TableFiles``);
-    the runner publishes them together with the manifest (``workers.outdir.publish``) and then removes the
-    folder (``JobRun.scratch``)."""
-
-    def __init__(self, out: Path) -> None:
-        out.mkdir(parents=True, exist_ok=True)
-        self.out = out
-        self.tmpdir = out / f".assemble-{os.getpid()}"
-        remove_tree(out, self.tmpdir)
-        self.tmpdir.mkdir()
-        self.files = TableFiles(self.tmpdir)
-
-    def stage(self, assembled: StreamAssembled, job: JobRun) -> None:
-        """Close the tables and name them (and rescale.json) in ``job.staged``; outputs this run does not make
-        go to ``job.remove``."""
-        written = self.files.close()
-        for name in ("pairs", "answers") + (("claims",) if assembled.has_claims else ()):
-            if name not in written:  # pragma: no cover - assemble_stream raises when there is no pair
-                raise BatchMismatchError(f"the assemble step wrote no {name}")
-        names = ["answers.parquet", "pairs.parquet", "rejects.jsonl"]
-        if assembled.has_claims:
-            names.append("claims.parquet")
-        if assembled.fitted is not None:
-            atomic_write_bytes(self.tmpdir / "rescale.json", assembled.fitted.to_json_bytes())
-            names.append("rescale.json")
-        job.staged.update({n: self.tmpdir / n for n in names})
-        job.remove.extend(n for n in ("claims.parquet", "rescale.json") if n not in names)
+    return run(kind, inputs, out, progress=progress, step=ray,
+               scorer=None if scorers is None else ScorerSet(scorers, config.batch_size))

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -28,12 +27,9 @@ from rubric.tables import JobInput, combine_inputs, job_splits
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.tables import word_count
-from rubric.io import PairRecord
+from rubric.io import PairRecord, read_whole
 from rubric.scoring import Provenance, Score
-from workers.runner import JobKind, JobRun, Unit, run
-from workers.shards import read_shard
-from workers.outdir import atomic_write_bytes
-from workers.store import score_key
+from workers.runner import FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
 
 __all__ = ["JudgeSettings", "JudgeKind", "run_judge_job", "judgment_rows", "pair_to_json", "pair_from_json",
            "CHECKPOINT_PAIRS"]
@@ -140,6 +136,7 @@ class JudgeKind(JobKind):
         self.fmt, self.options, self.config, self.seed = fmt, dict(options), config, seed
         self.settings = settings if isinstance(settings, JudgeSettings) else JudgeSettings(**settings)
         self.names = [s.version for s in self.settings.specs]
+        self.key_fields = {"judge": self.settings.key()}
         self.checkpoint = max(CHECKPOINT_PAIRS, config.batch_size)
         self.scorer_factory = scorer_factory
         self._reads: dict[str, Any] = {}
@@ -158,33 +155,27 @@ class JudgeKind(JobKind):
             raise ConfigError(f"{out} holds a score job's tables; write judgments to their own folder "
                               "(analyze takes both)")
 
-    def key(self, uri: str, sha: str, block) -> dict:
-        return {**score_key(path=uri, sha256=sha, fmt=self.fmt, options=self.options, specs=[], config=self.config),
-                "judge": self.settings.key()}
+    def _read(self, uri: str):
+        if uri not in self._reads:  # the assemble step needs every read again
+            self._reads[uri] = read_whole(uri, self.fmt, self.options)
+        return self._reads[uri]
 
-    def read(self, unit: Unit):
-        if unit.uri not in self._reads:  # the assemble step needs every read again
-            self._reads[unit.uri] = read_shard(unit.uri, self.fmt, self.options)
-        return self._reads[unit.uri]
+    def work_items(self, uri: str, block) -> tuple[list, list[list[str]]]:
+        pairs = list(self._read(uri).pairs)
+        return pairs, [[p.pair_id] for p in pairs]
 
-    def items(self, read) -> list:
-        return list(read.pairs)
-
-    def item_ids(self, items: Sequence[PairRecord]) -> list[list[str]]:
-        return [[p.pair_id] for p in items]
-
-    def build_scorer(self, stage=None):
-        return (self.scorer_factory or _scorer)(self.settings, self.config)
-
-    def provenance(self, scorer) -> dict[str, Provenance]:
-        return {v: scorer.provenance(v) for v in self.names}
-
-    def score(self, scorer, items: Sequence[PairRecord], seconds: dict[str, float]) -> list[list[dict[str, Score]]]:
+    def scorer(self, stage=None) -> FunctionScorer:
+        """The judge (``judge_pairs``, ``provenance``) as the runner's step scorer."""
+        built = (self.scorer_factory or _scorer)(self.settings, self.config)
         b = self.config.batch_size
-        got = [r for i in range(0, len(items), b) for r in scorer.judge_pairs(items[i:i + b])]
-        if len(got) != len(items):
-            raise BatchMismatchError(f"the judge returned {len(got)} results for {len(items)} pairs")
-        return [[dict(r)] for r in got]
+
+        def judge(items: Sequence[PairRecord]) -> list[list[dict[str, Score]]]:
+            got = [r for i in range(0, len(items), b) for r in built.judge_pairs(items[i:i + b])]
+            if len(got) != len(items):
+                raise BatchMismatchError(f"the judge returned {len(got)} results for {len(items)} pairs")
+            return [[dict(r)] for r in got]
+
+        return FunctionScorer(judge, {v: built.provenance(v) for v in self.names})
 
     def encode_item(self, item: PairRecord) -> str:
         return pair_to_json(item)
@@ -201,32 +192,28 @@ class JudgeKind(JobKind):
     def decode_item(self, text: str) -> PairRecord:
         return pair_from_json(text)
 
-    def assemble(self, job: JobRun) -> dict:
+    def assemble(self, job: JobRun, scores: RunScores, provenance: Mapping[str, Provenance]) -> dict:
         import pyarrow.parquet as pq
 
         from rubric.judging import judgments_table
 
-        job_inputs = [JobInput(name=u.name, read=self.read(u), fmt=self.fmt, sha256=u.sha) for u in job.units]
+        job_inputs = [JobInput(name=u.name, read=self._read(u.uri), fmt=self.fmt, sha256=u.sha) for u in job.units]
         pairs, rejects, per_input = combine_inputs(job_inputs)
         if not pairs:
             raise InputError(f"no usable pair in {', '.join(repr(u.uri) for u in job.units)}: {len(rejects)} row(s) "
                              "rejected" + (f"; first reason: {rejects[0].reason}" if rejects else ""))
         splits, split_source = job_splits(pairs, seed=self.seed)
-        lookup, provenance = job.merged()
-        try:
-            verdicts = lookup.get([p.pair_id for p in pairs])
-        finally:
-            lookup.close()
+        verdicts = scores.get([p.pair_id for p in pairs])
         lost = [p.pair_id for p in pairs if p.pair_id not in verdicts]
         if lost:
             raise BatchMismatchError(f"{len(lost)} pairs have no verdict (first: {lost[0]})")
         versions = self.names
         provenance = {v: provenance[v] for v in versions if v in provenance}
         table = judgments_table(judgment_rows(pairs, splits, verdicts, provenance, mode=self.settings.mode))
-        job.staged.update({n: job.out / f".{n}.tmp-{os.getpid()}" for n in ("judgments.parquet", "rejects.jsonl")})
+        job.staged.update({n: job.staging / n for n in ("judgments.parquet", "rejects.jsonl")})
         pq.write_table(table, job.staged["judgments.parquet"])
-        atomic_write_bytes(job.staged["rejects.jsonl"], "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
-                                                                for r in rejects).encode())
+        job.staged["rejects.jsonl"].write_text("".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
+                                                       for r in rejects), encoding="utf-8")
         errors = {v: sum(1 for p in pairs if verdicts[p.pair_id][v].error is not None) for v in versions}
         log.info("wrote %s: %d pairs x %d judge(s) x 2 orders = %d rows (%d judged now); errors by judge: %s",
                  job.out / "judgments.parquet", len(pairs), len(versions), table.num_rows, job.step.scored, errors)
@@ -286,6 +273,7 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
     Returns:
         The manifest (also ``OUT/manifest.json``).
     """
+    if scorer is not None:  # a prebuilt judge is built by a factory that returns it
+        scorer_factory = prebuilt(scorer)
     kind = JudgeKind(fmt, dict(reader_options or {}), settings, config, seed, scorer_factory)
-    return run(kind, inputs, out, progress=progress, step=ray, runner="local" if ray is None else "ray",
-               scorer=scorer, check=scorer is None and scorer_factory is None)
+    return run(kind, inputs, out, progress=progress, step=ray, check=scorer_factory is None)

@@ -31,9 +31,8 @@ from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.protocols import LinkageCandidate, LinkageQuestion
 from rubric.protocols import GENERATED_REFERENCES_FILE, LINKAGE_NOTES, references_lines
 from rubric.scoring import Provenance, Score
-from workers.runner import JobKind, JobRun, Unit, run
+from workers.runner import FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
 from workers.outdir import atomic_write_bytes
-from workers.store import score_key
 
 __all__ = ["GENERATED_REFERENCES_FILE", "LinkageSettings", "LinkageKind", "run_linkage_job", "linkage_rows",
            "question_to_json", "question_from_json", "LINKAGE_CHECKPOINT_ANSWERS"]
@@ -300,30 +299,21 @@ class LinkageKind(JobKind):
                 log.info("%s: %d reference lists generated now, %d from the cache, %d failed (%d answers rejected)",
                          uri, g["generated_now"], g["from_cache"], g["failed"], g["answers_rejected"])
 
-    def key(self, uri: str, sha: str, block) -> dict:
-        key = {**score_key(path=uri, sha256=sha, fmt="graded", options=self.options, specs=[], config=self.config),
-               "linkage": self.settings.key()}
+    def unit_key(self, uri: str) -> dict:
+        linkage = self.settings.key()
         if self.settings.references == "generated":
-            key["linkage"]["reference_lists"] = _lists_digest(self._reads[uri].questions)
-        return key
+            linkage["reference_lists"] = _lists_digest(self._reads[uri].questions)
+        return {"linkage": linkage}
 
-    def read(self, unit: Unit):
-        return self._reads[unit.uri]
+    def work_items(self, uri: str, block) -> tuple[list, list[list[str]]]:
+        questions = list(self._reads[uri].questions)
+        return questions, [[c.answer_id for c in q.candidates] for q in questions]
 
-    def items(self, read) -> list:
-        return list(read.questions)
-
-    def item_ids(self, items: Sequence[LinkageQuestion]) -> list[list[str]]:
-        return [[c.answer_id for c in q.candidates] for q in items]
-
-    def build_scorer(self, stage=None):
-        return (self.scorer_factory or _linkage_scorer)(self.settings, self.config)
-
-    def provenance(self, scorer) -> dict[str, Provenance]:
-        return {s: scorer.provenance(s) for s in self.settings.systems}
-
-    def score(self, scorer, items: Sequence[LinkageQuestion], seconds: dict[str, float]) -> list[list[dict[str, Score]]]:
-        return [list(g) for g in scorer.score_questions(list(items))]
+    def scorer(self, stage=None) -> FunctionScorer:
+        """The LINKAGE scorer (``score_questions``, ``provenance``) as the runner's step scorer."""
+        built = (self.scorer_factory or _linkage_scorer)(self.settings, self.config)
+        return FunctionScorer(lambda items: [list(g) for g in built.score_questions(list(items))],
+                              {s: built.provenance(s) for s in self.settings.systems})
 
     def encode_item(self, item: LinkageQuestion) -> str:
         return question_to_json(item)
@@ -331,7 +321,7 @@ class LinkageKind(JobKind):
     def decode_item(self, text: str) -> LinkageQuestion:
         return question_from_json(text)
 
-    def assemble(self, job: JobRun) -> dict:
+    def assemble(self, job: JobRun, lookup: RunScores, provenance: Mapping[str, Provenance]) -> dict:
         from rubric.protocols import linkage_empty_page, linkage_page, linkage_results, linkage_table
 
         out, settings, reads = job.out, self.settings, self._reads
@@ -350,11 +340,8 @@ class LinkageKind(JobKind):
                           f"{out / 'rejects.jsonl'}, {out / 'report.md'})")
             raise InputError(f"no usable LINKAGE question in {', '.join(job.shards)}; first reject: {first}")
         answer_ids = [c.answer_id for q in questions for c in q.candidates]
-        lookup, provenance = job.merged()
-        try:
-            scores = lookup.get(answer_ids)
-        finally:
-            lookup.close()
+        scores = lookup.get(answer_ids)
+        provenance = dict(provenance)
         lost = [a for a in answer_ids if a not in scores]
         if lost:
             raise BatchMismatchError(f"{len(lost)} LINKAGE answers have no score (first: {lost[0]})")
@@ -375,7 +362,7 @@ class LinkageKind(JobKind):
             systems += names
         rows = [r for uri in job.shards for r in linkage_rows(reads[uri].questions, scores, provenance, systems,
                                                                source=uri)]
-        staged = {n: out / f".{n}.staged-{os.getpid()}" for n in ("linkage.parquet", "rejects.jsonl", "report.md")}
+        staged = {n: job.staging / n for n in ("linkage.parquet", "rejects.jsonl", "report.md")}
         job.staged.update(staged)
         n_rows = _write_table(rows, staged["linkage.parquet"])
         rejects = [r for uri in job.shards for r in reads[uri].rejects]
@@ -449,8 +436,9 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
         InputError: an input cannot be read, or no question is usable.
         EngineError: the engine failed (finished chunks stay in the store).
     """
+    if scorer is not None:  # a prebuilt scorer is built by a factory that returns it
+        scorer_factory = prebuilt(scorer)
     kind = LinkageKind(dict(reader_options or {}), settings or LinkageSettings(), config, signals=signals,
                        rubric_scores=rubric_scores, n_boot=n_boot, seed=seed, command=command,
                        reference_generator=reference_generator, scorer_factory=scorer_factory)
-    return run(kind, inputs, out, progress=progress, step=ray, runner="local" if ray is None else "ray",
-               scorer=scorer, check=scorer is None and scorer_factory is None)
+    return run(kind, inputs, out, progress=progress, step=ray, check=scorer_factory is None)

@@ -176,7 +176,7 @@ def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str
     from rubric.protocols import lfqa_e_tables
     from rubric.protocols import PAIRWISE_PROTOCOLS
     from workers.judge_job import run_judge_job
-    from workers.shards import read_shard
+    from rubric.io import read_whole
 
     out = Path(out)
     version = PAIRWISE_PROTOCOLS["lfqa-e"]
@@ -184,7 +184,7 @@ def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str
                              reader_options=reader_options, seed=seed, progress=progress, scorer=scorer, ray=ray,
                              scorer_factory=scorer_factory)
     dec = _decisions(out, version)
-    pairs = [p for inp in manifest["inputs"] for p in read_shard(inp["path"], fmt, dict(reader_options or {})).pairs
+    pairs = [p for inp in manifest["inputs"] for p in read_whole(inp["path"], fmt, dict(reader_options or {})).pairs
              if p.pair_id in dec]
     decisions: dict[str, list[str | None]] = {version: [dec[p.pair_id] for p in pairs]}
     notes = {version: f"{manifest['settings']['mode']} mode, both orders, order-debiased"}

@@ -161,13 +161,13 @@ _ROW_TYPES = (("unit", "int64"), ("index", "int64"), ("n_items", "int64"), ("n_i
               ("key", "string"), ("record", "string"))
 
 
-def item_rows(kind: JobKind, items: Sequence[Any], unit: int = 0, n_ids: int | None = None):
+def item_rows(kind: JobKind, items: Sequence[Any], ids: Sequence[Sequence[str]], unit: int = 0,
+              n_ids: int | None = None):
     """The Arrow rows the pools score: one per item, with its unit, its index among the unit's items sent,
     how many were sent, the unit's stored-id count, its store ids (JSON), its dedupe key and its record."""
     import pyarrow as pa
 
     n = len(items)
-    ids = kind.item_ids(items)
     cols = {"unit": [unit] * n, "index": list(range(n)), "n_items": [n] * n,
             "n_ids": [sum(len(i) for i in ids) if n_ids is None else n_ids] * n,
             "ids": [json.dumps(i, ensure_ascii=False) for i in ids], "key": [kind.dedupe_key(it) for it in items],
@@ -180,19 +180,18 @@ def _read_units(batch, *, kind_type: type, kind_args: Mapping[str, Any]):
     import pyarrow as pa
 
     kind = kind_type(**kind_args)
-    tables = [item_rows(kind, [])]
+    tables = [item_rows(kind, [], [])]
     for unit_id, uri, block, done in zip(*(batch.column(c).to_pylist() for c in ("unit", "uri", "block", "done"))):
-        unit = Unit(name=uri, uri=uri, sha="", shard="", block=Block.from_json(block) if block else None, store=None)
         try:
-            items = kind.items(kind.read(unit))
+            items, ids = kind.work_items(uri, Block.from_json(block) if block else None)
         except RubricError as e:
             # an unreadable unit must not stop the others; the driver re-reads it and reports why
             log.error("input %s cannot be read: %s", uri, e)
             continue
         stored = set(json.loads(done))
-        ids = kind.item_ids(items)
-        todo = [it for it, i in zip(items, ids) if not all(a in stored for a in i)]
-        tables.append(item_rows(kind, todo, unit_id, sum(len(i) for i in ids)))
+        todo = [k for k, i in enumerate(ids) if not all(a in stored for a in i)]
+        tables.append(item_rows(kind, [items[k] for k in todo], [ids[k] for k in todo], unit_id,
+                                sum(len(i) for i in ids)))
     return pa.concat_tables(tables)
 
 
@@ -235,7 +234,7 @@ def add_pool_stage(ds, kind: JobKind, pool: str, stage: Any, cfg: PoolConfig, *,
         ds: a dataset of item rows (:func:`item_rows`).
         kind: the job's kind (rebuilt on each actor from its ``arguments()``).
         pool: the pool's name (``models.backends.POOLS``).
-        stage: what the actors' scorer serves (``kind.build_scorer(stage)``).
+        stage: what the actors' scorer serves (``kind.scorer(stage)``).
         cfg: the pool's settings.
         batch_size: items per Ray batch.
         drop_record: leave the item records out of the output (the last pool; the driver does not need them back).
@@ -338,7 +337,7 @@ class RayStep:
 
         if kind.read_on_driver:
             todo = {i: w for i, w in works.items() if w.todo}
-            rows = pa.concat_tables([item_rows(kind, w.todo, i, w.n_ids) for i, w in todo.items()]).to_pylist()
+            rows = pa.concat_tables([item_rows(kind, w.todo, w.ids, i, w.n_ids) for i, w in todo.items()]).to_pylist()
             # a Ray batch is items; size it so it holds about a batch of store ids (LINKAGE: candidates)
             per_item = max(1, round(sum(len(json.loads(r["ids"])) for r in rows) / len(rows)))
             first = self.pool(stages[0][0])

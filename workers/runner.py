@@ -6,12 +6,14 @@
       or on Ray, :class:`workers.ray_pipeline.RayStep`) -> every store merged (a score made two
       ways is refused) -> the kind's assemble step (its tables) -> manifest.json (last)
 
-A job kind is a small object (:class:`JobKind`) that supplies only what differs: its store folder
-and key, its score names and checkpoint size (values), its work items and their store ids, the
-scorer it needs, how a chunk of items is scored, its assemble step (the science is in ``rubric/``)
-and its manifest fields. The runner and both
-steps are the same code for every kind, so the single-process and Ray paths, and the kinds, cannot
-drift apart.
+A job kind is a small object (:class:`JobKind`) that supplies only what differs: as values, its
+store folder, the fields of its store key, its score names and checkpoint size; as functions, the
+backend check, a unit's work items with their store ids, the scorer it needs (an object that scores
+a chunk and says how: :class:`StepScorer`) and its assemble step (tables and manifest fields). A
+kind whose step is someone else's binds that function (the score job: ``rubric.io.answer_work``,
+``models.scorer_set.ScorerSet``), so the runner calls it without a wrapper in between. The runner
+merges the stores before the assemble step and closes them after it. The runner and both steps are
+the same code for every kind, so the single-process and Ray paths, and the kinds, cannot drift apart.
 """
 
 from __future__ import annotations
@@ -25,18 +27,18 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.io import Block
 from rubric.scoring import Provenance, Score
-from workers.shards import list_shards, plan_shard, shard_sha256
+from workers.shards import plan_inputs, shard_sha256
 from workers.outdir import OutLock, publish, remove_tree
-from workers.store import ShardStore, decode_score, encode_score
+from workers.store import ShardStore, decode_score, score_key
 
-__all__ = ["Unit", "Work", "StepResult", "JobKind", "JobRun", "RunScores", "run", "local_step", "check_results",
-           "checkpoints"]
+__all__ = ["Unit", "Work", "StepResult", "StepScorer", "FunctionScorer", "prebuilt", "JobKind", "JobRun", "RunScores", "run", "local_step",
+           "check_results", "checkpoints"]
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +90,43 @@ class StepResult:
     info: dict = field(default_factory=dict)
 
 
+class StepScorer(Protocol):
+    """What ``JobKind.scorer`` returns: it scores a chunk of items and says how.
+
+    Attributes:
+        provenance: score name -> how its scores are made (fixed when the scorer is built).
+        seconds: seconds per scorer or pool, summed over every :meth:`score` call.
+    """
+
+    provenance: Mapping[str, Provenance]
+    seconds: Mapping[str, float]
+
+    def score(self, items: Sequence[Any]) -> list[list[dict[str, Score]]]:
+        """Per item, per store id, name -> Score (checked by :func:`check_results`)."""
+        ...
+
+
+@dataclass
+class FunctionScorer:
+    """A :class:`StepScorer` made of a function (items -> per item, per store id, name -> Score) and the
+    provenance of the scorer it calls: what the judge and LINKAGE kinds hand the runner."""
+
+    function: Callable[[Sequence[Any]], list[list[dict[str, Score]]]]
+    provenance: Mapping[str, Provenance]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def score(self, items: Sequence[Any]) -> list[list[dict[str, Score]]]:
+        return self.function(items)
+
+
+def prebuilt(scorer: Any) -> Callable[..., Any]:
+    """A kind's ``scorer_factory`` that returns ``scorer``, built beforehand (tests: a fake judge)."""
+    return lambda *args, **kwargs: scorer
+
+
 class JobKind:
-    """What one kind of job supplies to the runner; subclasses override what differs.
+    """What one kind of job supplies to the runner; subclasses override what differs. A hook may be a
+    method or a function bound when the kind is made (``self.check = partial(check_backends, ...)``).
 
     Attributes:
         kind: the manifest's ``kind`` (None: none, the score job's manifest).
@@ -102,6 +139,8 @@ class JobKind:
             otherwise Ray read tasks read the units.
         config: the engine settings.
         options: the reader options (in every store key).
+        key_fields: the kind's own fields of every unit's store key (besides the input, its reader
+            options and the config: ``workers.store.score_key``).
         names: the score names every stored id carries (set by the kind's ``__init__``).
         checkpoint: store ids per checkpoint (one store part) in the local step; the runner cuts the
             items in order, never splitting one (:func:`checkpoints`).
@@ -116,6 +155,7 @@ class JobKind:
     fmt: str | None = None
     config: ScoringConfig
     options: dict
+    key_fields: Mapping[str, Any] = {}
     names: list[str]
     checkpoint: int
 
@@ -128,35 +168,23 @@ class JobKind:
         """Fail before any data is read when a backend is missing."""
 
     def prepare(self, shards: Sequence[str], out: Path) -> None:
-        """Anything the store keys need before planning (read on the driver, generated references)."""
+        """Anything the store keys need before the stores open (read on the driver, generated references)."""
 
-    def key(self, uri: str, sha: str, block: Block | None) -> dict:
-        raise NotImplementedError
+    def unit_key(self, uri: str) -> Mapping[str, Any]:
+        """The kind's fields of one input's store key: :attr:`key_fields` unless the input adds its own."""
+        return self.key_fields
 
     # --- work ---
-    def read(self, unit: Unit) -> Any:
-        """Read one unit (InputError when it cannot be read)."""
-        raise NotImplementedError
-
-    def items(self, read: Any) -> list:
-        raise NotImplementedError
-
-    def item_ids(self, items: Sequence[Any]) -> list[list[str]]:
-        """Per item, the store ids its scores are kept under, in the order :meth:`score` returns them."""
+    def work_items(self, uri: str, block: Block | None) -> tuple[list, list[list[str]]]:
+        """A unit's items and, per item, the store ids its scores are kept under (in the order the
+        scorer returns them); InputError when the unit cannot be read."""
         raise NotImplementedError
 
     def stages(self) -> list[tuple[str, Any]]:
-        """(pool, stage) in order: the Ray pools the items pass through, each building ``build_scorer(stage)``."""
+        """(pool, stage) in order: the Ray pools the items pass through, each building ``scorer(stage)``."""
         return [("llm", None)]
 
-    def build_scorer(self, stage: Any = None) -> Any:
-        raise NotImplementedError
-
-    def provenance(self, scorer: Any) -> dict[str, Provenance]:
-        raise NotImplementedError
-
-    def score(self, scorer: Any, items: Sequence[Any], seconds: dict[str, float]) -> list[list[dict[str, Score]]]:
-        """Per item, per store id, name -> Score (checked by :func:`check_results`)."""
+    def scorer(self, stage: Any = None) -> StepScorer:
         raise NotImplementedError
 
     def encode_item(self, item: Any) -> str:
@@ -172,8 +200,10 @@ class JobKind:
         return hashlib.sha256(self.encode_item(item).encode()).hexdigest()
 
     # --- after the step ---
-    def assemble(self, job: "JobRun") -> dict:
-        """Write the kind's tables under ``job.out`` (the manifest excepted); return its manifest fields.
+    def assemble(self, job: "JobRun", scores: "RunScores", provenance: Mapping[str, Provenance]) -> dict:
+        """Write the kind's tables into ``job.staging`` and name them in ``job.staged`` (the manifest
+        excepted); return its manifest fields. ``scores`` is every unit's stores merged (the runner
+        closes it), ``provenance`` one per name.
 
         Two keys of the returned dict are not top-level fields: ``per_input`` (an input's name -> the
         extra fields of its ``inputs`` entry, its counts) and ``job`` (the manifest's ``job`` fields
@@ -216,10 +246,6 @@ class RunScores:
                 out[aid] = {r: decode_score(v) for r, v in json.loads(text).items()}
         return out
 
-    def put(self, ids: Sequence[str], scores: Mapping[str, Sequence[Score]], provenance: Mapping[str, Provenance]) -> None:
-        self.provenance.update(provenance)
-        self.put_encoded(ids, {r: [encode_score(s) for s in col] for r, col in scores.items()})
-
     def put_encoded(self, ids: Sequence[str], encoded: Mapping[str, Sequence[str]]) -> None:
         """Add scores already encoded (``workers.store.encode_score``); an id stored before keeps its scores."""
         rows = ((aid, json.dumps({r: col[i] for r, col in encoded.items()})) for i, aid in enumerate(ids))
@@ -247,22 +273,21 @@ def checkpoints(items: Sequence[Any], ids: Sequence[Sequence[str]], size: int) -
 
 def work(kind: JobKind, unit: Unit) -> Work:
     """Read a unit and keep the items with an id not yet in its store (InputError when it cannot be read)."""
-    items = kind.items(kind.read(unit))
-    ids = kind.item_ids(items)
+    items, ids = kind.work_items(unit.uri, unit.block)
     done = unit.store.scored_ids()
     todo = [k for k, i in enumerate(ids) if not all(a in done for a in i)]
     return Work([items[k] for k in todo], [ids[k] for k in todo], sum(len(i) for i in ids))
 
 
-def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer: Any = None) -> StepResult:
+def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer: StepScorer | None = None) -> StepResult:
     """Score the pending units in this process, one at a time, a store checkpoint per chunk.
 
     An item that an earlier unit of this run scored is copied into the later unit's store instead of
     being scored again (the lookup is on disk). Nothing read is kept by the step.
 
     Args:
-        scorer: a prebuilt scorer (tests); default: built once, when the first item needs scoring (so
-            an unreadable input fails before any model loads).
+        scorer: a prebuilt scorer (tests); default: ``kind.scorer()``, built once, when the first item
+            needs scoring (so an unreadable input fails before any model loads).
     """
     from tqdm.auto import tqdm
 
@@ -290,7 +315,7 @@ def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer
                     todo, todo_ids = [todo[k] for k in keep], [todo_ids[k] for k in keep]
             if todo and scorer is None:
                 t0 = time.perf_counter()
-                scorer = kind.build_scorer()
+                scorer = kind.scorer()
                 result.seconds["load_backends"] = round(time.perf_counter() - t0, 3)
             n_todo = sum(len(ids) for ids in todo_ids)
             if n_todo < w.n_ids:
@@ -299,22 +324,22 @@ def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer
             with tqdm(total=n_todo, desc=f"{kind.status_done} {unit.name}", disable=not progress,
                       mininterval=2.0) as bar:
                 for chunk, chunk_ids in checkpoints(todo, todo_ids, kind.checkpoint):
-                    seconds: dict[str, float] = {}
-                    got = kind.score(scorer, chunk, seconds)
+                    got = scorer.score(chunk)
                     check_results(kind, chunk_ids, got, names)
                     ids = [i for each in chunk_ids for i in each]
                     flat = [r for g in got for r in g]
-                    cols = {r: [x[r] for x in flat] for r in names}
-                    prov = kind.provenance(scorer)
-                    unit.store.append(ids, cols, prov)
-                    run_scores.put(ids, cols, prov)
-                    for k, v in seconds.items():
-                        result.seconds[k] = round(result.seconds.get(k, 0.0) + v, 3)
+                    prov = dict(scorer.provenance)
+                    encoded = unit.store.append(ids, {r: [x[r] for x in flat] for r in names}, prov)
+                    run_scores.provenance.update(prov)
+                    run_scores.put_encoded(ids, encoded)
                     bar.update(len(ids))
             unit.store.finish(w.n_ids)
             result.scored += n_todo
     finally:
         run_scores.close()
+    if scorer is not None:
+        for k, v in scorer.seconds.items():
+            result.seconds[k] = round(v, 3)
     return result
 
 
@@ -322,11 +347,10 @@ def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer
 class JobRun:
     """One run of a job, as the kind's assemble step sees it.
 
-    The assemble step writes its files inside OUT (a staging name or folder) and names them in
-    :attr:`staged` (file name in OUT -> the finished file); the runner publishes them with the
+    The assemble step writes its files into :attr:`staging` (a fresh folder inside OUT) and names them
+    in :attr:`staged` (file name in OUT -> the finished file); the runner publishes them with the
     manifest (``workers.outdir.publish``), removes the earlier outputs named in :attr:`remove`, and
-    removes the kind's staging folders named in :attr:`scratch` afterwards, published or not (a value
-    the kind hands over, not a callback into it).
+    removes the staging folder afterwards, published or not.
     """
 
     kind: JobKind
@@ -338,9 +362,9 @@ class JobRun:
     status: dict[str, str]
     why: dict[str, str]
     timings: dict[str, float]
+    staging: Path
     staged: dict[str, Path] = field(default_factory=dict)
     remove: list[str] = field(default_factory=list)
-    scratch: list[Path] = field(default_factory=list)
     t_start: float = 0.0
 
     def merged(self) -> tuple[RunScores, dict[str, Provenance]]:
@@ -369,24 +393,26 @@ class JobRun:
         return merged, {r: p for r, (p, _) in prov.items()}
 
 
-def _plan(kind: JobKind, shards: Sequence[str], out: Path) -> list[Unit]:
+def _plan(kind: JobKind, inputs, out: Path) -> tuple[list[str], list[Unit]]:
+    plans = plan_inputs(inputs, kind.fmt, kind.options, blocks=kind.blocks)
+    shards = list(plans)
+    kind.prepare(shards, out)
     units = []
-    for uri in shards:
-        plan = plan_shard(uri, kind.fmt, kind.options, blocks=kind.blocks)
+    for uri, plan in plans.items():
         for name, block in plan.units:
-            units.append(Unit(name, uri, plan.sha, plan.name, block,
-                              ShardStore(out / kind.store_dir, name, kind.key(uri, plan.sha, block))))
-    return units
+            key = score_key(path=uri, sha256=plan.sha, fmt=kind.fmt, options=kind.options, config=kind.config,
+                            block=None if block is None else block.bounds(), extra=kind.unit_key(uri))
+            units.append(Unit(name, uri, plan.sha, plan.name, block, ShardStore(out / kind.store_dir, name, key)))
+    return shards, units
 
 
 def run(kind: JobKind, inputs: str | Path | Sequence[str | Path], out: str | Path, *, progress: bool = True,
-        step: Callable[..., StepResult] | None = None, runner: str = "local", scorer: Any = None,
-        check: bool = True) -> dict:
+        step: Callable[..., StepResult] | None = None, scorer: StepScorer | None = None, check: bool = True) -> dict:
     """Run one job of ``kind`` over ``inputs`` into ``out`` (see the module docstring).
 
     Args:
-        step: ``step(kind, pending, progress=) -> StepResult``; default :func:`local_step`.
-        runner: "local" or "ray" (recorded in the manifest).
+        step: ``step(kind, pending, progress=) -> StepResult``, the Ray step (``workers.ray_pipeline.RayStep``);
+            default :func:`local_step`. The manifest's ``job.runner`` says which: "ray" or "local".
         scorer: a prebuilt scorer for the local step (tests).
         check: check the backends first (off when a test's scorer stands in).
 
@@ -399,16 +425,15 @@ def run(kind: JobKind, inputs: str | Path | Sequence[str | Path], out: str | Pat
         ConfigError: another process is writing into ``out`` (``workers.outdir.OutLock``).
     """
     with OutLock(out):
-        return _run(kind, inputs, Path(out), progress=progress, step=step, runner=runner, scorer=scorer, check=check)
+        return _run(kind, inputs, Path(out), progress=progress, step=step, runner="local" if step is None else "ray",
+                    scorer=scorer, check=check)
 
 
 def _run(kind: JobKind, inputs, out: Path, *, progress: bool, step, runner: str, scorer: Any, check: bool) -> dict:
     t_start = time.perf_counter()
     if check:
         kind.check()
-    shards = list_shards([inputs] if isinstance(inputs, (str, Path)) else list(inputs), kind.fmt)
-    kind.prepare(shards, out)
-    units = _plan(kind, shards, out)
+    shards, units = _plan(kind, inputs, out)
     pending = [u for u in units if not u.store.done]
     status: dict[str, str] = {}
     why: dict[str, str] = {}
@@ -436,22 +461,28 @@ def _run(kind: JobKind, inputs, out: Path, *, progress: bool, step, runner: str,
     for u in units:
         if not u.store.done:
             raise BatchMismatchError(f"unit {u.name} is not completely scored after the step")
-    job = JobRun(kind, out, list(shards), units, result, runner, status, why, timings, t_start=t_start)
     out.mkdir(parents=True, exist_ok=True)
     remove_tree(out, out / "manifest.json")  # no old manifest may vouch for new tables
+    staging = out / f".staging-{os.getpid()}"
+    remove_tree(out, staging)
+    staging.mkdir()
+    job = JobRun(kind, out, list(shards), units, result, runner, status, why, timings, staging, t_start=t_start)
     try:
-        manifest = _assemble(job)
+        return _assemble(job)
     finally:
-        for folder in job.scratch:
-            remove_tree(out, folder)
-    return manifest
+        remove_tree(out, staging)
 
 
 def _assemble(job: JobRun) -> dict:
-    """The kind's assemble step, the inputs checked unchanged, the manifest, and the files published with it."""
+    """The kind's assemble step on the merged stores, the inputs checked unchanged, the manifest, and the
+    files published with it."""
     kind, out, units, status, why, timings = job.kind, job.out, job.units, job.status, job.why, job.timings
     t0 = time.perf_counter()
-    fields = kind.assemble(job)
+    scores, provenance = job.merged()
+    try:
+        fields = kind.assemble(job, scores, provenance)
+    finally:
+        scores.close()
     per_input, job_fields = fields.pop("per_input", {}), fields.pop("job", {})
     for u in {u.uri: u for u in units}.values():
         if shard_sha256(u.uri, kind.fmt, kind.options) != u.sha:

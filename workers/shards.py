@@ -1,5 +1,5 @@
-"""A job's inputs: discovering shard files, planning each once (name, sha256, blocks: :func:`plan_shard`),
-reading them.
+"""A job's inputs: discovering shard files and planning each once (name, sha256, blocks:
+:func:`plan_inputs`). Reading a unit is ``rubric.io.read_unit``'s.
 
 One input file is one shard, in both job paths. A shard is named by its file stem (its folder in
 the score store); two shards with one name are refused rather than silently sharing a folder. A
@@ -15,34 +15,27 @@ import glob
 import hashlib
 import logging
 import re
-import shutil
 import unicodedata
-import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rubric.errors import InputError
-from rubric.io import Block, ReadResult, hf_files, hf_name, plan_blocks, read_block, read_input
+from rubric.io import Block, hf_files, hf_name, is_uri, plan_blocks
+from rubric.io.units import COPY_CHUNK as _CHUNK
 
-__all__ = ["SHARD_EXTENSIONS", "list_shards", "shard_name", "safe_name", "read_shard", "shard_sha256", "is_uri",
-           "shard_blocks", "read_unit", "unit_name", "ShardPlan", "plan_shard"]
+__all__ = ["SHARD_EXTENSIONS", "list_shards", "shard_name", "safe_name", "shard_sha256", "shard_blocks", "unit_name",
+           "ShardPlan", "plan_shard", "plan_inputs"]
 
 #: File extensions taken as shards when an input is a directory.
 SHARD_EXTENSIONS: tuple[str, ...] = (".jsonl", ".json", ".parquet", ".csv")
-
-_CHUNK = 1 << 20
 
 log = logging.getLogger(__name__)
 
 #: Longest folder name kept as it is (bytes of UTF-8); a longer one is shortened and hashed.
 _MAX_NAME_BYTES = 120
 _UNSAFE_CHARS = re.compile(r"[/\\@\x00]")
-
-
-def is_uri(s: str) -> bool:
-    return "://" in s
 
 
 def list_shards(inputs: Sequence[str | Path], fmt: str | None = None) -> list[str]:
@@ -177,29 +170,6 @@ def shard_sha256(shard: str, fmt: str | None = None, options: Mapping[str, Any] 
     return h.hexdigest()
 
 
-def read_shard(shard: str, fmt: str, options: Mapping[str, Any]) -> ReadResult:
-    """Read one shard with ``rubric.io.readers``; a URI is copied to a local temp file first.
-
-    The returned ``source_file`` (and each reject's) is the shard as given, not the temp copy.
-    """
-    if not is_uri(shard):
-        return read_input(shard, fmt, **options)
-    import pyarrow.fs as pafs
-
-    fs, path = pafs.FileSystem.from_uri(shard)
-    with tempfile.TemporaryDirectory(prefix="lfqa-shard-") as tmp:
-        # keep the file name: readers derive the extension and (graded) the source from it
-        local = Path(tmp) / Path(path).name
-        try:
-            with fs.open_input_stream(path) as src, local.open("wb") as dst:
-                shutil.copyfileobj(src, dst, length=_CHUNK)
-        except OSError as e:
-            raise InputError(f"cannot read {shard!r}: {e}") from e
-        read = read_input(local, fmt, **options)
-    rejects = [replace(r, source_file=shard) for r in read.rejects]
-    return replace(read, rejects=rejects, source_file=shard)
-
-
 def shard_blocks(shard: str, fmt: str, options: Mapping[str, Any]) -> list[Block] | None:
     """The blocks one shard is read in (``rubric.io.blocks.plan_blocks``), or None to read it whole.
 
@@ -242,8 +212,12 @@ def plan_shard(shard: str, fmt: str | None, options: Mapping[str, Any], *, block
                      tuple((unit_name(shard, b, fmt), b) for b in (planned or [None])))
 
 
-def read_unit(shard: str, fmt: str, options: Mapping[str, Any], block: Block | None) -> ReadResult:
-    """Read one unit of work: a block of a shard, or the whole shard when ``block`` is None."""
-    if block is None:
-        return read_shard(shard, fmt, options)
-    return read_block(shard, fmt, block, **options)
+def plan_inputs(inputs: str | Path | Sequence[str | Path], fmt: str | None, options: Mapping[str, Any], *,
+                blocks: bool) -> dict[str, ShardPlan]:
+    """Every shard of ``inputs`` (:func:`list_shards`) with its :class:`ShardPlan`, in job order.
+
+    Raises:
+        InputError: an input does not exist or a shard cannot be read.
+    """
+    shards = list_shards([inputs] if isinstance(inputs, (str, Path)) else list(inputs), fmt)
+    return {uri: plan_shard(uri, fmt, options, blocks=blocks) for uri in shards}

@@ -70,12 +70,14 @@ def _canonical(obj: Any) -> Any:
     return json.loads(json.dumps(obj, default=str, sort_keys=True))
 
 
-def score_key(*, path: str, sha256: str, fmt: str, options: Mapping[str, Any], specs: Sequence[RubricSpec],
-              config: ScoringConfig, block: Mapping[str, Any] | None = None) -> dict:
-    """What a shard's scores depend on, as a JSON-able dict (see the module docstring).
+def score_key(*, path: str, sha256: str, fmt: str | None, options: Mapping[str, Any], config: ScoringConfig,
+              block: Mapping[str, Any] | None = None, specs: Sequence[RubricSpec] = (),
+              extra: Mapping[str, Any] | None = None) -> dict:
+    """What a unit's scores depend on, as a JSON-able dict (see the module docstring).
 
     ``block``: the bounds of one block of the shard (``rubric.io.blocks.Block.bounds``); the file's
-    sha256 stays in the key, so a changed file re-scores every one of its blocks.
+    sha256 stays in the key, so a changed file re-scores every one of its blocks. ``specs``: the
+    rubrics (their versions); ``extra``: a job kind's own fields (``JobKind.unit_key``), which win.
     """
     inp = {"path": path, "sha256": sha256, "format": fmt, "options": dict(options)}
     if block is not None:
@@ -84,6 +86,7 @@ def score_key(*, path: str, sha256: str, fmt: str, options: Mapping[str, Any], s
         "input": inp,
         "rubrics": sorted(s.version for s in specs),
         "config": {k: v for k, v in asdict(config).items() if k not in NOT_SCORE_FIELDS},
+        **dict(extra or {}),
     })
 
 
@@ -221,13 +224,15 @@ class ShardStore:
         return ids
 
     def append(self, answer_ids: Sequence[str], scores: Mapping[str, Sequence[Score]],
-               provenance: Mapping[str, Provenance]) -> None:
-        """Store one finished chunk (atomically); ``scores[r][i]`` belongs to ``answer_ids[i]``."""
+               provenance: Mapping[str, Provenance]) -> dict[str, list[str]]:
+        """Store one finished chunk (atomically); ``scores[r][i]`` belongs to ``answer_ids[i]``. Returns the
+        scores as stored (:func:`encode_score`), for a lookup that keeps them the same way."""
         for r, col in scores.items():
             if len(col) != len(answer_ids):
                 raise ConfigError(f"{len(col)} {r} scores for {len(answer_ids)} answers")
-        self.append_encoded(answer_ids, {r: [encode_score(s) for s in col] for r, col in scores.items()},
-                            {r: encode_provenance(provenance[r]) for r in scores})
+        encoded = {r: [encode_score(s) for s in col] for r, col in scores.items()}
+        self.append_encoded(answer_ids, encoded, {r: encode_provenance(provenance[r]) for r in scores})
+        return encoded
 
     def append_encoded(self, answer_ids: Sequence[str], scores: Mapping[str, Sequence[str]],
                        provenance: Mapping[str, str]) -> None:

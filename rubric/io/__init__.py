@@ -4,6 +4,7 @@
 ``--format``; the formats register in ``formats``), the readers themselves (``pairs``, ``graded``,
 ``blocks`` with Hugging Face datasets, ``hub``) and their toolkit: ``files`` (paths, encodings,
 loaders), ``fields`` (the field checks that the protocols' readers use too), ``mapping`` (``--map``),
+``units`` (one unit of a job's work read: a whole input, a URI, or a block; the score job's work items),
 and ``outputs`` (reading a job's output folder safely: one run's set of files, or a one-line refusal).
 
 This is the package's public face: other packages import from here, not from its modules.
@@ -44,6 +45,8 @@ from rubric.io.readers import (
     READERS, FORMATS, read_input,
 )
 
+from rubric.io.units import is_uri, read_whole, read_unit, answer_work
+
 from rubric.io.outputs import MANIFEST, PUBLISHING, check_published
 
 __all__ = [
@@ -57,5 +60,6 @@ __all__ = [
     "TABLE_OPTIONS", "read_lfqa_hp", "read_lfqa_eval", "read_table", "WEBGLM_REFERENCE_GRADES",
     "GradedQuestion", "read_graded", "read_graded_labels", "graded_item", "load_graded", "DEFAULT_HF_SPLIT",
     "HF_OPTIONS", "hf_name", "open_hf_dataset", "hf_files", "Block", "BLOCK_ROWS", "BLOCK_BYTES",
-    "plan_blocks", "read_block", "read_hf", "READERS", "FORMATS", "read_input",
+    "plan_blocks", "read_block", "read_hf", "READERS", "FORMATS", "read_input", "is_uri", "read_whole", "read_unit",
+    "answer_work",
 ]

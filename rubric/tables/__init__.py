@@ -2,7 +2,8 @@
 
 ``assemble`` (the jobs' one assemble step: pairs of all inputs, dedupe, splits, fitted rescaling;
 ``assemble_stream``: the same step for a job too large to hold),
-``files`` (those tables written into a folder as they stream out), ``features`` (the tables and the
+``files`` (those tables written into a folder as they stream out), ``answer_tables`` (the score job's
+assemble step whole: its units read again, the tables written, what the manifest records), ``features`` (the tables and the
 design matrix), ``provenance`` (per-rubric provenance records
 and their checks), ``style`` (markdown counts, normalised differences, length decorrelation).
 
@@ -29,6 +30,7 @@ from rubric.tables.assemble_stream import (
     StreamAssembled, ScoreLookup, MappingScores, assemble_stream,
 )
 from rubric.tables.files import TableFiles
+from rubric.tables.answer_tables import InputUnit, AnswerTables, write_answer_tables, ANSWER_TABLE_FILES
 
 __all__ = [
     "MARKDOWN_RULE", "STYLE_COVARIATES", "STYLE_META_KEY", "markdown_count", "normalised_difference",
@@ -39,5 +41,5 @@ __all__ = [
     "pairs_table", "table_rubrics", "table_style", "concat_feature_tables", "DesignMatrix", "design_matrix",
     "fit_length_betas", "word_count", "ASPECT_COLUMN_PREFIX", "JobInput", "Assembled", "combine_inputs",
     "job_splits", "fit_rescale", "assemble", "StreamAssembled", "ScoreLookup", "MappingScores",
-    "assemble_stream", "TableFiles",
+    "assemble_stream", "TableFiles", "InputUnit", "AnswerTables", "write_answer_tables", "ANSWER_TABLE_FILES",
 ]

@@ -19,7 +19,7 @@ from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem, PairRecord, explode
 from rubric.scoring import check_batch
 from rubric.scoring import RUBRICS, resolve_rubrics
-from workers.local import score_items
+from models.scorer_set import score_items
 from models.backends import pool_of_backend
 
 LENGTH = RUBRICS.get("length.words.v1")
@@ -175,11 +175,12 @@ def test_ray_read_task_writes_the_reference_column(monkeypatch):
     """``_read_units`` (the Ray read task, called here without Ray) keeps each answer's reference."""
     import types
 
+    import rubric.io.units as units
     import workers.job as job
     import workers.ray_pipeline as rp
 
     pairs = [PairRecord("p1", "Q1?", "a1", "b1", "a", reference="ref one"), PairRecord("p2", "Q2?", "a2", "b2", "b")]
-    monkeypatch.setattr(job, "read_unit", lambda uri, fmt, options, block=None: types.SimpleNamespace(pairs=pairs))
+    monkeypatch.setattr(units, "read_unit", lambda uri, fmt, options, block=None: types.SimpleNamespace(pairs=pairs))
     kind = job.ScoreKind("jsonl", {}, ["ref_rouge_l.v1"], ScoringConfig())
     table = rp._read_units(pa.table({"unit": [3], "uri": ["s.jsonl"], "block": [""], "done": ["[]"]}),
                            kind_type=job.ScoreKind, kind_args=kind.arguments())
@@ -187,7 +188,7 @@ def test_ray_read_task_writes_the_reference_column(monkeypatch):
     assert [it.answer for it in items] == ["a1", "b1", "a2", "b2"]
     assert [it.reference for it in items] == ["ref one", "ref one", None, None]
     assert table.column("unit").to_pylist() == [3] * 4
-    assert table.schema == rp.item_rows(kind, []).schema  # an empty unit's table concatenates with it
+    assert table.schema == rp.item_rows(kind, [], []).schema  # an empty unit's table concatenates with it
 
 
 def test_reference_travels_in_the_ray_batch_columns():
@@ -200,7 +201,7 @@ def test_reference_travels_in_the_ray_batch_columns():
     kind = ScoreKind("jsonl", {}, ["ref_rouge_l.v1"], ScoringConfig(batch_size=2))
     items = [AnswerItem("x", "What do cats do?", "the cat sat on the mat", reference="the cat lay on the mat"),
              AnswerItem("y", "Why?", "because")]
-    batch = item_rows(kind, items)
+    batch = item_rows(kind, items, [[it.answer_id] for it in items])
     out = StageActor(ScoreKind, kind.arguments(), ["ref_rouge_l.v1"], drop_record=True)(batch)
     assert "record" not in out.column_names  # the texts are dropped after the last pool
     scores = [decode_score(json.loads(v)[0]["ref_rouge_l"]) for v in out.column("scores").to_pylist()]

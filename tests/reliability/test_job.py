@@ -60,7 +60,7 @@ def _run(inputs, out, scorer, **kw):
 
 
 def test_engine_failure_keeps_finished_chunks_and_resume_scores_only_the_rest(tmp_path, monkeypatch):
-    monkeypatch.setattr("workers.local.CHECKPOINT_ANSWERS", 8)
+    monkeypatch.setattr("workers.job.CHECKPOINT_ANSWERS", 8)
     src = _write(tmp_path / "in.jsonl", _records())
     dying = LengthScorer(die_after=3)  # 3 batches of 4 = 12 answers, one whole 8-answer chunk stored
     with pytest.raises(EngineError):

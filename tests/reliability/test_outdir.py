@@ -330,7 +330,7 @@ def test_rerun_publishes_a_complete_set_and_drops_stale_tables(tmp_path):
 # --- the store verifies what it resumes from ------------------------------------------------------------
 
 def test_truncated_store_part_is_rescored_with_a_warning(tmp_path, caplog, monkeypatch):
-    monkeypatch.setattr("workers.local.CHECKPOINT_ANSWERS", 8)
+    monkeypatch.setattr("workers.job.CHECKPOINT_ANSWERS", 8)
     src = _write(tmp_path / "in.jsonl", _records())
     out = tmp_path / "out"
     _run(src, out, LengthScorer())
@@ -350,7 +350,7 @@ def test_truncated_store_part_is_rescored_with_a_warning(tmp_path, caplog, monke
 
 
 def test_store_part_deleted_by_hand_is_rescored(tmp_path, caplog, monkeypatch):
-    monkeypatch.setattr("workers.local.CHECKPOINT_ANSWERS", 8)
+    monkeypatch.setattr("workers.job.CHECKPOINT_ANSWERS", 8)
     src = _write(tmp_path / "in.jsonl", _records())
     out = tmp_path / "out"
     _run(src, out, LengthScorer())

@@ -3,7 +3,8 @@
 import pytest
 
 from rubric.errors import InputError
-from workers.shards import list_shards, read_shard, shard_name, shard_sha256
+from rubric.io import read_whole as read_shard
+from workers.shards import list_shards, shard_name, shard_sha256
 
 OPTIONS = {"max_pairs_per_question": 4}
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from rubric.errors import RubricError
 from workers.cli.options import (add_input_args, add_judge_args, add_protocol_args, add_ray_args, add_scoring_args,
-                                 config_for_pools, judge_settings, ray_step, reader_options, scoring_config)
+                                 config_for_pools, judge_settings, ray_step, reader_options, score_kind,
+                                 scoring_config)
 
 __all__ = ["add_judge", "judge", "add_ray_job", "ray_job", "protocol_flag_errors", "judge_protocol"]
 
@@ -181,9 +182,7 @@ def ray_job(args, argv: list[str]) -> int:
         run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=config,
                       reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray)
         return 0
-    from rubric.scoring import resolve_rubrics
-    from workers.job import run_job
+    from workers.runner import run
 
-    run_job(args.inputs, args.format, resolve_rubrics(args.rubrics), args.out, config=config,
-            reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray)
+    run(score_kind(args, ray=True), args.inputs, args.out, progress=not args.quiet, step=ray)
     return 0

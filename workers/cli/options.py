@@ -21,7 +21,7 @@ from rubric.errors import ConfigError, RubricError
 from rubric.io import FORMATS, parse_label_values, parse_mapping, read_graded
 
 __all__ = ["FORMATS", "add_input_args", "add_scoring_args", "add_judge_args", "add_protocol_args", "add_ray_args",
-           "reader_options", "scoring_config", "judge_settings", "pools_from_args", "config_for_pools", "ray_step",
+           "reader_options", "scoring_config", "judge_settings", "pools_from_args", "config_for_pools", "score_kind", "ray_step",
            "C_value"]
 
 _CONFIG = ScoringConfig()
@@ -278,6 +278,16 @@ def config_for_pools(config: ScoringConfig, args) -> ScoringConfig:
     kwargs = {"tensor_parallel_size": args.tensor_parallel, "distributed_executor_backend": "mp",
               **config.engine_kwargs}
     return replace(config, engine_kwargs=kwargs)
+
+
+def score_kind(args, *, ray: bool):
+    """The score job of ``score`` and ``scripts/run_job.py``: ``args``' rubrics, scoring settings (on Ray,
+    with the pools' engine settings: :func:`config_for_pools`) and reader options."""
+    from rubric.scoring import resolve_rubrics
+    from workers.job import ScoreKind
+
+    config = config_for_pools(scoring_config(args), args) if ray else scoring_config(args)
+    return ScoreKind(args.format, reader_options(args), resolve_rubrics(args.rubrics), config, seed=args.seed)
 
 
 def ray_step(args):

@@ -8,8 +8,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from workers.cli.options import (add_input_args, add_ray_args, add_scoring_args, config_for_pools, ray_step,
-                                 reader_options, scoring_config)
+from workers.cli.options import add_input_args, add_ray_args, add_scoring_args, ray_step, score_kind
 
 __all__ = ["add_score", "score", "add_demo", "demo", "DEMO_RUBRICS"]
 
@@ -28,13 +27,10 @@ def add_score(p: argparse.ArgumentParser) -> None:
 
 
 def score(args) -> int:
-    from rubric.scoring import resolve_rubrics
-    from workers.job import run_job
+    from workers.runner import run
 
-    run_job(args.inputs, args.format, resolve_rubrics(args.rubrics), args.out,
-            config=config_for_pools(scoring_config(args), args) if args.ray else scoring_config(args),
-            reader_options=reader_options(args), seed=args.seed, progress=not args.quiet,
-            ray=ray_step(args) if args.ray else None)
+    run(score_kind(args, ray=args.ray), args.inputs, args.out, progress=not args.quiet,
+        step=ray_step(args) if args.ray else None)
     return 0
 
 

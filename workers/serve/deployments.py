@@ -3,7 +3,7 @@ HTTP ingress (FastAPI) in front of them.
 
 A scorer replica builds its scorers with ``models.backends.build_scorers`` (the LLM engine comes from
 the process engine cache, ``models.llm.engines_cache.build_engine``) and scores with
-``workers.local.score_items`` - the batch job's own loop, bisection of failing batches included.
+``models.scorer_set.score_items`` - the batch job's own loop, bisection of failing batches included.
 ``@serve.batch`` gathers single answers from concurrent requests into engine batches of up to
 ``config.batch_size``, waiting at most ``batch_wait_s`` for a batch to fill.
 
@@ -76,7 +76,7 @@ class RubricScorer:
 
     @serve.batch(max_batch_size=32, batch_wait_timeout_s=0.01)
     async def score(self, items: list[AnswerItem]) -> list[dict[str, Score]]:
-        from workers.local import score_items
+        from models.scorer_set import score_items
 
         try:
             # in a thread, so the replica keeps answering Serve's health checks while the engine works

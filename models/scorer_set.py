@@ -1,7 +1,10 @@
-"""How the score job scores a batch of answers with every scorer (``ScoreKind.score``, in process and on Ray).
+"""A job's rubric scorers run over answers in batches: the score job's step (in process and in each
+Ray stage actor) and the service's (``workers.serve``).
 
-Reading, resume, checkpoints and assembly are the runner's (:mod:`workers.runner`). No scoring logic
-lives here: scorers come from ``models.backends``.
+:class:`ScorerSet` is what ``workers.job.ScoreKind.scorer`` hands the runner: the scorers of the
+rubrics asked for (``models.backends.build_scorers``), their provenance (fixed when built) and
+:meth:`ScorerSet.score`. Reading, resume, checkpoints and assembly are the runner's
+(:mod:`workers.runner`).
 
 A batch whose scorer raises an ordinary exception is bisected until the bad rows are found, so
 only they carry the error (at most ``2n - 1`` calls for ``n`` rows: bounded). An engine-level
@@ -20,17 +23,15 @@ from tqdm.auto import tqdm
 
 from rubric.errors import BackendUnavailableError, BatchMismatchError, EngineError
 from rubric.io import AnswerItem
-from rubric.scoring import Provenance, Score, ScoreSet, Scorer, check_batch
+from rubric.config import ScoringConfig
+from rubric.scoring import RUBRICS, Provenance, RubricSpec, Score, ScoreSet, Scorer, check_batch
 
-__all__ = ["ScoreRun", "score_items", "CHECKPOINT_ANSWERS"]
+__all__ = ["ScoreRun", "score_items", "ScorerSet"]
 
 log = logging.getLogger(__name__)
 
 # Errors that mean the engine (not a row) is broken: re-raise instead of marking rows.
 _FATAL = (EngineError, BackendUnavailableError, BatchMismatchError, MemoryError)
-
-#: Answers per checkpoint (one store part) in the single-process path, at least one batch.
-CHECKPOINT_ANSWERS = 256
 
 
 @dataclass
@@ -85,3 +86,40 @@ def score_items(items: Sequence[AnswerItem], scorers: Sequence[Scorer], *, batch
                 bar.update(len(batch))
         run.seconds[label] = time.perf_counter() - t0
     return run
+
+
+class ScorerSet:
+    """Built scorers of one job (or one Ray stage), as the runner's step uses them.
+
+    Args:
+        scorers: built scorers (``models.backends.build_scorers``; tests pass their own).
+        batch_size: answers per ``score_batch`` call.
+
+    Attributes:
+        provenance: rubric name -> how its scores are made (fixed when the scorers are built).
+        seconds: seconds per scorer, summed over every :meth:`score` call.
+    """
+
+    def __init__(self, scorers: Sequence[Scorer], batch_size: int) -> None:
+        self.scorers = list(scorers)
+        self.batch_size = batch_size
+        self.provenance: dict[str, Provenance] = {s.name: sc.provenance(s.name) for sc in self.scorers
+                                                  for s in sc.specs}
+        self.seconds: dict[str, float] = {}
+
+    @classmethod
+    def build(cls, specs: Sequence[RubricSpec], config: ScoringConfig,
+              stage: Sequence[str] | None = None) -> "ScorerSet":
+        """The scorers of ``specs`` (or of the rubric versions in ``stage``: one Ray stage's)."""
+        from models.backends import build_scorers
+
+        chosen = list(specs) if stage is None else [RUBRICS.get(v) for v in stage]
+        return cls(build_scorers(chosen, config), config.batch_size)
+
+    def score(self, items: Sequence[AnswerItem]) -> list[list[dict[str, Score]]]:
+        """Per answer, its one store id's scores (rubric name -> Score), in order (:func:`score_items`)."""
+        run = score_items(items, self.scorers, batch_size=self.batch_size, progress=False)
+        for k, v in run.seconds.items():
+            self.seconds[k] = self.seconds.get(k, 0.0) + v
+        names = list(run.scores)
+        return [[{n: run.scores[n][i] for n in names}] for i in range(len(items))]

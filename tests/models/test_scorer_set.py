@@ -6,7 +6,7 @@ from rubric.errors import BatchMismatchError, EngineError
 from rubric.io.records import AnswerItem
 from rubric.scoring.scorer import Provenance, Score
 from rubric.scoring.specs import RUBRICS
-from workers.local import score_items
+from models.scorer_set import score_items
 
 SPEC = RUBRICS.get("conciseness.lexical_density.v1")
 
