@@ -61,14 +61,8 @@ from rubric.protocols import (
 )
 from rubric.protocols import LinkageCandidate, LinkageQuestion
 from rubric.protocols import (EQ2_TEMPLATE, EQ3_TEMPLATE, LINKAGE_SYSTEM_TEMPLATES, LINKAGE_SYSTEMS,
-                                     PAIRWISE_CANDIDATES, PAIRWISE_REFERENCES, eq3_score, reference_outcome,
-                                     reference_weights)
-from rubric.protocols import ProtocolJudgeSpec, is_protocol_judge
-from rubric.protocols import (
-    MAX_RANK_POSITIONS, RankScore, expected_point_score, expected_rank, listwise_prompt, pairwise_prompt,
-    parse_point_score, parse_rank, pointwise_prompt, rank_score,
-)
-from rubric.protocols import LinkageCandidate, LinkageQuestion
+                              PAIRWISE_CANDIDATES, PAIRWISE_REFERENCES, eq3_score, reference_outcome,
+                              reference_weights)
 from rubric.protocols import ProtocolJudgeSpec, is_protocol_judge
 from rubric.protocols import (
     ARENA_THINKING_PREFILL, arena_verdict_prefill, get_protocol_template, pairwise_verdict_probs,
