@@ -87,7 +87,7 @@ def test_kept_busy_actor_scores_concurrent_batches_as_the_synchronous_one(smollm
 
     items = explode(read_input(shard, "graded", max_pairs_per_question=4).pairs)
     kind = ScoreKind("graded", {}, ["coherence.geval.v1"], _CFG)
-    table = item_rows(kind, items)
+    table = item_rows(kind, items, [[it.answer_id] for it in items])
     batches = [table.slice(0, 2), table.slice(2, 2), table.slice(4)]
     stage = ["coherence.geval.v1"]
     sync = StageActor(ScoreKind, kind.arguments(), stage)
