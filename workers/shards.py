@@ -22,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import InputError
-from rubric.io import Block, hf_files, hf_name, is_uri, plan_blocks
-from rubric.io.units import COPY_CHUNK as _CHUNK
+from rubric.io import COPY_CHUNK, Block, hf_files, hf_name, is_uri, plan_blocks
 
 __all__ = ["SHARD_EXTENSIONS", "list_shards", "shard_name", "safe_name", "shard_sha256", "shard_blocks", "unit_name",
            "ShardPlan", "plan_shard", "plan_inputs"]
@@ -148,7 +147,7 @@ def shard_sha256(shard: str, fmt: str | None = None, options: Mapping[str, Any] 
             for f in hf_files(shard, (options or {}).get("split") or "train"):
                 h.update(str(f.relative_to(root) if root.is_dir() else f.name).encode() + b"\x00")
                 with open(f, "rb") as fh:
-                    while chunk := fh.read(_CHUNK):
+                    while chunk := fh.read(COPY_CHUNK):
                         h.update(chunk)
         except OSError as e:
             raise InputError(f"cannot read {shard!r}: {e}") from e
@@ -159,11 +158,11 @@ def shard_sha256(shard: str, fmt: str | None = None, options: Mapping[str, Any] 
 
             fs, path = pafs.FileSystem.from_uri(shard)
             with fs.open_input_stream(path) as f:
-                while chunk := f.read(_CHUNK):
+                while chunk := f.read(COPY_CHUNK):
                     h.update(chunk)
         else:
             with open(shard, "rb") as f:
-                while chunk := f.read(_CHUNK):
+                while chunk := f.read(COPY_CHUNK):
                     h.update(chunk)
     except OSError as e:
         raise InputError(f"cannot read {shard!r}: {e}") from e

@@ -45,7 +45,7 @@ from rubric.io.readers import (
     READERS, FORMATS, read_input,
 )
 
-from rubric.io.units import is_uri, read_whole, read_unit, answer_work
+from rubric.io.units import COPY_CHUNK, is_uri, read_whole, read_unit, answer_work
 
 from rubric.io.outputs import MANIFEST, PUBLISHING, check_published
 
@@ -61,5 +61,5 @@ __all__ = [
     "GradedQuestion", "read_graded", "read_graded_labels", "graded_item", "load_graded", "DEFAULT_HF_SPLIT",
     "HF_OPTIONS", "hf_name", "open_hf_dataset", "hf_files", "Block", "BLOCK_ROWS", "BLOCK_BYTES",
     "plan_blocks", "read_block", "read_hf", "READERS", "FORMATS", "read_input", "is_uri", "read_whole", "read_unit",
-    "answer_work",
+    "answer_work", "COPY_CHUNK",
 ]

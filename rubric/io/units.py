@@ -1,8 +1,9 @@
 """Reading one unit of a job's work: a whole input (a local file or a pyarrow filesystem URI such as
 ``s3://``, ``gs://`` or ``file://``) or one block of a local file (``rubric.io.blocks``).
 
-Every job kind reads its units here: the score job's work items (:func:`answer_work`, the unique
-answers of a unit with their store ids) and the assemble step's second reading of the same units.
+The score and judge jobs read their units here: the score job's work items (:func:`answer_work`, the
+unique answers of a unit with their store ids) and its assemble step's second reading of the same
+units, and the judge job's pairs (LINKAGE reads its lists with ``rubric.protocols.read_linkage``).
 """
 
 from __future__ import annotations
