@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rubric.errors import BatchMismatchError, ConfigError
+from rubric.errors import ConfigError
+from workers.runner import check_results
 from workers.store import encode_provenance, encode_score
 
 if TYPE_CHECKING:
@@ -89,13 +90,9 @@ class StageActor:
 
         self._maybe_die()
         items = [self.kind.decode_item(t) for t in batch.column("record").to_pylist()]
-        n_ids = [len(json.loads(t)) for t in batch.column("ids").to_pylist()]
         got = self._scorer.score(items)
         names = set(self._provenance)
-        if len(got) != len(items) or any(len(g) != n for g, n in zip(got, n_ids)) \
-                or any(not names <= set(r) for g in got for r in g):
-            raise BatchMismatchError(f"the scorer returned {len(got)} results for {len(items)} items, or results "
-                                     f"without every id or every one of {sorted(names)}")
+        check_results(self.kind, [json.loads(t) for t in batch.column("ids").to_pylist()], got, names)
         before = (batch.column("scores").to_pylist() if "scores" in batch.column_names else [None] * len(items))
         prov_before = (batch.column("provenance").to_pylist() if "provenance" in batch.column_names
                        else [None] * len(items))

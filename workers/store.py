@@ -227,10 +227,7 @@ class ShardStore:
                provenance: Mapping[str, Provenance]) -> dict[str, list[str]]:
         """Store one finished chunk (atomically); ``scores[r][i]`` belongs to ``answer_ids[i]``. Returns the
         scores as stored (:func:`encode_score`), for a lookup that keeps them the same way."""
-        for r, col in scores.items():
-            if len(col) != len(answer_ids):
-                raise ConfigError(f"{len(col)} {r} scores for {len(answer_ids)} answers")
-        encoded = {r: [encode_score(s) for s in col] for r, col in scores.items()}
+        encoded = {r: [encode_score(s) for s in col] for r, col in scores.items()}  # append_encoded checks the lengths
         self.append_encoded(answer_ids, encoded, {r: encode_provenance(provenance[r]) for r in scores})
         return encoded
 
@@ -240,12 +237,13 @@ class ShardStore:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
+        for r, col in scores.items():
+            if len(col) != len(answer_ids):
+                raise ConfigError(f"{len(col)} {r} scores for {len(answer_ids)} answers")
         if not answer_ids:
             return
         cols: dict[str, Any] = {"answer_id": pa.array(list(answer_ids), pa.string())}
         for r, col in scores.items():
-            if len(col) != len(answer_ids):
-                raise ConfigError(f"{len(col)} {r} scores for {len(answer_ids)} answers")
             cols[f"score__{r}"] = pa.array(list(col), pa.string())
             cols[f"prov__{r}"] = pa.array([provenance[r]] * len(answer_ids), pa.string())
         # after the last part's number: a removed damaged part leaves a gap that must not be refilled
