@@ -7,9 +7,9 @@ three shards, a resumed run) through ``workers.cli.main`` and reduces each outpu
 every Parquet table row by row, ``rejects.jsonl``, the Markdown reports, and the model's numbers.
 
 Comparison (``compare``): tables made without an LLM must be equal exactly; tables made by the embedded
-LLM are compared with ``LLM_ABS_TOL`` on numbers, because vLLM-CPU's scores of one prompt move with the
-batch it sits in (up to 2.0e-5 on the 1-5 scale between batch sizes 4 and 16, measured 2026-11-25, see
-../shared/ENGINE-NOTES.md "Batch noise"); Markdown reports of LLM runs get one unit of their last
+LLM are compared with ``LLM_ABS_TOL`` on numbers: the recording was made in another process at another
+time, and the embedded LLM's numbers move between such runs by more than its batch noise (up to 1.7e-3,
+see ``LLM_ABS_TOL``); Markdown reports of LLM runs get that tolerance plus one unit of their last
 printed digit; a JSON-encoded cell of an LLM step (a stored score with its extras) is parsed and its
 numbers compared the same way. Strings (verdicts, ids, reasons) must always be equal.
 
@@ -41,10 +41,16 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data"
 EXPECTED = Path(__file__).resolve().parent / "expected"
 
-#: vLLM-CPU batch noise on one prompt's score (2.0e-5 measured) with a 5x margin.
-LLM_ABS_TOL = 1e-4
-#: Markdown reports print 3 decimals; a 1e-5 move can flip the last printed digit.
-MD_LLM_TOL = 1.5e-3
+#: How far the LLM steps' numbers may move from the recording. Batch noise within one run is up to 2.0e-5
+#: (docs/llm.md, "Batch noise"), but across runs more was seen: in one fresh-clone ``make test`` (c422ac4,
+#: 2026-11-27) every LLM step had moved, by up to 1.7e-3 (a LINKAGE score), 1.5e-3 (coherence, 1-5 scale)
+#: and 4.6e-4 (a judge's P(a)), while this check alone in the same clone right after gave the recorded
+#: numbers exactly, as did nine earlier fresh-clone runs (docs/llm.md, "Between runs"). About 6x the largest
+#: move seen: still below what a changed prompt, pair or order does (a judge's
+#: P(a) in its two orders differs by 0.2-0.6 on the golden pairs).
+LLM_ABS_TOL = 1e-2
+#: Markdown reports print 3 decimals: the tolerance above plus one unit of the last printed digit.
+MD_LLM_TOL = LLM_ABS_TOL + 1e-3
 
 # Keys whose values change run to run (times, paths, hosts, pids) and say nothing about results.
 _VOLATILE = re.compile(r"(second|time|elapsed|duration|started|finished|host|pid|path|uri|dir|"
