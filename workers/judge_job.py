@@ -6,20 +6,23 @@
          every pair in one engine call), in this process or on a Ray pool of judge actors
       -> assemble: pairs of all inputs (ids unique across inputs), the same splits as `score` gives
          the same inputs and seed, one row per pair x judge x order (rubric.judging)
-      -> OUT/judgments.parquet, rejects.jsonl, manifest.json (last)
+      -> OUT/judgments.parquet, rejects.jsonl (and a neighbouring protocol's report.md), manifest.json (last)
 
 The splits are the score job's (``rubric.tables.assemble.job_splits`` on the same pairs and seed), so
 ``analyze`` can put a judge and a rubric model on the same test pairs. A judge output folder is
 not a score output folder: the job refuses to write next to an ``answers.parquet``. The line is
 :func:`workers.runner.run`'s (the score job's); :class:`JudgeKind` supplies what is the judge job's own.
+A neighbouring pairwise protocol (RAG-QA Arena, LFQA-E: ``workers.protocol_job``) is this job with its
+judge and a ``page``: from the judged pairs it makes a :class:`ProtocolPage` (report, rejects of its own
+reading, manifest fields), staged and published with the judge's tables, in the one manifest.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +34,8 @@ from rubric.io import PairRecord, read_whole
 from rubric.scoring import Provenance, Score
 from workers.runner import FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
 
-__all__ = ["JudgeSettings", "JudgeKind", "run_judge_job", "judgment_rows", "pair_to_json", "pair_from_json",
-           "CHECKPOINT_PAIRS"]
+__all__ = ["JudgeSettings", "JudgeKind", "ProtocolPage", "run_judge_job", "judgment_rows", "pair_to_json",
+           "pair_from_json", "CHECKPOINT_PAIRS"]
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +87,27 @@ class JudgeSettings:
                 "max_reasoning_tokens": self.max_reasoning_tokens}
 
 
+@dataclass
+class ProtocolPage:
+    """What a neighbouring protocol adds to a judge job's output, published with its tables.
+
+    Attributes:
+        report: ``OUT/report.md``.
+        fields: manifest fields (``protocol`` and the protocol's own).
+        rejects: the protocol's own input rejects, written before the judge's in ``rejects.jsonl`` and
+            counted in ``counts.rejected``.
+    """
+
+    report: str
+    fields: dict
+    rejects: list = field(default_factory=list)
+
+
+#: ``page(pairs=, table=, fields=, shards=) -> ProtocolPage``: the pairs judged (in table order), the
+#: judgments table, the judge job's manifest fields (judges, settings, counts) and its inputs.
+PageMaker = Callable[..., ProtocolPage]
+
+
 def _scorer(settings: JudgeSettings, config: ScoringConfig):
     from models.judges import JudgeScorer
     from models.llm.engines_cache import build_engine
@@ -123,7 +147,8 @@ class JudgeKind(JobKind):
     Args:
         fmt, options: the input format and reader options; settings: the judges (``JudgeSettings`` or
         its ``arguments()``); config: engine settings; seed: the split seed; scorer_factory: testing only,
-        ``factory(settings, config)`` builds the scorer instead of the engine judge.
+        ``factory(settings, config)`` builds the scorer instead of the engine judge; page: a protocol's
+        :data:`PageMaker`, called by the assemble step (on the driver: it does not travel to Ray actors).
     """
 
     kind = "judge"
@@ -132,13 +157,14 @@ class JudgeKind(JobKind):
     status_done = "judged"
 
     def __init__(self, fmt: str, options: Mapping[str, Any], settings, config: ScoringConfig, seed: int = 0,
-                 scorer_factory=None) -> None:
+                 scorer_factory=None, page: PageMaker | None = None) -> None:
         self.fmt, self.options, self.config, self.seed = fmt, dict(options), config, seed
         self.settings = settings if isinstance(settings, JudgeSettings) else JudgeSettings(**settings)
         self.names = [s.version for s in self.settings.specs]
         self.key_fields = {"judge": self.settings.key()}
         self.checkpoint = max(CHECKPOINT_PAIRS, config.batch_size)
         self.scorer_factory = scorer_factory
+        self.page = page
         self._reads: dict[str, Any] = {}
 
     def arguments(self) -> dict:
@@ -208,21 +234,28 @@ class JudgeKind(JobKind):
         versions = self.names
         provenance = {v: provenance[v] for v in versions if v in provenance}
         table = judgments_table(judgment_rows(pairs, splits, verdicts, provenance, mode=self.settings.mode))
-        job.staged.update({n: job.staging / n for n in ("judgments.parquet", "rejects.jsonl")})
+        errors = {v: sum(1 for p in pairs if verdicts[p.pair_id][v].error is not None) for v in versions}
+        fields = {"counts": {"rows_in": sum(c["rows_in"] for c in per_input.values()),
+                             "rows_ok": sum(c["rows_ok"] for c in per_input.values()), "rejected": len(rejects),
+                             "pairs": len(pairs), "judgment_rows": table.num_rows, "errors_by_judge": errors,
+                             "splits": {s: splits.count(s) for s in ("train", "dev", "test")}},
+                  "judges": {v: {**asdict(provenance[v]), "mode": self.settings.mode} for v in versions},
+                  "settings": self.settings.key(), "split_seed": self.seed, "split_source": split_source}
+        names = ["judgments.parquet", "rejects.jsonl"]
+        if self.page is not None:
+            page = self.page(pairs=pairs, table=table, fields=fields, shards=job.shards)
+            rejects = [*page.rejects, *rejects]
+            fields["counts"]["rejected"] = len(rejects)
+            fields.update(page.fields)
+            names.append("report.md")
+            (job.staging / "report.md").write_text(page.report, encoding="utf-8")
+        job.staged.update({n: job.staging / n for n in names})
         pq.write_table(table, job.staged["judgments.parquet"])
         job.staged["rejects.jsonl"].write_text("".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
                                                        for r in rejects), encoding="utf-8")
-        errors = {v: sum(1 for p in pairs if verdicts[p.pair_id][v].error is not None) for v in versions}
         log.info("wrote %s: %d pairs x %d judge(s) x 2 orders = %d rows (%d judged now); errors by judge: %s",
                  job.out / "judgments.parquet", len(pairs), len(versions), table.num_rows, job.step.scored, errors)
-        self.pairs = pairs
-        return {"counts": {"rows_in": sum(c["rows_in"] for c in per_input.values()),
-                           "rows_ok": sum(c["rows_ok"] for c in per_input.values()), "rejected": len(rejects),
-                           "pairs": len(pairs), "judgment_rows": table.num_rows, "errors_by_judge": errors,
-                           "splits": {s: splits.count(s) for s in ("train", "dev", "test")}},
-                "judges": {v: {**asdict(provenance[v]), "mode": self.settings.mode} for v in versions},
-                "settings": self.settings.key(), "split_seed": self.seed, "split_source": split_source,
-                "per_input": per_input, "job": {"pairs_judged_now": job.step.scored}}
+        return {**fields, "per_input": per_input, "job": {"pairs_judged_now": job.step.scored}}
 
 
 def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[str, Score]],
@@ -252,7 +285,7 @@ def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[s
 
 def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings: JudgeSettings, out: str | Path, *,
                   config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
-                  progress: bool = True, scorer=None, ray=None, scorer_factory=None) -> dict:
+                  progress: bool = True, scorer=None, ray=None, scorer_factory=None, page: PageMaker | None = None) -> dict:
     """Judge every pair of the inputs in both orders and write OUT/judgments.parquet (module docstring).
 
     Args:
@@ -267,11 +300,12 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
         scorer: a prebuilt judge scorer (tests); default: built here when a pair needs judging.
         ray: a :class:`workers.ray_pipeline.RayStep` to judge on a Ray pool of judge actors (its "llm" pool).
         scorer_factory: testing only, see :class:`JudgeKind` (the backend check is skipped).
+        page: a neighbouring protocol's report (:class:`JudgeKind`; ``workers.protocol_job``).
 
     Returns:
         The manifest (also ``OUT/manifest.json``).
     """
     if scorer is not None:  # a prebuilt judge is built by a factory that returns it
         scorer_factory = prebuilt(scorer)
-    kind = JudgeKind(fmt, dict(reader_options or {}), settings, config, seed, scorer_factory)
+    kind = JudgeKind(fmt, dict(reader_options or {}), settings, config, seed, scorer_factory, page)
     return run(kind, inputs, out, progress=progress, step=ray, check=scorer_factory is None)

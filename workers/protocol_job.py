@@ -7,8 +7,10 @@ rejects and manifest, and the same Ray step (``ray=workers.ray_pipeline.RayStep(
 ``scripts/run_job.py --protocol``). RAG-QA Arena's input is an annotation file plus one answers file per
 system; their join is written as ``OUT/arena_pairs.jsonl`` (lfqa_eval format: the system's answer is
 ``a``, the reference ``b``, the human label ``overall_preference``) and that file is the judge job's
-input, so its sha256 keys the store. Each job then writes ``OUT/report.md`` (:mod:`rubric.protocols`
-tables in :mod:`rubric.protocols.pages`' page).
+input, so its sha256 keys the store. Each job's report (:mod:`rubric.protocols` tables in
+:mod:`rubric.protocols.pages`' page) is the judge job's ``page`` (``workers.judge_job.ProtocolPage``): the
+assemble step writes ``OUT/report.md`` with the judgments, the protocol's own rejects and its manifest
+fields, and they are published together under one manifest.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
+from workers.judge_job import JudgeSettings, ProtocolPage, run_judge_job
 from workers.outdir import atomic_write_bytes, locks_out
 
 __all__ = ["run_arena_job", "run_lfqa_e_job"]
@@ -31,35 +34,9 @@ log = logging.getLogger(__name__)
 # --- pairwise protocols --------------------------------------------------------------------------
 
 def _judge_settings(version: str, judge_kwargs: Mapping[str, Any] | None):
-    from workers.judge_job import JudgeSettings
-
     kw = dict(judge_kwargs or {})
     kw.pop("tie", None)  # a protocol template always offers its tie
     return JudgeSettings(version, **kw)
-
-
-def _finish(out: Path, manifest: dict, protocol: str, report: str, extra_rejects: Sequence[Any] = (),
-            extra: Mapping[str, Any] | None = None) -> dict:
-    """Add the protocol's rejects, report and manifest fields after the judge job (manifest last)."""
-    if extra_rejects:
-        old = (out / "rejects.jsonl").read_bytes()
-        atomic_write_bytes(out / "rejects.jsonl", "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
-                                                          for r in extra_rejects).encode() + old)
-    atomic_write_bytes(out / "report.md", report.encode())
-    manifest = {**manifest, "protocol": protocol, **(extra or {})}
-    manifest["counts"] = {**manifest["counts"], "rejected": manifest["counts"]["rejected"] + len(extra_rejects)}
-    atomic_write_bytes(out / "manifest.json", json.dumps(manifest, indent=2, default=str).encode())
-    return manifest
-
-
-def _decisions(out: Path, version: str) -> dict[str, str | None]:
-    """pair_id -> the order-debiased decision of ``version`` in OUT/judgments.parquet."""
-    import pyarrow.parquet as pq
-
-    t = pq.read_table(out / "judgments.parquet", columns=["pair_id", "judge", "order", "decision_debiased"])
-    d = t.to_pydict()
-    return {p: dec for p, j, o, dec in zip(d["pair_id"], d["judge"], d["order"], d["decision_debiased"])
-            if j == version and o == "ab"}
 
 
 @locks_out()
@@ -98,7 +75,6 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
     from rubric.protocols import arena_tables
     from rubric.protocols import PAIRWISE_PROTOCOLS
     from rubric.protocols import ARENA_REASONING_VERSION
-    from workers.judge_job import run_judge_job
 
     out = Path(out)
     if not systems:
@@ -139,21 +115,25 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
     if reasoning_tokens:
         version = ARENA_REASONING_VERSION
         judge_kwargs = {**(judge_kwargs or {}), "max_reasoning_tokens": reasoning_tokens}
-    manifest = run_judge_job(pairs_file, "lfqa-eval", _judge_settings(version, judge_kwargs), out, config=config,
-                             seed=seed, progress=progress, scorer=scorer, ray=ray, scorer_factory=scorer_factory)
-    dec = _decisions(out, version)
-    pairs = [p for p in joined.pairs if p.pair_id in dec]
-    from rubric.io import question_id
+    def page(*, table, fields, **_) -> ProtocolPage:
+        from rubric.io import question_id
+        from rubric.judging import pair_decisions
 
-    tables = arena_tables([p.system for p in pairs], [dec[p.pair_id] for p in pairs],
-                          [question_id(p.question) for p in pairs], [p.human for p in pairs], n_boot=n_boot, seed=seed)
-    report = arena_page(version=version, model=next(iter(manifest["judges"].values()))["model_id"],
-                        mode=manifest["settings"]["mode"], reasoning_tokens=reasoning_tokens,
-                        annotations=str(annotations), n_questions=len(qs.questions),
-                        systems={n: str(p) for n, p in systems.items()}, command=command, tables=tables)
-    return _finish(out, manifest, "arena", report, rejects,
-                   {"arena": {"annotations": str(annotations), "systems": {n: str(p) for n, p in systems.items()},
-                              "questions": len(qs.questions), "pairs": len(joined.pairs)}})
+        _, dec = pair_decisions(table, version)
+        pairs = [p for p in joined.pairs if p.pair_id in dec]
+        tables = arena_tables([p.system for p in pairs], [dec[p.pair_id] for p in pairs],
+                              [question_id(p.question) for p in pairs], [p.human for p in pairs], n_boot=n_boot,
+                              seed=seed)
+        report = arena_page(version=version, model=next(iter(fields["judges"].values()))["model_id"],
+                            mode=fields["settings"]["mode"], reasoning_tokens=reasoning_tokens,
+                            annotations=str(annotations), n_questions=len(qs.questions),
+                            systems={n: str(p) for n, p in systems.items()}, command=command, tables=tables)
+        return ProtocolPage(report, {"protocol": "arena", "arena": {
+            "annotations": str(annotations), "systems": {n: str(p) for n, p in systems.items()},
+            "questions": len(qs.questions), "pairs": len(joined.pairs)}}, rejects)
+
+    return run_judge_job(pairs_file, "lfqa-eval", _judge_settings(version, judge_kwargs), out, config=config,
+                         seed=seed, progress=progress, scorer=scorer, ray=ray, scorer_factory=scorer_factory, page=page)
 
 
 @locks_out()
@@ -172,40 +152,35 @@ def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str
         rubric_model: its model JSON (default ``RUBRIC_SCORES/model.json``).
         Others: as :func:`run_arena_job`.
     """
-    from rubric.protocols import lfqa_e_page
-    from rubric.protocols import lfqa_e_tables
-    from rubric.protocols import PAIRWISE_PROTOCOLS
-    from workers.judge_job import run_judge_job
-    from rubric.io import read_whole
+    from rubric.protocols import PAIRWISE_PROTOCOLS, lfqa_e_page, lfqa_e_tables
 
-    out = Path(out)
     version = PAIRWISE_PROTOCOLS["lfqa-e"]
-    manifest = run_judge_job(inputs, fmt, _judge_settings(version, judge_kwargs), out, config=config,
-                             reader_options=reader_options, seed=seed, progress=progress, scorer=scorer, ray=ray,
-                             scorer_factory=scorer_factory)
-    dec = _decisions(out, version)
-    pairs = [p for inp in manifest["inputs"] for p in read_whole(inp["path"], fmt, dict(reader_options or {})).pairs
-             if p.pair_id in dec]
-    decisions: dict[str, list[str | None]] = {version: [dec[p.pair_id] for p in pairs]}
-    notes = {version: f"{manifest['settings']['mode']} mode, both orders, order-debiased"}
-    if rubric_scores is not None:
-        from rubric.preference import read_pairs
-        from rubric.preference import predict_pairs
-        from rubric.preference import PreferenceModel
 
-        model_path = Path(rubric_model) if rubric_model else Path(rubric_scores) / "model.json"
-        model = PreferenceModel.from_json(model_path)
-        table = predict_pairs(model, read_pairs(rubric_scores), split=None)
-        t = table.to_pydict()
-        pred = dict(zip(t["pair_id"], t["predicted"]))
-        split = dict(zip(t["pair_id"], t["split"])) if "split" in t else {}
-        name = f"rubric model ({model.ties})"
-        decisions[name] = [pred.get(p.pair_id) for p in pairs]
-        n_train = sum(1 for p in pairs if split.get(p.pair_id) == "train")
-        notes[name] = (f"{model_path}; {n_train} of {len(pairs)} pairs are in its train split (in-sample)"
-                       + ("; binary model: never predicts tie" if model.ties != "three_way" else ""))
-    tables = lfqa_e_tables(pairs, decisions, n_boot=n_boot, seed=seed, notes=notes)
-    report = lfqa_e_page(version=version, model=next(iter(manifest["judges"].values()))["model_id"],
-                         inputs=[i["path"] for i in manifest["inputs"]], fmt=fmt, n_pairs=len(pairs), command=command,
-                         tables=tables)
-    return _finish(out, manifest, "lfqa-e", report)
+    def page(*, pairs, table, fields, shards) -> ProtocolPage:
+        from rubric.judging import pair_decisions
+
+        _, dec = pair_decisions(table, version)
+        pairs = [p for p in pairs if p.pair_id in dec]
+        decisions: dict[str, list[str | None]] = {version: [dec[p.pair_id] for p in pairs]}
+        notes = {version: f"{fields['settings']['mode']} mode, both orders, order-debiased"}
+        if rubric_scores is not None:
+            from rubric.preference import PreferenceModel, predict_pairs, read_pairs
+
+            model_path = Path(rubric_model) if rubric_model else Path(rubric_scores) / "model.json"
+            model = PreferenceModel.from_json(model_path)
+            t = predict_pairs(model, read_pairs(rubric_scores), split=None).to_pydict()
+            pred = dict(zip(t["pair_id"], t["predicted"]))
+            split = dict(zip(t["pair_id"], t["split"])) if "split" in t else {}
+            name = f"rubric model ({model.ties})"
+            decisions[name] = [pred.get(p.pair_id) for p in pairs]
+            n_train = sum(1 for p in pairs if split.get(p.pair_id) == "train")
+            notes[name] = (f"{model_path}; {n_train} of {len(pairs)} pairs are in its train split (in-sample)"
+                           + ("; binary model: never predicts tie" if model.ties != "three_way" else ""))
+        tables = lfqa_e_tables(pairs, decisions, n_boot=n_boot, seed=seed, notes=notes)
+        report = lfqa_e_page(version=version, model=next(iter(fields["judges"].values()))["model_id"],
+                             inputs=list(shards), fmt=fmt, n_pairs=len(pairs), command=command, tables=tables)
+        return ProtocolPage(report, {"protocol": "lfqa-e"})
+
+    return run_judge_job(inputs, fmt, _judge_settings(version, judge_kwargs), out, config=config,
+                         reader_options=reader_options, seed=seed, progress=progress, scorer=scorer, ray=ray,
+                         scorer_factory=scorer_factory, page=page)

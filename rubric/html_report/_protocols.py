@@ -19,7 +19,7 @@ from rubric.protocols import (
 )
 from rubric.errors import InputError
 from rubric.html_report._charts import plot_linkage, plot_win_rates
-from rubric.judging import read_judgments
+from rubric.judging import pair_decisions, read_judgments
 from rubric.protocols import PairTypeBreakdown, breakdown_by_pair_type
 from rubric.protocols import LinkageCorrelations
 from rubric.html_report._score import read_jsonl
@@ -71,10 +71,7 @@ class ArenaSection:
 
 def _debiased(folder: Path) -> tuple[str, dict[str, str | None]]:
     """The protocol judge's name and its order-debiased decision per pair (``judgments.parquet``)."""
-    d = read_judgments(folder).select(["pair_id", "judge", "order", "decision_debiased"]).to_pydict()
-    judge = next((j for j, o in zip(d["judge"], d["order"]) if o == "ab"), "")
-    return judge, {p: x for p, j, o, x in zip(d["pair_id"], d["judge"], d["order"], d["decision_debiased"])
-                   if j == judge and o == "ab"}
+    return pair_decisions(read_judgments(folder))
 
 
 def arena_section(folder: str | Path, *, n_boot: int = 1000, seed: int = 0) -> ArenaSection:
@@ -121,17 +118,19 @@ def lfqa_e_section(folder: str | Path, *, n_boot: int = 1000, seed: int = 0) -> 
     """
     from rubric.html_report._score import read_manifest
     from rubric.io import read_input
+    from rubric.tables import JobInput, combine_inputs
 
     folder = Path(folder)
     judge, dec = _debiased(folder)
-    pairs = []
+    reads = []
     for inp in read_manifest(folder).get("inputs", []):
         path = str(inp.get("path", ""))
         if "://" in path or not Path(path).exists():
             raise InputError(f"{path} (an input of {folder}) is not a local file here: LFQA-E's pairs and labels are "
                              "read from the job's inputs")
-        pairs += [p for p in read_input(path, inp["format"], **dict(inp.get("options") or {})).pairs
-                  if p.pair_id in dec]
+        reads.append(JobInput(name=str(inp.get("name", path)), fmt=inp["format"],
+                              read=read_input(path, inp["format"], **dict(inp.get("options") or {}))))
+    pairs = [p for p in combine_inputs(reads)[0] if p.pair_id in dec]  # as the job: a repeated id was a reject
     report = folder / "report.md"
     note = ("the rubric model's row (judge --rubric-scores) is in report.md only"
             if report.is_file() and "| rubric model (" in report.read_text(encoding="utf-8") else "")

@@ -19,7 +19,7 @@ from rubric.judging.verdicts import (
 )
 from rubric.judging.judgments import (
     JUDGMENTS_FILE, JUDGMENT_COLUMNS, NULLABLE_COLUMNS, PAIR_COLUMNS, DECISIONS, MODES, judgments_table,
-    validate_judgments, read_judgments, write_judgments, check_both_orders,
+    validate_judgments, read_judgments, write_judgments, check_both_orders, pair_decisions,
 )
 from rubric.judging.perturb import (
     ATTACKS, STOPWORDS, Word, words, word_budget, match_case, char_edits, same_stem, SynonymSource,
@@ -39,8 +39,8 @@ __all__ = [
     "PairOutcome", "cot_verdict_prefill", "parse_verdict", "verdict_probs", "vote_probs", "to_original",
     "p_a", "debias", "debiased_decision", "pair_outcome", "JUDGMENTS_FILE", "JUDGMENT_COLUMNS",
     "NULLABLE_COLUMNS", "PAIR_COLUMNS", "DECISIONS", "MODES", "judgments_table", "validate_judgments",
-    "read_judgments", "write_judgments", "check_both_orders", "ATTACKS", "STOPWORDS", "Word", "words",
-    "word_budget", "match_case", "char_edits", "same_stem", "SynonymSource", "synonym_candidates",
+    "read_judgments", "write_judgments", "check_both_orders", "pair_decisions", "ATTACKS", "STOPWORDS", "Word",
+    "words", "word_budget", "match_case", "char_edits", "same_stem", "SynonymSource", "synonym_candidates",
     "replace_words", "remove_word", "Victim", "decide", "p_label", "word_importance", "WordChange",
     "AttackResult", "attack_pair", "RubricVictim", "rubric_victim_specs", "rewrite_input", "answer_fields",
 ]

@@ -16,7 +16,8 @@ A judge job writes ``OUT/judgments.parquet`` with one row per pair x judge x ord
 
 This module owns the schema: :func:`judgments_table` builds and validates the table from rows,
 :func:`validate_judgments` checks one read from disk, :func:`read_judgments` reads an output folder,
-and :func:`check_both_orders` checks that every pair x judge was judged once in each order.
+:func:`check_both_orders` checks that every pair x judge was judged once in each order, and
+:func:`pair_decisions` reads one judge's order-debiased decision per pair.
 """
 
 from __future__ import annotations
@@ -254,6 +255,23 @@ def write_judgments(table: pa.Table, out_dir: str | Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path)
     return path
+
+
+def pair_decisions(table: pa.Table, judge: str | None = None) -> tuple[str, dict[str, str | None]]:
+    """One judge's order-debiased decision per pair, read from its "ab" rows (both rows carry it).
+
+    Args:
+        table: a judgments table.
+        judge: the judge version; default the judge of the first "ab" row (a protocol job has one).
+
+    Returns:
+        (the judge, pair_id -> ``decision_debiased``); ("", {}) for a table without an "ab" row.
+    """
+    d = table.select(["pair_id", "judge", "order", "decision_debiased"]).to_pydict()
+    if judge is None:
+        judge = next((j for j, o in zip(d["judge"], d["order"]) if o == "ab"), "")
+    return judge, {p: x for p, j, o, x in zip(d["pair_id"], d["judge"], d["order"], d["decision_debiased"])
+                   if j == judge and o == "ab"}
 
 
 def _show(values) -> str:

@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from rubric.errors import ConfigError, InputError
-from rubric.judging.judgments import (JUDGMENT_COLUMNS, JUDGMENTS_FILE, check_both_orders, judgments_table, read_judgments,
-                              validate_judgments, write_judgments)
+from rubric.judging.judgments import (JUDGMENT_COLUMNS, JUDGMENTS_FILE, check_both_orders, judgments_table, pair_decisions,
+                              read_judgments, validate_judgments, write_judgments)
 
 
 def row(pair="p1", order="ab", judge="judge.plain.v1", **changes) -> dict:
@@ -135,3 +135,14 @@ def test_check_both_orders_lists_every_problem():
 def test_check_both_orders_is_empty_for_a_complete_table():
     rows = [row(p, o, judge=j) for p in ("p1", "p2") for j in ("judge.plain.v1", "judge.cot.v1") for o in ("ab", "ba")]
     assert check_both_orders(judgments_table(rows)) == []
+
+
+def test_pair_decisions_reads_one_judges_ab_rows():
+    table = judgments_table([
+        row("p1", "ba", "judge.cot.v1", decision_debiased="b"), row("p1", "ab", "judge.plain.v1"),
+        row("p1", "ba", "judge.plain.v1"), row("p2", "ab", "judge.plain.v1", decision_debiased=None, decision=None),
+        row("p2", "ab", "judge.cot.v1", decision_debiased="tie", decision="tie"),
+    ])
+    assert pair_decisions(table) == ("judge.plain.v1", {"p1": "a", "p2": None})  # the first "ab" row's judge
+    assert pair_decisions(table, "judge.cot.v1") == ("judge.cot.v1", {"p2": "tie"})
+    assert pair_decisions(judgments_table([])) == ("", {})

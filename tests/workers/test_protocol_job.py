@@ -455,3 +455,44 @@ def test_run_job_script_protocol_arena_judges_on_ray_and_writes_the_report(ray_l
     assert "| worse | 0.000 [0.000, 0.000] | 0.000 [0.000, 0.000] | 4 | 0 |" in report
     m = json.loads((out / "manifest.json").read_text())
     assert m["protocol"] == "arena" and m["job"]["runner"] == "ray"
+
+
+# --- one publish: the protocol's report and rejects are the judge job's output, under one manifest ------
+
+def test_arena_report_and_rejects_are_published_with_the_judgments(tmp_path):
+    from rubric.io import check_published
+
+    ann, files = _arena_files(tmp_path)
+    out = tmp_path / "out"
+    m = run_arena_job(ann, files, out, config=CONFIG, n_boot=20, progress=False,
+                      scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena")]),
+                      answer_mapping="qid=qid,answer=answer,label=human")
+    published = json.loads((out / "manifest.json").read_text())["published"]
+    assert set(published) == {"judgments.parquet", "rejects.jsonl", "report.md"}
+    assert all((out / n).stat().st_size == size for n, size in published.items())
+    assert m["protocol"] == "arena" and m["arena"]["pairs"] == 12 and not (out / ".publishing").exists()
+    check_published(out)
+    (out / "report.md").write_text("edited by hand\n")
+    with pytest.raises(InputError, match="does not match"):
+        check_published(out)
+
+
+def test_lfqa_e_table_counts_a_pair_rejected_as_a_duplicate_once(tmp_path):
+    def pair(pid, q):
+        return {"pair_id": pid, "question": f"question {q}?", "answer_a": f"answer BEST {q}",
+                "answer_b": f"answer POOR {q}", "overall_preference": -1, "reference": f"REFTEXT {q}"}
+
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    first.write_text("".join(json.dumps(pair(p, p)) + "\n" for p in ("p1", "p2")))
+    second.write_text("".join(json.dumps(pair(p, p)) + "\n" for p in ("p2", "p3")))  # p2 again: a reject
+    out = tmp_path / "out"
+    m = run_lfqa_e_job([first, second], "lfqa-eval", out, config=CONFIG, n_boot=20, progress=False,
+                       scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("lfqa-e")]))
+    assert m["counts"]["pairs"] == 3 and m["counts"]["rejected"] == 1
+    assert "(lfqa-eval); 3 pairs." in (out / "report.md").read_text()
+    from rubric.html_report import build_report  # the HTML page's table re-reads the inputs the same way
+
+    [section] = build_report([out], n_boot=20).lfqa_e
+    assert section.breakdown.n_unknown_type == 3  # no answer types here: every labelled pair is "unknown"
+    assert set(json.loads((out / "manifest.json").read_text())["published"]) == {
+        "judgments.parquet", "rejects.jsonl", "report.md"}

@@ -175,7 +175,10 @@ def test_run_job_script_gives_judge_pools_batches_in_flight(tmp_path, monkeypatc
         seen["pool"] = ray.pools["llm"]
         raise InputError("stop here")
 
+    import workers.protocol_job as pj
+
     monkeypatch.setattr(jj, "run_judge_job", fake)
+    monkeypatch.setattr(pj, "run_judge_job", fake)  # the protocol jobs' judge job
     rc = _run_job_script().main(["data/", "--format", "lfqa-hp", "--out", str(tmp_path), *mode,
                                  "--llm-batches-in-flight", "3"])
     assert rc == 2 and seen["pool"].batches_in_flight == 3
