@@ -159,8 +159,7 @@ def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str
     def page(*, pairs, table, fields, shards) -> ProtocolPage:
         from rubric.judging import pair_decisions
 
-        _, dec = pair_decisions(table, version)
-        pairs = [p for p in pairs if p.pair_id in dec]
+        _, dec = pair_decisions(table, version)  # every pair of the job is in the table
         decisions: dict[str, list[str | None]] = {version: [dec[p.pair_id] for p in pairs]}
         notes = {version: f"{fields['settings']['mode']} mode, both orders, order-debiased"}
         if rubric_scores is not None:
