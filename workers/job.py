@@ -54,6 +54,7 @@ class ScoreKind(JobKind):
 
     blocks = True
     read_on_driver = False
+    outputs = ANSWER_TABLE_FILES
 
     def __init__(self, fmt: str, options: Mapping[str, Any], specs: Sequence[RubricSpec | str], config: ScoringConfig,
                  seed: int = 0) -> None:
@@ -92,7 +93,6 @@ class ScoreKind(JobKind):
         tables = write_answer_tables(job.units, scores, provenance, self.specs, fmt=self.fmt, options=self.options,
                                      rescale=self.config.rescale, seed=self.seed, folder=job.staging)
         job.staged.update({n: job.staging / n for n in tables.files})
-        job.remove.extend(n for n in ANSWER_TABLE_FILES if n not in tables.files)  # an earlier run's claims, rescale
         counts = dict(tables.counts)
         per_input = counts.pop("per_input")
         c = counts

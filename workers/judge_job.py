@@ -155,6 +155,7 @@ class JudgeKind(JobKind):
     store_dir = "judge_scores"
     what = "judge"
     status_done = "judged"
+    outputs = ("judgments.parquet", "rejects.jsonl", "report.md")  # report.md: a protocol's page
 
     def __init__(self, fmt: str, options: Mapping[str, Any], settings, config: ScoringConfig, seed: int = 0,
                  scorer_factory=None, page: PageMaker | None = None) -> None:

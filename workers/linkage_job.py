@@ -28,16 +28,20 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
+from rubric.io import MANIFEST
 from rubric.protocols import LinkageCandidate, LinkageQuestion
 from rubric.protocols import GENERATED_REFERENCES_FILE, LINKAGE_NOTES, references_lines
 from rubric.scoring import Provenance, Score
 from workers.runner import FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
-from workers.outdir import atomic_write_bytes
+from workers.outdir import atomic_write_bytes, remove_tree
 
 __all__ = ["GENERATED_REFERENCES_FILE", "LinkageSettings", "LinkageKind", "run_linkage_job", "linkage_rows",
            "question_to_json", "question_from_json", "LINKAGE_CHECKPOINT_ANSWERS"]
 
 log = logging.getLogger(__name__)
+
+#: The files a LINKAGE run publishes (the manifest besides).
+OUTPUTS = ("linkage.parquet", "rejects.jsonl", "report.md")
 
 #: Candidates per store part (a checkpoint); a chunk is whole questions.
 LINKAGE_CHECKPOINT_ANSWERS = 32
@@ -252,6 +256,7 @@ class LinkageKind(JobKind):
     store_dir = "linkage_scores"
     what = "LINKAGE system"
     fmt = "graded"
+    outputs = OUTPUTS
 
     def __init__(self, options: Mapping[str, Any], settings, config: ScoringConfig, *, signals: bool = True,
                  rubric_scores: str | Path | None = None, n_boot: int = 1000, seed: int = 0, command: str = "",
@@ -331,6 +336,8 @@ class LinkageKind(JobKind):
         if not questions:
             first = next((r.rejects[0].reason for r in reads.values() if r.rejects), "none")
             if self._generation:  # the generations that failed are the finding: keep them where they can be read
+                for name in (MANIFEST, *OUTPUTS):  # an earlier run's set goes, its manifest first: no mix of two runs
+                    remove_tree(out, out / name)
                 atomic_write_bytes(out / "rejects.jsonl", "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
                                                                   for rd in reads.values() for r in rd.rejects).encode())
                 atomic_write_bytes(out / "report.md", linkage_empty_page(shards=job.shards, command=self.command,
@@ -362,7 +369,7 @@ class LinkageKind(JobKind):
             systems += names
         rows = [r for uri in job.shards for r in linkage_rows(reads[uri].questions, scores, provenance, systems,
                                                                source=uri)]
-        staged = {n: job.staging / n for n in ("linkage.parquet", "rejects.jsonl", "report.md")}
+        staged = {n: job.staging / n for n in OUTPUTS}
         job.staged.update(staged)
         n_rows = _write_table(rows, staged["linkage.parquet"])
         rejects = [r for uri in job.shards for r in reads[uri].rejects]

@@ -7,7 +7,8 @@
       ways is refused) -> the kind's assemble step (its tables) -> manifest.json (last)
 
 A job kind is a small object (:class:`JobKind`) that supplies only what differs: as values, its
-store folder, the fields of its store key, its score names and checkpoint size; as functions, the
+store folder, the fields of its store key, its score names, checkpoint size and the files it
+publishes (an OUT holding another kind's files is refused); as functions, the
 backend check, a unit's work items with their store ids, the scorer it needs (an object that scores
 a chunk and says how: :class:`StepScorer`) and its assemble step (tables and manifest fields). A
 kind whose step is someone else's binds that function (the score job: ``rubric.io.answer_work``,
@@ -31,7 +32,7 @@ from typing import Any, Protocol
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.io import Block
+from rubric.io import MANIFEST, Block
 from rubric.scoring import Provenance, Score
 from workers.shards import plan_inputs, shard_sha256
 from workers.outdir import OutLock, publish, remove_tree
@@ -144,6 +145,9 @@ class JobKind:
         names: the score names every stored id carries (set by the kind's ``__init__``).
         checkpoint: store ids per checkpoint (one store part) in the local step; the runner cuts the
             items in order, never splitting one (:func:`checkpoints`).
+        outputs: every file the kind may publish into OUT (the manifest besides). One a run does not
+            stage is removed when the run publishes (no earlier run's table stays); an OUT whose
+            manifest lists a file outside them holds another kind of job's output and is refused.
     """
 
     kind: str | None = None
@@ -158,6 +162,7 @@ class JobKind:
     key_fields: Mapping[str, Any] = {}
     names: list[str]
     checkpoint: int
+    outputs: tuple[str, ...] = ()
 
     # --- planning ---
     def arguments(self) -> dict:
@@ -349,8 +354,8 @@ class JobRun:
 
     The assemble step writes its files into :attr:`staging` (a fresh folder inside OUT) and names them
     in :attr:`staged` (file name in OUT -> the finished file); the runner publishes them with the
-    manifest (``workers.outdir.publish``), removes the earlier outputs named in :attr:`remove`, and
-    removes the staging folder afterwards, published or not.
+    manifest (``workers.outdir.publish``), removes the kind's other outputs (``JobKind.outputs``) that an
+    earlier run left, and removes the staging folder afterwards, published or not.
     """
 
     kind: JobKind
@@ -364,7 +369,6 @@ class JobRun:
     timings: dict[str, float]
     staging: Path
     staged: dict[str, Path] = field(default_factory=dict)
-    remove: list[str] = field(default_factory=list)
     t_start: float = 0.0
 
     def merged(self) -> tuple[RunScores, dict[str, Provenance]]:
@@ -391,6 +395,21 @@ class JobRun:
             merged.close()
             raise
         return merged, {r: p for r, (p, _) in prov.items()}
+
+
+def _check_folder(kind: JobKind, out: Path) -> None:
+    """ConfigError when OUT's manifest lists a file ``kind`` does not write: another kind of job's output,
+    which this job would leave beside its own tables (``analyze`` would read both)."""
+    try:
+        manifest = json.loads((out / MANIFEST).read_text())
+        published = manifest.get("published")
+    except (OSError, ValueError, AttributeError):
+        return  # no manifest (a first run, a failed one), or one from before manifests listed their files
+    other = sorted(set(published or ()) - set(kind.outputs))
+    if other:
+        job = manifest.get("protocol") or manifest.get("kind") or "score"
+        raise ConfigError(f"{out} holds another kind of job's output ({job}: {', '.join(other)}, by its {MANIFEST}); "
+                          "write this job's output to its own folder")
 
 
 def _plan(kind: JobKind, inputs, out: Path) -> tuple[list[str], list[Unit]]:
@@ -433,6 +452,7 @@ def _run(kind: JobKind, inputs, out: Path, *, progress: bool, step, runner: str,
     t_start = time.perf_counter()
     if check:
         kind.check()
+    _check_folder(kind, out)
     shards, units = _plan(kind, inputs, out)
     pending = [u for u in units if not u.store.done]
     status: dict[str, str] = {}
@@ -462,7 +482,8 @@ def _run(kind: JobKind, inputs, out: Path, *, progress: bool, step, runner: str,
         if not u.store.done:
             raise BatchMismatchError(f"unit {u.name} is not completely scored after the step")
     out.mkdir(parents=True, exist_ok=True)
-    remove_tree(out, out / "manifest.json")  # no old manifest may vouch for new tables
+    # an earlier run's manifest stays until publish replaces it: a run that fails from here on leaves
+    # that run's complete set, still vouched for (``rubric.io.check_published``)
     staging = out / f".staging-{os.getpid()}"
     remove_tree(out, staging)
     staging.mkdir()
@@ -504,5 +525,5 @@ def _assemble(job: JobRun) -> dict:
         "timings_s": timings,
         "platform": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
     }
-    publish(out, job.staged, manifest, remove=job.remove)
+    publish(out, job.staged, manifest, remove=[n for n in kind.outputs if n not in job.staged])
     return manifest

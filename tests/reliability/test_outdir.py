@@ -327,6 +327,28 @@ def test_rerun_publishes_a_complete_set_and_drops_stale_tables(tmp_path):
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
 
 
+def test_a_rerun_that_fails_after_scoring_keeps_the_earlier_set_vouched_for(tmp_path):
+    """The input changes while the re-run scores: the run refuses, and OUT still holds the earlier run's
+    tables under the earlier run's manifest (readers check it), not tables no manifest speaks for."""
+    src = _write(tmp_path / "in.jsonl", _records()[:10])
+    out = tmp_path / "out"
+    _run(src, out, LengthScorer())
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and not p.name.startswith(".")}
+    _write(src, _records())  # a new input: the re-run scores
+
+    class Editing(LengthScorer):
+        def score_batch(self, items):
+            with src.open("a", encoding="utf-8") as f:
+                f.write("\n")
+            return super().score_batch(items)
+
+    with pytest.raises(InputError, match="changed while the job ran"):
+        _run(src, out, Editing())
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file() and not p.name.startswith(".")} == before
+    check_published(out)
+    assert read_pairs(out).num_rows == json.loads(before["manifest.json"])["counts"]["pairs"]
+
+
 # --- the store verifies what it resumes from ------------------------------------------------------------
 
 def test_truncated_store_part_is_rescored_with_a_warning(tmp_path, caplog, monkeypatch):

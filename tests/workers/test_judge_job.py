@@ -56,6 +56,18 @@ def _write(path, records):
     return path
 
 
+class Const:
+    """A conciseness scorer for the score job beside the judge job."""
+
+    specs = tuple(resolve_rubrics("conciseness"))
+
+    def provenance(self, r):
+        return Provenance("conciseness.lexical_density.v1", "const")
+
+    def score_batch(self, items):
+        return [{"conciseness": Score.ok(0.5 + 0.001 * len(it.answer) % 0.4)} for it in items]
+
+
 @pytest.fixture()
 def settings():
     return JudgeSettings("plain,rubrics")
@@ -75,17 +87,6 @@ def test_every_pair_in_both_orders_with_the_score_jobs_splits(tmp_path, settings
     assert m["counts"]["rows_in"] == m["counts"]["rows_ok"] + m["counts"]["rejected"]
     # the same splits as the score job on the same inputs and seed: analyze joins the two on pair_id
     from workers.job import run_job
-
-    class Const:
-        specs = tuple(resolve_rubrics("conciseness"))
-
-        def provenance(self, r):
-            return Provenance("conciseness.lexical_density.v1", "const")
-
-        def score_batch(self, items):
-            return [{"conciseness": Score.ok(0.5 + 0.001 * len(it.answer) % 0.4)} for it in items]
-
-
     run_job(src, "lfqa-hp", list(Const.specs), tmp_path / "s", config=CONFIG, progress=False,
             scorers=[Const()])
     score_split = {r["pair_id"]: r["split"] for r in pq.read_table(tmp_path / "s" / "pairs.parquet").to_pylist()}
@@ -112,6 +113,31 @@ def test_engine_failure_resumes_from_finished_chunks(tmp_path, settings, monkeyp
     m2 = run_judge_job(src, "lfqa-hp", other, tmp_path / "j", config=CONFIG, progress=False, scorer=third)
     assert third.judged == m2["counts"]["pairs"]
     assert "judge.mode: 'logprob' -> 'vote'" in m2["inputs"][0]["rescored_because"]
+
+
+def test_one_folder_holds_one_kind_of_jobs_output(tmp_path, settings):
+    """A score job refuses a judge output's folder (its judgments would stay beside the new tables, and
+    analyze would read both); a judge run without a protocol page drops the page an earlier run published."""
+    from rubric.io import check_published
+    from workers.job import run_job
+    from workers.judge_job import ProtocolPage
+
+    src = _write(tmp_path / "in.jsonl", _records()[:6])
+    versions = [s.version for s in settings.specs]
+    out = tmp_path / "j"
+    page = lambda **_: ProtocolPage("# a protocol's page\n", {"protocol": "arena"})  # noqa: E731
+    run_judge_job(src, "lfqa-hp", settings, out, config=CONFIG, progress=False, scorer=LengthJudge(versions),
+                  page=page)
+    assert (out / "report.md").is_file()
+    before = sorted(p.name for p in out.iterdir())
+    with pytest.raises(ConfigError, match=r"holds another kind of job's output \(arena: judgments.parquet, report.md"):
+        run_job(src, "lfqa-hp", list(Const.specs), out, config=CONFIG, progress=False, scorers=[Const()])
+    assert sorted(p.name for p in out.iterdir()) == before  # refused before anything was written
+    run_judge_job(src, "lfqa-hp", settings, out, config=CONFIG, progress=False, scorer=LengthJudge(versions))
+    assert not (out / "report.md").exists()
+    check_published(out)
+    assert set(json.loads((out / "manifest.json").read_text())["published"]) == {"judgments.parquet",
+                                                                                 "rejects.jsonl"}
 
 
 def test_refuses_a_score_output_folder_and_bad_settings(tmp_path, settings):

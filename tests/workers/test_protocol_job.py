@@ -359,6 +359,22 @@ def test_linkage_job_all_generations_fail_writes_rejects(tmp_path):
     assert not (out / "manifest.json").exists()
 
 
+def test_linkage_failed_rerun_replaces_the_earlier_runs_set(tmp_path):
+    """The failure files of a re-run never sit beside an earlier run's table, nor under its manifest."""
+    src = _webglm(tmp_path)
+    out = tmp_path / "out"
+    run_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20, scorer=Counting(),
+                    progress=False)
+    assert (out / "linkage.parquet").is_file() and (out / "manifest.json").is_file()
+    with pytest.raises(InputError, match="3 of 3 generated reference lists failed"):
+        run_linkage_job(src, out, config=CONFIG, settings=LinkageSettings("listwise", references="generated"),
+                        signals=False, n_boot=20, scorer=Counting(), reference_generator=_generator({}),
+                        progress=False)
+    assert not (out / "linkage.parquet").exists() and not (out / "manifest.json").exists()
+    assert "3 failed" in (out / "report.md").read_text()
+    assert len((out / "rejects.jsonl").read_text().splitlines()) == 9
+
+
 # --- LINKAGE on Ray --------------------------------------------------------------------------------
 
 def linkage_factory(settings, config):
