@@ -63,12 +63,17 @@ def read_linkage_rows(path: str | Path) -> list[dict]:
     """The rows of a LINKAGE output's ``linkage.parquet`` (a folder or the file).
 
     Raises:
-        InputError: the file is missing, unreadable or lacks a column.
+        InputError: the file is missing, unreadable or lacks a column; or a folder given is not one
+            run's complete set (``rubric.io.check_published``).
     """
     import pyarrow.parquet as pq
 
+    from rubric.io import check_published
+
     path = Path(path)
     file = path / LINKAGE_FILE if path.is_dir() else path
+    if path.is_dir():
+        check_published(path)
     try:
         table = pq.read_table(file)
     except Exception as e:  # pyarrow raises several types for a missing or damaged file

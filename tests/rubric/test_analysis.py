@@ -662,6 +662,18 @@ def test_analyze_puts_a_linkage_run_beside_the_pairwise_tables(outputs, tmp_path
         analyze([tmp_path / "linkage"], n_boot=10)
 
 
+
+def test_a_half_published_linkage_output_is_refused(tmp_path):
+    from rubric.analysis import read_linkage_rows
+    from rubric.io import PUBLISHING
+
+    _linkage_output(tmp_path / "linkage")
+    assert len(read_linkage_rows(tmp_path / "linkage")) == N_Q * N_ANS * 3
+    (tmp_path / "linkage" / PUBLISHING).write_text("{}")
+    with pytest.raises(InputError, match="being written, or a job was killed"):
+        read_linkage_rows(tmp_path / "linkage")
+
+
 # ---------------------------------------------------------------- a position-only judge in vote mode (Tables 4, 7, 8)
 
 def _position_only_judge(out, specs):

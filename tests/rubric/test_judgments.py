@@ -99,6 +99,26 @@ def test_write_then_read_round_trips(tmp_path):
     assert read_judgments(tmp_path / "out").equals(table)
 
 
+def test_read_refuses_a_folder_that_is_not_one_runs_set(tmp_path):
+    """analyze and report read judgments the way fit reads pairs: a half-published folder, or a file that
+    differs from what the manifest records, is refused."""
+    import json
+
+    from rubric.io import MANIFEST, PUBLISHING
+
+    out = tmp_path / "out"
+    path = write_judgments(judgments_table([row(order="ab"), row(order="ba")]), out)
+    (out / MANIFEST).write_text(json.dumps({"published": {JUDGMENTS_FILE: path.stat().st_size}}))
+    assert read_judgments(out).num_rows == 2
+    (out / PUBLISHING).write_text("{}")
+    with pytest.raises(InputError, match="being written, or a job was killed"):
+        read_judgments(out)
+    (out / PUBLISHING).unlink()
+    (out / MANIFEST).write_text(json.dumps({"published": {JUDGMENTS_FILE: path.stat().st_size + 1}}))
+    with pytest.raises(InputError, match="the folder mixes two runs' files"):
+        read_judgments(out)
+
+
 def test_read_names_the_file_when_absent_damaged_or_off_schema(tmp_path):
     with pytest.raises(InputError, match=f"{tmp_path / JUDGMENTS_FILE} not found: run 'lfqa-rubric judge"):
         read_judgments(tmp_path)
