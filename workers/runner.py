@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.io import MANIFEST, Block, read_manifest
+from rubric.io import MANIFEST, Block
 from rubric.scoring import Provenance, Score
 from workers.shards import plan_inputs, shard_sha256
 from workers.outdir import OutLock, publish, remove_tree
@@ -401,10 +401,11 @@ def _check_folder(kind: JobKind, out: Path) -> None:
     """ConfigError when OUT's manifest lists a file ``kind`` does not write: another kind of job's output,
     which this job would leave beside its own tables (``analyze`` would read both)."""
     try:
-        manifest = read_manifest(out)  # {} for a first run or a failed one
-    except InputError:
-        return  # a damaged manifest: this run's publish replaces it
-    other = sorted(set(manifest.get("published") or ()) - set(kind.outputs))  # none before manifests listed files
+        manifest = json.loads((out / MANIFEST).read_text())
+        published = manifest.get("published")
+    except (OSError, ValueError, AttributeError):
+        return  # no manifest (a first run, a failed one), or one from before manifests listed their files
+    other = sorted(set(published or ()) - set(kind.outputs))
     if other:
         job = manifest.get("protocol") or manifest.get("kind") or "score"
         raise ConfigError(f"{out} holds another kind of job's output ({job}: {', '.join(other)}, by its {MANIFEST}); "

@@ -12,8 +12,8 @@ from rubric.html_report._build import Report, build_report, folder_kinds, render
 from rubric.html_report._score import ScoreSummary, score_summary, spearman_matrix
 
 from rubric.html_report._score import (
-    read_jsonl, read_rejects,
+    read_jsonl, read_rejects, read_manifest,
 )
 
 __all__ = ["Report", "build_report", "folder_kinds", "render_html", "write_html", "ScoreSummary", "score_summary",
-           "spearman_matrix", 'read_jsonl', 'read_rejects']
+           "spearman_matrix", 'read_jsonl', 'read_rejects', 'read_manifest']

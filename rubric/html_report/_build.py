@@ -13,8 +13,7 @@ from rubric.errors import ConfigError, InputError, ProvenanceError
 from rubric.html_report._model import ModelSection, model_section, pair_browser_data
 from rubric.html_report._protocols import ARENA_PAIRS_FILE, ArenaSection, LfqaESection, LinkageSection, \
     arena_section, lfqa_e_section, linkage_section
-from rubric.html_report._score import ScoreSummary, score_summary
-from rubric.io import read_manifest
+from rubric.html_report._score import ScoreSummary, read_manifest, score_summary
 
 __all__ = ["Report", "folder_kinds", "build_report", "render_html", "write_html"]
 

@@ -116,7 +116,7 @@ def lfqa_e_section(folder: str | Path, *, n_boot: int = 1000, seed: int = 0) -> 
     Raises:
         InputError: an input is gone or is a URI (the page reads local files only).
     """
-    from rubric.io import read_manifest
+    from rubric.html_report._score import read_manifest
     from rubric.io import read_input
     from rubric.tables import JobInput, combine_inputs
 

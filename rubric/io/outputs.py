@@ -13,30 +13,12 @@ from pathlib import Path
 
 from rubric.errors import InputError
 
-__all__ = ["MANIFEST", "PUBLISHING", "read_manifest", "check_published"]
+__all__ = ["MANIFEST", "PUBLISHING", "check_published"]
 
 #: The manifest, written last.
 MANIFEST = "manifest.json"
 #: Present while a job moves its files into the folder (and after a job killed while doing so).
 PUBLISHING = ".publishing"
-
-
-def read_manifest(out: str | Path) -> dict:
-    """``OUT/manifest.json`` ({} when absent: a job that has not finished writes it last).
-
-    Raises:
-        InputError: the manifest is not JSON, or not a JSON object.
-    """
-    path = Path(out) / MANIFEST
-    if not path.is_file():
-        return {}
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise InputError(f"{path} is not JSON ({e})") from None
-    if not isinstance(doc, dict):
-        raise InputError(f"{path} must hold a JSON object")
-    return doc
 
 
 def check_published(out: str | Path) -> None:
