@@ -70,10 +70,10 @@ def read_linkage_rows(path: str | Path) -> list[dict]:
 
     from rubric.io import check_published
 
-    path = Path(path)
-    file = path / LINKAGE_FILE if path.is_dir() else path
+    path = file = Path(path)
     if path.is_dir():
         check_published(path)
+        file = path / LINKAGE_FILE
     try:
         table = pq.read_table(file)
     except Exception as e:  # pyarrow raises several types for a missing or damaged file
