@@ -111,8 +111,9 @@ def test_every_named_path_exists(doc):
     else:
         missing = [n for top, text in bullets(DEVELOPERS).items() for n in path_names(text)
                    if not exists(n, (top,))]
-        missing += [n for n in path_names(DEVELOPERS.split("\n- `", 1)[0] + DEVELOPERS.split("\n### ", 1)[-1])
-                    if not exists(n)]
+        # the prose before the bullets and any subsection after them name paths from the root
+        subsections = DEVELOPERS.split("\n### ", 1)[1] if "\n### " in DEVELOPERS else ""
+        missing += [n for n in path_names(DEVELOPERS.split("\n- `", 1)[0] + subsections) if not exists(n)]
     assert not missing, f"{doc} names what the tree does not hold: {missing}"
 
 
