@@ -145,6 +145,7 @@ def common_pairs(pairs: PairSet, systems: Sequence[System], *,
         The compared pairs, in ``pairs``' order; and per system, the candidates it has no verdict for
         (kept as misses or left out) and the compared pairs it left undecided, with reasons.
     """
+    _check_mode(judge_failures)
     keep = np.ones(len(pairs), dtype=bool)
     for s in systems:
         keep &= scorable(s, pairs.pair_id, judge_failures)
