@@ -23,7 +23,7 @@ from rubric.tables import DesignMatrix, design_matrix, fit_length_betas, table_s
 from rubric.preference.fitted_on import FITTED_ON_KEY, SampleStatus, fitted_on_record, sample_status
 from rubric.preference.metrics import MetricRow, always_a, evaluate_predictions, longer_answer_wins
 from rubric.preference.model import PreferenceModel
-from rubric.scoring import model_preset, preset_tag, preset_title
+from rubric.scoring import model_preset, model_preset_tag, preset_title
 from rubric.tables import (provenance_differences, require_uniform_provenance, table_provenance,
                                table_provenance_problems)
 from rubric.preference.report import plot_reliability, plot_weights, render_report
@@ -44,21 +44,23 @@ STYLE_CONTROLLED_ROW = "preference model, style-controlled (equal length and mar
 def model_row_names(model) -> tuple[str, str]:
     """The names of a fitted model's rows: as fitted, and style-controlled.
 
-    Each says what the model holds: the preset that made it (`` [paper preset]``), or, for our
-    default fit, its style covariates (``+ length/markdown covariates``), so a row of our default
-    model is never read as the paper's.
+    Each says what the model holds: the preset's model (`` [paper preset]``, only when it has all the
+    preset's rubrics at its versions and nothing else; a model fitted with the preset's settings that
+    is not its model says which rubrics it lacks and why: :func:`rubric.scoring.model_preset_tag`), or,
+    for our default fit, its style covariates (``+ length/markdown covariates``), so a row of our
+    default model is never read as the paper's.
 
     Args:
         model: a fitted :class:`rubric.preference.PreferenceModel`.
     """
-    preset = model_preset(model)
+    tag = model_preset_tag(model)
     style = [f.removeprefix("style_") for f in model.style_features_]
     base = MODEL_ROW
     if style:
         base = MODEL_ROW[:-1] + f" + {'/'.join(style)} covariate{'s' if len(style) > 1 else ''})"
     if model.length_betas:
         base = base[:-1] + ", length-decorrelated)"
-    return base + preset_tag(preset), STYLE_CONTROLLED_ROW + preset_tag(preset)
+    return base + tag, STYLE_CONTROLLED_ROW + tag
 
 
 

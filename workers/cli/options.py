@@ -16,7 +16,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from rubric.config import ScoringConfig
+from rubric.config import ScoringConfig, check_split_fractions
 from rubric.errors import ConfigError, RubricError
 from rubric.io import FORMATS, parse_label_values, parse_mapping, read_graded
 
@@ -43,6 +43,15 @@ def C_value(text: str) -> float | str:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
     return value
+
+
+def split_fractions(text: str) -> tuple[float, float, float]:
+    """``--split-fractions``: three comma-separated non-negative shares summing to 1 (train, dev, test)."""
+    try:
+        return check_split_fractions(text.split(","))
+    except ConfigError:
+        raise argparse.ArgumentTypeError(f"must be three non-negative shares summing to 1 (TRAIN,DEV,TEST), "
+                                         f"got {text!r}") from None
 
 
 def add_input_args(p: argparse.ArgumentParser, *, many: bool = True, format_required: bool = True,
@@ -87,6 +96,10 @@ def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
     p.add_argument("--max-question-chars", type=int, default=c.max_question_chars,
                    help="questions longer than this are rejected with a reason")
     p.add_argument("--seed", type=int, default=0, help="seed for the splits and graded-pair sampling")
+    p.add_argument("--split-fractions", type=split_fractions, default=c.split_fractions, metavar="TRAIN,DEV,TEST",
+                   help="shares of the question-level train/dev/test split assigned when the input has none "
+                        f"(default {','.join(f'{f:g}' for f in c.split_fractions)}; a judge or perturb run over the "
+                        "same pairs needs the same shares and --seed to get the same splits)")
     p.add_argument("--llm-backend", choices=("vllm", "transformers"), default=c.llm_backend)
     p.add_argument("--llm-profile", default=c.llm_profile, help="model profile for the LLM rubrics (cpu, gpu)")
     p.add_argument("--llm-model", default=c.llm_model, help="override the profile's model (Hub id or folder)")
@@ -238,7 +251,8 @@ def scoring_config(args) -> ScoringConfig:
                          llm_layout=args.llm_layout, rescale=args.rescale, specificity_model=args.specificity_model,
                          factuality_corpus=args.factuality_corpus, factuality_text_field=args.corpus_text_field,
                          factuality_id_field=args.corpus_id_field,
-                         factuality_max_claim_tokens=args.factuality_max_claim_tokens)
+                         factuality_max_claim_tokens=args.factuality_max_claim_tokens,
+                         split_fractions=args.split_fractions)
 
 
 def judge_settings(args):
