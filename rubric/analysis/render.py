@@ -16,7 +16,7 @@ from rubric.analysis.position import Position
 from rubric.analysis.run import Analysis
 from rubric.analysis.stats import MetricDelta
 from rubric.analysis.verbosity import Verbosity
-from rubric.preference import METRICS, ClusteredMean
+from rubric.preference import CHART_WIDTH, METRICS, ClusteredMean, chart_label, legend_beside
 from rubric.preference import MIN_QUESTIONS_FOR_CI
 
 __all__ = ["analysis_markdown", "plot_position", "plot_verbosity", "plot_perturbations", "write_analysis"]
@@ -335,21 +335,29 @@ def _err(m: ClusteredMean) -> tuple[float, float]:
     return max(m.value - lo, 0.0), max(hi - m.value, 0.0)
 
 
+def _height(labels: Sequence[str], per_line: float, extra: float) -> float:
+    return per_line * sum(label.count("\n") + 1 for label in labels) + extra
+
+
 def plot_position(position: Position, path: str | Path) -> None:
-    """Flip rate per judge and the first-shown answer's win share in each order (PNG), with 95% CIs."""
+    """Flip rate per judge (top) and the first-shown answer's win share in each order (below), with 95% CIs
+    (PNG); legends beside the plots."""
     import numpy as np
 
     plt = _plt()
     rows = position.rows
-    names = [r.judge for r in rows]
+    names = [chart_label(r.judge) for r in rows]
     y = np.arange(len(rows))
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 0.6 * len(rows) + 2.0), sharey=True)
+    h_rows = _height(names, 0.3, 0.0)
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(CHART_WIDTH, 2 * h_rows + 2.8),
+                                   gridspec_kw={"height_ratios": [1, 1.6]})
     flips = [r.flip_rate for r in rows]
     ax1.barh(y, [0 if math.isnan(f.value) else f.value for f in flips], color="#e76f51",
              xerr=np.array([_err(f) for f in flips]).T, capsize=3)
     ax1.set_yticks(y, names)
     ax1.set_xlabel("flip rate (decision changes when swapped)")
     ax1.set_xlim(0, 1)
+    ax1.invert_yaxis()
     h = 0.38
     for k, (attr, colour, label) in enumerate((("first_wins_ab", "#2a9d8f", "order ab"),
                                                ("first_wins_ba", "#264653", "order ba"))):
@@ -358,10 +366,11 @@ def plot_position(position: Position, path: str | Path) -> None:
                  xerr=np.array([_err(m) for m in ms]).T, capsize=3, label=label)
     ax2.axvline(position.people_a.value if not math.isnan(position.people_a.value) else 0.5, color="grey",
                 linestyle="--", linewidth=1, label="people chose a")
+    ax2.set_yticks(y, names)
     ax2.set_xlabel("share where the first-shown answer wins")
     ax2.set_xlim(0, 1)
-    ax2.legend(loc="lower right", fontsize=8)
-    ax1.invert_yaxis()
+    ax2.invert_yaxis()
+    legend_beside(ax2)
     fig.suptitle("Position bias per judge (95% CI, questions resampled)", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -374,17 +383,18 @@ def plot_verbosity(verbosity: Verbosity, path: str | Path) -> None:
 
     plt = _plt()
     rows = verbosity.rows
+    names = [chart_label(r.system) for r in rows]
     y = np.arange(len(rows))
     h = 0.38
-    fig, ax = plt.subplots(figsize=(11, 0.5 * len(rows) + 2.0))
+    fig, ax = plt.subplots(figsize=(CHART_WIDTH, _height(names, 0.3, 1.6)))
     ax.barh(y - h / 2, [r.short_to_long for r in rows], height=h, color="#e76f51",
-            label="people shorter → system longer")
+            label="people shorter →\nsystem longer")
     ax.barh(y + h / 2, [r.long_to_short for r in rows], height=h, color="#2a9d8f",
-            label="people longer → system shorter")
-    ax.set_yticks(y, [r.system for r in rows])
+            label="people longer →\nsystem shorter")
+    ax.set_yticks(y, names)
     ax.invert_yaxis()
     ax.set_xlabel("disagreements with people (pairs)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, fontsize=8)
+    legend_beside(ax)
     ax.set_title("Verbosity: the answer picked against people's choice", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -401,7 +411,8 @@ def plot_perturbations(perturbations: Sequence[Perturbation], path: str | Path) 
         systems += [r.system for r in p.rows if r.system not in systems]
     y = np.arange(len(systems))
     h = 0.8 / max(len(perturbations), 1)
-    fig, ax = plt.subplots(figsize=(11, 0.5 * len(systems) * max(len(perturbations), 1) ** 0.5 + 2.0))
+    names = [chart_label(s) for s in systems]
+    fig, ax = plt.subplots(figsize=(CHART_WIDTH, _height(names, 0.3 * max(len(perturbations), 1) ** 0.5, 1.6)))
     ends = [0.0]
     for k, p in enumerate(perturbations):
         by = {r.system: r.deltas["accuracy"] for r in p.rows}
@@ -418,10 +429,10 @@ def plot_perturbations(perturbations: Sequence[Perturbation], path: str | Path) 
     ax.axvline(0, color="black", linewidth=0.8)
     span = max(max(abs(e) for e in ends), 0.05) * 1.1  # symmetric around 0, so a gain and a loss look alike
     ax.set_xlim(-span, span)
-    ax.set_yticks(y, systems)
+    ax.set_yticks(y, names)
     ax.invert_yaxis()
     ax.set_xlabel("Δ accuracy, perturbed - original (95% CI)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=max(len(perturbations), 1), fontsize=8)
+    legend_beside(ax)
     ax.set_title("Robustness to perturbed answers", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

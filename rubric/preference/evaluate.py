@@ -406,7 +406,8 @@ def write_report(ev: Evaluation, model: PreferenceModel, report_path: str | Path
     if list(model.classes_) == ["a", "b"]:
         weights = model.weights()
         png = report_path.with_suffix(".png")
-        plot_weights(weights, png, ci=weight_ci["ci"] if weight_ci else None, style_features=model.style_features_)
+        plot_weights(weights, png, ci=weight_ci["ci"] if weight_ci else None, style_features=model.style_features_,
+                     unreliable=weight_ci.get("unreliable") or () if weight_ci else ())
         chart = png.name
     if ev.calibration is not None:
         cal_png = report_path.with_name(report_path.stem + "_calibration.png")

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MIN_QUESTIONS_FOR_CI", "MIN_PAIRS_FOR_CI", "IN_SAMPLE_SPLITS", "IN_SAMPLE_MARK", "metrics_markdown",
            "ci_warning", "weight_ci_cell", "weight_ci_note", "weights_markdown", "selection_markdown", "ablation_markdown", "calibration_markdown", "render_report", "plot_weights",
-           "plot_reliability"]
+           "plot_reliability", "CHART_WIDTH", "CHART_MIN_FONT", "chart_label", "legend_beside"]
 
 
 #: Below either, a question-clustered bootstrap has too few clusters for its CIs to mean much.
@@ -282,9 +282,36 @@ def render_report(*, title: str, split: str, rows: Sequence[MetricRow], weights:
     return "\n".join(parts)
 
 
+#: The widest chart, in inches. The HTML page shows a chart at its natural size (96 px per inch) up to the
+#: width of its column, which is about 740 px in an 800 px window: a chart of 7.5 in (720 px) is not shrunk
+#: there, so text of :data:`CHART_MIN_FONT` pt stays at 10.7 px or more.
+CHART_WIDTH = 7.5
+#: The smallest text in a chart, in points.
+CHART_MIN_FONT = 8
+
+
+def chart_label(text: str, width: int = 34) -> str:
+    """A category label (a system's name) wrapped on lines of about ``width`` characters, so a long name is
+    drawn whole without squeezing the plot."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(str(text), width=width, break_on_hyphens=False)) or str(text)
+
+
+def _label_lines(labels: Sequence[str]) -> int:
+    return sum(label.count("\n") + 1 for label in labels)
+
+
+def legend_beside(ax, **kwargs):
+    """The axes' legend to the right of the plot area, never over the data."""
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=CHART_MIN_FONT,
+                     frameon=False, **kwargs)
+
+
 def plot_weights(weights: Mapping[str, float], path: str | Path, *, ci: Mapping[str, tuple[float, float]] | None = None,
-                 style_features: Sequence[str] = ()) -> None:
-    """Horizontal bar chart of the weights (PNG), with 95% CI error bars when given; style covariates hatched."""
+                 style_features: Sequence[str] = (), unreliable: Sequence[str] = ()) -> None:
+    """Horizontal bar chart of the weights (PNG), with 95% CI error bars when given (grey and dashed for a
+    CI marked unreliable); style covariates hatched."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -292,19 +319,24 @@ def plot_weights(weights: Mapping[str, float], path: str | Path, *, ci: Mapping[
 
     names = list(weights)
     vals = [weights[n] for n in names]
-    fig, ax = plt.subplots(figsize=(6, 0.45 * len(names) + 1.2))
+    fig, ax = plt.subplots(figsize=(min(6.0, CHART_WIDTH), 0.45 * len(names) + 1.4))
     bars = ax.barh(names, vals, color=["#2a9d8f" if v >= 0 else "#e76f51" for v in vals])
     for bar, n in zip(bars, names):
         if n in style_features:
             bar.set_hatch("//")
             bar.set_edgecolor("#264653")
     if ci:
-        lo = [max(weights[n] - ci[n][0], 0.0) for n in names]
-        hi = [max(ci[n][1] - weights[n], 0.0) for n in names]
-        ax.errorbar(vals, names, xerr=[lo, hi], fmt="none", ecolor="black", capsize=3, linewidth=1)
+        for k, n in enumerate(names):
+            lo, hi = ci[n]
+            if math.isnan(lo) or math.isnan(hi):
+                continue
+            bad = n in unreliable
+            ax.errorbar([vals[k]], [k], xerr=[[max(vals[k] - lo, 0.0)], [max(hi - vals[k], 0.0)]], fmt="none",
+                        ecolor="#9aa5ab" if bad else "black", capsize=3, linewidth=1, linestyle="--" if bad else "-")
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.set_xlabel("logistic-regression weight on standardised a - b" + (" (95% CI)" if ci else ""))
-    ax.set_title("Preference model weights" + ("\n(hatched: style covariates)" if style_features else ""), fontsize=10)
+    ax.set_xlabel("LR weight on standardised a - b" + (" (95% CI)" if ci else ""))
+    notes = (["hatched: style covariates"] if style_features else []) + (["grey: CI unreliable"] if unreliable else [])
+    ax.set_title("Preference model weights" + (f"\n({'; '.join(notes)})" if notes else ""), fontsize=10)
     ax.invert_yaxis()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -319,20 +351,20 @@ def plot_reliability(bins: Sequence[ReliabilityBin], path: str | Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax, ax_n) = plt.subplots(2, 1, figsize=(5, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
+    fig, (ax, ax_n) = plt.subplots(2, 1, figsize=(6.5, 6), sharex=True, gridspec_kw={"height_ratios": [3, 1]})
     ax.plot([0, 1], [0, 1], linestyle="--", color="grey", linewidth=1, label="perfectly calibrated")
     full = [b for b in bins if b.n]
     ax.plot([b.mean_p for b in full], [b.frac_a for b in full], marker="o", color="#2a9d8f", label="model")
     ax.set_ylabel("share where a was preferred")
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.legend(loc="lower right")
+    legend_beside(ax)
     ax.set_title("Reliability of P(a preferred)")
     centres = [(b.lo + b.hi) / 2 for b in bins]
     widths = [b.hi - b.lo for b in bins]
     ax_n.bar(centres, [b.n for b in bins], width=widths, color="#8ab17d", edgecolor="white")
     for c, b in zip(centres, bins):
-        ax_n.annotate(str(b.n), (c, b.n), ha="center", va="bottom", fontsize=7)
+        ax_n.annotate(str(b.n), (c, b.n), ha="center", va="bottom", fontsize=CHART_MIN_FONT)
     from matplotlib.ticker import MaxNLocator
 
     ax_n.yaxis.set_major_locator(MaxNLocator(integer=True))
