@@ -173,7 +173,8 @@ def sample_status(model, table: pa.Table, split: str, *, question_ids: Sequence[
     k = sum(hit)
     questions = set(qids)
     k_q = len(questions & train_q)
-    fit = (f"the model was fitted on {fit_text} ({n_fit} pairs of {len(train_q)} questions, table sha256 "
+    where = f"this table's {fitted_split!r} split" if same else f"another pairs table's {fitted_split!r} split"
+    fit = (f"the model was fitted on {where} ({n_fit} pairs of {len(train_q)} questions, table sha256 "
            f"{rec['pairs_sha256']})")
     base = {"n_pairs": n, "n_overlap": k, "n_questions": len(questions), "n_overlap_questions": k_q,
             "training_questions": train_q, "same_table": same}
