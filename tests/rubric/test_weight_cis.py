@@ -17,7 +17,7 @@ from rubric.preference.model import PreferenceModel
 from rubric.preference.report import weight_ci_cell, weights_markdown
 from rubric.preference.selection import MAX_DEGENERATE_SHARE, bootstrap_weight_cis
 
-N_Q, PER_Q, N_BOOT, SEED = 40, 4, 60, 0
+N_Q, PER_Q, N_BOOT, SEED = 40, 4, 40, 0
 
 
 def _data():
@@ -55,8 +55,8 @@ def test_a_rarely_varying_binary_column_no_longer_pins_its_ci_at_zero():
 
     cis = bootstrap_weight_cis(model, X, y, groups, n_boot=N_BOOT, seed=SEED)
     n_deg = cis.n_degenerate["use_of_examples"]
-    # P(neither q0 nor q1 drawn) = (38/40)^40 = 0.13: about 8 of 60
-    assert 3 < n_deg < 16 and n_deg > MAX_DEGENERATE_SHARE * N_BOOT
+    # P(neither q0 nor q1 drawn) = (38/40)^40 = 0.13: about 5 of 40
+    assert 2 < n_deg < 12 and n_deg > MAX_DEGENERATE_SHARE * N_BOOT
     assert cis.n_degenerate["signal"] == 0 and cis.unreliable == ("use_of_examples",)
     lo, hi = cis.ci["use_of_examples"]
     assert hi < 0 and lo < hi  # from the replicates that could estimate it: no bound at 0
