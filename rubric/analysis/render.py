@@ -2,7 +2,9 @@
 
 Every table says the command that made it, how many pairs and questions it rests on, and warns when
 its CIs rest on fewer than :data:`rubric.preference.report.MIN_QUESTIONS_FOR_CI` questions. Rows of systems
-fitted on pairs that may include the analysed ones carry "(IN-SAMPLE)" in the table itself.
+fitted on pairs that may include the analysed ones carry "(IN-SAMPLE)" in the table itself; the rubric
+model's rows are marked per table by the overlap of that table's pairs with its training questions
+("(PARTLY IN-SAMPLE: k of n pairs)" when only some are), and Table 4 is given again on the pairs outside.
 """
 
 from __future__ import annotations
