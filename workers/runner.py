@@ -24,7 +24,6 @@ import logging
 import os
 import platform
 import sqlite3
-import stat
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -36,7 +35,7 @@ from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.io import Block
 from rubric.scoring import Provenance, Score
 from workers.shards import plan_inputs, shard_sha256
-from workers.outdir import OutputFolder, make_dirs, remove_tree
+from workers.outdir import OutputFolder, make_dirs, no_link, remove_tree
 from workers.store import ShardStore, decode_score, score_key
 
 __all__ = ["Unit", "Work", "StepResult", "StepScorer", "FunctionScorer", "prebuilt", "JobKind", "JobRun", "RunScores", "run", "local_step",
@@ -241,13 +240,7 @@ class RunScores:
         make_dirs(folder.parent, folder)
         self.folder = folder
         self.path = folder / f".{name}-scores-{os.getpid()}.sqlite"
-        try:
-            if stat.S_ISLNK(os.lstat(self.path).st_mode):
-                raise ConfigError(f"{self.path} is a symbolic link where our scratch database goes; lfqa-rubric "
-                                  "never writes through a link: remove it")
-        except FileNotFoundError:
-            pass
-        remove_tree(folder, self.path)  # this pid's leftover
+        remove_tree(folder, no_link(self.path, "our scratch database"))  # this pid's leftover
         self.db = sqlite3.connect(self.path, isolation_level=None)
         self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                               "CREATE TABLE s (aid TEXT PRIMARY KEY, scores TEXT) WITHOUT ROWID;")

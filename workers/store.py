@@ -25,7 +25,6 @@ import json
 import logging
 import os
 import re
-import stat
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -35,7 +34,7 @@ from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
 from rubric.scoring import Provenance, Score
 from rubric.scoring import RubricSpec
-from workers.outdir import atomic_write_bytes, inside, is_scratch, make_dirs, new_temp, remove_tree
+from workers.outdir import atomic_write_bytes, inside, is_scratch, make_dirs, new_temp, no_link, remove_tree
 
 __all__ = ["NOT_SCORE_FIELDS", "score_key", "key_differences", "ShardStore", "encode_score", "decode_score",
            "encode_provenance", "decode_provenance", "atomic_write_bytes"]
@@ -140,12 +139,7 @@ class ShardStore:
     def __init__(self, root: Path, name: str, key: Mapping[str, Any]) -> None:
         self.root = Path(root)
         for path in (self.root, self.root / name):
-            try:
-                if stat.S_ISLNK(os.lstat(path).st_mode):
-                    raise ConfigError(f"{path} is a symbolic link where a score store goes; lfqa-rubric never "
-                                      "writes through a link: remove it (nothing was written)")
-            except FileNotFoundError:
-                pass
+            no_link(path, "a score store")
         self.dir = inside(self.root, self.root / name)
         self.name = name
         self.key = dict(key)

@@ -6,7 +6,6 @@ import argparse
 import logging
 import sys
 from importlib import resources
-from pathlib import Path
 
 from workers.cli.options import (add_input_args, add_out_args, add_ray_args, add_scoring_args, ray_step,
                                  score_kind)
