@@ -91,7 +91,8 @@ class ScoreKind(JobKind):
 
     def assemble(self, job: JobRun, scores: RunScores, provenance) -> dict:
         tables = write_answer_tables(job.units, scores, provenance, self.specs, fmt=self.fmt, options=self.options,
-                                     rescale=self.config.rescale, seed=self.seed, folder=job.staging)
+                                     rescale=self.config.rescale, seed=self.seed, folder=job.staging,
+                                     split_fractions=self.config.split_fractions)
         job.staged.update({n: job.staging / n for n in tables.files})
         counts = dict(tables.counts)
         per_input = counts.pop("per_input")
@@ -101,7 +102,8 @@ class ScoreKind(JobKind):
                  "%s", job.out, c["rows_in"], c["pairs"], c["rejected"], c["unique_answers"], job.step.scored,
                  c["errors_by_rubric"])
         return {"counts": counts, "rubrics": tables.rubrics,
-                "split_seed": self.seed, "split_source": tables.split_source, "rescale": self.config.rescale,
+                "split_seed": self.seed, "split_fractions": list(self.config.split_fractions),
+                "split_source": tables.split_source, "rescale": self.config.rescale,
                 "per_input": per_input,
                 "job": {"answers_scored_now": job.step.scored,
                         "answers_per_s": round(job.step.scored / seconds, 3) if seconds > 0 else None,

@@ -229,7 +229,7 @@ class JudgeKind(JobKind):
         if not pairs:
             raise InputError(f"no usable pair in {', '.join(repr(u.uri) for u in job.units)}: {len(rejects)} row(s) "
                              "rejected" + (f"; first reason: {rejects[0].reason}" if rejects else ""))
-        splits, split_source = job_splits(pairs, seed=self.seed)
+        splits, split_source = job_splits(pairs, seed=self.seed, fractions=self.config.split_fractions)
         verdicts = scores.get([p.pair_id for p in pairs])
         lost = [p.pair_id for p in pairs if p.pair_id not in verdicts]
         if lost:
@@ -243,7 +243,8 @@ class JudgeKind(JobKind):
                              "pairs": len(pairs), "judgment_rows": table.num_rows, "errors_by_judge": errors,
                              "splits": {s: splits.count(s) for s in ("train", "dev", "test")}},
                   "judges": {v: {**asdict(provenance[v]), "mode": self.settings.mode} for v in versions},
-                  "settings": self.settings.key(), "split_seed": self.seed, "split_source": split_source}
+                  "settings": self.settings.key(), "split_seed": self.seed,
+                  "split_fractions": list(self.config.split_fractions), "split_source": split_source}
         names = ["judgments.parquet", "rejects.jsonl"]
         if self.page is not None:
             page = self.page(pairs=pairs, table=table, fields=fields, shards=job.shards)

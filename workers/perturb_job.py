@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from rubric.config import DEFAULT_SPLIT_FRACTIONS
 from rubric.errors import ConfigError, InputError
 
 __all__ = ["changes_path", "load_victim", "rubric_scorer", "run_perturb_job"]
@@ -120,7 +121,7 @@ def _num(x) -> float | None:
 def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, out: str | Path,
                     reader_options: Mapping[str, Any] | None = None, budget: float = 0.1, seed: int = 0,
                     split: str = "test", synonyms: str = "auto", max_candidates: int = 8,
-                    progress: bool = True) -> dict:
+                    progress: bool = True, split_fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS) -> dict:
     """Attack the pairs of one split and write the perturbed copy and its change log.
 
     Args:
@@ -133,6 +134,7 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
         budget: the share of each answer's words an attack may change.
         seed: the split seed (as ``score --seed``) and the seed of deepwordbug's edits (per pair).
         split: the split to attack ("train", "dev", "test" or "all").
+        split_fractions: the train/dev/test shares of the split (as ``score --split-fractions``).
         synonyms: textfooler's synonym source ("auto", "wordnet", "embedding"; ``models.synonyms``).
         max_candidates: synonyms tried per word.
         progress: show a progress bar.
@@ -159,11 +161,12 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
           output_file(changes_path(out), inputs=[input_path]) as log_tmp):
         return _attack(input_path, fmt, attack=attack, victim=victim, out=out, copy=copy, log_tmp=log_tmp,
                        reader_options=reader_options, budget=budget, seed=seed, split=split, synonyms=synonyms,
-                       max_candidates=max_candidates, progress=progress)
+                       max_candidates=max_candidates, progress=progress, split_fractions=split_fractions)
 
 
 def _attack(input_path, fmt: str, *, attack: str, victim, out: Path, copy: Path, log_tmp: Path, reader_options,
-            budget: float, seed: int, split: str, synonyms: str, max_candidates: int, progress: bool) -> dict:
+            budget: float, seed: int, split: str, synonyms: str, max_candidates: int, progress: bool,
+            split_fractions: Sequence[float]) -> dict:
     from tqdm import tqdm
 
     from rubric.tables import job_splits
@@ -175,7 +178,7 @@ def _attack(input_path, fmt: str, *, attack: str, victim, out: Path, copy: Path,
     read = read_input(input_path, fmt, **options)
     if not read.pairs:
         raise InputError(f"no usable pair in {str(input_path)!r}")
-    splits, split_source = job_splits(read.pairs, seed=seed)
+    splits, split_source = job_splits(read.pairs, seed=seed, fractions=split_fractions)
     chosen = [i for i, s in enumerate(splits) if split == "all" or s == split]
     log.info("%d pairs read, %d in the %s split (%s splits, seed %d); attack %s, budget %g, victim %s",
              len(read.pairs), len(chosen), split, split_source, seed, attack, budget, victim.name)
@@ -276,6 +279,7 @@ def _attack(input_path, fmt: str, *, attack: str, victim, out: Path, copy: Path,
     summary = {
         "input": str(input_path), "format": fmt, "out": str(out), "changes": str(log_path), "attack": attack,
         "victim": victim.name, "budget": budget, "seed": seed, "split": split, "split_source": split_source,
+        "split_fractions": list(split_fractions),
         "synonyms": None if source is None else source.name, "n_pairs": len(read.pairs), "n_in_split": len(chosen),
         "counts": counts, "skipped_or_failed_because": reasons,
         # TextAttack's rate: of the split's pairs the victim got right on the original texts, the share it gets

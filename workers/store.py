@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 #: of the reader options in the key).
 NOT_SCORE_FIELDS: frozenset[str] = frozenset({
     "batch_size", "rescale", "languagetool_threads", "evidence_cache_dir", "max_answer_chars", "max_question_chars",
+    "split_fractions",
 })
 
 

@@ -38,22 +38,23 @@ def add_judge(j: argparse.ArgumentParser) -> None:
     add_scoring_args(j, "")
     add_protocol_args(j)
     j.add_argument("--ray", action="store_true",
-                   help="run the judge/score step on a Ray pool of one actor (local Ray, or RAY_ADDRESS); "
-                        "scripts/run_job.py sizes the pool")
+                   help="run the judge step on a Ray pool of engine actors (local Ray, or RAY_ADDRESS), sized and "
+                        "set by the Ray options below (the engine options score takes: --llm-actors, "
+                        "--llm-batches-in-flight, --tensor-parallel, ...)")
+    add_ray_args(j, rubric_pools=False)
 
 
 def judge(args) -> int:
-    from workers.ray_pipeline import RayStep
-
-    ray = RayStep() if args.ray else None
+    ray = ray_step(args) if args.ray else None
+    config = config_for_pools(scoring_config(args), args) if args.ray else scoring_config(args)
     if args.protocol is not None:
-        return judge_protocol(args, ray=ray)
+        return judge_protocol(args, ray=ray, config=config)
     _check_flags(args)
     if args.format is None:
         raise RubricError("judge needs --format (or --protocol linkage|arena|lfqa-e)")
     from workers.judge_job import run_judge_job
 
-    run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=scoring_config(args),
+    run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=config,
                   reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray,
                   force=args.force)
     return 0

@@ -17,6 +17,8 @@ __all__ = ["add_fit", "fit", "add_evaluate", "evaluate", "add_predict", "predict
 log = logging.getLogger("lfqa_rubric")
 
 _SPLITS = ("train", "dev", "test", "all")
+#: ``analyze --judge-failures`` (rubric.analysis.JUDGE_FAILURES; restated here so --help needs no import of it).
+JUDGE_FAILURES = ("miss", "drop")
 
 
 def _provenance_error(e: ProvenanceError, what: str) -> ProvenanceError:
@@ -213,6 +215,10 @@ def add_analyze(an: argparse.ArgumentParser) -> None:
     an.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     an.add_argument("--allow-provenance-mismatch", action="store_true",
                     help="apply the model even if the table's rubrics were made differently")
+    an.add_argument("--judge-failures", choices=JUDGE_FAILURES, default="miss",
+                    help="a system's failure on a pair (a judge's error: no majority vote, no parseable vote, a "
+                         "context overflow): 'miss' (default) counts it as that system's miss and every other system "
+                         "keeps the pair; 'drop' leaves the pair out for every system (Tables 4, 7 and 8)")
 
 
 def _analyze_command(args) -> str:
@@ -229,6 +235,7 @@ def _analyze_command(args) -> str:
     parts += ["--split", args.split, "--n-boot", str(args.n_boot), "--seed", str(args.seed)]
     if args.allow_provenance_mismatch:
         parts.append("--allow-provenance-mismatch")
+    parts += ["--judge-failures", args.judge_failures]
     if getattr(args, "preset", None):
         parts += ["--preset", args.preset]
     return shlex.join([*parts, "--out", args.out])
@@ -241,7 +248,7 @@ def analyze(args) -> int:
     analysis = run_analysis(args.inputs, model=args.model, predictions=args.predictions,
                             perturbed=parse_perturbed(args.perturbed), split=args.split, n_boot=args.n_boot,
                             seed=args.seed, allow_provenance_mismatch=args.allow_provenance_mismatch,
-                            preset=getattr(args, "preset", None))
+                            preset=getattr(args, "preset", None), judge_failures=args.judge_failures)
     from workers.outdir import OutLock, check_output_file, out_path
 
     out = out_path(args.out)

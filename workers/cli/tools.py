@@ -88,7 +88,7 @@ def perturb(args) -> int:
         summary = run_perturb_job(args.input, args.format, attack=args.attack, victim=victim, out=args.out,
                                   reader_options=reader_options(args), budget=args.budget, seed=args.seed,
                                   split=args.split, synonyms=args.synonyms, max_candidates=args.max_candidates,
-                                  progress=not args.quiet)
+                                  progress=not args.quiet, split_fractions=args.split_fractions)
 
     def share(x) -> str:
         return "n/a" if x is None else f"{x:.3f}"
