@@ -112,7 +112,7 @@ class ScoreKind(JobKind):
 
 def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence[RubricSpec], out: str | Path, *,
             config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
-            progress: bool = True, ray=None, scorers=None) -> dict:
+            progress: bool = True, ray=None, scorers=None, force: bool = False) -> dict:
     """Score every input and write the job's tables (see the module docstring).
 
     Args:
@@ -126,6 +126,7 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
         progress: show progress bars.
         ray: a :class:`workers.ray_pipeline.RayStep` to score on Ray; default: in this process.
         scorers: prebuilt scorers for the local step (tests; run as a ``models.scorer_set.ScorerSet``).
+        force: write into a folder that is not an lfqa-rubric output (``workers.outdir.OutputFolder``).
 
     Returns:
         The manifest (also written to ``OUT/manifest.json``).
@@ -136,4 +137,4 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
     """
     kind = ScoreKind(fmt, dict(reader_options or {}), list(specs), config, seed)
     return run(kind, inputs, out, progress=progress, step=ray,
-               scorer=None if scorers is None else ScorerSet(scorers, config.batch_size))
+               scorer=None if scorers is None else ScorerSet(scorers, config.batch_size), force=force)

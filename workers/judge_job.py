@@ -31,6 +31,7 @@ from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.tables import word_count
 from rubric.io import PairRecord, read_whole
+from rubric.protocols import ARENA_PAIRS_FILE
 from rubric.scoring import Provenance, Score
 from workers.runner import FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
 
@@ -156,6 +157,7 @@ class JudgeKind(JobKind):
     what = "judge"
     status_done = "judged"
     outputs = ("judgments.parquet", "rejects.jsonl", "report.md")  # report.md: a protocol's page
+    own_files = (ARENA_PAIRS_FILE,)  # RAG-QA Arena's joined pairs: its judge job's input (workers.protocol_job)
 
     def __init__(self, fmt: str, options: Mapping[str, Any], settings, config: ScoringConfig, seed: int = 0,
                  scorer_factory=None, page: PageMaker | None = None) -> None:
@@ -287,7 +289,8 @@ def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[s
 
 def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings: JudgeSettings, out: str | Path, *,
                   config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
-                  progress: bool = True, scorer=None, ray=None, scorer_factory=None, page: PageMaker | None = None) -> dict:
+                  progress: bool = True, scorer=None, ray=None, scorer_factory=None, page: PageMaker | None = None,
+                  force: bool = False) -> dict:
     """Judge every pair of the inputs in both orders and write OUT/judgments.parquet (module docstring).
 
     Args:
@@ -303,6 +306,7 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
         ray: a :class:`workers.ray_pipeline.RayStep` to judge on a Ray pool of judge actors (its "llm" pool).
         scorer_factory: testing only, see :class:`JudgeKind` (the backend check is skipped).
         page: a neighbouring protocol's report (:class:`JudgeKind`; ``workers.protocol_job``).
+        force: write into a folder that is not an lfqa-rubric output (``workers.outdir.OutputFolder``).
 
     Returns:
         The manifest (also ``OUT/manifest.json``).
@@ -310,4 +314,4 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
     if scorer is not None:  # a prebuilt judge is built by a factory that returns it
         scorer_factory = prebuilt(scorer)
     kind = JudgeKind(fmt, dict(reader_options or {}), settings, config, seed, scorer_factory, page)
-    return run(kind, inputs, out, progress=progress, step=ray, check=scorer_factory is None)
+    return run(kind, inputs, out, progress=progress, step=ray, check=scorer_factory is None, force=force)

@@ -146,17 +146,33 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
         ConfigError: a bad attack, split or budget, or an output path that cannot keep the input's ids.
         InputError: the input cannot be read, or the copy does not read back as expected.
     """
-    from tqdm import tqdm
-
-    from rubric.tables import job_splits
-    from rubric.judging import ATTACKS, attack_pair, decide, p_label, rewrite_input, word_budget, words
-    from rubric.io import read_input
+    from rubric.judging import ATTACKS, word_budget
+    from workers.outdir import out_path, output_file
 
     if attack not in ATTACKS:
         raise ConfigError(f"unknown attack {attack!r}; known: {', '.join(ATTACKS)}")
     if split not in ("train", "dev", "test", "all"):
         raise ConfigError(f"'split' must be train, dev, test or all, got {split!r}")
     word_budget(1, budget)  # validates the budget before anything is read
+    out = out_path(out)
+    # the copy and its change log: each written beside its name and renamed when done, their folder held
+    # (one another command is writing into is refused like score's), never over the input
+    with (output_file(out, inputs=[input_path]) as copy,
+          output_file(changes_path(out), inputs=[input_path]) as log_tmp):
+        return _attack(input_path, fmt, attack=attack, victim=victim, out=out, copy=copy, log_tmp=log_tmp,
+                       reader_options=reader_options, budget=budget, seed=seed, split=split, synonyms=synonyms,
+                       max_candidates=max_candidates, progress=progress, split_fractions=split_fractions)
+
+
+def _attack(input_path, fmt: str, *, attack: str, victim, out: Path, copy: Path, log_tmp: Path, reader_options,
+            budget: float, seed: int, split: str, synonyms: str, max_candidates: int, progress: bool,
+            split_fractions: Sequence[float]) -> dict:
+    from tqdm import tqdm
+
+    from rubric.tables import job_splits
+    from rubric.judging import attack_pair, decide, p_label, rewrite_input, words
+    from rubric.io import read_input
+
     options = dict(reader_options or {})
     t0 = time.perf_counter()
     read = read_input(input_path, fmt, **options)
@@ -214,9 +230,9 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
     changed = {i for i, p in enumerate(read.pairs) if final[i] != original[i]}
     p_final = victim_p_a(sorted(set(chosen) | changed), final)
 
-    rewrite_input(input_path, out, fmt, read.pairs, {read.pairs[i].pair_id: final[i] for i in changed},
+    rewrite_input(input_path, copy, fmt, read.pairs, {read.pairs[i].pair_id: final[i] for i in changed},
                   mapping=options.get("mapping"))
-    _check_copy(read, read_input(out, fmt, **options), final, out)
+    _check_copy(read, read_input(copy, fmt, **options), final, out)
 
     counts = {"success": 0, "failed": 0, "skipped": 0}
     reasons: dict[str, int] = {}
@@ -258,7 +274,7 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
                      # P(label) when this pair's own search started: after other pairs changed a shared answer
                      "p_label_at_start": None if r is None else _num(r.p_before), **extra})
     log_path = changes_path(out)
-    log_path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    log_tmp.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
 
     summary = {
         "input": str(input_path), "format": fmt, "out": str(out), "changes": str(log_path), "attack": attack,

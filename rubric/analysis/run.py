@@ -119,8 +119,7 @@ def _check_preset(preset_name: str, inputs: Sequence[str | Path], loaded: "Loade
         ConfigError: the rubric model was fitted without the preset, or a judge output ran other settings
             (read from its ``manifest.json``) or has no manifest to tell.
     """
-    import json
-
+    from rubric.io import read_manifest
     from rubric.preference import PreferenceModel
     from rubric.judging import resolve_judges
     from rubric.scoring import get_preset, judge_settings_problems, model_preset, preset_tag
@@ -136,10 +135,15 @@ def _check_preset(preset_name: str, inputs: Sequence[str | Path], loaded: "Loade
         if not (path.is_dir() and (path / JUDGMENTS_FILE).is_file()):
             continue
         try:
-            settings = json.loads((path / "manifest.json").read_text()).get("settings", {})
-        except (OSError, ValueError, AttributeError) as e:
-            problems.append(f"{path}: no readable manifest.json to tell how its judges ran ({e})")
+            manifest = read_manifest(path)
+        except InputError as e:
+            manifest, why = {}, str(e)
+        else:
+            why = "there is none"
+        if not manifest:
+            problems.append(f"{path}: no readable manifest.json to tell how its judges ran ({why})")
             continue
+        settings = manifest.get("settings", {})
         allowed = {s.version for s in resolve_judges(",".join(preset.judges), tie=preset.tie)}
         problems += [f"{path}: {p}" for p in judge_settings_problems(preset, settings, allowed)]
     if problems:

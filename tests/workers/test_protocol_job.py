@@ -334,7 +334,8 @@ def test_linkage_job_all_generations_fail_writes_rejects(tmp_path):
     assert len(rejects) == 9 and all("no 'Answer1:' label" in r["reason"] for r in rejects)
     report = (out / "report.md").read_text()
     assert "0 of 3 questions got a list (3 generated now, 0 from the cache); 3 failed, their 9 answers" in report
-    assert not (out / "manifest.json").exists()
+    # the failure is its own published set: the files above, no table (issue 35: OUT stays ours)
+    assert set(json.loads((out / "manifest.json").read_text())["published"]) == {"rejects.jsonl", "report.md"}
 
 
 def test_linkage_failed_rerun_replaces_the_earlier_runs_set(tmp_path):
@@ -348,7 +349,8 @@ def test_linkage_failed_rerun_replaces_the_earlier_runs_set(tmp_path):
         run_linkage_job(src, out, config=CONFIG, settings=LinkageSettings("listwise", references="generated"),
                         signals=False, n_boot=20, scorer=Counting(), reference_generator=_generator({}),
                         progress=False)
-    assert not (out / "linkage.parquet").exists() and not (out / "manifest.json").exists()
+    assert not (out / "linkage.parquet").exists()
+    assert set(json.loads((out / "manifest.json").read_text())["published"]) == {"rejects.jsonl", "report.md"}
     assert "3 failed" in (out / "report.md").read_text()
     assert len((out / "rejects.jsonl").read_text().splitlines()) == 9
 

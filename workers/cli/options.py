@@ -20,7 +20,7 @@ from rubric.config import ScoringConfig, check_split_fractions
 from rubric.errors import ConfigError, RubricError
 from rubric.io import FORMATS, parse_label_values, parse_mapping, read_graded
 
-__all__ = ["FORMATS", "add_input_args", "add_scoring_args", "add_judge_args", "add_protocol_args", "add_ray_args",
+__all__ = ["FORMATS", "add_input_args", "add_out_args", "add_scoring_args", "add_judge_args", "add_protocol_args", "add_ray_args",
            "reader_options", "scoring_config", "judge_settings", "pools_from_args", "config_for_pools", "score_kind", "ray_step",
            "C_value"]
 
@@ -83,6 +83,15 @@ def add_input_args(p: argparse.ArgumentParser, *, many: bool = True, format_requ
         p.add_argument("--hf-split", default=None,
                        help="--format hf: the split to read (default train); inputs are save_to_disk or Parquet-export "
                             "folders, or Hub dataset ids")
+
+
+def add_out_args(p: argparse.ArgumentParser, help: str) -> None:
+    """``--out`` (an output folder) and ``--force`` (write into a folder that is not an lfqa-rubric output)."""
+    p.add_argument("--out", required=True, help=help)
+    p.add_argument("--force", action="store_true",
+                   help="write into an existing folder that is not an lfqa-rubric output folder (refused "
+                        "otherwise), replacing its files named like this command's outputs, and no other; the "
+                        "log says which it replaces")
 
 
 def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
