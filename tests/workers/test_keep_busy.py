@@ -117,7 +117,7 @@ def test_llm_pool_with_batches_in_flight_on_ray_matches_single_process(ray_local
     options = {"max_pairs_per_question": 4}
     run_job(shard, "graded", specs, tmp_path / "local", config=_CFG, reader_options=options, progress=False)
     manifest = run_ray_job([shard.parent], "graded", specs, tmp_path / "ray", config=_CFG, reader_options=options,
-                           progress=False, pools={"llm": PoolConfig(num_cpus=1, batch_size=2, batches_in_flight=2)})
+                           progress=False, pools={"llm": PoolConfig(num_cpus=0.5, batch_size=2, batches_in_flight=2)})
     assert manifest["job"]["pools"]["llm"]["batches_in_flight"] == 2
     got, ref = pq.read_table(tmp_path / "ray" / "answers.parquet"), pq.read_table(tmp_path / "local" / "answers.parquet")
     assert got.column("answer_id").to_pylist() == ref.column("answer_id").to_pylist()
