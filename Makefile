@@ -63,8 +63,8 @@ test: setup
 	@start=$$(date +%s); $(BIN)/python -X faulthandler -m pytest -q -rs tests; rc=$$?; \
 	  echo "make test: $$(( $$(date +%s) - start )) s wall"; exit $$rc
 
-# The inner loop: no test that loads SmolLM2, spaCy, Harper, MiniLM or starts Ray (marker `real_model`,
-# set in tests/conftest.py). CI runs `make test`.
+# The inner loop: no test that loads an LLM (SmolLM2) or MiniLM or starts Ray (marker `real_model`, set and
+# checked in tests/conftest.py; spaCy and Harper, loaded once, stay in). CI runs `make test`.
 test-fast: setup
 	@start=$$(date +%s); $(BIN)/python -X faulthandler -m pytest -q -m "not real_model" tests; rc=$$?; \
 	  echo "make test-fast: $$(( $$(date +%s) - start )) s wall"; exit $$rc

@@ -27,19 +27,56 @@ SHARED_LLM = ScoringConfig()
 #: The peak (``VmHWM``) after each module shows which module set the suite's maximum.
 _RSS: list[tuple[str, float, float, float]] = []
 
-#: Tests that load a real model or start Ray: those asking for one of these fixtures, and every
-#: test of these modules (they load spaCy, Harper, SmolLM2, MiniLM or start Ray inside the test).
-#: ``make test-fast`` deselects them (``-m "not real_model"``); ``make test`` runs everything.
-REAL_MODEL_FIXTURES = frozenset({"ray_local", "smollm2", "smollm2_path", "hf_engine", "vllm_engine"})
+#: Tests that load an LLM (SmolLM2 on vLLM or transformers) or MiniLM, or start Ray: those asking for one
+#: of these fixtures, every test of these modules, and tests marked ``slow``. ``make test-fast``
+#: deselects them (``-m "not real_model"``); ``make test`` runs everything. spaCy and Harper, the CPU
+#: rubrics' models, are loaded once per process (about 2 s together) and the fast tests may use them.
+#: :func:`pytest_runtest_call` fails a test without the marker that builds an LLM engine, loads a
+#: sentence encoder or starts Ray, so the marker cannot drift from what a test does.
+REAL_MODEL_FIXTURES = frozenset({"ray_local", "smollm2", "smollm2_path", "hf_engine", "vllm_engine", "server"})
 REAL_MODEL_MODULES = frozenset({
     "tests/models/test_text.py", "tests/models/test_grammar.py", "tests/models/test_factuality.py",
     "tests/models/test_evidence.py", "tests/models/test_encoder.py", "tests/models/test_signals.py",
     "tests/models/test_synonyms.py", "tests/models/test_protocols.py", "tests/models/test_specificity.py",
     "tests/models/llm/test_cuda.py", "tests/reliability/test_ray_job.py", "tests/reliability/test_preflight.py",
-    "tests/test_readme.py",
+    "tests/test_readme.py", "tests/golden/test_golden.py",
 })
 #: Single tests elsewhere that import vLLM or a model (found with `make test-fast` and --durations).
 REAL_MODEL_TESTS = frozenset({"tests/models/llm/test_manifests.py::test_missing_local_model_is_actionable"})
+
+
+def _heavy_state() -> tuple[int, int, bool]:
+    """LLM engines built, sentence encoders loaded, whether Ray is up (nothing is imported to tell)."""
+    cache = sys.modules.get("models.llm.engines_cache")
+    signals = sys.modules.get("models.signals")
+    ray = sys.modules.get("ray")
+    # real engines only: some tests put fakes in the cache
+    return (sum(type(e).__module__.startswith("models.llm.") for e in cache._ENGINES.values()) if cache else 0,
+            signals.sentence_encoder.cache_info().currsize if signals else 0,
+            bool(ray and ray.is_initialized()))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from _check_marked(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    return (yield from _check_marked(item))
+
+
+def _check_marked(item):
+    before = _heavy_state()
+    result = yield
+    after = _heavy_state()
+    if item.get_closest_marker("real_model") is None:
+        grew = [what for what, b, a in zip(("built an LLM engine", "loaded a sentence encoder", "started Ray"),
+                                           before, after) if a > b]
+        if grew:
+            raise AssertionError(f"{item.nodeid} {' and '.join(grew)} but is not marked real_model (tests/conftest.py: "
+                                 "a fixture in REAL_MODEL_FIXTURES, the module in REAL_MODEL_MODULES or @pytest.mark.slow)")
+    return result
 
 
 def pytest_collection_modifyitems(config, items):

@@ -148,6 +148,7 @@ def test_the_preset_is_defined_once():
 
 
 @pytest.mark.skipif(not WEBGLM.is_file(), reason=f"test data not found at {WEBGLM}")
+@pytest.mark.slow  # the embedded LLM (transformers) scores use_of_examples and judges
 def test_paper_preset_end_to_end_on_a_webglm_slice(tmp_path, fake_judge, capsys):
     data = json.loads(WEBGLM.read_text(encoding="utf-8"))
     src = tmp_path / "webglm.json"
