@@ -12,7 +12,9 @@ covariates, C = 1, ties dropped: ``fit``'s defaults and the cpu preset's) and ev
 - per rubric: the rubric alone (a one-rubric model, no style covariates), the rubric with the style
   covariates predicted style-controlled (what it says when the answers are equally long), and the
   drop-one ablation of the full model (refitted without it; Δ accuracy, paired question bootstrap);
-- per set, "is it length?": Spearman ρ of each rubric's 1-5 score with the answer's word count.
+- per set, "is it length?": Spearman ρ of each rubric's 1-5 score with the answer's word count;
+- per set and rubric, with no fitting at all: how often the answer the rubric scores higher is the
+  preferred one (all pairs where it differs, and the pairs of near-equal length).
 
 Every accuracy carries its question-clustered 95% bootstrap CI; † marks cells with fewer than 30
 questions or 50 pairs. A rubric constant on a training split (an abstaining factuality, a fluency no
@@ -40,6 +42,10 @@ from rubric.preference import (MIN_PAIRS_FOR_CI, MIN_QUESTIONS_FOR_CI, drop_one_
 from rubric.tables import table_rubrics  # noqa: E402
 
 
+#: Pairs of "near-equal length": the length difference under this share of the two lengths' sum.
+NEAR_EQUAL = 0.1
+
+
 def acc(row) -> str:
     lo, hi = row.ci["accuracy"]
     ci = "n/a" if math.isnan(lo) else f"{lo:.3f}, {hi:.3f}"
@@ -55,6 +61,30 @@ def length_rho(outdir: Path) -> dict[str, float]:
     cols["n_words"] = answers.column("n_words").to_pylist()
     m = spearman_matrix(cols)
     return {r: float(m[i, -1]) for i, r in enumerate(rubrics)}
+
+
+def sign_rows(name: str, pairs, *, n_boot: int, seed: int) -> list[str]:
+    """Per rubric, no fitting: how often the answer it scores higher is the preferred one, over the pairs
+    where it differs, on the whole set and on the pairs of near-equal length."""
+    cols = {c: pairs.column(c).to_pylist() for c in ("label", "question_id", "n_words_a", "n_words_b")}
+    lines = []
+    for r in table_rubrics(pairs):
+        d = pairs.column(f"d_{r}").to_pylist()
+        cells = []
+        for near in (False, True):
+            keep = [i for i, (lab, x) in enumerate(zip(cols["label"], d)) if lab in ("a", "b") and x
+                    and (not near or abs(cols["n_words_a"][i] - cols["n_words_b"][i])
+                         < NEAR_EQUAL * (cols["n_words_a"][i] + cols["n_words_b"][i]))]
+            if len({cols["question_id"][i] for i in keep}) < 2:
+                cells.append("n/a")
+                continue
+            y = np.array([cols["label"][i] for i in keep], dtype=object)
+            pred = np.array(["a" if d[i] > 0 else "b" for i in keep], dtype=object)
+            row = evaluate_predictions(r, y, pred, groups=[cols["question_id"][i] for i in keep], n_boot=n_boot,
+                                       seed=seed)
+            cells.append(f"{acc(row)} ({row.n})")
+        lines.append(f"| {name} | {r} | {cells[0]} | {cells[1]} |")
+    return lines
 
 
 def cell(train: str, pairs_t, ev: str, pairs_e, *, n_boot: int, seed: int) -> list[str]:
@@ -118,6 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     for r in dict.fromkeys(r for rho in rhos.values() for r in rho):
         lines.append(f"| {r} | " + " | ".join("n/a" if math.isnan(rhos[s].get(r, math.nan))
                                                 else f"{rhos[s][r]:+.2f}" for s in sets) + " |")
+    lines += ["", "## Each rubric's own direction, no fitting", "",
+              "The share of pairs, among those where the rubric's scores differ, in which the answer it scores "
+              "higher was preferred [question-clustered 95% CI] (pairs): on the whole set, and on the pairs whose "
+              f"lengths differ by less than {NEAR_EQUAL:.0%} of their sum (where length cannot decide).", "",
+              "| set | rubric | all pairs | near-equal length |", "|---|---|---|---|"]
+    for name, table in tables.items():
+        lines += sign_rows(name, table, n_boot=args.n_boot, seed=args.seed)
     lines += ["", "## Accuracy, fitted on one set and evaluated on each", "",
               "Accuracy [question-clustered 95% CI]; † fewer than 30 questions or 50 pairs.", ""]
     for t in args.train:
