@@ -4,7 +4,10 @@
 
 Each scorer is built once (model loading excluded), warmed up on a few answers, then run over the
 answers with ``models.scorer_set.score_items`` in the job's batches (``--batch-size``, the job's
-default 32): the same path as ``lfqa-rubric score --preset cpu``. TREC-DL-NF passages are short
+default 32): the same path as ``lfqa-rubric score --preset cpu``. Wall seconds and the process's CPU
+seconds (all its threads) are both printed: on a machine shared with other jobs the wall time
+measures the sharing, while the CPU time says what the work costs (two idle cores supply two
+CPU-seconds per second, when the work runs on both). TREC-DL-NF passages are short
 (~56 words, no reference); WebGLM answers are long (~178 words) and carry the question's reference
 answer, which completeness and factuality read. The 1-minute load average is printed before and after:
 on a shared machine a high value means slower numbers.
@@ -73,20 +76,23 @@ def main(argv: list[str] | None = None) -> int:
         if not items:
             continue
         words = sum(len(it.answer.split()) for it in items) / len(items)
-        total = 0.0
+        total = total_cpu = 0.0
         for scorer in scorers:
+            cpu0 = time.process_time()
             run = score_items(items, [scorer], batch_size=args.batch_size, progress=False)
+            cpu = time.process_time() - cpu0
             (label, secs), = run.seconds.items()
             total += secs
-            rows.append((name, len(items), words, label, secs))
-        rows.append((name, len(items), words, "**all nine**", total))
+            total_cpu += cpu
+            rows.append((name, len(items), words, label, secs, cpu))
+        rows.append((name, len(items), words, "**all nine**", total, total_cpu))
     load_after = os.getloadavg()[0]
     print(f"torch threads {torch.get_num_threads()}, os.cpu_count() {os.cpu_count()}, batch size {args.batch_size}; "
           f"scorers built in {load_s:.1f} s; 1-min load average {load_before:.2f} before, {load_after:.2f} after\n")
-    print("| set | answers | mean words | scorer (rubrics) | seconds | answers/s |")
-    print("|---|---:|---:|---|---:|---:|")
-    for name, n, words, label, secs in rows:
-        print(f"| {name} | {n} | {words:.0f} | {label} | {secs:.1f} | {n / secs:.1f} |")
+    print("| set | answers | mean words | scorer (rubrics) | wall s | answers/s | CPU s | answers per CPU-second |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|")
+    for name, n, words, label, secs, cpu in rows:
+        print(f"| {name} | {n} | {words:.0f} | {label} | {secs:.1f} | {n / secs:.1f} | {cpu:.1f} | {n / cpu:.1f} |")
     return 0
 
 

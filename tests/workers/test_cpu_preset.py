@@ -85,3 +85,18 @@ def test_transfer_refuses_a_table_made_otherwise(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "was not scored with --preset cpu" in err and "length" in err
     assert not (tmp_path / "t.md").exists()
+
+
+@pytest.mark.parametrize("names,versions,profile_only", [
+    (None, list(CPU.rubric_versions.values()), True),  # the demo's default: the nine, the profile's versions
+    ("relevance,grammar", ["relevance.minilm.v1", "grammar.harper.v1"], True),
+    ("relevance,coherence.geval.v1", ["relevance.minilm.v1", "coherence.geval.v1"], False),  # a named version
+    ("qa_similarity", ["qa_similarity"], False),  # not a rubric of the profile: resolved later, as named
+])
+def test_demo_rubrics_take_the_profiles_versions(names, versions, profile_only):
+    from workers.cli.score import DEMO_RUBRICS, demo_rubrics
+
+    got, only = demo_rubrics(names or build_parser().parse_args(["demo"]).rubrics)
+    assert got.split(",") == ([CPU.rubric_versions[n] for n in DEMO_RUBRICS.split(",")] if names is None
+                              else versions)
+    assert only is profile_only
