@@ -99,7 +99,12 @@ def _groups(specs: Sequence[RubricSpec]) -> dict[str, list[RubricSpec]]:
 
 def build_scorers(specs: Sequence[RubricSpec], config: ScoringConfig) -> list[Scorer]:
     """One scorer per backend, in the order the backends first appear in ``specs``."""
-    return [BACKENDS.get(name)(tuple(group), config) for name, group in _groups(specs).items()]
+    groups = _groups(specs)
+    if "cpu_text" in groups:  # before any factory imports torch (spaCy does): models.cpu_rubrics.OMP_WAIT_POLICY
+        from models.cpu_rubrics import prefer_passive_omp
+
+        prefer_passive_omp()
+    return [BACKENDS.get(name)(tuple(group), config) for name, group in groups.items()]
 
 
 def check_backends(specs: Sequence[RubricSpec], config: ScoringConfig, *, backends: Sequence[str] = ()) -> None:

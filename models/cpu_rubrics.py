@@ -17,6 +17,8 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import logging
+import os
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,7 +38,7 @@ from rubric.scoring import (
     term_coverage,
 )
 
-__all__ = ["CPUProfileScorer", "HarperFluencyScorer", "CPU_TEXT_VERSIONS", "EMBEDDING_VERSIONS", "PARSE_VERSIONS",
+__all__ = ["CPUProfileScorer", "HarperFluencyScorer", "prefer_passive_omp", "OMP_WAIT_POLICY", "CPU_TEXT_VERSIONS", "EMBEDDING_VERSIONS", "PARSE_VERSIONS",
            "MAX_EVIDENCE_SENTENCES", "SPACY_EXCLUDE"]
 
 log = logging.getLogger(__name__)
@@ -277,6 +279,23 @@ class CPUProfileScorer:
             return []
         docs = [d for d in it.docs if isinstance(d, str) and any(c.isalnum() for c in d)]
         return ([it.reference] if self._has_reference(it) else []) + docs
+
+
+#: OpenMP's wait policy for torch's thread pool, set before torch is first imported (the env var is read
+#: once, when the runtime loads). PASSIVE: a thread waiting for the others sleeps instead of spinning. On a
+#: machine shared with other jobs, spinning threads burn the cores the others need: MiniLM's share of the
+#: CPU profile took 34.4 CPU-seconds for 320 TREC passages with the default, 12.1 with PASSIVE
+#: (docs/cpu-profile.md, "Speed"). A value already in the environment wins.
+OMP_WAIT_POLICY = "PASSIVE"
+
+
+def prefer_passive_omp() -> bool:
+    """Set ``OMP_WAIT_POLICY`` (unless already set) while torch is not imported yet; whether it can still act."""
+    if "torch" in sys.modules:
+        log.debug("torch is already imported: OMP_WAIT_POLICY stays %s", os.environ.get("OMP_WAIT_POLICY"))
+        return False
+    os.environ.setdefault("OMP_WAIT_POLICY", OMP_WAIT_POLICY)
+    return True
 
 
 def _load_minilm(device: str | None):

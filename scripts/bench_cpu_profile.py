@@ -58,15 +58,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
     args = ap.parse_args(argv)
 
+    load_before = os.getloadavg()[0]
+    specs = [RUBRICS.get(v) for v in CPU.rubric_versions.values()]
+    t0 = time.perf_counter()
+    scorers = build_scorers(specs, ScoringConfig(batch_size=args.batch_size))  # imports torch: nothing before it
+    load_s = time.perf_counter() - t0
     import torch
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    load_before = os.getloadavg()[0]
-    specs = [RUBRICS.get(v) for v in CPU.rubric_versions.values()]
-    t0 = time.perf_counter()
-    scorers = build_scorers(specs, ScoringConfig(batch_size=args.batch_size))
-    load_s = time.perf_counter() - t0
     sets = {"TREC-DL-NF": trec_items(args.data / "TREC-DL-NF.json", args.trec) if args.trec else [],
             "WebGLM": webglm_items(args.data / "WEBGLM_50.json", args.webglm) if args.webglm else []}
     for scorer in scorers:  # warm-up: first calls allocate
@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((name, len(items), words, label, secs, cpu))
         rows.append((name, len(items), words, "**all nine**", total, total_cpu))
     load_after = os.getloadavg()[0]
-    print(f"torch threads {torch.get_num_threads()}, os.cpu_count() {os.cpu_count()}, batch size {args.batch_size}; "
+    print(f"torch threads {torch.get_num_threads()}, OMP_WAIT_POLICY {os.environ.get('OMP_WAIT_POLICY')}, "
+          f"os.cpu_count() {os.cpu_count()}, batch size {args.batch_size}; "
           f"scorers built in {load_s:.1f} s; 1-min load average {load_before:.2f} before, {load_after:.2f} after\n")
     print("| set | answers | mean words | scorer (rubrics) | wall s | answers/s | CPU s | answers per CPU-second |")
     print("|---|---:|---:|---|---:|---:|---:|---:|")
