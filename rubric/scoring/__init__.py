@@ -26,6 +26,7 @@ from rubric.scoring.presets import (
     Preset, PAPER, CPU, PRESETS, get_preset, preset_rubric_versions, preset_judges, preset_tag, preset_title,
     model_preset, table_problems, judge_settings_problems, PRESET_META_KEY,
 )
+from rubric.scoring.presets import model_preset_problems, model_preset_tag
 from rubric.scoring.geval import (
     ChatPrompt, PROMPTS_DIR, PromptTemplate, ParsedScore, Layout, LAYOUTS, DEFAULT_MIN_MASS,
     DEFAULT_LOG_SCORE_TOL, LFQ_FILTER_VERSION, TEMPLATE_VERSIONS, get_template, lfq_filter_template,
@@ -61,6 +62,7 @@ from rubric.scoring.claims import (
 )
 
 __all__ = [
+    "model_preset_problems", "model_preset_tag",
     "Preset", "PAPER", "CPU", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges", "preset_tag",
     "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY",
     "minmax_1_5", "FittedMinMax", "LENGTH_WORD_CAP", "LENGTH_RAW_MAX", "whitespace_words", "length_raw",

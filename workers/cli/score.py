@@ -6,9 +6,9 @@ import argparse
 import logging
 import sys
 from importlib import resources
-from pathlib import Path
 
-from workers.cli.options import add_input_args, add_ray_args, add_scoring_args, ray_step, score_kind
+from workers.cli.options import (add_input_args, add_out_args, add_ray_args, add_scoring_args, ray_step,
+                                 score_kind)
 
 __all__ = ["add_score", "score", "add_demo", "demo", "demo_rubrics", "DEMO_RUBRICS", "DEMO_PROFILE_LINES"]
 
@@ -30,7 +30,7 @@ DEMO_PROFILE_LINES = (
 
 def add_score(p: argparse.ArgumentParser) -> None:
     add_input_args(p, slices=True)
-    p.add_argument("--out", required=True)
+    add_out_args(p, "output folder: a new or empty one, or one an earlier lfqa-rubric score run wrote")
     add_scoring_args(p, "conciseness,grammar")
     p.add_argument("--ray", action="store_true", help="run the Ray Data pipeline (local Ray or $RAY_ADDRESS; docs/ray.md)")
     add_ray_args(p)
@@ -40,7 +40,7 @@ def score(args) -> int:
     from workers.runner import run
 
     run(score_kind(args, ray=args.ray), args.inputs, args.out, progress=not args.quiet,
-        step=ray_step(args) if args.ray else None)
+        step=ray_step(args) if args.ray else None, force=args.force)
     return 0
 
 
@@ -53,7 +53,6 @@ DEMO_MAX_CLAIM_TOKENS = 96
 def add_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="demo-out")
     add_scoring_args(p, DEMO_RUBRICS)
-    p.set_defaults(rubrics=DEMO_RUBRICS)
     # the whole sample in one batch: one engine call per stage
     p.set_defaults(batch_size=64, factuality_max_claim_tokens=DEMO_MAX_CLAIM_TOKENS)
 
@@ -82,13 +81,14 @@ def demo(args) -> int:
     from rubric.preference import (PreferenceModel, evaluate_model, predict_pairs, read_output_table, read_pairs,
                                    readable_view, write_predictions, write_report)
     from workers.cli.tables import add_fit, fit
+    from workers.outdir import out_path, output_file
     from workers.report_cmd import html_report
 
     for line in DEMO_PROFILE_LINES:
         log.info("%s", line)
     rubrics, profile_only = demo_rubrics(args.rubrics)
     data = resources.files("rubric") / "data"
-    out = Path(args.out)
+    out = out_path(args.out)
     with resources.as_file(data / "sample_pairs.jsonl") as path, \
             resources.as_file(data / "sample_corpus.jsonl") as corpus:
         score_args = _parse(add_score, [str(path), "--format", "lfqa-hp", "--out", str(out)])
@@ -110,7 +110,8 @@ def demo(args) -> int:
              "the baselines and the ablation are in %s)", first.system, first.values.get("accuracy", float("nan")),
              first.n, first.n_questions, out / "report.md")
     predictions = predict_pairs(model, pairs, split=None)
-    write_predictions(predictions, out / "predictions.parquet")
+    with output_file(out / "predictions.parquet") as tmp:
+        write_predictions(predictions, tmp)
     claims = "the claims behind factuality in `claims.parquet`, " if (out / "claims.parquet").is_file() else ""
     where = (f"Full tables in `{out}/`: every answer's vector with errors and provenance in `answers.parquet`, every "
              "pair with its differences in `pairs.parquet`, every prediction with its contributions in "
@@ -118,7 +119,8 @@ def demo(args) -> int:
              "the metrics (held-out, with baselines, ablation and calibration) in `report.md`, and all of it as "
              "one page in `report.html`.")
     view = readable_view(read_output_table(out, "answers"), pairs, model, predictions, where=where)
-    (out / "summary.md").write_text(view, encoding="utf-8")
+    with output_file(out / "summary.md") as tmp:
+        tmp.write_text(view, encoding="utf-8")
     sys.stdout.write("\n" + view)
     log.info("this view is in %s", out / "summary.md")
     html_report([out], out / "report.html")
