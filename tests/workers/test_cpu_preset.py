@@ -100,3 +100,15 @@ def test_demo_rubrics_take_the_profiles_versions(names, versions, profile_only):
     assert got.split(",") == ([CPU.rubric_versions[n] for n in DEMO_RUBRICS.split(",")] if names is None
                               else versions)
     assert only is profile_only
+
+
+def test_the_profiles_factuality_needs_no_evidence_source(tmp_path):
+    """It abstains without evidence (0.5, n_evidence = 0) and reads no --factuality-corpus, so the paper preset's
+    refusal of factuality on records without documents is not the profile's."""
+    from tests.workers.test_preset_checks import _without_documents
+
+    bare = _without_documents(tmp_path)
+    args = build_parser().parse_args(["score", str(bare), "--format", "lfqa-hp", "--preset", "cpu", "--rubrics",
+                                      "factuality", "--out", str(tmp_path / "o")])
+    apply_preset(args, "score")
+    assert args.rubrics == "factuality.support.v1"
