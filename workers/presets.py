@@ -1,6 +1,7 @@
-"""``--preset NAME`` on ``score``, ``fit``, ``evaluate``, ``judge`` and ``analyze``: the settings come
-from :mod:`rubric.scoring.presets` (defined there once: ``paper`` is the LFQA-HP-1M paper's configuration,
-Jahan et al.); this module only applies them to a command's arguments.
+"""``--preset NAME`` on ``score``, ``fit``, ``evaluate``, ``transfer``, ``judge`` and ``analyze``: the settings
+come from :mod:`rubric.scoring.presets` (defined there once: ``paper`` is the LFQA-HP-1M paper's
+configuration, Jahan et al.; ``cpu`` the CPU rubric profile); this module only applies them to a command's
+arguments.
 
 A setting the preset fixes takes the preset's value; given explicitly with another value, it is an
 error (``--preset paper sets --mode vote``), never silently overridden. Selections stay the user's:
@@ -36,11 +37,12 @@ def _fixed(preset: Preset, command: str) -> dict[str, object]:
         "judge": {"mode": preset.judge_mode, "n_votes": preset.n_votes, "temperature": preset.temperature,
                   "tie": preset.tie, "split_fractions": preset.split_fractions},
         "analyze": {"split": preset.eval_split},
+        "transfer": {"split": preset.eval_split, "C": preset.C, "ties": preset.ties, "style": preset.style},
     }[command]
 
 
 #: The commands that take ``--preset``.
-FIXED: tuple[str, ...] = ("score", "fit", "evaluate", "judge", "analyze")
+FIXED: tuple[str, ...] = ("score", "fit", "evaluate", "transfer", "judge", "analyze")
 
 
 class _Default:
@@ -105,6 +107,10 @@ def apply_preset(args: argparse.Namespace, command: str) -> None:
         ConfigError: an explicit value contradicts the preset, or the inputs were not made with it.
     """
     preset = get_preset(args.preset)
+    if command in ("judge", "analyze") and not preset.judges:
+        raise ConfigError(f"--preset {preset.name} is a rubric profile with no judges: use it on score, fit, evaluate "
+                          f"and transfer; {command} takes --preset "
+                          + ", ".join(p.name for p in PRESETS.values() if p.judges))
     for dest, value in _fixed(preset, command).items():
         given = getattr(args, dest)
         if not isinstance(given, _Default) and given is not None and given != value:
@@ -121,6 +127,9 @@ def apply_preset(args: argparse.Namespace, command: str) -> None:
         _check_table(preset, Path(args.outdir))
     elif command == "evaluate":
         _check_model(preset, Path(args.model))
+    elif command == "transfer":
+        for outdir in dict.fromkeys([*args.train, *args.eval]):
+            _check_table(preset, Path(outdir))
     log.info("--preset %s: %s", preset.name, preset.title)
 
 
@@ -144,7 +153,10 @@ def _check_evidence(preset: Preset, args: argparse.Namespace) -> None:
     """
     from rubric.scoring import RUBRICS
 
-    factuality = [v for v in args.rubrics.split(",") if v and RUBRICS.get(v).name == "factuality"]
+    # the claim-verifying versions only: the cpu preset's factuality.support.v1 abstains without evidence, and
+    # reads no --factuality-corpus
+    factuality = [v for v in args.rubrics.split(",") if v and RUBRICS.get(v).name == "factuality"
+                  and RUBRICS.get(v).backend == "factuality"]
     if not factuality or getattr(args, "factuality_corpus", None) or args.format not in _LFQA_HP_FORMATS:
         return
     mapped = args.map and any(k in ("docs_a", "docs_b") for k in (kv.split("=")[0].strip()
@@ -213,7 +225,8 @@ def add_preset(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--preset", choices=tuple(PRESETS), default=None,
                         help="run with a named configuration's settings (paper: LFQA-HP-1M's rubric versions and "
                              "prompts, fixed rescaling, no style covariates, vote-mode judges with 3 votes, "
-                             "70/15/15 split, fit on train, report on test; docs/paper.md)")
+                             "70/15/15 split, fit on train, report on test; docs/paper.md. cpu: the CPU rubric "
+                             "profile, the nine rubrics without an LLM, style covariates on; docs/cpu-profile.md)")
     parser.set_defaults(func=partial(_run, parser.get_default("func"), command))
     dests = [*_fixed(PRESETS[next(iter(PRESETS))], command), *([_SELECTIONS[command]] if command in _SELECTIONS else [])]
     parser.set_defaults(**{d: _remembered(parser.get_default(d)) for d in dests})

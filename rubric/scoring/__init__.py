@@ -3,7 +3,8 @@
 Versioned rubric specs and their raw ranges (``specs``), rescaling (``rescale``), the
 ``Scorer`` protocol and ``Score``/``Provenance`` (``scorer``), G-Eval prompts and score-token
 parsing (``geval``; templates in ``rubric/prompts/``), and the formulas the CPU backends apply
-(``conciseness``, ``grammar``, ``specificity``, ``claims``, ``signals``); ``presets`` (named
+(``conciseness``, ``grammar``, ``specificity``, ``claims``, ``signals``, ``cpu_profile``: the
+``--preset cpu`` versions); ``presets`` (named
 configurations of every step, defined once: ``--preset paper``).
 
 This is the package's public face: other packages import from here, not from its modules.
@@ -22,7 +23,7 @@ from rubric.scoring.scorer import (
     Score, Provenance, Scorer, ScoreSet, check_batch,
 )
 from rubric.scoring.presets import (
-    Preset, PAPER, PRESETS, get_preset, preset_rubric_versions, preset_judges, preset_tag, preset_title,
+    Preset, PAPER, CPU, PRESETS, get_preset, preset_rubric_versions, preset_judges, preset_tag, preset_title,
     model_preset, table_problems, judge_settings_problems, PRESET_META_KEY,
 )
 from rubric.scoring.presets import model_preset_problems, model_preset_tag
@@ -50,13 +51,19 @@ from rubric.scoring.claims import (
     ClaimScores, factuality_scores, CheckedClaim, claims_to_json, claims_from_json, claims_table,
 )
 
+from rubric.scoring.cpu_profile import (
+    CPU_RELEVANCE_VERSION, CPU_COHERENCE_VERSION, CPU_COMPLETENESS_VERSION, CPU_FACTUALITY_VERSION,
+    CPU_SPECIFICITY_VERSION, CPU_EXAMPLES_VERSION, CPU_FLUENCY_VERSION, FACTUALITY_NO_EVIDENCE, QUESTION_TERM_POS,
+    CONCRETE_POS, EXAMPLE_CUE, FLUENCY_HARPER_KINDS, centroid, relevance_score, coherence_score, soft_recall,
+    term_coverage, completeness_score, support_score, concreteness, example_cues, count_fluency_lints, fluency_score,
+)
 from rubric.scoring.claims import (
     FACTUALITY_V2, FACTUALITY_VERSIONS, count_no_claims,
 )
 
 __all__ = [
     "model_preset_problems", "model_preset_tag",
-    "Preset", "PAPER", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges", "preset_tag",
+    "Preset", "PAPER", "CPU", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges", "preset_tag",
     "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY",
     "minmax_1_5", "FittedMinMax", "LENGTH_WORD_CAP", "LENGTH_RAW_MAX", "whitespace_words", "length_raw",
     "row_cosine", "RubricSpec", "RUBRICS", "DEFAULT_VERSIONS", "EXTRA_SIGNALS", "PAPER_RUBRICS",
@@ -73,5 +80,10 @@ __all__ = [
     "TextTemplate", "extraction_template", "verification_template", "factuality_template_hash",
     "sentence_context", "extraction_prompts", "parse_claims", "EXTRACTION_STOP", "claim_key", "dedupe_claims",
     "format_evidence", "verification_prompt", "VerdictReading", "read_verdict", "parse_verdict_text",
-    "ClaimScores", "factuality_scores", "CheckedClaim", "claims_to_json", "claims_from_json", "claims_table", 'FACTUALITY_V2', 'FACTUALITY_VERSIONS', 'count_no_claims'
+    "ClaimScores", "factuality_scores", "CheckedClaim", "claims_to_json", "claims_from_json", "claims_table", 'FACTUALITY_V2', 'FACTUALITY_VERSIONS', 'count_no_claims',
+    "CPU_RELEVANCE_VERSION", "CPU_COHERENCE_VERSION", "CPU_COMPLETENESS_VERSION", "CPU_FACTUALITY_VERSION",
+    "CPU_SPECIFICITY_VERSION", "CPU_EXAMPLES_VERSION", "CPU_FLUENCY_VERSION", "FACTUALITY_NO_EVIDENCE",
+    "QUESTION_TERM_POS", "CONCRETE_POS", "EXAMPLE_CUE", "FLUENCY_HARPER_KINDS", "centroid", "relevance_score",
+    "coherence_score", "soft_recall", "term_coverage", "completeness_score", "support_score", "concreteness",
+    "example_cues", "count_fluency_lints", "fluency_score",
 ]

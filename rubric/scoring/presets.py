@@ -1,5 +1,6 @@
 """Named configurations, defined once: ``paper`` is LFQA-HP-1M's (Jahan, Iqbal and Ray Choudhury), as the
-seed paper and its reference code describe it.
+seed paper and its reference code describe it; ``cpu`` is the CPU rubric profile (the nine rubric names,
+each with a version that runs well on a CPU, docs/cpu-profile.md).
 
 Our defaults improve on the paper in ways that change its numbers (style covariates in the model,
 logprob judges, a soft use-of-examples score, factuality 0 for no claim is the paper's rule and our
@@ -20,7 +21,7 @@ from types import MappingProxyType
 
 from rubric.errors import ConfigError, UnknownNameError
 
-__all__ = ["Preset", "PAPER", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges",
+__all__ = ["Preset", "PAPER", "CPU", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges",
            "preset_tag", "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY",
            "model_preset_problems", "model_preset_tag"]
 
@@ -126,8 +127,50 @@ PAPER = Preset(
     }),
 )
 
+CPU = Preset(
+    name="cpu",
+    title="cpu preset (CPU rubric profile)",
+    rubric_versions=_frozen({
+        "specificity": "specificity.concrete.v1",
+        "grammar": "grammar.harper.v1",
+        "fluency": "fluency.harper.v1",
+        "completeness": "completeness.coverage.v1",
+        "coherence": "coherence.minilm.v1",
+        "relevance": "relevance.minilm.v1",
+        "conciseness": "conciseness.lexical_density.v1",
+        "use_of_examples": "use_of_examples.cues.v1",
+        "factuality": "factuality.support.v1",
+    }),
+    # Our defaults for everything but the rubrics: no LLM prompt is rendered (llm_layout is inert), the
+    # model keeps its style covariates, so a rubric that is only length shows it style-controlled.
+    llm_layout="paper",
+    rescale="declared",
+    split_fractions=(0.70, 0.15, 0.15),
+    fit_split="train",
+    eval_split="test",
+    style=True,
+    decorrelate=False,
+    C=1.0,
+    ties="drop",
+    judges=(),  # a rubric profile: `judge` and `analyze` refuse it (workers/presets.py)
+    judge_mode="logprob",
+    n_votes=1,
+    temperature=0.0,
+    tie=False,
+    sources=_frozen({
+        "rubrics": "the paper's nine rubric names, each with a version that runs on a CPU without an LLM: MiniLM "
+                   "sentence embeddings (relevance, coherence, completeness, factuality), spaCy (specificity, "
+                   "completeness's terms, conciseness), Harper (grammar, fluency), example cues "
+                   "(rubric/scoring/cpu_profile.py); what each carries is measured in docs/cpu-profile.md",
+        "rescale": "min-max of each rubric's declared range to 1-5",
+        "split": "70/15/15 by question (the score job's default)",
+        "model": "logistic regression on rubric differences with the style covariates (length, markdown): "
+                 "style-controlled figures beside every result",
+    }),
+)
+
 #: Every preset by name.
-PRESETS: Mapping[str, Preset] = MappingProxyType({PAPER.name: PAPER})
+PRESETS: Mapping[str, Preset] = MappingProxyType({PAPER.name: PAPER, CPU.name: CPU})
 
 
 def get_preset(name: str) -> Preset:

@@ -183,13 +183,15 @@ def add_transfer(t: argparse.ArgumentParser) -> None:
 
 def transfer(args) -> int:
     from rubric.preference import transfer_markdown
+    from rubric.scoring import preset_title
     from workers.export import run_transfer
 
     result = run_transfer(args.train, args.eval, C=args.C, ties=args.ties, style=args.style, split=args.split,
                           n_boot=args.n_boot, seed=args.seed)
     from workers.outdir import out_path, output_file
 
-    text = transfer_markdown(result)
+    text = transfer_markdown(result, title=preset_title("Transfer of the preference model",
+                                                        getattr(args, "preset", None)))
     out = out_path(args.out)
     with output_file(out) as tmp:
         tmp.write_text(text)
