@@ -14,6 +14,7 @@ loads no encoder; use_of_examples alone loads nothing at all.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import logging
@@ -133,12 +134,7 @@ class CPUProfileScorer:
         self.nlp = None
         self._spacy_id = ("", "")
         if self._versions & PARSE_VERSIONS:
-            self.nlp = load_spacy(spacy_model, exclude=SPACY_EXCLUDE)
-            missing = [p for p in ("tagger", "senter", "lemmatizer", "ner") if p not in self.nlp.component_names]
-            if missing:
-                raise BackendUnavailableError(f"spaCy pipeline {spacy_model!r} lacks {', '.join(missing)} "
-                                              f"(components: {self.nlp.component_names}); the CPU profile needs them")
-            self.nlp.enable_pipe("senter")
+            self.nlp = profile_pipeline(spacy_model)
             self._spacy_id = pipeline_id(self.nlp)
         self.encoder = None
         self._minilm_revision = ""
@@ -298,16 +294,27 @@ def prefer_passive_omp() -> bool:
     return True
 
 
-def _load_minilm(device: str | None):
-    from models.signals import minilm_folder
+@functools.cache
+def profile_pipeline(name: str) -> Any:
+    """The profile's spaCy pipeline (tagger, sentence recogniser, lemmatizer, NER; no parser), loaded once per
+    process and shared like ``models.text.pos_pipeline``.
 
-    folder = minilm_folder()
-    try:
-        from sentence_transformers import SentenceTransformer
-    except ImportError as e:
-        raise BackendUnavailableError("the CPU profile's embedding rubrics need sentence-transformers and torch: "
-                                      f"install the [cpu] extra; {e}") from e
-    return SentenceTransformer(str(folder), device=device)
+    Raises:
+        BackendUnavailableError: spaCy or the pipeline is missing, or it lacks a component the profile needs.
+    """
+    nlp = load_spacy(name, exclude=SPACY_EXCLUDE)
+    missing = [p for p in ("tagger", "senter", "lemmatizer", "ner") if p not in nlp.component_names]
+    if missing:
+        raise BackendUnavailableError(f"spaCy pipeline {name!r} lacks {', '.join(missing)} "
+                                      f"(components: {nlp.component_names}); the CPU profile needs them")
+    nlp.enable_pipe("senter")
+    return nlp
+
+
+def _load_minilm(device: str | None):
+    from models.signals import minilm_folder, sentence_encoder
+
+    return sentence_encoder(str(minilm_folder()), device)
 
 
 def _minilm_revision() -> str:
@@ -332,15 +339,10 @@ class HarperFluencyScorer(SingleSpecScorer):
 
     def __init__(self, specs: tuple[RubricSpec, ...]) -> None:
         self._serve(specs, CPU_FLUENCY_VERSION)
-        try:
-            from harper import Linter
-        except ImportError as e:
-            raise BackendUnavailableError("harper-py is not installed; install the [cpu] extra "
-                                          "(pip install 'lfqa-rubric[cpu]') or pip install 'harper-py==0.2.0'") from e
-        from models.grammar import HARPER_LANGUAGE
+        from models.grammar import HARPER_LANGUAGE, harper_linter
 
         self._language = HARPER_LANGUAGE
-        self._linter = Linter()
+        self._linter = harper_linter()
         self._revision = importlib.metadata.version("harper-py")
         self._kinds_hash = hashlib.sha256(",".join(sorted(FLUENCY_HARPER_KINDS)).encode()).hexdigest()[:12]
 
