@@ -107,12 +107,15 @@ def ray_local():
 @pytest.fixture(scope="module", autouse=True)
 def _one_llm_engine_between_modules(request):
     """After a module: if it left an engine of other settings than :data:`SHARED_LLM` (or another top-K)
-    in the cache, release every engine, so the next module does not pile one engine on another (only if
-    the module imported the engine cache: nothing heavy is imported here)."""
+    in the cache, release every engine, so the next module does not pile one engine on another; else
+    hand the heap pages it freed back to the OS (only if the module imported the engine cache: nothing
+    heavy is imported here)."""
     yield
     cache = sys.modules.get("models.llm.engines_cache")
     if cache is not None and set(cache.built_engines()) - {cache.engine_key(SHARED_LLM)}:
         cache.release_engines()
+    elif cache is not None:
+        cache.return_freed_memory()  # what the module's batches freed, so the next module starts lower
     if os.environ.get("LFQA_TEST_RSS"):
         import psutil
 
