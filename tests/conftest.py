@@ -3,7 +3,7 @@
 Each expensive thing is paid for once per session. spaCy, Harper and MiniLM are loaded once per
 process by the code itself (``models.text.pos_pipeline``, ``models.grammar.harper_linter``,
 ``models.signals.sentence_encoder``). LLM engines come from ``models.llm.engines_cache.build_engine``:
-the suite shares the one engine of the default settings (:data:`SHARED_LLM`, ~1.5 GB with its KV cache)
+the suite shares the one engine of the default settings (:data:`SHARED_LLM`, ~2.35 GB with its KV cache)
 across modules; a module that built an engine of other settings releases every engine when it ends
 (:func:`_one_llm_engine_between_modules`; freeing a vLLM engine tears down vLLM's process-wide parallel
 state, so engines are released all together, never one while another lives). One local Ray
@@ -14,7 +14,14 @@ import os
 import shutil
 import sys
 
-import pytest
+# Before torch is first imported (here and in the CLI subprocesses, which inherit it): OpenMP threads
+# that wait for each other sleep instead of spinning. On a quiet machine it makes no measurable
+# difference; beside another CPU-heavy job the spinning took the core that job held, and the engine
+# and MiniLM tests ran 5-40x their quiet time (DEVELOPERS.md, "Tests and benchmarks"). The product
+# does the same for the CPU profile (models.cpu_rubrics.prefer_passive_omp).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import pytest  # noqa: E402
 
 from rubric.config import ScoringConfig
 
