@@ -52,6 +52,12 @@ from rubric.scoring.claims import (
 from rubric.scoring.claims import (
     FACTUALITY_V2, FACTUALITY_VERSIONS, count_no_claims,
 )
+from rubric.scoring.claims import (
+    FACTUALITY_V3, EXTRACT_V2, VERIFY_V2, VERIFY_TERNARY_V2, FactualityRecipe, factuality_recipe, sentence_evidence,
+)
+from rubric.scoring.claim_stop import (
+    LOOP_RULE, STOP_RULES, claim_units, unit_key, loop_position, loops, claims_until_loop,
+)
 
 __all__ = [
     "Preset", "PAPER", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges", "preset_tag",
@@ -71,5 +77,7 @@ __all__ = [
     "TextTemplate", "extraction_template", "verification_template", "factuality_template_hash",
     "sentence_context", "extraction_prompts", "parse_claims", "EXTRACTION_STOP", "claim_key", "dedupe_claims",
     "format_evidence", "verification_prompt", "VerdictReading", "read_verdict", "parse_verdict_text",
-    "ClaimScores", "factuality_scores", "CheckedClaim", "claims_to_json", "claims_from_json", "claims_table", 'FACTUALITY_V2', 'FACTUALITY_VERSIONS', 'count_no_claims'
+    "ClaimScores", "factuality_scores", "CheckedClaim", "claims_to_json", "claims_from_json", "claims_table", 'FACTUALITY_V2', 'FACTUALITY_VERSIONS', 'count_no_claims',
+    "FACTUALITY_V3", "EXTRACT_V2", "VERIFY_V2", "VERIFY_TERNARY_V2", "FactualityRecipe", "factuality_recipe",
+    "sentence_evidence", "LOOP_RULE", "STOP_RULES", "claim_units", "unit_key", "loop_position", "loops", "claims_until_loop",
 ]

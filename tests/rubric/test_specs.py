@@ -11,6 +11,7 @@ EXPECTED_VERSIONS = {
     "use_of_examples.yesno.v2",
     "specificity.subjectiveqa.v1", "specificity.geval.v1", "factuality.veriscore.v1",
     "factuality.veriscore.v2",
+    "factuality.veriscore.v3",
     # extra signals (opt-in, outside the paper's nine)
     "length.words.v1", "qa_similarity.minilm.v1", "ref_rouge_l.v1", "ref_similarity.minilm.v1",
 }
