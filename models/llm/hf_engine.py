@@ -272,11 +272,10 @@ def _text_stop_criterion(tokenizer: Any, width: int, stop: list[str], stop_rule:
 
     from rubric.scoring import STOP_RULES
 
-    rule = STOP_RULES[stop_rule] if stop_rule is not None else None
-
     class TextStop(StoppingCriteria):
         def __init__(self) -> None:
             self.fired: dict[int, bool] = {}
+            self.checks: dict[int, Any] = {}
 
         def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
             import torch
@@ -287,7 +286,9 @@ def _text_stop_criterion(tokenizer: Any, width: int, stop: list[str], stop_rule:
                     done.append(True)
                     continue
                 text = tokenizer.decode(seq, skip_special_tokens=True)
-                hit = any(s in text for s in stop) or (rule is not None and rule(text))
+                if stop_rule is not None and row not in self.checks:
+                    self.checks[row] = STOP_RULES[stop_rule]()
+                hit = any(s in text for s in stop) or (stop_rule is not None and self.checks[row](text))
                 self.fired[row] = hit
                 done.append(hit)
             return torch.tensor(done, dtype=torch.bool, device=input_ids.device)

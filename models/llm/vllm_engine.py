@@ -125,11 +125,12 @@ class VLLMEngine(TokenizerMixin):
         llm_kw.update(kw)
         # The stop rules run inside the engine as a logits processor (models/llm/vllm_stop.py), which
         # vLLM 0.32 refuses next to speculative decoding; there ``complete`` generates to the end instead.
-        self.stop_rules_in_engine = not (llm_kw.get("speculative_config") or llm_kw.get("logits_processors"))
+        # A caller's own logits processors are kept; ours runs after them.
+        self.stop_rules_in_engine = not llm_kw.get("speculative_config")
         if self.stop_rules_in_engine:
             from models.llm.vllm_stop import PROCESSOR
 
-            llm_kw["logits_processors"] = [PROCESSOR]
+            llm_kw["logits_processors"] = [*(llm_kw.get("logits_processors") or []), PROCESSOR]
         try:
             self.llm = vllm.LLM(model=str(model_path), tokenizer=str(model_path), **llm_kw)
         except (OSError, ValueError) as e:

@@ -1,8 +1,9 @@
 """A vLLM (v1) logits processor that ends a request when its stop rule fires: the engine runs the rule.
 
 A request opts in with ``SamplingParams(extra_args={STOP_RULE_ARG: name})``, ``name`` one of
-``rubric.scoring.STOP_RULES`` (text generated so far -> stop now). Before each decoding step the
-processor decodes each opted-in request's output tokens and, where the rule fires, leaves only
+``rubric.scoring.STOP_RULES`` (a factory of one sequence's check: text generated so far -> stop
+now). Before each decoding step the processor decodes each opted-in request's output tokens and,
+where its check fires, leaves only
 the end-of-sequence token possible, so the request finishes there ("stop", like an EOS of its
 own). Other requests are untouched, and log-probabilities are read before logits processors
 (vLLM's default ``raw_logprobs``), so the G-Eval scores of a shared engine do not move.
@@ -37,7 +38,7 @@ def _rule_name(params: Any) -> str | None:
 
 
 class StopRuleProcessor(LogitsProcessor):
-    """Forces EOS for a request once ``STOP_RULES[name](text so far)`` is true."""
+    """Forces EOS for a request once its check (``STOP_RULES[name]()``) holds on the text so far."""
 
     @classmethod
     def validate_params(cls, sampling_params: Any) -> None:
@@ -51,7 +52,7 @@ class StopRuleProcessor(LogitsProcessor):
         mc = vllm_config.model_config
         self.tokenizer = AutoTokenizer.from_pretrained(mc.tokenizer, revision=mc.tokenizer_revision,
                                                        trust_remote_code=mc.trust_remote_code)
-        # batch row -> (rule, eos id, the request's live output token list)
+        # batch row -> (the request's check, eos id, its live output token list)
         self.rows: dict[int, tuple[Any, int, list[int]]] = {}
 
     def is_argmax_invariant(self) -> bool:
@@ -64,7 +65,7 @@ class StopRuleProcessor(LogitsProcessor):
         eos = getattr(params, "eos_token_id", None)
         if eos is None:
             eos = self.tokenizer.eos_token_id
-        return STOP_RULES[name], int(eos), output_ids
+        return STOP_RULES[name](), int(eos), output_ids
 
     def update_state(self, batch_update: BatchUpdate | None) -> None:
         process_dict_updates(self.rows, batch_update, self._state)

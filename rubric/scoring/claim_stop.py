@@ -15,8 +15,9 @@ been written. The completion loops at the first of:
 - a complete unit that repeats an earlier unit (``unit_key``: case, punctuation, list markers and
   ``<SOS>``/``<EOS>`` ignored);
 - the second of two consecutive complete units that have text but no word (a bare count "2.");
-- a run of at least ``PERIODIC_RUN`` characters repeating with a period of at most
-  ``PERIODIC_MAX`` characters ("1.1.1.1...", one unit that never ends).
+- a block of at most ``PERIODIC_MAX`` characters written again and again, at least three times in a
+  row and over at least ``PERIODIC_RUN`` characters ("1.1.1.1...", "*X* *X* *X*": a unit that
+  never ends).
 
 Pure: no model here; ``rubric.scoring.claims`` has the prompts and the line parser.
 """
@@ -29,15 +30,16 @@ from functools import cache
 
 from rubric.scoring.claims import LOOP_RULE, claim_key, parse_claims
 
-__all__ = ["LOOP_RULE", "PERIODIC_RUN", "PERIODIC_MAX", "STOP_RULES", "claim_units", "unit_key",
+__all__ = ["LOOP_RULE", "PERIODIC_RUN", "PERIODIC_MAX", "STOP_RULES", "LoopWatch", "claim_units", "unit_key",
            "loop_position", "loops", "claims_until_loop"]
 
 PERIODIC_RUN = 48
-PERIODIC_MAX = 16
+PERIODIC_MAX = 80
 
-# An inline list item: whitespace after sentence punctuation, then "3." / "3)" / "(3)" and a space.
-# The whitespace run is the separator; the unit before it is complete once the marker's space is written.
-_INLINE_ITEM = re.compile(r"(?<=[.!?:;)\]\"'”’])[ \t]+(?=\(?\d{1,3}[.)][ \t])")
+# An inline list item: whitespace after sentence punctuation (or markdown emphasis, or a <SOS>/<EOS>
+# marker), then "3." / "3)" / "(3)" and a space. The whitespace run is the separator; the unit before
+# it is complete once the marker's space is written.
+_INLINE_ITEM = re.compile(r"(?<=[.!?:;)\]\"'”’>*])[ \t]+(?=\(?\d{1,3}[.)][ \t])")
 # List markers, bullets and the prompt's sentence markers at the start of a unit, nested ("1. 2.", "1.1.1").
 _LEAD = re.compile(r"^(?:\s*(?:[-*+•·‣◦▪–—>#]+|\(?\d{1,3}(?:\.\d{1,3})*[.):]|\[\d{1,3}\]))+(?=\s|$)\s*")
 _MARKERS = re.compile(r"<SOS>|<EOS>", re.I)
@@ -78,27 +80,31 @@ def unit_key(unit: str) -> str:
 
 @cache
 def _periodic_patterns() -> tuple[tuple[re.Pattern[str], int], ...]:
-    # period p: a block of p characters followed by enough copies to cover PERIODIC_RUN characters
-    return tuple((re.compile(rf"(.{{{p}}})\1{{{-(-PERIODIC_RUN // p) - 1},}}", re.S), -(-PERIODIC_RUN // p) * p)
-                 for p in range(1, PERIODIC_MAX + 1))
+    # period p: a block of p characters and enough copies after it to make 3, and PERIODIC_RUN characters
+    out = []
+    for p in range(1, PERIODIC_MAX + 1):
+        copies = max(3, -(-PERIODIC_RUN // p))
+        out.append((re.compile(rf"(.{{{p}}})\1{{{copies - 1}}}", re.S), copies * p))
+    return tuple(out)
 
 
 def _periodic_end(text: str) -> int | None:
-    """Offset at which ``text`` first shows a block of <= ``PERIODIC_MAX`` characters repeated over
-    ``PERIODIC_RUN`` characters (at least ceil(PERIODIC_RUN / period) copies in a row)."""
+    """Offset at which ``text`` first ends in a block of <= ``PERIODIC_MAX`` characters written at least
+    three times in a row over at least ``PERIODIC_RUN`` characters (the first such prefix's length)."""
     ends = [m.start() + span for pat, span in _periodic_patterns() if (m := pat.search(text))]
     return min(ends, default=None)
 
 
-def _first_loop(text: str) -> tuple[int | None, int]:
-    """(offset at which the rule fires or None, how many units come before the loop)."""
+def _units_loop(units: list[tuple[str, int | None]], before: int | None = None) -> tuple[int | None, int]:
+    """(offset at which a complete unit shows the loop or None, how many units come before it).
+
+    Only units known complete at or before ``before`` (all complete ones when None) are judged.
+    """
     seen: set[str] = set()
     empty_run = 0
-    units = claim_units(text)
-    periodic = _periodic_end(text)
     for i, (unit, done_at) in enumerate(units):
-        if done_at is None or (periodic is not None and done_at > periodic):
-            break  # not known complete before the text ends, or before the periodic run fires
+        if done_at is None or (before is not None and done_at > before):
+            return None, i
         key = unit_key(unit)
         if not key:
             empty_run = empty_run + 1 if unit.strip() else 0
@@ -109,9 +115,19 @@ def _first_loop(text: str) -> tuple[int | None, int]:
         if key in seen:
             return done_at, i
         seen.add(key)
+    return None, len(units)
+
+
+def _first_loop(text: str) -> tuple[int | None, int]:
+    """(offset at which the rule fires or None, how many units come before the loop)."""
+    units = claim_units(text)
+    periodic = _periodic_end(text)
+    fired, n_before = _units_loop(units, periodic)
+    if fired is not None:
+        return fired, n_before
     if periodic is not None:
         # units complete before the run fired are kept; the one the run is in is not
-        return periodic, sum(1 for _, d in units if d is not None and d <= periodic)
+        return periodic, n_before
     return None, len(units)
 
 
@@ -123,6 +139,34 @@ def loop_position(text: str) -> int | None:
 def loops(text: str) -> bool:
     """The stop rule: True once the completion generated so far loops (what engines call each step)."""
     return _first_loop(text)[0] is not None
+
+
+class LoopWatch:
+    """``loops`` for one growing completion, called after each new token: cheaper than ``loops`` on
+    the whole text each time, with the same answers.
+
+    A periodic run that fires on the new text must end in the new characters, so only those end
+    points are tried (one slice comparison per period); units are judged again (they are few).
+    """
+
+    _SPAN = {p: max(3, -(-PERIODIC_RUN // p)) * p for p in range(1, PERIODIC_MAX + 1)}
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.fired = False
+
+    def __call__(self, text: str) -> bool:
+        if self.fired:
+            return True
+        since, self.seen = self.seen, len(text)
+        if len(text) - since > 64:  # a long jump (the first call, or several tokens at once)
+            periodic = _periodic_end(text[max(0, since - 3 * PERIODIC_MAX):]) is not None
+        else:
+            periodic = any(e >= span and text[e - span:e - p] == text[e - span + p:e]
+                           # from a few characters back: decoding may rewrite the last one (a split UTF-8 byte)
+                           for e in range(max(1, since - 3), len(text) + 1) for p, span in self._SPAN.items())
+        self.fired = periodic or _units_loop(claim_units(text))[0] is not None
+        return self.fired
 
 
 def claims_until_loop(text: str, *, cut: bool) -> list[str]:
@@ -150,5 +194,6 @@ def claims_until_loop(text: str, *, cut: bool) -> list[str]:
     return out
 
 
-#: Stop rules engines run while generating, by name: text generated so far -> stop now.
-STOP_RULES: dict[str, Callable[[str], bool]] = {LOOP_RULE: loops}
+#: Stop rules engines run while generating, by name: a factory of one sequence's check, which is
+#: called with the sequence's text after each new token (the text only grows) and says "stop now".
+STOP_RULES: dict[str, Callable[[], Callable[[str], bool]]] = {LOOP_RULE: LoopWatch}

@@ -26,6 +26,8 @@ REPEAT_INLINE = ("1. To cook pork, follow these steps: 2. Preheat your oven to 4
                  "3. Season the pork with herbs. 4. Preheat your oven to 425°F (220°C). 5. Season")
 COUNTING = "1. Eat foods rich in vitamin C.\n2. 3. 4. 5. 6. 7. 8. 9. 10. 11. 12."
 STUTTER = "1. The oven is hot.\n2. 1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1.1"
+ECHO = "1. The oven is hot.\n2. *Aver 50% of jobs are remote* *Aver 50% of jobs are remote* *Aver 50% of jobs are remote* *Aver"
+MARKED = "1. <SOS>Preheat the grill.\n2. <EOS> 3. <SOS> 4. <SOS> 5. <SOS> 6. <SOS> 7."
 DISTINCT = "1. Paris is the capital of France.\n2. Paris has about two million inhabitants."
 
 
@@ -57,15 +59,25 @@ def test_unit_key_ignores_list_markers_and_sentence_markers(unit, key):
     (REPEAT_INLINE, ["Preheat your oven to 425°F (220°C).", "Season the pork with herbs."]),
     (COUNTING, ["Eat foods rich in vitamin C."]),
     (STUTTER, ["The oven is hot."]),
+    (ECHO, ["The oven is hot."]),
+    (MARKED, ["Preheat the grill."]),
 ])
 def test_a_looping_completion_stops_at_the_loop_and_keeps_the_claims_before_it(text, claims):
     at = loop_position(text)
-    assert at is not None and loops(text) and STOP_RULES[LOOP_RULE](text)
+    assert at is not None and loops(text)
     assert not loops(text[:at - 1])  # the rule fires at that point, not earlier
     # the claims depend only on the text up to the loop: stopped there, later, or cut by the budget
     for end in range(at, len(text) + 1):
         for cut in (False, True):
             assert claims_until_loop(text[:end], cut=cut) == claims
+
+
+@pytest.mark.parametrize("text", [REPEAT_LINES, REPEAT_INLINE, COUNTING, STUTTER, ECHO, MARKED, DISTINCT])
+@pytest.mark.parametrize("step", [1, 3, 70])
+def test_the_engines_incremental_check_agrees_with_the_rule_on_every_prefix(text, step):
+    watch = STOP_RULES[LOOP_RULE]()  # one per sequence, fed the growing text (tokens of 1-70 characters)
+    for end in list(range(1, len(text), step)) + [len(text)]:
+        assert watch(text[:end]) == loops(text[:end]), text[:end]
 
 
 def test_distinct_claims_do_not_stop_and_a_budget_cut_last_line_is_not_read():
@@ -81,9 +93,13 @@ def test_distinct_claims_do_not_stop_and_a_budget_cut_last_line_is_not_read():
         "Rome is in Italy."]
 
 
-def test_periodic_run_needs_48_characters():
+def test_a_periodic_run_needs_48_characters_and_three_copies():
     assert not loops("x" * 47) and loops("x" * 48)
     assert not loops("ab" * 23) and loops("ab" * 24)
+    block = "The sky is blue and the grass is green; "  # 40 characters
+    assert not loops(block * 2 + block[:-1]) and loops(block * 3)
+    long_block = "".join(chr(c) for c in range(ord("!"), ord("!") + 81))  # 81 characters, no shorter period
+    assert not loops(long_block * 3)  # blocks longer than 80 characters are not looked for
 
 
 def test_sentence_evidence_merges_the_claims_passages_by_rank():
