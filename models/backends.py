@@ -99,7 +99,12 @@ def _groups(specs: Sequence[RubricSpec]) -> dict[str, list[RubricSpec]]:
 
 def build_scorers(specs: Sequence[RubricSpec], config: ScoringConfig) -> list[Scorer]:
     """One scorer per backend, in the order the backends first appear in ``specs``."""
-    return [BACKENDS.get(name)(tuple(group), config) for name, group in _groups(specs).items()]
+    groups = _groups(specs)
+    if "cpu_text" in groups:  # before any factory imports torch (spaCy does): models.cpu_rubrics.OMP_WAIT_POLICY
+        from models.cpu_rubrics import prefer_passive_omp
+
+        prefer_passive_omp()
+    return [BACKENDS.get(name)(tuple(group), config) for name, group in groups.items()]
 
 
 def check_backends(specs: Sequence[RubricSpec], config: ScoringConfig, *, backends: Sequence[str] = ()) -> None:
@@ -259,6 +264,23 @@ def _check_minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[
     return minilm_problems(", ".join(s.version for s in specs) or "the minilm backend")
 
 
+def _check_cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
+    from models.cpu_rubrics import EMBEDDING_VERSIONS, PARSE_VERSIONS  # constants only: no torch, no spaCy
+
+    versions = {s.version for s in specs}
+    why = ", ".join(sorted(versions)) or "the cpu_text backend"
+    problems = _spacy_problems(config, why) if versions & PARSE_VERSIONS or not versions else []
+    if versions & EMBEDDING_VERSIONS or not versions:
+        from models.signals import minilm_problems
+
+        problems += minilm_problems(why)
+    return problems
+
+
+def _check_harper_fluency(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
+    return _need("harper", "fluency.harper.v1", "pip install harper-py==0.2.0 (or install the [cpu] extra)")
+
+
 def _check_factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
     # Claims are ranked with BM25 both over a corpus and over each answer's attached documents.
     why = "factuality with --factuality-corpus" if config.factuality_corpus else "factuality"
@@ -340,3 +362,17 @@ def _minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.signals import MiniLMSimilarityScorer
 
     return MiniLMSimilarityScorer(specs, batch_size=config.batch_size)
+
+
+@register_backend("cpu_text", requires=_check_cpu_text, pool="classifier")
+def _cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
+    from models.cpu_rubrics import CPUProfileScorer
+
+    return CPUProfileScorer(specs, spacy_model=config.spacy_model)
+
+
+@register_backend("harper_fluency", requires=_check_harper_fluency, pool="text")
+def _harper_fluency(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
+    from models.cpu_rubrics import HarperFluencyScorer
+
+    return HarperFluencyScorer(specs)

@@ -124,11 +124,8 @@ class SentenceEncoder:
         if cache_size < 0:
             raise ConfigError(f"'cache_size' must be >= 0, got {cache_size}")
         t0 = time.perf_counter()
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as e:
-            raise BackendUnavailableError(f"the encoder baseline needs sentence-transformers and torch: {_INSTALL}; "
-                                          f"{e}") from e
+        from models.signals import sentence_encoder
+
         if model is None or model == DEFAULT_ENCODER:
             from models.signals import MINILM_PACKAGE, minilm_folder
 
@@ -145,7 +142,7 @@ class SentenceEncoder:
             self.model_id = model
             self.revision = _hub_revision(model)
         try:
-            self.model = SentenceTransformer(source, device=device)
+            self.model = sentence_encoder(source, device)
         except OSError as e:  # not in the cache offline, no such repo
             raise BackendUnavailableError(f"cannot load encoder {model!r}: {e}") from e
         self.batch_size = batch_size

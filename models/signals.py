@@ -22,6 +22,7 @@ error for the reference-based signals, never a silent 0.
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import importlib.util
 import logging
@@ -41,7 +42,7 @@ from rubric.scoring import RUBRICS, RubricSpec
 __all__ = [
     "LENGTH_VERSION", "ROUGE_VERSION", "QA_SIMILARITY_VERSION", "REF_SIMILARITY_VERSION",
     "MINILM_MODEL_ID", "MINILM_PACKAGE", "NO_REFERENCE",
-    "minilm_folder", "minilm_problems", "LengthScorer", "RougeLScorer", "MiniLMSimilarityScorer",
+    "minilm_folder", "minilm_problems", "sentence_encoder", "LengthScorer", "RougeLScorer", "MiniLMSimilarityScorer",
 ]
 
 log = logging.getLogger(__name__)
@@ -194,6 +195,24 @@ def minilm_folder() -> Path:
     return folder
 
 
+@functools.cache
+def sentence_encoder(source: str, device: str | None = None) -> Any:
+    """A ``sentence_transformers.SentenceTransformer`` (a local folder or a Hub id), loaded once per
+    process and shared: the MiniLM signals, LINKAGE's reference signals and the encoder baseline
+    only encode with it (its weights are never trained here).
+
+    Raises:
+        BackendUnavailableError: sentence-transformers or torch is missing.
+        OSError: the model cannot be loaded (not in the cache offline, no such repo).
+    """
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as e:
+        raise BackendUnavailableError("sentence encoders need sentence-transformers and torch: install the [cpu] "
+                                      f"or [gpu] extra (pip install sentence-transformers); {e}") from e
+    return SentenceTransformer(source, device=device)
+
+
 def minilm_problems(why: str) -> list[str]:
     """What the ``minilm`` backend would be missing, without importing torch or loading the model.
 
@@ -247,16 +266,12 @@ class MiniLMSimilarityScorer:
         self.batch_size = batch_size
         folder = minilm_folder()
         t0 = time.perf_counter()
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError as e:
-            raise BackendUnavailableError(f"the MiniLM similarity signals need sentence-transformers and torch: "
-                                          f"{_MINILM_INSTALL}; {e}") from e
-        self.model = SentenceTransformer(str(folder), device=device)
+        self.model = sentence_encoder(str(folder), device)
         self.max_tokens = int(self.model.max_seq_length)
         self._revision = f"{MINILM_PACKAGE}=={_version_of(MINILM_PACKAGE)}"
         # most of this is importing sentence-transformers (and torch); the weights load in well under 1 s
-        log.info("all-MiniLM-L6-v2 loaded from %s on %s in %.2f s (imports included)", folder, self.model.device,
+        log.info("all-MiniLM-L6-v2 from %s on %s ready in %.2f s (the first load in a process includes the "
+                 "imports)", folder, self.model.device,
                  time.perf_counter() - t0)
 
     def provenance(self, rubric: str) -> Provenance:

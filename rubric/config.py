@@ -8,7 +8,7 @@ from typing import Any
 from rubric.errors import ConfigError
 
 __all__ = ["ScoringConfig", "DEFAULT_MAX_ANSWER_CHARS", "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_MAX_PAIRS_PER_QUESTION",
-           "DEFAULT_SPECIFICITY_MODEL", "DEFAULT_MAX_CLAIM_TOKENS"]
+           "DEFAULT_SPECIFICITY_MODEL", "DEFAULT_MAX_CLAIM_TOKENS", "DEFAULT_SPLIT_FRACTIONS", "check_split_fractions"]
 
 # Each default is defined here once; the readers, the CLI and the jobs read it from here.
 #: Answers longer than this are rejected at read time.
@@ -21,6 +21,19 @@ DEFAULT_MAX_PAIRS_PER_QUESTION: int = 50
 DEFAULT_SPECIFICITY_MODEL: str = "gtfintechlab/SubjECTiveQA-SPECIFIC"
 #: Factuality's claim-extraction budget: tokens generated per sentence (``--factuality-max-claim-tokens``).
 DEFAULT_MAX_CLAIM_TOKENS: int = 256
+#: Train, dev and test shares of the question-level split jobs assign when the input has none (``--split-fractions``).
+DEFAULT_SPLIT_FRACTIONS: tuple[float, float, float] = (0.70, 0.15, 0.15)
+
+
+def check_split_fractions(fractions) -> tuple[float, float, float]:
+    """``fractions`` as a tuple of three floats; ConfigError unless three non-negative numbers summing to 1."""
+    try:
+        out = tuple(float(f) for f in fractions)
+    except (TypeError, ValueError):
+        raise ConfigError(f"'split_fractions' must be three numbers, got {fractions!r}") from None
+    if len(out) != 3 or any(f < 0 for f in out) or abs(sum(out) - 1.0) > 1e-9:
+        raise ConfigError(f"'split_fractions' must be three non-negative numbers summing to 1, got {fractions!r}")
+    return out  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -56,6 +69,8 @@ class ScoringConfig:
         factuality_max_claim_tokens: tokens generated per sentence for claim extraction; part of
             factuality's provenance (a different budget gives different claims).
         evidence_cache_dir: on-disk cache of retrieval results (None: no cache).
+        split_fractions: train, dev and test shares of the question-level split a job assigns when its
+            inputs carry none (score, judge: the same inputs, seed and shares give the same splits).
     """
 
     batch_size: int = 32
@@ -81,8 +96,10 @@ class ScoringConfig:
     factuality_ternary: bool = False
     factuality_max_claim_tokens: int = DEFAULT_MAX_CLAIM_TOKENS
     evidence_cache_dir: str | None = None
+    split_fractions: tuple[float, float, float] = DEFAULT_SPLIT_FRACTIONS
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "split_fractions", check_split_fractions(self.split_fractions))
         if self.batch_size < 1:
             raise ConfigError(f"'batch_size' must be >= 1, got {self.batch_size}")
         if self.max_answer_chars < 1:

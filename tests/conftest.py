@@ -1,9 +1,13 @@
 """Fixtures shared by every test package, the ``real_model`` marker, and what the suite keeps in memory.
 
-Memory: LLM engines built through ``models.llm.engines_cache.build_engine`` are cached per process (one
-vLLM engine holds the 517 MB model and a 1 GiB KV cache); :func:`_release_engines_after_module`
-drops them when a test module ends, so the next module's settings do not pile a second engine on
-the first. One local Ray (:func:`ray_local`) serves every module that asks for it.
+Each expensive thing is paid for once per session. spaCy, Harper and MiniLM are loaded once per
+process by the code itself (``models.text.pos_pipeline``, ``models.grammar.harper_linter``,
+``models.signals.sentence_encoder``). LLM engines come from ``models.llm.engines_cache.build_engine``:
+the suite shares the one engine of the default settings (:data:`SHARED_LLM`, ~1.5 GB with its KV cache)
+across modules; a module that built an engine of other settings releases every engine when it ends
+(:func:`_one_llm_engine_between_modules`; freeing a vLLM engine tears down vLLM's process-wide parallel
+state, so engines are released all together, never one while another lives). One local Ray
+(:func:`ray_local`) serves every module that asks for it.
 """
 
 import os
@@ -12,24 +16,67 @@ import sys
 
 import pytest
 
+from rubric.config import ScoringConfig
+
+#: The LLM settings the suite's tests score with unless a test is about other settings: the engine
+#: they build (``build_engine(SHARED_LLM)``, the embedded SmolLM2 on vLLM-CPU) lives for the session.
+SHARED_LLM = ScoringConfig()
+
 #: ``LFQA_TEST_RSS=1 make test``: the summary lists, per test module, the resident memory of the pytest
 #: process and of its child processes (Ray workers, vLLM helpers) when the module ended.
 #: The peak (``VmHWM``) after each module shows which module set the suite's maximum.
 _RSS: list[tuple[str, float, float, float]] = []
 
-#: Tests that load a real model or start Ray: those asking for one of these fixtures, and every
-#: test of these modules (they load spaCy, Harper, SmolLM2, MiniLM or start Ray inside the test).
-#: ``make test-fast`` deselects them (``-m "not real_model"``); ``make test`` runs everything.
-REAL_MODEL_FIXTURES = frozenset({"ray_local", "smollm2", "smollm2_path", "hf_engine", "vllm_engine"})
+#: Tests that load an LLM (SmolLM2 on vLLM or transformers) or MiniLM, or start Ray: those asking for one
+#: of these fixtures, every test of these modules, and tests marked ``slow``. ``make test-fast``
+#: deselects them (``-m "not real_model"``); ``make test`` runs everything. spaCy and Harper, the CPU
+#: rubrics' models, are loaded once per process (about 2 s together) and the fast tests may use them.
+#: :func:`pytest_runtest_call` fails a test without the marker that builds an LLM engine, loads a
+#: sentence encoder or starts Ray, so the marker cannot drift from what a test does.
+REAL_MODEL_FIXTURES = frozenset({"ray_local", "smollm2", "smollm2_path", "hf_engine", "vllm_engine", "server"})
 REAL_MODEL_MODULES = frozenset({
     "tests/models/test_text.py", "tests/models/test_grammar.py", "tests/models/test_factuality.py",
     "tests/models/test_evidence.py", "tests/models/test_encoder.py", "tests/models/test_signals.py",
     "tests/models/test_synonyms.py", "tests/models/test_protocols.py", "tests/models/test_specificity.py",
     "tests/models/llm/test_cuda.py", "tests/reliability/test_ray_job.py", "tests/reliability/test_preflight.py",
-    "tests/test_readme.py",
+    "tests/test_readme.py", "tests/golden/test_golden.py",
 })
 #: Single tests elsewhere that import vLLM or a model (found with `make test-fast` and --durations).
 REAL_MODEL_TESTS = frozenset({"tests/models/llm/test_manifests.py::test_missing_local_model_is_actionable"})
+
+
+def _heavy_state() -> tuple[int, int, bool]:
+    """LLM engines built, sentence encoders loaded, whether Ray is up (nothing is imported to tell)."""
+    cache = sys.modules.get("models.llm.engines_cache")
+    signals = sys.modules.get("models.signals")
+    ray = sys.modules.get("ray")
+    # real engines only: some tests put fakes in the cache
+    return (sum(type(e).__module__.startswith("models.llm.") for e in cache._ENGINES.values()) if cache else 0,
+            signals.sentence_encoder.cache_info().currsize if signals else 0,
+            bool(ray and ray.is_initialized()))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    return (yield from _check_marked(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    return (yield from _check_marked(item))
+
+
+def _check_marked(item):
+    before = _heavy_state()
+    result = yield
+    after = _heavy_state()
+    if item.get_closest_marker("real_model") is None:
+        grew = [what for what, b, a in zip(("built an LLM engine", "loaded a sentence encoder", "started Ray"),
+                                           before, after) if a > b]
+        if grew:
+            raise AssertionError(f"{item.nodeid} {' and '.join(grew)} but is not marked real_model (tests/conftest.py: "
+                                 "a fixture in REAL_MODEL_FIXTURES, the module in REAL_MODEL_MODULES or @pytest.mark.slow)")
+    return result
 
 
 def pytest_collection_modifyitems(config, items):
@@ -58,11 +105,13 @@ def ray_local():
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _release_engines_after_module(request):
-    """Drop the LLM engines a module built (only if it imported the engine cache: nothing heavy is imported here)."""
+def _one_llm_engine_between_modules(request):
+    """After a module: if it left an engine of other settings than :data:`SHARED_LLM` (or another top-K)
+    in the cache, release every engine, so the next module does not pile one engine on another (only if
+    the module imported the engine cache: nothing heavy is imported here)."""
     yield
     cache = sys.modules.get("models.llm.engines_cache")
-    if cache is not None:
+    if cache is not None and set(cache.built_engines()) - {cache.engine_key(SHARED_LLM)}:
         cache.release_engines()
     if os.environ.get("LFQA_TEST_RSS"):
         import psutil

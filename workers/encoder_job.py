@@ -9,6 +9,7 @@ a/b pairs, or load a trained one -> P(a) for every pair -> write the head (``hea
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from pathlib import Path
@@ -55,7 +56,7 @@ def embed_answers(encoder, answer_ids, questions, answers, *, chunk: int = 256, 
 def run_encoder_job(outdir: str | Path, *, out: str | Path | None = None, head_dir: str | Path | None = None,
                     predictions: str | Path | None = None, encoder: str | None = None, device: str | None = None,
                     batch_size: int = 32, C: float | str = "cv", split: str = "train", n_boot: int = 1000,
-                    seed: int = 0, progress: bool = True) -> dict:
+                    seed: int = 0, progress: bool = True, force: bool = False) -> dict:
     """Train the encoder baseline on a score output's split (or apply a trained one) and predict every pair.
 
     Args:
@@ -72,24 +73,49 @@ def run_encoder_job(outdir: str | Path, *, out: str | Path | None = None, head_d
         n_boot: question-clustered bootstrap replicates of the test CI.
         seed: bootstrap seed.
         progress: show progress bars.
+        force: write the head into a folder that is not an lfqa-rubric output (``workers.outdir.OutputFolder``).
+
+    The head folder is an output folder of its own (locked, ours or refused, published with a
+    manifest). The predictions are written through ``workers.outdir.output_file``; inside the score
+    folder they are recorded in its manifest (``added``): they are made from its tables, so the next
+    score run there removes them instead of leaving them beside other tables. While the job writes into
+    the score folder it holds that folder, so a score run cannot publish into it meanwhile (and this job
+    is refused while one is running).
 
     Returns:
         A summary: the head folder, the predictions file, the training facts and the test metrics.
 
     Raises:
         InputError: the score output is missing or lacks answer texts.
-        ConfigError: the training split has no a/b pairs, or ``C`` is invalid.
+        ConfigError: the training split has no a/b pairs, or ``C`` is invalid; an output folder is in use,
+            not ours, or overlaps the inputs.
     """
+    from workers.outdir import OutLock, out_path
+
+    outdir = out_path(outdir)
+    head_folder = None if head_dir is not None else (out_path(out) if out is not None else outdir / "encoder")
+    pred_path = out_path(predictions) if predictions is not None else outdir / PREDICTIONS_FILE
+    writes_here = any(p is not None and outdir.resolve() in (p.resolve(), *p.resolve().parents)
+                      for p in (head_folder, pred_path))
+    with OutLock(outdir) if writes_here else contextlib.nullcontext():
+        return _encoder(outdir, head_folder, head_dir, pred_path, encoder=encoder, device=device,
+                        batch_size=batch_size, C=C, split=split, n_boot=n_boot, seed=seed, progress=progress,
+                        force=force)
+
+
+def _encoder(outdir: Path, head_folder: Path | None, head_dir, pred_path: Path, *, encoder, device, batch_size: int,
+             C, split: str, n_boot: int, seed: int, progress: bool, force: bool) -> dict:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from models.encoder import PreferenceHead, SentenceEncoder, load_encoder_baseline, system_name
+    from models.encoder import (HEAD_JSON, HEAD_WEIGHTS, PreferenceHead, SentenceEncoder, load_encoder_baseline,
+                                system_name)
     from rubric.preference import pairs_fingerprint, read_output_table, read_pairs
     from rubric.preference import evaluate_predictions
+    from workers.outdir import TOOL, OutputFolder, output_file
 
     if isinstance(C, str) and C != "cv":
         raise ConfigError(f"'C' must be a number > 0 or 'cv', got {C!r}")
-    outdir = Path(outdir)
     t0 = time.perf_counter()
     answers = read_output_table(outdir, "answers")
     pairs = read_pairs(outdir)
@@ -158,19 +184,24 @@ def run_encoder_job(outdir: str | Path, *, out: str | Path | None = None, head_d
     else:
         log.warning("the test split of %s has no pairs labelled 'a' or 'b': no test accuracy", outdir)
 
-    head_folder = None
-    if head_dir is None:
-        head_folder = Path(out) if out is not None else outdir / "encoder"
-        head.save(head_folder, encoder=enc.describe(), system=system, test=metrics, **info)
-        log.info("head written to %s (%s, %s)", head_folder, "head.safetensors", "head.json")
-    pred_path = Path(predictions) if predictions is not None else outdir / PREDICTIONS_FILE
-    pred_path.parent.mkdir(parents=True, exist_ok=True)
+    tables = [outdir / "answers.parquet", outdir / "pairs.parquet"]
+    if head_folder is not None:
+        with OutputFolder(head_folder, outputs=(HEAD_WEIGHTS, HEAD_JSON), inputs=tables, force=force) as folder:
+            staging = folder.staging()
+            try:
+                head.save(staging, encoder=enc.describe(), system=system, test=metrics, **info)
+                folder.publish({n: staging / n for n in (HEAD_WEIGHTS, HEAD_JSON)},
+                               {"tool": TOOL, "kind": "encoder", "system": system, "trained_on": str(outdir)})
+            finally:
+                folder.remove(staging)
+        log.info("head written to %s (%s, %s)", head_folder, HEAD_WEIGHTS, HEAD_JSON)
     table = pa.table({"pair_id": pa.array(cols["pair_id"], pa.string()),
                       "system": pa.array([system] * len(p_a), pa.string()),
                       "p_a": pa.array(p_a.astype(float), pa.float64()),
                       "predicted": pa.array(predicted.tolist(), pa.string()),
                       "split": pa.array(cols["split"], pa.string())})
-    pq.write_table(table, pred_path)
+    with output_file(pred_path, inputs=tables, register=pred_path.parent.resolve() == outdir.resolve()) as tmp:
+        pq.write_table(table, tmp)
     timings = {"load": round(t_load - t0, 3), "embed": round(t_embed - t_load, 3), "fit": round(t_fit - t_embed, 3),
                "total": round(time.perf_counter() - t0, 3)}
     log.info("%d answers embedded (%d forward passes), %d pairs predicted -> %s; timings %s", len(ids), enc.n_encoded,

@@ -91,7 +91,8 @@ class ScoreKind(JobKind):
 
     def assemble(self, job: JobRun, scores: RunScores, provenance) -> dict:
         tables = write_answer_tables(job.units, scores, provenance, self.specs, fmt=self.fmt, options=self.options,
-                                     rescale=self.config.rescale, seed=self.seed, folder=job.staging)
+                                     rescale=self.config.rescale, seed=self.seed, folder=job.staging,
+                                     split_fractions=self.config.split_fractions)
         job.staged.update({n: job.staging / n for n in tables.files})
         counts = dict(tables.counts)
         per_input = counts.pop("per_input")
@@ -101,7 +102,8 @@ class ScoreKind(JobKind):
                  "%s", job.out, c["rows_in"], c["pairs"], c["rejected"], c["unique_answers"], job.step.scored,
                  c["errors_by_rubric"])
         return {"counts": counts, "rubrics": tables.rubrics,
-                "split_seed": self.seed, "split_source": tables.split_source, "rescale": self.config.rescale,
+                "split_seed": self.seed, "split_fractions": list(self.config.split_fractions),
+                "split_source": tables.split_source, "rescale": self.config.rescale,
                 "per_input": per_input,
                 "job": {"answers_scored_now": job.step.scored,
                         "answers_per_s": round(job.step.scored / seconds, 3) if seconds > 0 else None,
@@ -110,7 +112,7 @@ class ScoreKind(JobKind):
 
 def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence[RubricSpec], out: str | Path, *,
             config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
-            progress: bool = True, ray=None, scorers=None) -> dict:
+            progress: bool = True, ray=None, scorers=None, force: bool = False) -> dict:
     """Score every input and write the job's tables (see the module docstring).
 
     Args:
@@ -124,6 +126,7 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
         progress: show progress bars.
         ray: a :class:`workers.ray_pipeline.RayStep` to score on Ray; default: in this process.
         scorers: prebuilt scorers for the local step (tests; run as a ``models.scorer_set.ScorerSet``).
+        force: write into a folder that is not an lfqa-rubric output (``workers.outdir.OutputFolder``).
 
     Returns:
         The manifest (also written to ``OUT/manifest.json``).
@@ -134,4 +137,4 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
     """
     kind = ScoreKind(fmt, dict(reader_options or {}), list(specs), config, seed)
     return run(kind, inputs, out, progress=progress, step=ray,
-               scorer=None if scorers is None else ScorerSet(scorers, config.batch_size))
+               scorer=None if scorers is None else ScorerSet(scorers, config.batch_size), force=force)

@@ -31,6 +31,7 @@ from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.tables import word_count
 from rubric.io import PairRecord, read_whole
+from rubric.protocols import ARENA_PAIRS_FILE
 from rubric.scoring import Provenance, Score
 from workers.runner import FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
 
@@ -156,6 +157,7 @@ class JudgeKind(JobKind):
     what = "judge"
     status_done = "judged"
     outputs = ("judgments.parquet", "rejects.jsonl", "report.md")  # report.md: a protocol's page
+    own_files = (ARENA_PAIRS_FILE,)  # RAG-QA Arena's joined pairs: its judge job's input (workers.protocol_job)
 
     def __init__(self, fmt: str, options: Mapping[str, Any], settings, config: ScoringConfig, seed: int = 0,
                  scorer_factory=None, page: PageMaker | None = None) -> None:
@@ -227,7 +229,7 @@ class JudgeKind(JobKind):
         if not pairs:
             raise InputError(f"no usable pair in {', '.join(repr(u.uri) for u in job.units)}: {len(rejects)} row(s) "
                              "rejected" + (f"; first reason: {rejects[0].reason}" if rejects else ""))
-        splits, split_source = job_splits(pairs, seed=self.seed)
+        splits, split_source = job_splits(pairs, seed=self.seed, fractions=self.config.split_fractions)
         verdicts = scores.get([p.pair_id for p in pairs])
         lost = [p.pair_id for p in pairs if p.pair_id not in verdicts]
         if lost:
@@ -241,7 +243,8 @@ class JudgeKind(JobKind):
                              "pairs": len(pairs), "judgment_rows": table.num_rows, "errors_by_judge": errors,
                              "splits": {s: splits.count(s) for s in ("train", "dev", "test")}},
                   "judges": {v: {**asdict(provenance[v]), "mode": self.settings.mode} for v in versions},
-                  "settings": self.settings.key(), "split_seed": self.seed, "split_source": split_source}
+                  "settings": self.settings.key(), "split_seed": self.seed,
+                  "split_fractions": list(self.config.split_fractions), "split_source": split_source}
         names = ["judgments.parquet", "rejects.jsonl"]
         if self.page is not None:
             page = self.page(pairs=pairs, table=table, fields=fields, shards=job.shards)
@@ -286,7 +289,8 @@ def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[s
 
 def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings: JudgeSettings, out: str | Path, *,
                   config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
-                  progress: bool = True, scorer=None, ray=None, scorer_factory=None, page: PageMaker | None = None) -> dict:
+                  progress: bool = True, scorer=None, ray=None, scorer_factory=None, page: PageMaker | None = None,
+                  force: bool = False) -> dict:
     """Judge every pair of the inputs in both orders and write OUT/judgments.parquet (module docstring).
 
     Args:
@@ -302,6 +306,7 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
         ray: a :class:`workers.ray_pipeline.RayStep` to judge on a Ray pool of judge actors (its "llm" pool).
         scorer_factory: testing only, see :class:`JudgeKind` (the backend check is skipped).
         page: a neighbouring protocol's report (:class:`JudgeKind`; ``workers.protocol_job``).
+        force: write into a folder that is not an lfqa-rubric output (``workers.outdir.OutputFolder``).
 
     Returns:
         The manifest (also ``OUT/manifest.json``).
@@ -309,4 +314,4 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
     if scorer is not None:  # a prebuilt judge is built by a factory that returns it
         scorer_factory = prebuilt(scorer)
     kind = JudgeKind(fmt, dict(reader_options or {}), settings, config, seed, scorer_factory, page)
-    return run(kind, inputs, out, progress=progress, step=ray, check=scorer_factory is None)
+    return run(kind, inputs, out, progress=progress, step=ray, check=scorer_factory is None, force=force)

@@ -20,17 +20,26 @@ def run_lfq_job(path: str | Path, fmt: str, out: str | Path, *, config: ScoringC
 
     Raises:
         BackendUnavailableError: no LLM engine (before the input is read).
+        ConfigError: ``out`` is the input, a link, or in a folder another command is writing into.
     """
+    from models.backends import check_backends
+    from workers.outdir import output_file
+
+    # the table's folder is held from here on (a folder another command writes into is refused like score's)
+    with output_file(out, inputs=[path]) as tmp:
+        check_backends([], config, backends=["llm"])  # a missing engine package stops here, before reading
+        _classify(path, fmt, out, tmp, config=config, reader_options=reader_options)
+
+
+def _classify(path, fmt: str, out, tmp, *, config: ScoringConfig, reader_options: Mapping[str, Any]) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from models.backends import check_backends
     from models.llm.lfq import classify_questions
     from models.llm.engines_cache import build_engine
     from rubric.scoring import LFQ_FILTER_VERSION
     from rubric.io import read_input
 
-    check_backends([], config, backends=["llm"])  # a missing engine package stops here, before reading
     read = read_input(path, fmt, **reader_options)
     questions: dict[str, str] = {}
     n_pairs: dict[str, int] = {}
@@ -47,7 +56,7 @@ def run_lfq_job(path: str | Path, fmt: str, out: str | Path, *, config: ScoringC
         "error": [d.error for d in decisions],
         "model": [engine.model_id] * len(qids), "template": [LFQ_FILTER_VERSION] * len(qids),
     })
-    pq.write_table(table, out)
+    pq.write_table(table, tmp)
     kept = sum(1 for d in decisions if d.is_lfq and d.confident)
     log.info("%d questions: %d long-form with confidence (log_score = 0), %d long-form, %d errors -> %s",
              len(qids), kept, sum(1 for d in decisions if d.is_lfq), sum(1 for d in decisions if d.error), out)

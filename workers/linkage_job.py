@@ -28,12 +28,11 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.io import MANIFEST
 from rubric.protocols import LinkageCandidate, LinkageQuestion
 from rubric.protocols import GENERATED_REFERENCES_FILE, LINKAGE_NOTES, references_lines
 from rubric.scoring import Provenance, Score
 from workers.runner import FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
-from workers.outdir import atomic_write_bytes, remove_tree
+from workers.outdir import TOOL, atomic_write_bytes, no_link
 
 __all__ = ["GENERATED_REFERENCES_FILE", "LinkageSettings", "LinkageKind", "run_linkage_job", "linkage_rows",
            "question_to_json", "question_from_json", "LINKAGE_CHECKPOINT_ANSWERS"]
@@ -257,6 +256,7 @@ class LinkageKind(JobKind):
     what = "LINKAGE system"
     fmt = "graded"
     outputs = OUTPUTS
+    own_files = (GENERATED_REFERENCES_FILE,)
 
     def __init__(self, options: Mapping[str, Any], settings, config: ScoringConfig, *, signals: bool = True,
                  rubric_scores: str | Path | None = None, n_boot: int = 1000, seed: int = 0, command: str = "",
@@ -297,7 +297,7 @@ class LinkageKind(JobKind):
             from models.linkage_references import ReferenceCache
 
             generator = self.reference_generator or _reference_generator(self.settings, self.config)
-            cache = ReferenceCache(out / GENERATED_REFERENCES_FILE)
+            cache = ReferenceCache(no_link(out / GENERATED_REFERENCES_FILE, "the generated references' cache"))
             for uri in shards:
                 self._reads[uri], g = _generate_references(self._reads[uri], generator, cache)
                 self._generation[uri] = g
@@ -336,15 +336,18 @@ class LinkageKind(JobKind):
         if not questions:
             first = next((r.rejects[0].reason for r in reads.values() if r.rejects), "none")
             if self._generation:  # the generations that failed are the finding: keep them where they can be read
-                for name in (MANIFEST, *OUTPUTS):  # an earlier run's set goes, its manifest first: no mix of two runs
-                    remove_tree(out, out / name)
-                atomic_write_bytes(out / "rejects.jsonl", "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
-                                                                  for rd in reads.values() for r in rd.rejects).encode())
-                atomic_write_bytes(out / "report.md", linkage_empty_page(shards=job.shards, command=self.command,
-                                                                         references=refs).encode())
+                staged = {n: job.staging / n for n in ("rejects.jsonl", "report.md")}
+                atomic_write_bytes(staged["rejects.jsonl"], "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
+                                   for rd in reads.values() for r in rd.rejects).encode())
+                atomic_write_bytes(staged["report.md"], linkage_empty_page(shards=job.shards, command=self.command,
+                                                                           references=refs).encode())
                 first += (f" ({sum(g['failed'] for g in self._generation.values())} of "
                           f"{sum(g['questions'] for g in self._generation.values())} generated reference lists failed; "
                           f"{out / 'rejects.jsonl'}, {out / 'report.md'})")
+                # published as a set of their own: the earlier run's table goes, no mix of two runs
+                job.folder.publish(staged, {"tool": TOOL, "kind": self.kind, "protocol": "linkage",
+                                            "failed": f"no usable LINKAGE question; first reject: {first}",
+                                            "settings": settings.key()})
             raise InputError(f"no usable LINKAGE question in {', '.join(job.shards)}; first reject: {first}")
         answer_ids = [c.answer_id for q in questions for c in q.candidates]
         scores = lookup.get(answer_ids)
@@ -414,7 +417,7 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
                     settings: LinkageSettings | None = None, reader_options: Mapping[str, Any] | None = None,
                     signals: bool = True, rubric_scores: str | Path | None = None, n_boot: int = 1000, seed: int = 0,
                     progress: bool = True, scorer=None, reference_generator=None, command: str = "",
-                    ray=None, scorer_factory=None) -> dict:
+                    ray=None, scorer_factory=None, force: bool = False) -> dict:
     """LINKAGE on graded inputs: OUT/linkage.parquet, rejects.jsonl, report.md, manifest.json (module docstring).
 
     Args:
@@ -435,6 +438,7 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
         command: the command line, quoted in the report.
         ray: a :class:`workers.ray_pipeline.RayStep` to score on a Ray pool of LINKAGE actors (its "llm" pool).
         scorer_factory: testing only, see :class:`LinkageKind` (the backend check is skipped).
+        force: write into a folder that is not an lfqa-rubric output (``workers.outdir.OutputFolder``).
 
     Returns:
         The manifest.
@@ -448,4 +452,4 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
     kind = LinkageKind(dict(reader_options or {}), settings or LinkageSettings(), config, signals=signals,
                        rubric_scores=rubric_scores, n_boot=n_boot, seed=seed, command=command,
                        reference_generator=reference_generator, scorer_factory=scorer_factory)
-    return run(kind, inputs, out, progress=progress, step=ray, check=scorer_factory is None)
+    return run(kind, inputs, out, progress=progress, step=ray, check=scorer_factory is None, force=force)

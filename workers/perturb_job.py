@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from rubric.config import DEFAULT_SPLIT_FRACTIONS
 from rubric.errors import ConfigError, InputError
 
 __all__ = ["changes_path", "load_victim", "rubric_scorer", "run_perturb_job"]
@@ -120,7 +121,7 @@ def _num(x) -> float | None:
 def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, out: str | Path,
                     reader_options: Mapping[str, Any] | None = None, budget: float = 0.1, seed: int = 0,
                     split: str = "test", synonyms: str = "auto", max_candidates: int = 8,
-                    progress: bool = True) -> dict:
+                    progress: bool = True, split_fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS) -> dict:
     """Attack the pairs of one split and write the perturbed copy and its change log.
 
     Args:
@@ -133,6 +134,7 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
         budget: the share of each answer's words an attack may change.
         seed: the split seed (as ``score --seed``) and the seed of deepwordbug's edits (per pair).
         split: the split to attack ("train", "dev", "test" or "all").
+        split_fractions: the train/dev/test shares of the split (as ``score --split-fractions``).
         synonyms: textfooler's synonym source ("auto", "wordnet", "embedding"; ``models.synonyms``).
         max_candidates: synonyms tried per word.
         progress: show a progress bar.
@@ -144,23 +146,39 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
         ConfigError: a bad attack, split or budget, or an output path that cannot keep the input's ids.
         InputError: the input cannot be read, or the copy does not read back as expected.
     """
-    from tqdm import tqdm
-
-    from rubric.tables import job_splits
-    from rubric.judging import ATTACKS, attack_pair, decide, p_label, rewrite_input, word_budget, words
-    from rubric.io import read_input
+    from rubric.judging import ATTACKS, word_budget
+    from workers.outdir import out_path, output_file
 
     if attack not in ATTACKS:
         raise ConfigError(f"unknown attack {attack!r}; known: {', '.join(ATTACKS)}")
     if split not in ("train", "dev", "test", "all"):
         raise ConfigError(f"'split' must be train, dev, test or all, got {split!r}")
     word_budget(1, budget)  # validates the budget before anything is read
+    out = out_path(out)
+    # the copy and its change log: each written beside its name and renamed when done, their folder held
+    # (one another command is writing into is refused like score's), never over the input
+    with (output_file(out, inputs=[input_path]) as copy,
+          output_file(changes_path(out), inputs=[input_path]) as log_tmp):
+        return _attack(input_path, fmt, attack=attack, victim=victim, out=out, copy=copy, log_tmp=log_tmp,
+                       reader_options=reader_options, budget=budget, seed=seed, split=split, synonyms=synonyms,
+                       max_candidates=max_candidates, progress=progress, split_fractions=split_fractions)
+
+
+def _attack(input_path, fmt: str, *, attack: str, victim, out: Path, copy: Path, log_tmp: Path, reader_options,
+            budget: float, seed: int, split: str, synonyms: str, max_candidates: int, progress: bool,
+            split_fractions: Sequence[float]) -> dict:
+    from tqdm import tqdm
+
+    from rubric.tables import job_splits
+    from rubric.judging import attack_pair, decide, p_label, rewrite_input, words
+    from rubric.io import read_input
+
     options = dict(reader_options or {})
     t0 = time.perf_counter()
     read = read_input(input_path, fmt, **options)
     if not read.pairs:
         raise InputError(f"no usable pair in {str(input_path)!r}")
-    splits, split_source = job_splits(read.pairs, seed=seed)
+    splits, split_source = job_splits(read.pairs, seed=seed, fractions=split_fractions)
     chosen = [i for i, s in enumerate(splits) if split == "all" or s == split]
     log.info("%d pairs read, %d in the %s split (%s splits, seed %d); attack %s, budget %g, victim %s",
              len(read.pairs), len(chosen), split, split_source, seed, attack, budget, victim.name)
@@ -212,9 +230,9 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
     changed = {i for i, p in enumerate(read.pairs) if final[i] != original[i]}
     p_final = victim_p_a(sorted(set(chosen) | changed), final)
 
-    rewrite_input(input_path, out, fmt, read.pairs, {read.pairs[i].pair_id: final[i] for i in changed},
+    rewrite_input(input_path, copy, fmt, read.pairs, {read.pairs[i].pair_id: final[i] for i in changed},
                   mapping=options.get("mapping"))
-    _check_copy(read, read_input(out, fmt, **options), final, out)
+    _check_copy(read, read_input(copy, fmt, **options), final, out)
 
     counts = {"success": 0, "failed": 0, "skipped": 0}
     reasons: dict[str, int] = {}
@@ -256,11 +274,12 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
                      # P(label) when this pair's own search started: after other pairs changed a shared answer
                      "p_label_at_start": None if r is None else _num(r.p_before), **extra})
     log_path = changes_path(out)
-    log_path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+    log_tmp.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
 
     summary = {
         "input": str(input_path), "format": fmt, "out": str(out), "changes": str(log_path), "attack": attack,
         "victim": victim.name, "budget": budget, "seed": seed, "split": split, "split_source": split_source,
+        "split_fractions": list(split_fractions),
         "synonyms": None if source is None else source.name, "n_pairs": len(read.pairs), "n_in_split": len(chosen),
         "counts": counts, "skipped_or_failed_because": reasons,
         # TextAttack's rate: of the split's pairs the victim got right on the original texts, the share it gets

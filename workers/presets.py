@@ -1,9 +1,14 @@
-"""``--preset NAME`` on ``score``, ``fit``, ``evaluate``, ``judge`` and ``analyze``: the settings come
-from :mod:`rubric.scoring.presets` (defined there once); this module only applies them to a command's arguments.
+"""``--preset NAME`` on ``score``, ``fit``, ``evaluate``, ``transfer``, ``judge`` and ``analyze``: the settings
+come from :mod:`rubric.scoring.presets` (defined there once: ``paper`` is the LFQA-HP-1M paper's
+configuration, Jahan et al.; ``cpu`` the CPU rubric profile); this module only applies them to a command's
+arguments.
 
 A setting the preset fixes takes the preset's value; given explicitly with another value, it is an
 error (``--preset paper sets --mode vote``), never silently overridden. Selections stay the user's:
-a subset of the preset's rubrics or judges, paths, batch sizes, seeds.
+a subset of the preset's rubrics or judges, paths, batch sizes, seeds. A ``score`` run whose factuality
+would have no evidence to check claims against (LFQA-HP records attach no documents, and no
+``--factuality-corpus``) is refused before it starts: every answer with a claim would fail, and the
+preset's model would silently lose a rubric.
 """
 
 from __future__ import annotations
@@ -24,18 +29,20 @@ log = logging.getLogger(__name__)
 def _fixed(preset: Preset, command: str) -> dict[str, object]:
     """dest -> the value the preset fixes, per command."""
     return {
-        "score": {"llm_layout": preset.llm_layout, "rescale": preset.rescale},
+        "score": {"llm_layout": preset.llm_layout, "rescale": preset.rescale,
+                  "split_fractions": preset.split_fractions},
         "fit": {"split": preset.fit_split, "C": preset.C, "ties": preset.ties, "style": preset.style,
                 "decorrelate": preset.decorrelate},
         "evaluate": {"split": preset.eval_split},
         "judge": {"mode": preset.judge_mode, "n_votes": preset.n_votes, "temperature": preset.temperature,
-                  "tie": preset.tie},
+                  "tie": preset.tie, "split_fractions": preset.split_fractions},
         "analyze": {"split": preset.eval_split},
+        "transfer": {"split": preset.eval_split, "C": preset.C, "ties": preset.ties, "style": preset.style},
     }[command]
 
 
 #: The commands that take ``--preset``.
-FIXED: tuple[str, ...] = ("score", "fit", "evaluate", "judge", "analyze")
+FIXED: tuple[str, ...] = ("score", "fit", "evaluate", "transfer", "judge", "analyze")
 
 
 class _Default:
@@ -59,9 +66,14 @@ class _DefaultFloat(float, _Default):
     pass
 
 
+class _DefaultTuple(tuple, _Default):
+    pass
+
+
 def _remembered(value):
     """``value`` marked as the untouched default (None and other types are left as they are)."""
-    for kind, marked in ((bool, _DefaultInt), (str, _DefaultStr), (int, _DefaultInt), (float, _DefaultFloat)):
+    for kind, marked in ((bool, _DefaultInt), (str, _DefaultStr), (int, _DefaultInt), (float, _DefaultFloat),
+                         (tuple, _DefaultTuple)):
         if isinstance(value, kind):
             out = marked(value)
             out.original = value
@@ -95,6 +107,10 @@ def apply_preset(args: argparse.Namespace, command: str) -> None:
         ConfigError: an explicit value contradicts the preset, or the inputs were not made with it.
     """
     preset = get_preset(args.preset)
+    if command in ("judge", "analyze") and not preset.judges:
+        raise ConfigError(f"--preset {preset.name} is a rubric profile with no judges: use it on score, fit, evaluate "
+                          f"and transfer; {command} takes --preset "
+                          + ", ".join(p.name for p in PRESETS.values() if p.judges))
     for dest, value in _fixed(preset, command).items():
         given = getattr(args, dest)
         if not isinstance(given, _Default) and given is not None and given != value:
@@ -102,6 +118,7 @@ def apply_preset(args: argparse.Namespace, command: str) -> None:
         setattr(args, dest, value)
     if command == "score":
         args.rubrics = preset_rubric_versions(preset, None if isinstance(args.rubrics, _Default) else args.rubrics)
+        _check_evidence(preset, args)
     elif command == "judge":
         if getattr(args, "protocol", None) is not None:
             raise ConfigError(f"--preset {preset.name} is for the pairwise judges, not --protocol")
@@ -110,7 +127,67 @@ def apply_preset(args: argparse.Namespace, command: str) -> None:
         _check_table(preset, Path(args.outdir))
     elif command == "evaluate":
         _check_model(preset, Path(args.model))
+    elif command == "transfer":
+        for outdir in dict.fromkeys([*args.train, *args.eval]):
+            _check_table(preset, Path(outdir))
     log.info("--preset %s: %s", preset.name, preset.title)
+
+
+#: Formats of LFQA-HP records: ``lfqa-hp`` files (answers may carry ``doc_1``/``doc_2``) and ``hf`` (the
+#: dataset's field names; documents only through ``--map docs_a=...``).
+_LFQA_HP_FORMATS = ("lfqa-hp", "hf")
+#: Records of an input looked at for attached documents before a preset run starts.
+_PEEK_BYTES = 1 << 20
+
+
+def _check_evidence(preset: Preset, args: argparse.Namespace) -> None:
+    """Refuse a preset ``score`` run of factuality on LFQA-HP records with no evidence source.
+
+    The evidence is the documents attached to each answer or a ``--factuality-corpus``. LFQA-HP-1M
+    attaches none (the paper's VeriScore searched the web); without either, factuality fails on every
+    answer that has a claim and the preset's model loses the rubric. The first records of each local
+    input are looked at (about 1 MB); an input that cannot be looked into here (a URI) is not refused.
+
+    Raises:
+        ConfigError: one line naming the input and the fix.
+    """
+    from rubric.scoring import RUBRICS
+
+    # the claim-verifying versions only: the cpu preset's factuality.support.v1 abstains without evidence, and
+    # reads no --factuality-corpus
+    factuality = [v for v in args.rubrics.split(",") if v and RUBRICS.get(v).name == "factuality"
+                  and RUBRICS.get(v).backend == "factuality"]
+    if not factuality or getattr(args, "factuality_corpus", None) or args.format not in _LFQA_HP_FORMATS:
+        return
+    mapped = args.map and any(k in ("docs_a", "docs_b") for k in (kv.split("=")[0].strip()
+                                                                   for kv in args.map.split(",")))
+    if args.format == "hf" and not mapped:
+        where = ", ".join(args.inputs)
+    else:
+        where = next((str(p) for p in args.inputs if _without_documents(Path(p), args)), None)
+    if where:
+        raise ConfigError(f"--preset {preset.name}: {factuality[0]} needs evidence, and {where} attaches no documents "
+                          f"to its answers: add --factuality-corpus FILE (a JSONL/Parquet of passages for BM25), or "
+                          f"leave factuality out of --rubrics")
+
+
+def _without_documents(path: Path, args: argparse.Namespace) -> bool:
+    """A local ``lfqa-hp`` input whose first records carry no document (a folder: its first file)."""
+    from rubric.errors import InputError
+    from rubric.io import plan_blocks, read_block, read_input
+
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix.lower() in (".jsonl", ".json", ".parquet"))
+        path = files[0] if files else path
+    if not path.is_file():
+        return False  # a URI or a glob: not looked into here (the job reads it)
+    opts = {"max_answer_chars": args.max_answer_chars, "max_question_chars": args.max_question_chars}
+    try:
+        blocks = plan_blocks(path, args.format, block_bytes=_PEEK_BYTES, block_rows=1000, **opts)
+        read = read_block(path, args.format, blocks[0], **opts) if blocks else read_input(path, args.format, **opts)
+    except (InputError, ConfigError):
+        return False  # the job reports an unreadable input the usual way
+    return not any(p.docs_a or p.docs_b for p in read.pairs)
 
 
 def _check_table(preset: Preset, outdir: Path) -> None:
@@ -148,7 +225,8 @@ def add_preset(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument("--preset", choices=tuple(PRESETS), default=None,
                         help="run with a named configuration's settings (paper: LFQA-HP-1M's rubric versions and "
                              "prompts, fixed rescaling, no style covariates, vote-mode judges with 3 votes, "
-                             "70/15/15 split, fit on train, report on test; docs/paper.md)")
+                             "70/15/15 split, fit on train, report on test; docs/paper.md. cpu: the CPU rubric "
+                             "profile, the nine rubrics without an LLM, style covariates on; docs/cpu-profile.md)")
     parser.set_defaults(func=partial(_run, parser.get_default("func"), command))
     dests = [*_fixed(PRESETS[next(iter(PRESETS))], command), *([_SELECTIONS[command]] if command in _SELECTIONS else [])]
     parser.set_defaults(**{d: _remembered(parser.get_default(d)) for d in dests})

@@ -23,8 +23,8 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
-from workers.judge_job import JudgeSettings, ProtocolPage, run_judge_job
-from workers.outdir import atomic_write_bytes, locks_out
+from workers.judge_job import JudgeKind, JudgeSettings, ProtocolPage, run_judge_job
+from workers.outdir import OutputFolder
 
 __all__ = ["run_arena_job", "run_lfqa_e_job"]
 
@@ -39,12 +39,11 @@ def _judge_settings(version: str, judge_kwargs: Mapping[str, Any] | None):
     return JudgeSettings(version, **kw)
 
 
-@locks_out()
 def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], out: str | Path, *,
                   config: ScoringConfig, judge_kwargs: Mapping[str, Any] | None = None,
                   max_questions: int | None = None, answer_mapping: str | None = None, n_boot: int = 1000,
                   seed: int = 0, progress: bool = True, scorer=None, ray=None, scorer_factory=None,
-                  command: str = "", reasoning_tokens: int = 0) -> dict:
+                  command: str = "", reasoning_tokens: int = 0, force: bool = False) -> dict:
     """RAG-QA Arena: every system's answer against the LFRQA reference, both orders; report with ratings.
 
     Args:
@@ -65,18 +64,31 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
         reasoning_tokens: 0 reads the rating after an empty ``<thinking></thinking>``
             (``arena.pairwise.v1``); N > 0 has the judge write its own reasoning first, greedy, at most
             N tokens (``arena.pairwise_reasoning.v1``; N is its ``max_reasoning_tokens``, in the store key).
+        force: write into a folder that is not an lfqa-rubric output (``workers.outdir.OutputFolder``).
 
     Raises:
         ConfigError: a system name is empty, repeated or contains ':'; ``reasoning_tokens`` < 0.
         InputError: a file cannot be read, or no pair is left.
     """
+    # held from before anything is read until the judge job (the same folder, re-entered) has published
+    with OutputFolder(out, outputs=JudgeKind.outputs, own=JudgeKind.own_files, stores=(JudgeKind.store_dir,),
+                      inputs=[annotations, *systems.values()], force=force) as folder:
+        return _arena(annotations, systems, folder, config=config, judge_kwargs=judge_kwargs,
+                      max_questions=max_questions, answer_mapping=answer_mapping, n_boot=n_boot, seed=seed,
+                      progress=progress, scorer=scorer, ray=ray, scorer_factory=scorer_factory, command=command,
+                      reasoning_tokens=reasoning_tokens, force=force)
+
+
+def _arena(annotations, systems, folder: OutputFolder, *, config, judge_kwargs, max_questions, answer_mapping,
+           n_boot, seed, progress, scorer, ray, scorer_factory, command, reasoning_tokens, force) -> dict:
     from rubric.protocols import ArenaQuestions, join_arena, read_arena_annotations, read_arena_answers
     from rubric.protocols import arena_page
     from rubric.protocols import arena_tables
     from rubric.protocols import PAIRWISE_PROTOCOLS
     from rubric.protocols import ARENA_REASONING_VERSION
+    from rubric.protocols import ARENA_PAIRS_FILE
 
-    out = Path(out)
+    out = folder.path
     if not systems:
         raise ConfigError("RAG-QA Arena needs at least one system: --systems NAME=FILE")
     for name in systems:
@@ -106,11 +118,10 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
                          "overall_preference": None if p.human is None else code[p.human], "reference": p.reference,
                          "answer_a_type": p.system, "answer_b_type": "lfrqa", "domain": p.domain,
                          "source": "rag-qa-arena"}, ensure_ascii=False) for p in joined.pairs]
-    out.mkdir(parents=True, exist_ok=True)
-    pairs_file = out / "arena_pairs.jsonl"
+    pairs_file = out / ARENA_PAIRS_FILE
     data = ("\n".join(lines) + "\n").encode()
-    if not pairs_file.is_file() or pairs_file.read_bytes() != data:  # same bytes: same sha256, the store is reused
-        atomic_write_bytes(pairs_file, data)
+    if pairs_file.is_symlink() or not pairs_file.is_file() or pairs_file.read_bytes() != data:
+        folder.write_bytes(ARENA_PAIRS_FILE, data)  # same bytes: same sha256, the store is reused
     version = PAIRWISE_PROTOCOLS["arena"]
     if reasoning_tokens:
         version = ARENA_REASONING_VERSION
@@ -133,15 +144,15 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
             "questions": len(qs.questions), "pairs": len(joined.pairs)}}, rejects)
 
     return run_judge_job(pairs_file, "lfqa-eval", _judge_settings(version, judge_kwargs), out, config=config,
-                         seed=seed, progress=progress, scorer=scorer, ray=ray, scorer_factory=scorer_factory, page=page)
+                         seed=seed, progress=progress, scorer=scorer, ray=ray, scorer_factory=scorer_factory, page=page,
+                         force=force)
 
 
-@locks_out()
 def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str | Path, *, config: ScoringConfig,
                    judge_kwargs: Mapping[str, Any] | None = None, reader_options: Mapping[str, Any] | None = None,
                    rubric_scores: str | Path | None = None, rubric_model: str | Path | None = None,
                    n_boot: int = 1000, seed: int = 0, progress: bool = True, scorer=None, ray=None,
-                   scorer_factory=None, command: str = "") -> dict:
+                   scorer_factory=None, command: str = "", force: bool = False) -> dict:
     """LFQA-E: the reference-based three-way judge on every pair, both orders; accuracy / macro-F1 report.
 
     Args:
@@ -182,4 +193,4 @@ def run_lfqa_e_job(inputs: str | Path | Sequence[str | Path], fmt: str, out: str
 
     return run_judge_job(inputs, fmt, _judge_settings(version, judge_kwargs), out, config=config,
                          reader_options=reader_options, seed=seed, progress=progress, scorer=scorer, ray=ray,
-                         scorer_factory=scorer_factory, page=page)
+                         scorer_factory=scorer_factory, page=page, force=force)

@@ -17,10 +17,19 @@ log = logging.getLogger("lfqa_rubric")
 
 
 def html_report(outputs, html, **kwargs):
-    """Write the page for ``outputs`` to ``html`` and print its path (the line a user clicks); returns the path."""
-    from rubric.html_report import write_html
+    """Write the page for ``outputs`` to ``html`` and print its path (the line a user clicks); returns the path.
 
-    path = write_html(outputs, html, **kwargs)
+    Each folder is read as one published snapshot (``rubric.html_report.report_html``); the page is
+    written through ``workers.outdir.output_file`` (an exclusive temp file beside it, never a link).
+    """
+    from rubric.html_report import report_html
+    from workers.outdir import out_path, output_file
+
+    page = report_html(outputs, **kwargs)
+    path = out_path(html)
+    with output_file(path) as tmp:
+        tmp.write_text(page, encoding="utf-8")
+    log.info("HTML report written to %s (%.0f KB)", path, path.stat().st_size / 1024)
     sys.stdout.write(f"{path}\n")
     return path
 

@@ -32,10 +32,10 @@ from typing import Any, Protocol
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.io import MANIFEST, Block
+from rubric.io import Block
 from rubric.scoring import Provenance, Score
 from workers.shards import plan_inputs, shard_sha256
-from workers.outdir import OutLock, publish, remove_tree
+from workers.outdir import OutputFolder, make_dirs, no_link, remove_tree
 from workers.store import ShardStore, decode_score, score_key
 
 __all__ = ["Unit", "Work", "StepResult", "StepScorer", "FunctionScorer", "prebuilt", "JobKind", "JobRun", "RunScores", "run", "local_step",
@@ -145,9 +145,12 @@ class JobKind:
         names: the score names every stored id carries (set by the kind's ``__init__``).
         checkpoint: store ids per checkpoint (one store part) in the local step; the runner cuts the
             items in order, never splitting one (:func:`checkpoints`).
-        outputs: every file the kind may publish into OUT (the manifest besides). One a run does not
-            stage is removed when the run publishes (no earlier run's table stays); an OUT whose
-            manifest lists a file outside them holds another kind of job's output and is refused.
+        outputs: every file the kind may publish into OUT (the manifest besides). One the earlier run
+            published and this run does not stage is removed when the run publishes (no earlier run's
+            table stays); an OUT whose manifest lists a file outside them holds another kind of job's
+            output and is refused (``workers.outdir.OutputFolder``).
+        own_files: files the kind writes into OUT before it publishes (generated references; RAG-QA
+            Arena's joined pairs, its input): a folder holding them without a manifest is still ours.
     """
 
     kind: str | None = None
@@ -163,6 +166,7 @@ class JobKind:
     names: list[str]
     checkpoint: int
     outputs: tuple[str, ...] = ()
+    own_files: tuple[str, ...] = ()
 
     # --- planning ---
     def arguments(self) -> dict:
@@ -233,10 +237,10 @@ class RunScores:
     scores for the assemble step (an :class:`rubric.assemble.ScoreLookup`)."""
 
     def __init__(self, folder: Path, name: str = "run") -> None:
-        folder.mkdir(parents=True, exist_ok=True)
+        make_dirs(folder.parent, folder)
         self.folder = folder
         self.path = folder / f".{name}-scores-{os.getpid()}.sqlite"
-        remove_tree(folder, self.path)
+        remove_tree(folder, no_link(self.path, "our scratch database"))  # this pid's leftover
         self.db = sqlite3.connect(self.path, isolation_level=None)
         self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
                               "CREATE TABLE s (aid TEXT PRIMARY KEY, scores TEXT) WITHOUT ROWID;")
@@ -354,8 +358,8 @@ class JobRun:
 
     The assemble step writes its files into :attr:`staging` (a fresh folder inside OUT) and names them
     in :attr:`staged` (file name in OUT -> the finished file); the runner publishes them with the
-    manifest (``workers.outdir.publish``), removes the kind's other outputs (``JobKind.outputs``) that an
-    earlier run left, and removes the staging folder afterwards, published or not.
+    manifest (``workers.outdir.OutputFolder.publish``: the earlier run's files this run does not write
+    are removed, no other), and removes the staging folder afterwards, published or not.
     """
 
     kind: JobKind
@@ -368,6 +372,7 @@ class JobRun:
     why: dict[str, str]
     timings: dict[str, float]
     staging: Path
+    folder: OutputFolder
     staged: dict[str, Path] = field(default_factory=dict)
     t_start: float = 0.0
 
@@ -397,25 +402,12 @@ class JobRun:
         return merged, {r: p for r, (p, _) in prov.items()}
 
 
-def _check_folder(kind: JobKind, out: Path) -> None:
-    """ConfigError when OUT's manifest lists a file ``kind`` does not write: another kind of job's output,
-    which this job would leave beside its own tables (``analyze`` would read both)."""
-    try:
-        manifest = json.loads((out / MANIFEST).read_text())
-        published = manifest.get("published")
-    except (OSError, ValueError, AttributeError):
-        return  # no manifest (a first run, a failed one), or one from before manifests listed their files
-    other = sorted(set(published or ()) - set(kind.outputs))
-    if other:
-        job = manifest.get("protocol") or manifest.get("kind") or "score"
-        raise ConfigError(f"{out} holds another kind of job's output ({job}: {', '.join(other)}, by its {MANIFEST}); "
-                          "write this job's output to its own folder")
-
-
-def _plan(kind: JobKind, inputs, out: Path) -> tuple[list[str], list[Unit]]:
+def _plan(kind: JobKind, inputs, folder: OutputFolder) -> tuple[list[str], list[Unit]]:
+    out = folder.path
     plans = plan_inputs(inputs, kind.fmt, kind.options, blocks=kind.blocks)
     shards = list(plans)
     kind.prepare(shards, out)
+    folder.dir(kind.store_dir)
     units = []
     for uri, plan in plans.items():
         for name, block in plan.units:
@@ -426,7 +418,8 @@ def _plan(kind: JobKind, inputs, out: Path) -> tuple[list[str], list[Unit]]:
 
 
 def run(kind: JobKind, inputs: str | Path | Sequence[str | Path], out: str | Path, *, progress: bool = True,
-        step: Callable[..., StepResult] | None = None, scorer: StepScorer | None = None, check: bool = True) -> dict:
+        step: Callable[..., StepResult] | None = None, scorer: StepScorer | None = None, check: bool = True,
+        force: bool = False) -> dict:
     """Run one job of ``kind`` over ``inputs`` into ``out`` (see the module docstring).
 
     Args:
@@ -434,6 +427,7 @@ def run(kind: JobKind, inputs: str | Path | Sequence[str | Path], out: str | Pat
             default :func:`local_step`. The manifest's ``job.runner`` says which: "ray" or "local".
         scorer: a prebuilt scorer for the local step (tests).
         check: check the backends first (off when a test's scorer stands in).
+        force: write into a folder that is not an lfqa-rubric output (``workers.outdir.OutputFolder``).
 
     Returns:
         The manifest (also ``OUT/manifest.json``).
@@ -441,19 +435,23 @@ def run(kind: JobKind, inputs: str | Path | Sequence[str | Path], out: str | Pat
     Raises:
         BackendUnavailableError: a backend is missing (before any data is read).
         InputError: an input does not exist or cannot be read (the other units' scores are kept).
-        ConfigError: another process is writing into ``out`` (``workers.outdir.OutLock``).
+        ConfigError: another process is writing into ``out``, ``out`` is not ours, holds another kind
+            of job's output, or overlaps an input (``workers.outdir.OutputFolder``).
     """
-    with OutLock(out):
-        return _run(kind, inputs, Path(out), progress=progress, step=step, runner="local" if step is None else "ray",
+    given = [inputs] if isinstance(inputs, (str, Path)) else list(inputs)
+    with OutputFolder(out, outputs=kind.outputs, own=kind.own_files, stores=(kind.store_dir,), inputs=given,
+                      force=force) as folder:
+        return _run(kind, given, folder, progress=progress, step=step, runner="local" if step is None else "ray",
                     scorer=scorer, check=check)
 
 
-def _run(kind: JobKind, inputs, out: Path, *, progress: bool, step, runner: str, scorer: Any, check: bool) -> dict:
+def _run(kind: JobKind, inputs, folder: OutputFolder, *, progress: bool, step, runner: str, scorer: Any,
+         check: bool) -> dict:
     t_start = time.perf_counter()
+    out = folder.path
     if check:
         kind.check()
-    _check_folder(kind, out)
-    shards, units = _plan(kind, inputs, out)
+    shards, units = _plan(kind, inputs, folder)
     pending = [u for u in units if not u.store.done]
     status: dict[str, str] = {}
     why: dict[str, str] = {}
@@ -481,17 +479,15 @@ def _run(kind: JobKind, inputs, out: Path, *, progress: bool, step, runner: str,
     for u in units:
         if not u.store.done:
             raise BatchMismatchError(f"unit {u.name} is not completely scored after the step")
-    out.mkdir(parents=True, exist_ok=True)
     # an earlier run's manifest stays until publish replaces it: a run that fails from here on leaves
     # that run's complete set, still vouched for (``rubric.io.check_published``)
-    staging = out / f".staging-{os.getpid()}"
-    remove_tree(out, staging)
-    staging.mkdir()
-    job = JobRun(kind, out, list(shards), units, result, runner, status, why, timings, staging, t_start=t_start)
+    staging = folder.staging()
+    job = JobRun(kind, out, list(shards), units, result, runner, status, why, timings, staging, folder,
+                 t_start=t_start)
     try:
         return _assemble(job)
     finally:
-        remove_tree(out, staging)
+        folder.remove(staging)
 
 
 def _assemble(job: JobRun) -> dict:
@@ -525,5 +521,5 @@ def _assemble(job: JobRun) -> dict:
         "timings_s": timings,
         "platform": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
     }
-    publish(out, job.staged, manifest, remove=[n for n in kind.outputs if n not in job.staged])
+    job.folder.publish(job.staged, manifest)
     return manifest

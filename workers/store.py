@@ -24,6 +24,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -33,7 +34,7 @@ from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
 from rubric.scoring import Provenance, Score
 from rubric.scoring import RubricSpec
-from workers.outdir import atomic_write_bytes, inside, remove_tree
+from workers.outdir import atomic_write_bytes, inside, is_scratch, make_dirs, new_temp, no_link, remove_tree
 
 __all__ = ["NOT_SCORE_FIELDS", "score_key", "key_differences", "ShardStore", "encode_score", "decode_score",
            "encode_provenance", "decode_provenance", "atomic_write_bytes"]
@@ -45,7 +46,12 @@ log = logging.getLogger(__name__)
 #: of the reader options in the key).
 NOT_SCORE_FIELDS: frozenset[str] = frozenset({
     "batch_size", "rescale", "languagetool_threads", "evidence_cache_dir", "max_answer_chars", "max_question_chars",
+    "split_fractions",
 })
+
+
+# The files a store folder holds: its key, its finished marker, its parts.
+_OWN = re.compile(r"^(key\.json|done\.json|part-\d+\.parquet)$")
 
 
 def encode_score(s: Score) -> str:
@@ -126,11 +132,15 @@ class ShardStore:
         key: from :func:`score_key`.
 
     Raises:
-        ConfigError: ``root / name`` is not a folder strictly inside ``root`` (``..``, a separator).
+        ConfigError: ``root / name`` is not a folder strictly inside ``root`` (``..``, a separator), ``root``
+            or ``root / name`` is a symbolic link, or ``root / name`` holds files but no ``key.json``
+            (not a store of ours: nothing in it is deleted).
     """
 
     def __init__(self, root: Path, name: str, key: Mapping[str, Any]) -> None:
         self.root = Path(root)
+        for path in (self.root, self.root / name):
+            no_link(path, "a score store")
         self.dir = inside(self.root, self.root / name)
         self.name = name
         self.key = dict(key)
@@ -152,14 +162,29 @@ class ShardStore:
             self.why = "; ".join(diffs)
             log.info("re-scoring shard %s: %s", self.name, self.why)
         elif self.dir.exists() and any(self.dir.iterdir()):
-            self.why = "its store has no key.json"
-            log.info("re-scoring shard %s: %s", self.name, self.why)
+            raise ConfigError(f"{self.dir} holds files but no key.json: it is not a score store of lfqa-rubric's, "
+                              "and nothing in it is deleted; move it away (or write to another OUT)")
         self.reset()
 
+    def _foreign(self) -> list[str]:
+        """Entries of the store folder that are not ours (left in place; :meth:`reset` refuses them)."""
+        if not self.dir.is_dir():
+            return []
+        return sorted(e.name for e in os.scandir(self.dir)
+                      if e.is_symlink() or not e.is_file() or not (_OWN.match(e.name) or is_scratch(e.name)))
+
     def reset(self) -> None:
-        """Discard every stored score of this shard and record the current key."""
+        """Discard every stored score of this shard and record the current key.
+
+        Raises:
+            ConfigError: the folder holds something not ours (deleted by nothing; move it away).
+        """
+        foreign = self._foreign()
+        if foreign:
+            raise ConfigError(f"{self.dir} holds {', '.join(foreign[:5])}, which is not part of a score store: "
+                              "nothing in it is deleted; move it away (or write to another OUT)")
         remove_tree(self.root, self.dir)
-        self.dir.mkdir(parents=True)
+        make_dirs(self.root.parent, self.dir)
         atomic_write_bytes(self.dir / "key.json", json.dumps(self.key, indent=2, sort_keys=True).encode())
 
     def discard_if_empty(self) -> None:
@@ -249,9 +274,13 @@ class ShardStore:
         # after the last part's number: a removed damaged part leaves a gap that must not be refilled
         n = max((int(p.stem.split("-")[1]) for p in self._parts() if p.stem.split("-")[1].isdigit()), default=-1) + 1
         path = self.dir / f"part-{n:05d}.parquet"
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        pq.write_table(pa.table(cols), tmp)
-        os.replace(tmp, path)
+        tmp = new_temp(self.dir, path.name)
+        try:
+            pq.write_table(pa.table(cols), tmp)
+            os.replace(tmp, path)
+        finally:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
 
     def finish(self, n_answers: int) -> None:
         """Mark the shard complete: every one of its ``n_answers`` unique answers has a score."""

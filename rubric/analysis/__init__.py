@@ -3,7 +3,8 @@
 Pure functions over decisions; reading the inputs and writing the report are at the edges:
 
 - :mod:`rubric.analysis.systems`: the analysed pairs and the systems that decided them;
-- :mod:`rubric.analysis.comparison`: Table 4, every system on the pairs all of them decided;
+- :mod:`rubric.analysis.comparison`: Table 4, every system on the same pairs (a failure a miss, or the pair
+  dropped for all: ``judge_failures``), and each on its own decided pairs;
 - :mod:`rubric.analysis.transitivity`: Table 5 / §5.1, 3-cycles among triads of answers;
 - :mod:`rubric.analysis.position`: Table 6, each judge in both presentation orders, flip rates;
 - :mod:`rubric.analysis.verbosity`: Table 7, disagreements with people by answer length;
@@ -16,7 +17,8 @@ Pure functions over decisions; reading the inputs and writing the report are at 
 Every rate comes with a 95% CI from resampling questions.
 """
 
-from rubric.analysis.comparison import Comparison, Undecided, common_pairs, compare_systems, labelled_pairs
+from rubric.analysis.comparison import (JUDGE_FAILURES, Comparison, Undecided, common_pairs, compare_systems,
+                                        labelled_pairs, own_decided_rows, scorable, undecided_on)
 from rubric.analysis.linkage import LinkageRun, LinkageScope, linkage_run, read_linkage_rows
 from rubric.analysis.perturbation import Perturbation, PerturbationRow, perturbation_deltas
 from rubric.analysis.position import Position, PositionRow, position_bias
@@ -38,7 +40,7 @@ from rubric.analysis.systems import (
     KINDS, UNDECIDED, ORDER_NAMES,
 )
 from rubric.analysis.transitivity import (
-    shared_answer_wins_both,
+    shared_answer_wins_both, shared_answer_outcome,
 )
 
 __all__ = ["PairSet", "System", "judge_systems", "model_systems", "predictions_systems", "baseline_systems",
@@ -51,4 +53,5 @@ __all__ = ["PairSet", "System", "judge_systems", "model_systems", "predictions_s
            "LinkageRun", "LinkageScope", "linkage_run", "read_linkage_rows",
            "CLASSES", "MetricDelta", "ab_metrics", "metric_row", "paired_metric_deltas",
            "Analysis", "LoadedInputs", "load_inputs", "parse_perturbed", "analyze",
-           "analysis_markdown", "plot_position", "plot_verbosity", "plot_perturbations", "write_analysis", 'LINKAGE_FILE', 'LINKAGE_COLUMNS', 'ENCODER_PREDICTIONS_FILE', 'KINDS', 'UNDECIDED', 'ORDER_NAMES', 'shared_answer_wins_both']
+           "analysis_markdown", "plot_position", "plot_verbosity", "plot_perturbations", "write_analysis", 'LINKAGE_FILE', 'LINKAGE_COLUMNS', 'ENCODER_PREDICTIONS_FILE', 'KINDS', 'UNDECIDED', 'ORDER_NAMES', 'shared_answer_wins_both',
+           'shared_answer_outcome', 'JUDGE_FAILURES', 'own_decided_rows', 'scorable', 'undecided_on']

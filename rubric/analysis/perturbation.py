@@ -1,22 +1,25 @@
 """Robustness (the paper's Table 8): the same systems on perturbed copies of the same pairs.
 
 A perturbed set keeps each pair's id and label and changes its answers' text (synonym swaps,
-character edits). Each system present on both sides is scored on the labelled pairs that no such
-system failed on, on either side (an error, never given); a pair a system judged without a decision
-stays in and is a miss (see :mod:`rubric.analysis.comparison`), and the change (perturbed - original) of accuracy, precision, recall
-and F1 comes with a paired question-clustered CI, as an absolute difference and relative to the
-original value (the paper reports the relative one, in %).
+character edits). Each system present on both sides is scored on the same labelled pairs: those in
+both sets that every such system was given on both sides. A failure (an error) is that system's miss
+on that side (``judge_failures="miss"``) or leaves the pair out for every system (``"drop"``), as in
+Table 4 (:mod:`rubric.analysis.comparison`); a pair a system judged without a decision stays in and is
+a miss. The change (perturbed - original) of accuracy, precision, recall and F1 comes with a paired
+question-clustered CI, as an absolute difference and relative to the original value (the paper
+reports the relative one, in %). Which pairs each system failed on or left undecided, on each side,
+is listed per system.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from rubric.analysis.comparison import labelled_pairs
+from rubric.analysis.comparison import Undecided, labelled_pairs, scorable, undecided_on
 from rubric.analysis.stats import MetricDelta, paired_metric_deltas
 from rubric.analysis.systems import PairSet, System
 from rubric.errors import ConfigError
@@ -35,6 +38,8 @@ class PerturbationRow:
         deltas: metric -> original (``base``), perturbed (``other``), their difference and CIs.
         n_changed: compared pairs whose decision differs between the two sides.
         n_undecided_original / n_undecided_perturbed: compared pairs it left undecided (misses) on each side.
+        n_failed_original / n_failed_perturbed: compared pairs it failed on (an error), each a miss
+            (``judge_failures="miss"``; 0 with "drop", which leaves them out).
     """
 
     system: str
@@ -42,6 +47,8 @@ class PerturbationRow:
     n_changed: int
     n_undecided_original: int = 0
     n_undecided_perturbed: int = 0
+    n_failed_original: int = 0
+    n_failed_perturbed: int = 0
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,9 @@ class Perturbation:
         n_in_perturbed: of those, present in the perturbed set.
         only_original: systems with no decisions on the perturbed set (left out of the table).
         only_perturbed: systems with no decisions on the original pairs (left out).
+        undecided_original / undecided_perturbed: per system present on both sides, the candidate pairs
+            (labelled, in both sets) it failed on or left undecided on that side, and why.
+        judge_failures: "miss" or "drop".
     """
 
     name: str
@@ -67,10 +77,14 @@ class Perturbation:
     n_in_perturbed: int
     only_original: list[str]
     only_perturbed: list[str]
+    undecided_original: list[Undecided] = field(default_factory=list)
+    undecided_perturbed: list[Undecided] = field(default_factory=list)
+    judge_failures: str = "drop"
 
 
 def perturbation_deltas(name: str, original: PairSet, perturbed: PairSet, systems_original: Sequence[System],
-                        systems_perturbed: Sequence[System], *, n_boot: int = 1000, seed: int = 0) -> Perturbation:
+                        systems_perturbed: Sequence[System], *, n_boot: int = 1000, seed: int = 0,
+                        judge_failures: str = "miss") -> Perturbation:
     """Metric changes of every system between original and perturbed copies of the same pairs.
 
     Systems are matched by name; pairs by id.
@@ -83,6 +97,7 @@ def perturbation_deltas(name: str, original: PairSet, perturbed: PairSet, system
         systems_perturbed: the same systems on the perturbed pairs.
         n_boot: bootstrap replicates.
         seed: their seed.
+        judge_failures: "miss" or "drop", as in :func:`rubric.analysis.comparison.compare_systems`.
 
     Raises:
         ConfigError: a pair carries another label or question in the perturbed set than in the original.
@@ -102,22 +117,31 @@ def perturbation_deltas(name: str, original: PairSet, perturbed: PairSet, system
         log.info("perturbation %s: no perturbed decisions for %s", name, ", ".join(only_original))
     cand = labelled_pairs(original)
     in_p = np.array([p in p_idx for p in cand.pair_id], dtype=bool)
-    keep = in_p.copy()
-    pids = [str(p) for p in cand.pair_id]
+    both = cand.take(in_p)
+    keep = np.ones(len(both), dtype=bool)
     for o, p in matched:
-        keep &= np.array([x is not None for x in o.verdicts(pids)], dtype=bool)
-        keep &= np.array([x is not None for x in p.verdicts(pids)], dtype=bool)
-    common = cand.take(keep)
+        keep &= scorable(o, both.pair_id, judge_failures) & scorable(p, both.pair_id, judge_failures)
+    common = both.take(keep)
     cpids = [str(p) for p in common.pair_id]
+    misses = judge_failures == "miss"
+
+    def count(s: System, pool) -> int:
+        return sum(q in pool and q not in s.decisions for q in cpids)
+
     rows = []
     for o, p in matched:
-        d_o, d_p = o.verdicts(cpids), p.verdicts(cpids)
+        d_o = o.verdicts(cpids, failures_as_misses=misses)
+        d_p = p.verdicts(cpids, failures_as_misses=misses)
         deltas = paired_metric_deltas(common.label.astype(str), d_o, d_p, groups=common.question_id, n_boot=n_boot,
                                       seed=seed)
-        rows.append(PerturbationRow(system=o.label, deltas=deltas, n_changed=int((d_o != d_p).sum()),
-                                    n_undecided_original=sum(q in o.undecided and q not in o.decisions for q in cpids),
-                                    n_undecided_perturbed=sum(q in p.undecided and q not in p.decisions
-                                                              for q in cpids)))
+        rows.append(PerturbationRow(system=o.label_on(common.question_id), deltas=deltas, n_changed=int((d_o != d_p).sum()),
+                                    n_undecided_original=count(o, o.undecided),
+                                    n_undecided_perturbed=count(p, p.undecided),
+                                    n_failed_original=count(o, o.failures) if misses else 0,
+                                    n_failed_perturbed=count(p, p.failures) if misses else 0))
     return Perturbation(name=name, rows=rows, n=len(common), n_questions=len(set(common.question_id)),
                         n_labelled=len(cand), n_in_perturbed=int(in_p.sum()), only_original=only_original,
-                        only_perturbed=only_perturbed)
+                        only_perturbed=only_perturbed,
+                        undecided_original=undecided_on(both, [o for o, _ in matched], keep),
+                        undecided_perturbed=undecided_on(both, [p for _, p in matched], keep),
+                        judge_failures=judge_failures)

@@ -36,7 +36,7 @@ from rubric.analysis.systems import KINDS, PairSet, System, baseline_systems, ju
 from rubric.analysis.transitivity import Transitivity, transitivity
 from rubric.analysis.verbosity import Verbosity, verbosity_bias
 from rubric.errors import ConfigError, InputError
-from rubric.preference import sample_status
+from rubric.preference import SampleStatus, sample_status
 from rubric.judging import JUDGMENTS_FILE, check_both_orders, read_judgments
 
 __all__ = ["ENCODER_PREDICTIONS_FILE", "LoadedInputs", "Analysis", "load_inputs", "parse_perturbed", "analyze"]
@@ -60,6 +60,7 @@ class LoadedInputs:
         described: one line per input saying what it gave.
         model_path: the model file applied to the score output, or None.
         linkage: each LINKAGE output's file and rows.
+        sample: how the analysed split's questions stand to the model's training questions, or None.
     """
 
     pairs: PairSet
@@ -67,6 +68,7 @@ class LoadedInputs:
     described: list[str] = field(default_factory=list)
     model_path: Path | None = None
     linkage: list[tuple[str, list[dict]]] = field(default_factory=list)
+    sample: SampleStatus | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,9 @@ class Analysis:
         perturbations: Table 8, one per perturbed set.
         linkage: one per LINKAGE output given.
         preset: the configuration every configurable input was checked to come from (``--preset``), or None.
+        sample: how the analysed pairs' questions stand to the rubric model's training questions, or None.
+        outside: when only some of them were trained on, Table 4 on the labelled pairs whose questions were
+            not (every system, the same pairs); else None.
     """
 
     split: str
@@ -98,6 +103,13 @@ class Analysis:
     perturbations: list[Perturbation]
     linkage: list[LinkageRun] = field(default_factory=list)
     preset: str | None = None
+    sample: SampleStatus | None = None
+    outside: Comparison | None = None
+
+    @property
+    def in_sample(self) -> bool:
+        """Some system's rows are (or may be) on pairs it was fitted on."""
+        return any(s.in_sample for s in self.systems)
 
 
 def _check_preset(preset_name: str, inputs: Sequence[str | Path], loaded: "LoadedInputs") -> list[System]:
@@ -107,8 +119,7 @@ def _check_preset(preset_name: str, inputs: Sequence[str | Path], loaded: "Loade
         ConfigError: the rubric model was fitted without the preset, or a judge output ran other settings
             (read from its ``manifest.json``) or has no manifest to tell.
     """
-    import json
-
+    from rubric.io import read_manifest
     from rubric.preference import PreferenceModel
     from rubric.judging import resolve_judges
     from rubric.scoring import get_preset, judge_settings_problems, model_preset, preset_tag
@@ -124,10 +135,15 @@ def _check_preset(preset_name: str, inputs: Sequence[str | Path], loaded: "Loade
         if not (path.is_dir() and (path / JUDGMENTS_FILE).is_file()):
             continue
         try:
-            settings = json.loads((path / "manifest.json").read_text()).get("settings", {})
-        except (OSError, ValueError, AttributeError) as e:
-            problems.append(f"{path}: no readable manifest.json to tell how its judges ran ({e})")
+            manifest = read_manifest(path)
+        except InputError as e:
+            manifest, why = {}, str(e)
+        else:
+            why = "there is none"
+        if not manifest:
+            problems.append(f"{path}: no readable manifest.json to tell how its judges ran ({why})")
             continue
+        settings = manifest.get("settings", {})
         allowed = {s.version for s in resolve_judges(",".join(preset.judges), tie=preset.tie)}
         problems += [f"{path}: {p}" for p in judge_settings_problems(preset, settings, allowed)]
     if problems:
@@ -175,6 +191,7 @@ def load_inputs(paths: Sequence[str | Path], *, model: str | Path | None = None,
     described: list[str] = []
     used_model: Path | None = None
     linkage: list[tuple[str, list[dict]]] = []
+    status: SampleStatus | None = None
     in_sample_note = "trained on pairs not recorded here: may be in-sample" if split in ("train", "all") else ""
 
     def add_pairs(ps: PairSet) -> None:
@@ -201,11 +218,11 @@ def load_inputs(paths: Sequence[str | Path], *, model: str | Path | None = None,
                     raise ConfigError("several score outputs bring a rubric model: analyse one score output at a time")
                 used_model = model_path
                 m = PreferenceModel.from_json(model_path)
-                sample = sample_status(m, table, split)
+                status = sample = sample_status(m, table, split)
+                note = "transferred: fitted on another pairs table" if sample.kind == "transferred" else ""
                 got = model_systems(m, table, in_sample=sample.in_sample, source=str(model_path),
-                                    allow_provenance_mismatch=allow_provenance_mismatch,
-                                    note="transferred: fitted on another pairs table" if sample.kind == "transferred"
-                                    else "")
+                                    allow_provenance_mismatch=allow_provenance_mismatch, note=note, mark=sample.mark,
+                                    trained_questions=sample.training_questions or None)
                 systems += got
                 described.append(f"{path}: pairs table ({table.num_rows} pairs); rubric model {model_path} "
                                  f"({sample.note})")
@@ -243,7 +260,8 @@ def load_inputs(paths: Sequence[str | Path], *, model: str | Path | None = None,
         raise ConfigError("no input describes the pairs: give a score output (pairs.parquet) or a judge output "
                           f"({JUDGMENTS_FILE}) beside predictions files or a LINKAGE output ({LINKAGE_FILE}; "
                           "its own report.md has its table)")
-    return LoadedInputs(pairs=pairs, systems=systems, described=described, model_path=used_model, linkage=linkage)
+    return LoadedInputs(pairs=pairs, systems=systems, described=described, model_path=used_model, linkage=linkage,
+                        sample=status)
 
 
 def parse_perturbed(values: Sequence[str]) -> dict[str, list[str]]:
@@ -267,7 +285,8 @@ def _table_order(systems: Sequence[System]) -> list[System]:
 
 def analyze(inputs: Sequence[str | Path], *, model: str | Path | None = None, predictions: Sequence[str | Path] = (),
             perturbed: dict[str, Sequence[str | Path]] | None = None, split: str = "test", n_boot: int = 1000,
-            seed: int = 0, allow_provenance_mismatch: bool = False, preset: str | None = None) -> Analysis:
+            seed: int = 0, allow_provenance_mismatch: bool = False, preset: str | None = None,
+            judge_failures: str = "miss") -> Analysis:
     """Tables 4-8 for every system the inputs give, on the analysed split.
 
     Args:
@@ -282,6 +301,9 @@ def analyze(inputs: Sequence[str | Path], *, model: str | Path | None = None, pr
         allow_provenance_mismatch: apply the model even when its features were made differently.
         preset: a preset name: the model and the judge outputs must have been made with it (checked),
             and the judge rows and the report's title name it.
+        judge_failures: "miss" (a system's failure on a pair is its own miss; the others keep the pair) or
+            "drop" (the pair is left out for every system), in Tables 4, 7 and 8
+            (:mod:`rubric.analysis.comparison`).
 
     Raises:
         ConfigError: the split has no pairs, an input was not made with ``preset``, or an input problem
@@ -297,14 +319,23 @@ def analyze(inputs: Sequence[str | Path], *, model: str | Path | None = None, pr
         raise ConfigError(f"the inputs have no pairs in the {split!r} split")
     given = _check_preset(preset, inputs, loaded) if preset else loaded.systems
     systems = _table_order(given) + baseline_systems(pairs)
-    comparison = compare_systems(pairs, systems, n_boot=n_boot, seed=seed)
+    comparison = compare_systems(pairs, systems, n_boot=n_boot, seed=seed, judge_failures=judge_failures)
+    sample = loaded.sample
+    outside = None
+    if sample is not None and sample.training_questions:
+        compared = pairs.subset(comparison.pair_ids)
+        out_q = sample.outside(compared.question_id)
+        if 0 < out_q.sum() < len(out_q):  # Table 4's pairs are partly the model's: Table 4 again on the others
+            outside = compare_systems(compared.take(out_q), systems, n_boot=n_boot, seed=seed,
+                                      judge_failures=judge_failures)
     judges: dict[str, dict[str, System]] = {}
     for s in systems:
         if s.kind == "LLM judge":
             judges.setdefault(s.judge, {})[s.order] = s
     position = position_bias(pairs, [(j["ab"], j["ba"]) for j in judges.values()], n_boot=n_boot, seed=seed)
     trans = transitivity(pairs, [*systems, people_system(pairs)], n_boot=n_boot, seed=seed)
-    verbosity = verbosity_bias(pairs.subset(comparison.pair_ids), systems, n_boot=n_boot, seed=seed)
+    verbosity = verbosity_bias(pairs.subset(comparison.pair_ids), systems, n_boot=n_boot, seed=seed,
+                               failures_as_misses=comparison.misses)
     perturbations = []
     described = list(loaded.described)
     for name, paths in (perturbed or {}).items():
@@ -314,11 +345,12 @@ def analyze(inputs: Sequence[str | Path], *, model: str | Path | None = None, pr
         p_pairs = p_loaded.pairs.in_split(split)
         p_given = _check_preset(preset, paths, p_loaded) if preset else p_loaded.systems
         p_systems = _table_order(p_given) + baseline_systems(p_pairs)
-        perturbations.append(perturbation_deltas(name, pairs, p_pairs, systems, p_systems, n_boot=n_boot, seed=seed))
+        perturbations.append(perturbation_deltas(name, pairs, p_pairs, systems, p_systems, n_boot=n_boot, seed=seed,
+                                                 judge_failures=judge_failures))
         described += [f"perturbed set {name!r}: {line}" for line in p_loaded.described]
     split_questions = {str(q) for q in pairs.question_id}
     linkage = [linkage_run(rows, source=source, split=split, split_questions=split_questions, n_boot=n_boot, seed=seed)
                for source, rows in loaded.linkage]
     return Analysis(split=split, pairs=pairs, systems=systems, inputs=described, comparison=comparison,
                     position=position, transitivity=trans, verbosity=verbosity, perturbations=perturbations,
-                    linkage=linkage, preset=preset)
+                    linkage=linkage, preset=preset, sample=sample, outside=outside)

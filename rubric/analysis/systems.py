@@ -165,6 +165,10 @@ class System:
         order: for an LLM judge, "ab", "ba" or "debiased"; else None.
         in_sample: the system was fitted on pairs that may include the analysed ones (its rows are
             labelled in the tables).
+        mark: what its rows carry for that; None: " (IN-SAMPLE)" when ``in_sample``.
+        trained_questions: the question ids it was fitted on, when recorded (the rubric model's
+            ``question_hashes``): each table then marks its rows by the overlap of *its* pairs with them
+            (:meth:`label_on`), not by the split's.
         note: anything the tables should say beside its name (e.g. "training pairs unknown").
         source: the file it came from ("" for computed baselines).
     """
@@ -180,6 +184,8 @@ class System:
     in_sample: bool = False
     note: str = ""
     source: str = ""
+    mark: str | None = None
+    trained_questions: frozenset | None = field(default=None, repr=False)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -192,11 +198,20 @@ class System:
         """The decision for each pair id (None where it has none), as an object array."""
         return np.array([self.decisions.get(p) for p in pair_ids], dtype=object)
 
-    def verdicts(self, pair_ids: Iterable[str]) -> np.ndarray:
-        """The decision for each pair id, :data:`UNDECIDED` where it judged the pair without a decision,
-        None where it failed or was never given the pair (an object array)."""
-        return np.array([self.decisions.get(p, UNDECIDED if p in self.undecided else None) for p in pair_ids],
-                        dtype=object)
+    def verdicts(self, pair_ids: Iterable[str], *, failures_as_misses: bool = False) -> np.ndarray:
+        """The decision for each pair id, :data:`UNDECIDED` where it judged the pair without a decision
+        (and, with ``failures_as_misses``, where it failed on it), None where it failed or was never
+        given the pair (an object array)."""
+        def one(p):
+            if p in self.decisions:
+                return self.decisions[p]
+            return UNDECIDED if p in self.undecided or (failures_as_misses and p in self.failures) else None
+
+        return np.array([one(p) for p in pair_ids], dtype=object)
+
+    def given(self, pair_id: str) -> bool:
+        """It was given the pair: it decided it, left it undecided, or failed on it (an error)."""
+        return pair_id in self.decisions or pair_id in self.undecided or pair_id in self.failures
 
     def why_not(self, pair_id: str) -> str | None:
         """Why this system has no verdict for a pair (an error, never given); None when it has a decision
@@ -208,9 +223,25 @@ class System:
     @property
     def label(self) -> str:
         """The name as a table shows it, with the in-sample mark and the note."""
-        mark = " (IN-SAMPLE)" if self.in_sample else ""
+        mark = self.mark if self.mark is not None else " (IN-SAMPLE)" if self.in_sample else ""
         note = f" ({self.note})" if self.note else ""
         return f"{self.name}{mark}{note}"
+
+    def label_on(self, question_ids: Sequence[str]) -> str:
+        """The name as a table of these pairs (one question id per pair) shows it: marked IN-SAMPLE when
+        every pair's question is one it was fitted on, PARTLY IN-SAMPLE (with the count) when some are,
+        unmarked when none is; :attr:`label` when its training questions are not recorded."""
+        if self.trained_questions is None:
+            return self.label
+        hit = sum(str(q) in self.trained_questions for q in question_ids)
+        n = len(question_ids)
+        mark = "" if hit == 0 else " (IN-SAMPLE)" if hit == n else f" (PARTLY IN-SAMPLE: {hit} of {n} pairs)"
+        return f"{self.name}{mark} ({self.note})" if self.note else f"{self.name}{mark}"
+
+    @property
+    def plain_label(self) -> str:
+        """The name and note without the in-sample mark (for rows on pairs outside its training questions)."""
+        return f"{self.name} ({self.note})" if self.note else self.name
 
 
 def _decisions(pair_ids: Sequence[str], decisions: Sequence, errors: Sequence | None, none_reason: str, *,
@@ -281,7 +312,8 @@ def judge_systems(judgments: pa.Table, *, source: str = "") -> list[System]:
 
 
 def model_systems(model, pairs: pa.Table, *, in_sample: bool, source: str = "",
-                  allow_provenance_mismatch: bool = False, note: str = "") -> list[System]:
+                  allow_provenance_mismatch: bool = False, note: str = "", mark: str | None = None,
+                  trained_questions: frozenset | None = None) -> list[System]:
     """The rubric model's decisions on every pair of a pairs table: as fitted and, when the model has
     style covariates, style-controlled.
 
@@ -295,6 +327,8 @@ def model_systems(model, pairs: pa.Table, *, in_sample: bool, source: str = "",
         in_sample: the model was fitted on pairs that may include the analysed ones.
         source: where the table and model were read from.
         note: what the tables say beside the rows' names (e.g. that the model is transferred).
+        mark: the rows' in-sample mark (see :attr:`System.mark`).
+        trained_questions: the model's training question ids, when recorded (see :attr:`System.trained_questions`).
         allow_provenance_mismatch: as in ``evaluate``.
 
     Raises:
@@ -309,14 +343,14 @@ def model_systems(model, pairs: pa.Table, *, in_sample: bool, source: str = "",
                                 "no prediction")
     name, style_name = model_row_names(model)
     out = [System(name=name, kind="rubric model", decisions=got, failures=failed, in_sample=in_sample,
-                  source=source, note=note)]
+                  source=source, note=note, mark=mark, trained_questions=trained_questions)]
     if model.style_features_:
         dm = model_inputs(model, pairs, keep_unlabeled=True, keep_ties=True)
         sc = model.predict(dm.X, style_controlled=True) if len(dm.y) else []
         sc_got = {str(p): str(d) for p, d in zip(dm.pair_id, sc)}
         out.append(System(name=style_name, kind="rubric model", decisions=sc_got,
                           failures={p: r for p, r in failed.items() if p not in sc_got}, in_sample=in_sample,
-                          source=source, note=note))
+                          source=source, note=note, mark=mark, trained_questions=trained_questions))
     return out
 
 

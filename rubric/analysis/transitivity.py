@@ -11,12 +11,22 @@ every three answers make a triad). For one system a triad is
 The violation rate is cycles / testable triads, with a CI from resampling questions (all triads of
 a drawn question).
 
-The paper's Table 5 uses a narrower denominator, reported beside ours: its triad is listed as three
-comparisons (A B, B C, C A), and when the answer shared by the first two listed comparisons wins
-both ("the model selects option B in two cases"), the third is "irrelevant" and the triad is not
-testable. Here the listed order is the pairs' order in the input (the first two of a triad's pairs
-as they appear share one answer); the paper's rate is cycles / (testable triads minus those). Such a
-triad is always transitive, so the paper's rate is never below ours. Every system is counted the same way, pointwise scorers included: a scorer that
+The seed's Table 5 illustrates a narrower denominator without defining it: its triad is listed as
+three comparisons (A B, B C, C A), and when the answer shared by the first two listed comparisons
+wins both ("the model selects option B in two cases"), the third is "irrelevant" and the triad is not
+testable. The seed does not say how it lists a triad's comparisons, nor what it does when the shared
+answer *loses* both (then, too, no third verdict can make a cycle), nor how ties and failures count.
+So three rates are reported, each with its own denominator, and none is claimed to be the paper's:
+
+- ``violation``: cycles / testable triads (every pair decided a or b);
+- ``violation_paper``: cycles / (testable minus the triads whose shared answer won both listed
+  comparisons), the case the seed illustrates;
+- ``violation_chain``: cycles / (testable minus those whose shared answer won both *or lost both*),
+  i.e. the triads whose first two listed comparisons form a chain, where the third decides.
+
+Here the listed order is the pairs' order in the input (the first two of a triad's pairs as they
+appear share one answer). The excluded triads are always transitive, so the rates only grow down the
+list; a judge that picks at random scores 1/4, 1/3 and 1/2 on them. Every system is counted the same way, pointwise scorers included: a scorer that
 ranks answers by a per-answer score cannot cycle, but one whose pair decision also depends on which
 answer is "a" can (the rubric model's intercept favours one position; "longer answer wins" gives
 equal lengths to a), and so can one with terms that are not differences of per-answer scores (the
@@ -35,7 +45,7 @@ from rubric.analysis.systems import PairSet, System
 from rubric.preference import ClusteredMean, clustered_mean
 
 __all__ = ["Triad", "TransitivityRow", "Transitivity", "find_triads", "classify_triad", "shared_answer_wins_both",
-           "transitivity"]
+           "shared_answer_outcome", "transitivity"]
 
 
 @dataclass(frozen=True)
@@ -66,7 +76,10 @@ class TransitivityRow:
         violation: cycles / testable with its question-clustered CI (``n`` = testable triads).
         n_shared_wins_both: testable triads whose first two listed comparisons (input order) were both
             won by the answer they share: not testable in the paper's Table 5.
-        violation_paper: the paper's rate, cycles / (testable - ``n_shared_wins_both``), with its CI.
+        violation_paper: cycles / (testable - ``n_shared_wins_both``), the case the seed illustrates, with its CI.
+        n_shared_loses_both: testable triads whose first two listed comparisons were both lost by the
+            answer they share (as unable to cycle; the seed does not say whether it counts them).
+        violation_chain: cycles / (testable - ``n_shared_wins_both`` - ``n_shared_loses_both``), with its CI.
     """
 
     system: str
@@ -78,6 +91,8 @@ class TransitivityRow:
     violation: ClusteredMean
     n_shared_wins_both: int = 0
     violation_paper: ClusteredMean | None = None
+    n_shared_loses_both: int = 0
+    violation_chain: ClusteredMean | None = None
 
     @property
     def n_testable(self) -> int:
@@ -85,8 +100,13 @@ class TransitivityRow:
 
     @property
     def n_testable_paper(self) -> int:
-        """The paper's denominator: testable triads less those whose shared answer won both listed comparisons."""
+        """Testable triads less those whose shared answer won both listed comparisons (the seed's example)."""
         return self.n_testable - self.n_shared_wins_both
+
+    @property
+    def n_chains(self) -> int:
+        """Testable triads whose first two listed comparisons form a chain (the shared answer won one, lost one)."""
+        return self.n_testable_paper - self.n_shared_loses_both
 
 
 @dataclass(frozen=True)
@@ -163,9 +183,9 @@ def classify_triad(winners: Sequence[str | None]) -> str:
     return "cycle" if len(set(winners)) == 3 else "transitive"
 
 
-def shared_answer_wins_both(pairs: PairSet, triad: Triad, winners: Sequence[str | None]) -> bool:
-    """The paper's "not testable": the answer shared by the triad's first two comparisons as listed
-    (its two pairs that come first in the input) won both of them.
+def shared_answer_outcome(pairs: PairSet, triad: Triad, winners: Sequence[str | None]) -> str | None:
+    """How the answer shared by the triad's first two comparisons as listed (its two pairs that come first
+    in the input) did in them: "won both", "lost both", or None (won one, or a comparison is undecided).
 
     Args:
         pairs: the analysed pairs (their order is the listing order).
@@ -175,7 +195,21 @@ def shared_answer_wins_both(pairs: PairSet, triad: Triad, winners: Sequence[str 
     first, second = sorted(range(3), key=lambda k: triad.pairs[k])[:2]
     ends = [{pairs.answer_id_a[triad.pairs[k]], pairs.answer_id_b[triad.pairs[k]]} for k in (first, second)]
     shared = ends[0] & ends[1]
-    return len(shared) == 1 and winners[first] == winners[second] == next(iter(shared))
+    if len(shared) != 1:
+        return None
+    (x,) = shared
+    w1, w2 = winners[first], winners[second]
+    if w1 == w2 == x:
+        return "won both"
+    if w1 in ends[0] - shared and w2 in ends[1] - shared:
+        return "lost both"
+    return None
+
+
+def shared_answer_wins_both(pairs: PairSet, triad: Triad, winners: Sequence[str | None]) -> bool:
+    """The seed's "not testable" example: the answer shared by the triad's first two comparisons as
+    listed won both of them (:func:`shared_answer_outcome`)."""
+    return shared_answer_outcome(pairs, triad, winners) == "won both"
 
 
 def transitivity(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 1000, seed: int = 0) -> Transitivity:
@@ -188,11 +222,12 @@ def transitivity(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 100
         seed: their seed.
     """
     triads, counts = find_triads(pairs)
+    triad_questions = [pairs.question_id[i] for t in triads for i in t.pairs]
     rows = []
     for s in systems:
         outcome = {"transitive": 0, "cycle": 0, "missing": 0, "tie": 0}
-        values, groups, paper_values, paper_groups = [], [], [], []
-        shared_wins = 0
+        values, groups, paper_values, paper_groups, chain_values, chain_groups = [], [], [], [], [], []
+        shared_wins = shared_losses = 0
         for t in triads:
             winners = []
             for i in t.pairs:
@@ -204,19 +239,28 @@ def transitivity(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 100
             if kind in ("transitive", "cycle"):
                 values.append(1.0 if kind == "cycle" else 0.0)
                 groups.append(t.question_id)
-                if shared_answer_wins_both(pairs, t, winners):
+                shared = shared_answer_outcome(pairs, t, winners)
+                if shared == "won both":
                     shared_wins += 1
                 else:
                     paper_values.append(values[-1])
                     paper_groups.append(t.question_id)
-        rows.append(TransitivityRow(system=s.label, n_triads=len(triads), n_transitive=outcome["transitive"],
+                    if shared == "lost both":
+                        shared_losses += 1
+                    else:
+                        chain_values.append(values[-1])
+                        chain_groups.append(t.question_id)
+        rows.append(TransitivityRow(system=s.label_on(triad_questions), n_triads=len(triads), n_transitive=outcome["transitive"],
                                     n_cycles=outcome["cycle"], n_untestable_missing=outcome["missing"],
                                     n_untestable_tie=outcome["tie"],
                                     violation=clustered_mean(np.array(values, dtype=float), groups=groups,
                                                              n_boot=n_boot, seed=seed),
                                     n_shared_wins_both=shared_wins,
                                     violation_paper=clustered_mean(np.array(paper_values, dtype=float),
-                                                                   groups=paper_groups, n_boot=n_boot, seed=seed)))
+                                                                   groups=paper_groups, n_boot=n_boot, seed=seed),
+                                    n_shared_loses_both=shared_losses,
+                                    violation_chain=clustered_mean(np.array(chain_values, dtype=float),
+                                                                   groups=chain_groups, n_boot=n_boot, seed=seed)))
     return Transitivity(rows=rows, n_questions=counts["n_questions"], n_questions_3plus=counts["n_questions_3plus"],
                         n_questions_with_triads=len({t.question_id for t in triads}), n_triads=len(triads),
                         n_duplicate_pairs=counts["n_duplicate_pairs"])

@@ -8,7 +8,9 @@ system the other answer):
 - the two answers have the same length (reported apart: neither direction);
 - the system said "tie" (a disagreement with no side);
 - the system judged the pair without a decision (undecided, a miss with no side; counted apart
-  from its ties).
+  from its ties);
+- the system failed on the pair (an error), when ``analyze --judge-failures miss`` keeps such a pair as
+  its miss (a disagreement with no side, counted apart).
 
 The share of "short -> long" among the directed disagreements has a question-clustered CI; a system
 is called long-biased when the whole CI lies above 1/2 and short-biased when it lies below, which the
@@ -41,6 +43,7 @@ class VerbosityRow:
         equal_length: disagreements on pairs of answers of equal length.
         system_tie: the system said "tie".
         undecided: the system judged the pair without a decision (a miss, no side).
+        failed: the system failed on the pair (an error), counted as a miss with no side.
         share_short_to_long: short_to_long / (short_to_long + long_to_short) with its CI.
         direction: :func:`bias_direction` of that share.
     """
@@ -55,6 +58,7 @@ class VerbosityRow:
     undecided: int
     share_short_to_long: ClusteredMean
     direction: str
+    failed: int = 0
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,8 @@ def bias_direction(share: ClusteredMean) -> str:
     return "no clear direction"
 
 
-def verbosity_bias(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 1000, seed: int = 0) -> Verbosity:
+def verbosity_bias(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 1000, seed: int = 0,
+                   failures_as_misses: bool = False) -> Verbosity:
     """Every system's disagreements with people, split by which answer was longer.
 
     Args:
@@ -92,6 +97,8 @@ def verbosity_bias(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 1
         systems: the systems.
         n_boot: bootstrap replicates.
         seed: their seed.
+        failures_as_misses: a pair a system failed on is its miss (a disagreement with no side), as
+            Table 4 counts it with ``judge_failures="miss"``; otherwise such pairs are not among ``pairs``.
     """
     label = pairs.label.astype(str)
     na, nb = pairs.n_words_a.astype(float), pairs.n_words_b.astype(float)
@@ -102,14 +109,17 @@ def verbosity_bias(pairs: PairSet, systems: Sequence[System], *, n_boot: int = 1
     for s in systems:
         d = s.decided(pids)
         unsure = np.array([p in s.undecided and p not in s.decisions for p in pids], dtype=bool)
+        failed = np.array([failures_as_misses and p in s.failures and p not in s.decisions for p in pids],
+                          dtype=bool)
         decided = np.array([x is not None for x in d], dtype=bool)
-        disagree = (decided & (d != label)) | unsure
+        disagree = (decided & (d != label)) | unsure | failed
         tie = decided & (d == "tie")
         directed = disagree & decided & ~tie & (longer != "equal")
         s2l = directed & (d == longer)  # the system took the longer one, so people the shorter
         l2s = directed & (label == longer)
         share = clustered_mean(s2l[directed].astype(float), groups=q[directed], n_boot=n_boot, seed=seed)
-        rows.append(VerbosityRow(system=s.label, n=int((decided | unsure).sum()), n_disagreements=int(disagree.sum()),
+        rows.append(VerbosityRow(system=s.label_on(q), n=int((decided | unsure | failed).sum()),
+                                 n_disagreements=int(disagree.sum()), failed=int(failed.sum()),
                                  short_to_long=int(s2l.sum()), long_to_short=int(l2s.sum()),
                                  equal_length=int((disagree & decided & ~tie & (longer == "equal")).sum()),
                                  system_tie=int(tie.sum()), undecided=int(unsure.sum()), share_short_to_long=share,

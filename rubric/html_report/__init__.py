@@ -8,12 +8,12 @@ the reports' matplotlib plots as inline SVG; long tables (answers, pairs, reject
 are paged in the browser, so the file opens offline, with no server and no request.
 """
 
-from rubric.html_report._build import Report, build_report, folder_kinds, render_html, write_html
+from rubric.html_report._build import Report, build_report, folder_kinds, render_html, report_html
 from rubric.html_report._score import ScoreSummary, score_summary, spearman_matrix
 
 from rubric.html_report._score import (
-    read_jsonl, read_rejects, read_manifest,
+    read_jsonl, read_rejects,
 )
 
-__all__ = ["Report", "build_report", "folder_kinds", "render_html", "write_html", "ScoreSummary", "score_summary",
-           "spearman_matrix", 'read_jsonl', 'read_rejects', 'read_manifest']
+__all__ = ["Report", "build_report", "folder_kinds", "render_html", "report_html", "ScoreSummary", "score_summary",
+           "spearman_matrix", 'read_jsonl', 'read_rejects']

@@ -13,9 +13,10 @@ from rubric.errors import ConfigError, InputError, ProvenanceError
 from rubric.html_report._model import ModelSection, model_section, pair_browser_data
 from rubric.html_report._protocols import ARENA_PAIRS_FILE, ArenaSection, LfqaESection, LinkageSection, \
     arena_section, lfqa_e_section, linkage_section
-from rubric.html_report._score import ScoreSummary, read_manifest, score_summary
+from rubric.html_report._score import ScoreSummary, score_summary
+from rubric.io import folder_state, read_manifest
 
-__all__ = ["Report", "folder_kinds", "build_report", "render_html", "write_html"]
+__all__ = ["Report", "folder_kinds", "build_report", "render_html", "report_html", "SNAPSHOT_TRIES"]
 
 log = logging.getLogger(__name__)
 
@@ -212,13 +213,32 @@ def _static(name: str) -> str:
     return (resources.files("rubric.html_report") / "templates" / name).read_text(encoding="utf-8")
 
 
-def write_html(folders: Sequence[str | Path], path: str | Path, **kwargs) -> Path:
-    """Build the report from the folders and write it to ``path`` (parents created); returns the path."""
-    path = Path(path)
-    html = render_html(build_report(folders, **kwargs))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(html, encoding="utf-8")
-    tmp.replace(path)
-    log.info("HTML report written to %s (%.0f KB)", path, path.stat().st_size / 1024)
-    return path
+#: Builds tried before giving up when an output folder keeps changing while the page is read.
+SNAPSHOT_TRIES = 3
+
+
+def report_html(folders: Sequence[str | Path], **kwargs) -> str:
+    """The page of the folders, every one read as one published snapshot (the caller writes it).
+
+    The build reads a folder's tables several times (the score summary, the model section, the pair
+    browser, the analysis). Each folder is checked (``rubric.io.check_published``) and its files'
+    identities taken before and after the build (``rubric.io.folder_state``); when a job published
+    into a folder in between, the build is done again, so the page never mixes two runs.
+
+    Raises:
+        InputError: a folder changed during each of :data:`SNAPSHOT_TRIES` builds, or is not one
+            run's complete set.
+    """
+    given = [*folders, *[p for ps in (kwargs.get("perturbed") or {}).values() for p in ps]]
+    if kwargs.get("model") is not None:
+        given.append(Path(kwargs["model"]).parent)
+    for _ in range(SNAPSHOT_TRIES):
+        before = [folder_state(f) for f in given]
+        html = render_html(build_report(folders, **kwargs))
+        changed = [str(f) for f, s in zip(given, before) if folder_state(f) != s]
+        if not changed:
+            return html
+        log.warning("%s changed while the report was read (a job published into it); reading it again",
+                    ", ".join(changed))
+    raise InputError(f"{', '.join(changed)} changed during each of {SNAPSHOT_TRIES} attempts to read it: run report "
+                     "when the job writing into it has finished")

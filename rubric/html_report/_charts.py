@@ -4,6 +4,11 @@ The Markdown reports write PNGs beside themselves with ``plot_*(..., path)``; th
 functions with an in-memory file and SVG as the save format, so a chart is the same drawing of the
 same result object, not a redrawn one. Text stays text (``svg.fonttype: none``), which keeps each
 chart a few kilobytes and lets a browser test find its labels.
+
+A chart is shown at its natural size (the SVG's width in points at 96 px per inch) and only shrunk to a
+narrower column: every chart is at most :data:`rubric.preference.CHART_WIDTH` wide and its text at least
+:data:`rubric.preference.CHART_MIN_FONT` points, so its text stays at 10 px or more from an 800 px wide
+window up; long category labels are wrapped, not cut, and legends sit beside the data.
 """
 
 from __future__ import annotations
@@ -15,10 +20,14 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from rubric.preference import CHART_MIN_FONT, CHART_WIDTH, chart_label, legend_beside
+
 __all__ = ["svg_of", "svg_figure", "plot_distributions", "plot_correlations", "plot_linkage", "plot_win_rates",
            "plot_accuracy"]
 
 _RC = {"savefig.format": "svg", "svg.fonttype": "none", "svg.hashsalt": "lfqa-rubric", "font.size": 9}
+#: CSS pixels per SVG user unit (a point) at a chart's natural size.
+_PX_PER_PT = 96 / 72
 
 
 def _plt():
@@ -34,8 +43,10 @@ def _clean(svg: bytes) -> str:
     text = svg.decode("utf-8")
     start = text.find("<svg")
     text = re.sub(r"<metadata>.*?</metadata>\s*", "", text[start:], flags=re.S)  # creator and date: not the chart
-    # matplotlib sizes the chart in pt; the page scales it to its column instead
-    return re.sub(r'<svg([^>]*?) width="[^"]*" height="[^"]*"', r'<svg\1 class="chart"', text, count=1)
+    # matplotlib sizes the chart in pt; the page shows it at that size, shrunk to a narrower column, never enlarged
+    width = re.search(r'<svg[^>]*? width="([0-9.]+)pt"', text)
+    style = f' style="max-width: {float(width.group(1)) * _PX_PER_PT:.0f}px"' if width else ""
+    return re.sub(r'<svg([^>]*?) width="[^"]*" height="[^"]*"', rf'<svg\1 class="chart"{style}', text, count=1)
 
 
 def svg_of(plot: Callable, *args, **kwargs) -> str:
@@ -74,7 +85,7 @@ def plot_distributions(values: Mapping[str, Sequence[float]], *, bins: int = 20)
     cols = min(3, max(len(names), 1))
     rows = max(math.ceil(len(names) / cols), 1)
     with plt.rc_context(_RC):
-        fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.2 * rows), squeeze=False)
+        fig, axes = plt.subplots(rows, cols, figsize=(CHART_WIDTH / 3 * cols, 2.0 * rows), squeeze=False)
         for ax in axes.flat[len(names):]:
             ax.set_visible(False)
         for ax, name in zip(axes.flat, names):
@@ -82,7 +93,7 @@ def plot_distributions(values: Mapping[str, Sequence[float]], *, bins: int = 20)
             if len(v):
                 ax.hist(v, bins=bins, color="#2a9d8f", edgecolor="white")
             ax.set_title(f"{name} (n={len(v)})", fontsize=9)
-            ax.tick_params(labelsize=8)
+            ax.tick_params(labelsize=CHART_MIN_FONT)
         fig.tight_layout()
     return svg_figure(fig)
 
@@ -92,14 +103,15 @@ def plot_correlations(names: Sequence[str], matrix: np.ndarray) -> str:
     plt = _plt()
     n = len(names)
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(2.2 + 0.8 * n, 1.4 + 0.6 * n))
+        cell = min(0.8, (CHART_WIDTH - 2.4) / max(n, 1))  # the whole matrix within the widest chart
+        fig, ax = plt.subplots(figsize=(2.4 + cell * n, 1.6 + 0.75 * cell * n))
         im = ax.imshow(np.nan_to_num(matrix), vmin=-1, vmax=1, cmap="RdBu_r")
         ax.set_xticks(range(n), names, rotation=45, ha="right")
         ax.set_yticks(range(n), names)
         for i in range(n):
             for j in range(n):
                 v = matrix[i, j]
-                ax.text(j, i, "n/a" if math.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=8,
+                ax.text(j, i, "n/a" if math.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=CHART_MIN_FONT,
                         color="white" if not math.isnan(v) and abs(v) > 0.6 else "black")
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label="Spearman ρ")
         ax.set_title("Spearman ρ, per answer", fontsize=9)
@@ -121,20 +133,21 @@ def _paired_bars(rows: Sequence, series: Sequence[tuple[str, str, str]], *, xlim
     plt = _plt()
     y = np.arange(len(rows))
     h = 0.38
+    names = [chart_label(r.system) for r in rows]
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.5, 0.5 * len(rows) + 1.6))
+        fig, ax = plt.subplots(figsize=(CHART_WIDTH, 0.32 * sum(n.count("\n") + 1 for n in names) + 1.6))
         for k, (attr, colour, label) in enumerate(series):
             ms = [getattr(r, attr) for r in rows]
             vals = [0.0 if math.isnan(m.value) else m.value for m in ms]
             ax.barh(y + (k - 0.5) * h, vals, height=h, color=colour, label=label,
                     xerr=np.array([_err(m.value, m.ci) for m in ms]).T.reshape(2, -1), capsize=3)
-        ax.set_yticks(y, [r.system for r in rows])
+        ax.set_yticks(y, names)
         ax.invert_yaxis()
         if zero_line:
             ax.axvline(0, color="black", linewidth=0.8)
         ax.set_xlim(*xlim)
         ax.set_xlabel(xlabel)
-        ax.legend(loc="lower right", fontsize=8)
+        legend_beside(ax)
         fig.tight_layout()
     return svg_figure(fig)
 
@@ -156,17 +169,18 @@ def plot_accuracy(rows: Sequence, *, title: str) -> str:
     """Accuracy per system with its question-clustered 95% CI (``MetricRow``s), the chance line at 0.5."""
     plt = _plt()
     y = np.arange(len(rows))
+    names = [chart_label(r.system) for r in rows]
     with plt.rc_context(_RC):
-        fig, ax = plt.subplots(figsize=(7.5, 0.42 * len(rows) + 1.4))
+        fig, ax = plt.subplots(figsize=(CHART_WIDTH, 0.3 * sum(n.count("\n") + 1 for n in names) + 1.4))
         vals = [r.values["accuracy"] for r in rows]
         ax.barh(y, [0.0 if math.isnan(v) else v for v in vals], height=0.6,
                 color=["#8ab17d" if r.system.startswith("baseline") else "#2a9d8f" for r in rows],
                 xerr=np.array([_err(v, r.ci["accuracy"]) for v, r in zip(vals, rows)]).T.reshape(2, -1), capsize=3)
         ax.axvline(0.5, color="grey", linestyle="--", linewidth=1)
-        ax.set_yticks(y, [r.system for r in rows])
+        ax.set_yticks(y, names)
         ax.invert_yaxis()
         ax.set_xlim(0, 1)
-        ax.set_xlabel("accuracy (question-clustered bootstrap 95% CI)")
+        ax.set_xlabel("accuracy (95% CI, questions resampled)")
         ax.set_title(title, fontsize=9)
         fig.tight_layout()
     return svg_figure(fig)

@@ -19,7 +19,7 @@ from rubric.preference import Evaluation, evaluate_model, read_pairs, saved_weig
 from rubric.tables import table_rubrics
 from rubric.html_report._charts import plot_accuracy, svg_of
 from rubric.preference import PreferenceModel
-from rubric.preference import IN_SAMPLE_SPLITS, ci_warning, plot_reliability, plot_weights
+from rubric.preference import ci_warning, plot_reliability, plot_weights, weight_ci_cell, weight_ci_note
 
 __all__ = ["ModelSection", "model_section", "pair_browser_data"]
 
@@ -35,8 +35,11 @@ class ModelSection:
         model: the model.
         weights: column -> weight (binary models), else None.
         weight_ci: the saved weight CIs (``{"ci": {column: (lo, hi)}, "n_boot": ..., "seed": ...}``) or None.
-        in_sample: why the evaluated split is in-sample, or "".
+        in_sample: why the evaluated pairs are (partly) in-sample, or "" (decided by question overlap,
+            ``Evaluation.sample``, as ``evaluate`` decides it).
+        mark: what the in-sample rows carry (" (IN-SAMPLE)", " (PARTLY IN-SAMPLE)" or "").
         warning: the "CIs are unreliable" line, or None.
+        weight_cells: column -> its CI as the Markdown report prints it; weight_note: the line above them.
         accuracy_svg / weights_svg / calibration_svg: the charts.
     """
 
@@ -51,6 +54,9 @@ class ModelSection:
     weights_svg: str
     calibration_svg: str
     accuracy_svg: str = ""
+    mark: str = ""
+    weight_cells: dict[str, str] | None = None
+    weight_note: str = ""
 
 
 def model_section(model_path: str | Path, folder: str | Path, *, split: str = "test", n_boot: int = 1000,
@@ -70,12 +76,21 @@ def model_section(model_path: str | Path, folder: str | Path, *, split: str = "t
     if list(model.classes_) == ["a", "b"]:
         weights = model.weights()
         weights_svg = svg_of(plot_weights, weights, ci=weight_ci["ci"] if weight_ci else None,
-                             style_features=model.style_features_)
+                             style_features=model.style_features_,
+                             unreliable=weight_ci.get("unreliable") or () if weight_ci else ())
     cal_svg = svg_of(plot_reliability, ev.calibration.bins) if ev.calibration is not None else ""
+    sample = ev.sample
+    in_sample = ""
+    if sample is not None and sample.in_sample:
+        in_sample = ("some pairs' questions are the model's training questions: partly in-sample" if sample.partial
+                     else "the model's training pairs: in-sample")
     return ModelSection(model_path=str(model_path), folder=str(folder), evaluation=ev, model=model, weights=weights,
-                        weight_ci=weight_ci, in_sample=IN_SAMPLE_SPLITS.get(split, ""), warning=ci_warning(ev.rows),
+                        weight_ci=weight_ci, in_sample=in_sample, warning=ci_warning(ev.rows),
                         weights_svg=weights_svg or "", calibration_svg=cal_svg,
-                        accuracy_svg=plot_accuracy(ev.rows, title=f"{split} split: the model beside its baselines"))
+                        accuracy_svg=plot_accuracy(ev.rows, title=f"{split} split: the model beside its baselines"),
+                        mark=sample.mark if sample is not None else "",
+                        weight_cells={c: weight_ci_cell(c, weight_ci) for c in weights} if weights else None,
+                        weight_note=weight_ci_note(weight_ci) if weight_ci else "")
 
 
 def _f(x) -> float | None:

@@ -23,14 +23,11 @@ from rubric.judging import pair_decisions, read_judgments
 from rubric.protocols import PairTypeBreakdown, breakdown_by_pair_type
 from rubric.protocols import LinkageCorrelations
 from rubric.html_report._score import read_jsonl
-from rubric.protocols import arena_ratings, linkage_results
+from rubric.protocols import ARENA_PAIRS_FILE, arena_ratings, linkage_results
 from rubric.io import question_id
 
 __all__ = ["LinkageSection", "ArenaSection", "LfqaESection", "linkage_section", "arena_section", "lfqa_e_section",
            "ARENA_PAIRS_FILE"]
-
-#: The arena job's join of annotations and systems' answers (lfqa_eval format).
-ARENA_PAIRS_FILE = "arena_pairs.jsonl"
 
 _HUMAN = {-1: "a", 0: "tie", 1: "b"}
 
@@ -116,7 +113,7 @@ def lfqa_e_section(folder: str | Path, *, n_boot: int = 1000, seed: int = 0) -> 
     Raises:
         InputError: an input is gone or is a URI (the page reads local files only).
     """
-    from rubric.html_report._score import read_manifest
+    from rubric.io import read_manifest
     from rubric.io import read_input
     from rubric.tables import JobInput, combine_inputs
 

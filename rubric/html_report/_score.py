@@ -16,12 +16,13 @@ import numpy as np
 import pyarrow as pa
 
 from rubric.errors import InputError
+from rubric.io import read_manifest
 from rubric.preference import read_output_table
 from rubric.tables import table_rubrics
 from rubric.html_report._charts import plot_correlations, plot_distributions
 from rubric.tables import table_provenance
 
-__all__ = ["ScoreSummary", "read_jsonl", "read_rejects", "read_manifest", "spearman_matrix", "score_summary"]
+__all__ = ["ScoreSummary", "read_jsonl", "read_rejects", "spearman_matrix", "score_summary"]
 
 #: The length column the "is it just length?" row and column use (whitespace tokens, as everywhere).
 LENGTH = "n_words"
@@ -81,20 +82,6 @@ def read_rejects(folder: Path) -> list[dict]:
     """``OUT/rejects.jsonl`` (empty when absent)."""
     path = folder / "rejects.jsonl"
     return read_jsonl(path) if path.is_file() else []
-
-
-def read_manifest(folder: Path) -> dict:
-    """``OUT/manifest.json`` ({} when absent: a job that has not finished writes it last)."""
-    path = folder / "manifest.json"
-    if not path.is_file():
-        return {}
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise InputError(f"{path} is not JSON ({e})") from None
-    if not isinstance(doc, dict):
-        raise InputError(f"{path} must hold a JSON object")
-    return doc
 
 
 def _ranks(x: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ from rubric.io.splits import (
 )
 from rubric.io.fields import (
     ReadResult, RowError, DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHARS, DEFAULT_LABEL_VALUES,
-    SPLIT_VALUES, text_field, check_max_chars, label_table, label_key, read_item,
+    SPLIT_VALUES, text_field, check_text, check_max_chars, label_table, label_key, read_item,
 )
 from rubric.io.files import (
     check_path, load_records, kind_of, RepeatedKeys,
@@ -47,13 +47,13 @@ from rubric.io.readers import (
 
 from rubric.io.units import COPY_CHUNK, is_uri, read_whole, read_unit, answer_work
 
-from rubric.io.outputs import MANIFEST, PUBLISHING, check_published
+from rubric.io.outputs import MANIFEST, PUBLISHING, check_published, folder_state, published_files, read_manifest
 
 __all__ = [
-    "MANIFEST", "PUBLISHING", "check_published",
+    "MANIFEST", "PUBLISHING", "check_published", "folder_state", "published_files", "read_manifest",
     "Label", "LABELS", "PairRecord", "AnswerItem", "Reject", "content_id", "question_id", "explode", "SPLITS",
     "assign_splits", "split_questions", "ReadResult", "RowError", "DEFAULT_MAX_ANSWER_CHARS",
-    "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_LABEL_VALUES", "SPLIT_VALUES", "text_field", "check_max_chars",
+    "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_LABEL_VALUES", "SPLIT_VALUES", "text_field", "check_text", "check_max_chars",
     "label_table", "label_key", "read_item", "check_path", "load_records", "kind_of", "RepeatedKeys", "TABLE_FIELDS",
     "parse_mapping", "parse_label_values", "mapping_entries", "check_mapping", "check_mapped_columns",
     "InputFormat", "INPUT_FORMATS", "register_format", "format_names", "input_format", "check_options",

@@ -1,8 +1,9 @@
 """The field-check toolkit every reader uses, the protocols' readers included.
 
 A reader turns one bad row into a :class:`~rubric.io.records.Reject` by raising :class:`RowError`
-(field, reason) from these checks: text fields (:func:`text_field`: present, a string, UTF-8, within
-the length limits), labels (:func:`label_table`, :func:`label_key`), splits, metadata, expert
+(field, reason) from these checks: text fields (:func:`text_field`: present, a string, valid Unicode
+(no lone surrogate: invalid UTF-8 bytes, or a JSON escape such as ``"\\ud800"``), within the length
+limits), labels (:func:`label_table`, :func:`label_key`), splits, metadata, expert
 flags, documents and integers. :class:`ReadResult` is what every reader returns.
 """
 
@@ -18,7 +19,7 @@ from rubric.config import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHARS
 from rubric.errors import ConfigError
 from rubric.io.records import LABELS, PairRecord, Reject
 
-__all__ = ["ReadResult", "RowError", "DEFAULT_MAX_ANSWER_CHARS", "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_LABEL_VALUES", "SPLIT_VALUES", "text_field", "check_max_chars", "label_table", "label_key", "read_item"]
+__all__ = ["ReadResult", "RowError", "DEFAULT_MAX_ANSWER_CHARS", "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_LABEL_VALUES", "SPLIT_VALUES", "text_field", "check_text", "check_max_chars", "label_table", "label_key", "read_item"]
 
 logger = logging.getLogger(__name__)
 
@@ -92,19 +93,43 @@ class RowError(Exception):
 # ---------------------------------------------------------------------------------------------
 
 
-# The lone surrogates that surrogateescape decodes invalid bytes to; a regex scans a long answer
-# in C rather than one Python step per character.
-_BAD_BYTE = re.compile("[\udc80-\udcff]")
+# Lone surrogates: no Unicode text holds one, and nothing downstream can encode it (SQLite, Arrow,
+# JSON files all refuse). U+DC80-U+DCFF are the bytes that surrogateescape decodes invalid UTF-8 to;
+# the rest come from JSON escapes such as "\ud800" (half of an emoji pair, common in scraped data).
+# A regex scans a long answer in C rather than one Python step per character.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _has_bad_bytes(s: str) -> bool:
-    return _BAD_BYTE.search(s) is not None
+    return _SURROGATE.search(s) is not None
 
 
-def _check_utf8(value: str, name: str) -> str:
-    if _has_bad_bytes(value):
-        raise RowError(name, f"field {name!r} contains bytes that are not valid UTF-8")
+def _bad_text(value: str, shown: str) -> str | None:
+    """Why ``value`` is not valid Unicode text (naming the first bad code point), or None."""
+    m = _SURROGATE.search(value)
+    if m is None:
+        return None
+    ch = m.group()
+    if "\udc80" <= ch <= "\udcff":
+        return f"field {shown} contains bytes that are not valid UTF-8"
+    return (f"field {shown} holds U+{ord(ch):04X} at character {m.start() + 1}, a lone surrogate (half of a "
+            "UTF-16 pair): not valid Unicode text")
+
+
+def check_text(value: str, name: str, label: str | None = None) -> str:
+    """``value``, checked to be valid Unicode text (no lone surrogate), for a field that is not read with
+    :func:`text_field` (an id, a name).
+
+    Raises:
+        RowError: it holds a lone surrogate (the code point and its place named).
+    """
+    why = _bad_text(value, label or repr(name))
+    if why:
+        raise RowError(name, why)
     return value
+
+
+_check_utf8 = check_text
 
 
 def text_field(
@@ -138,8 +163,9 @@ def text_field(
     value = rec[name]
     if not isinstance(value, str):
         raise RowError(name, f"field {shown} must be a string, got {type(value).__name__}")
-    if _has_bad_bytes(value):
-        raise RowError(name, f"field {shown} contains bytes that are not valid UTF-8")
+    why = _bad_text(value, shown)
+    if why:
+        raise RowError(name, why)
     if not value.strip():
         raise RowError(name, f"field {shown} is empty")
     # "...", "42", "\u200b\u200b": nothing for a rubric to read, and such an answer otherwise

@@ -1,19 +1,26 @@
 """Reading an output folder safely: its files are one run's set, or the reader refuses in one line.
 
 A job publishes its files between a marker (:data:`PUBLISHING`, written first) and
-``manifest.json`` (written last, its ``published`` field giving every file's size); see
-``workers.outdir.publish``. A folder without a manifest (tables written by hand, or by an older
+``manifest.json`` (written last, its ``published`` field giving every file's size; ``added``, the
+files a later command made from that run's tables, such as ``encoder``'s predictions); see
+``workers.outdir.OutputFolder``. A folder without a manifest (tables written by hand, or by an older
 version) is read as it is.
+
+:func:`read_manifest` is the one reader of ``manifest.json``; :func:`check_published` (every reader
+of a job's tables) and :func:`folder_state` (a reader that reads a folder several times, such as the
+HTML report, compares it before and after) are built on it.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 from rubric.errors import InputError
 
-__all__ = ["MANIFEST", "PUBLISHING", "check_published"]
+__all__ = ["MANIFEST", "PUBLISHING", "read_manifest", "published_files", "check_published", "folder_state"]
 
 #: The manifest, written last.
 MANIFEST = "manifest.json"
@@ -21,26 +28,55 @@ MANIFEST = "manifest.json"
 PUBLISHING = ".publishing"
 
 
-def check_published(out: str | Path) -> None:
-    """Check that the files of output folder ``out`` are one run's complete set.
+def read_manifest(out: str | Path) -> dict:
+    """``OUT/manifest.json`` ({} when absent: a job that has not finished writes it last).
+
+    Raises:
+        InputError: the manifest is not JSON, not a JSON object, or a symbolic link.
+    """
+    path = Path(out) / MANIFEST
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return {}
+    if stat.S_ISLNK(mode) or not stat.S_ISREG(mode):
+        raise InputError(f"{path} is not a regular file (a symbolic link?); an lfqa-rubric manifest never is")
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path} is not JSON ({e})") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path} must hold a JSON object")
+    return doc
+
+
+def published_files(manifest: dict) -> dict[str, int]:
+    """File name in OUT -> size, for every file the manifest vouches for (``published`` and ``added``)."""
+    out: dict[str, int] = {}
+    for section in ("published", "added"):
+        files = manifest.get(section)
+        if isinstance(files, dict):
+            out.update({str(k): v for k, v in files.items()})
+    return out
+
+
+def check_published(out: str | Path) -> dict:
+    """Check that the files of output folder ``out`` are one run's complete set; returns its manifest.
 
     Raises:
         InputError: a publish is in progress or was interrupted, or a file differs from the size the
             manifest records (another run, or a copy, changed it afterwards).
     """
     out = Path(out)
-    if (out / PUBLISHING).exists():
+    if os.path.lexists(out / PUBLISHING):
         raise InputError(f"{out} is being written, or a job was killed while writing its tables (a "
                          f"{PUBLISHING} marker is there): wait for it, or run the job again")
     try:
-        doc = json.loads((out / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return
-    published = doc.get("published") if isinstance(doc, dict) else None
-    if not isinstance(published, dict):
-        return
-    for name, size in published.items():
-        path = out / str(name)
+        doc = read_manifest(out)
+    except InputError:
+        return {}  # a damaged manifest vouches for nothing; the tables are read as they are
+    for name, size in published_files(doc).items():
+        path = out / name
         try:
             actual = path.stat().st_size
         except OSError:
@@ -49,3 +85,31 @@ def check_published(out: str | Path) -> None:
         if actual != size:
             raise InputError(f"{path} does not match {out / MANIFEST} ({actual} bytes, the manifest says {size}): "
                              "the folder mixes two runs' files; run the job again")
+    return doc
+
+
+def folder_state(out: str | Path) -> tuple:
+    """The folder checked (:func:`check_published`), then what identifies its files now: each regular
+    file directly inside it with its inode, size and change time.
+
+    A publish replaces files by rename (new inodes), so two equal states taken before and after reading
+    the folder mean every file read in between belonged to one run's set.
+    """
+    out = Path(out)
+    if out.is_file():  # a single file given for a folder (a predictions file): itself
+        st = out.stat()
+        return ((out.name, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns),)
+    check_published(out)
+    state = []
+    try:
+        entries = sorted(os.scandir(out), key=lambda e: e.name)
+    except OSError:
+        return ()
+    for e in entries:
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode):
+            state.append((e.name, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(state)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Literal
@@ -98,10 +99,20 @@ class Reject:
     extra: dict = dc_field(default_factory=dict)
 
     def to_dict(self) -> dict:
+        """The reject as JSON-able data; a lone surrogate in its text (the bad id that made it a reject, a
+        file name with undecodable bytes) is written as its ``\\uXXXX`` escape, so the rejects file can
+        always be written."""
         out = {"row": self.row, "pair_id": self.pair_id, "field": self.field, "reason": self.reason,
                "source_file": self.source_file}
         out.update(self.extra)
-        return out
+        return {k: _escape_surrogates(v) if isinstance(v, str) else v for k, v in out.items()}
+
+
+_LONE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogates(text: str) -> str:
+    return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def explode(pairs: list[PairRecord]) -> list[AnswerItem]:

@@ -13,6 +13,7 @@ import random
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
+from rubric.config import DEFAULT_SPLIT_FRACTIONS
 from rubric.errors import ConfigError
 from rubric.io.records import PairRecord
 
@@ -21,7 +22,7 @@ __all__ = ["SPLITS", "assign_splits", "split_questions"]
 SPLITS: tuple[str, ...] = ("train", "dev", "test")
 
 
-def assign_splits(pairs: Sequence[PairRecord], fractions: Sequence[float] = (0.70, 0.15, 0.15),
+def assign_splits(pairs: Sequence[PairRecord], fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS,
                   seed: int = 0) -> list[str]:
     """Return the split name of each pair, in order.
 
@@ -51,7 +52,7 @@ def assign_splits(pairs: Sequence[PairRecord], fractions: Sequence[float] = (0.7
     return out
 
 
-def split_questions(questions: Mapping[str, tuple[int, tuple]], fractions: Sequence[float] = (0.70, 0.15, 0.15),
+def split_questions(questions: Mapping[str, tuple[int, tuple]], fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS,
                     seed: int = 0) -> dict[str, str]:
     """The split of each question, from per-question summaries only (what :func:`assign_splits` does).
 

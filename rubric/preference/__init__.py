@@ -19,10 +19,11 @@ from rubric.preference.model import (
 )
 from rubric.preference.selection import (
     C_GRID, question_folds, CVResult, cross_validate_C, AblationRow, drop_one_ablation, Calibration,
-    calibration, WeightCIs, bootstrap_weight_cis,
+    calibration, WeightCIs, bootstrap_weight_cis, MAX_DEGENERATE_SHARE,
 )
 from rubric.preference.report import (
     MIN_QUESTIONS_FOR_CI, MIN_PAIRS_FOR_CI, IN_SAMPLE_SPLITS, IN_SAMPLE_MARK, metrics_markdown, ci_warning,
+    weight_ci_cell, weight_ci_note, CHART_WIDTH, CHART_MIN_FONT, chart_label, legend_beside,
     weights_markdown, selection_markdown, ablation_markdown, calibration_markdown, render_report,
     plot_weights, plot_reliability,
 )
@@ -51,6 +52,7 @@ from rubric.preference.evaluate import (
 
 from rubric.preference.fitted_on import (
     FITTED_ON_KEY, IDENTITY_COLUMNS, pairs_table_digest, fitted_on_record, SampleStatus, sample_status,
+    PARTLY_IN_SAMPLE_MARK,
 )
 
 from rubric.preference.readable import (
@@ -77,5 +79,7 @@ __all__ = [
     "model_inputs", "Evaluation", "model_table_differences", "check_model_table", "evaluate_model",
     "write_report", "saved_weight_ci", "pairs_fingerprint", "MODEL_ROW", "STYLE_CONTROLLED_ROW",
     "PREDICTIONS_META_KEY", "predict_pairs", "write_predictions", "TrainedModel", "TransferCell", "Transfer",
-    "labeled_pairs", "transfer", "transfer_markdown", "check_core_params", "fit_core", "restore_core", 'model_row_names', 'FITTED_ON_KEY', 'IDENTITY_COLUMNS', 'pairs_table_digest', 'fitted_on_record', 'SampleStatus', 'sample_status'
+    "labeled_pairs", "transfer", "transfer_markdown", "check_core_params", "fit_core", "restore_core", 'model_row_names', 'FITTED_ON_KEY', 'IDENTITY_COLUMNS', 'pairs_table_digest', 'fitted_on_record', 'SampleStatus', 'sample_status',
+    "weight_ci_cell", "weight_ci_note", "MAX_DEGENERATE_SHARE", "PARTLY_IN_SAMPLE_MARK", "CHART_WIDTH",
+    "CHART_MIN_FONT", "chart_label", "legend_beside",
 ]

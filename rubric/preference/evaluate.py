@@ -23,7 +23,7 @@ from rubric.tables import DesignMatrix, design_matrix, fit_length_betas, table_s
 from rubric.preference.fitted_on import FITTED_ON_KEY, SampleStatus, fitted_on_record, sample_status
 from rubric.preference.metrics import MetricRow, always_a, evaluate_predictions, longer_answer_wins
 from rubric.preference.model import PreferenceModel
-from rubric.scoring import model_preset, preset_tag, preset_title
+from rubric.scoring import model_preset, model_preset_tag, preset_title
 from rubric.tables import (provenance_differences, require_uniform_provenance, table_provenance,
                                table_provenance_problems)
 from rubric.preference.report import plot_reliability, plot_weights, render_report
@@ -44,21 +44,23 @@ STYLE_CONTROLLED_ROW = "preference model, style-controlled (equal length and mar
 def model_row_names(model) -> tuple[str, str]:
     """The names of a fitted model's rows: as fitted, and style-controlled.
 
-    Each says what the model holds: the preset that made it (`` [paper preset]``), or, for our
-    default fit, its style covariates (``+ length/markdown covariates``), so a row of our default
-    model is never read as the paper's.
+    Each says what the model holds: the preset's model (`` [paper preset]``, only when it has all the
+    preset's rubrics at its versions and nothing else; a model fitted with the preset's settings that
+    is not its model says which rubrics it lacks and why: :func:`rubric.scoring.model_preset_tag`), or,
+    for our default fit, its style covariates (``+ length/markdown covariates``), so a row of our
+    default model is never read as the paper's.
 
     Args:
         model: a fitted :class:`rubric.preference.PreferenceModel`.
     """
-    preset = model_preset(model)
+    tag = model_preset_tag(model)
     style = [f.removeprefix("style_") for f in model.style_features_]
     base = MODEL_ROW
     if style:
         base = MODEL_ROW[:-1] + f" + {'/'.join(style)} covariate{'s' if len(style) > 1 else ''})"
     if model.length_betas:
         base = base[:-1] + ", length-decorrelated)"
-    return base + preset_tag(preset), STYLE_CONTROLLED_ROW + preset_tag(preset)
+    return base + tag, STYLE_CONTROLLED_ROW + tag
 
 
 
@@ -156,7 +158,9 @@ def fit_model(pairs: pa.Table, *, split: str = "train", C: float | str = 1.0, ti
     metadata: dict = {"split": split, "style": bool(style), "decorrelate": decorrelate, "excluded": excluded,
                       "style_excluded": style_excluded, "n_unlabeled": dm.n_unlabeled,
                       "train_pairs": {"n": int(len(dm.y)), "fingerprint": pairs_fingerprint(dm.pair_id)},
-                      FITTED_ON_KEY: fitted_on_record(pairs, split=split, n_pairs=len(dm.y)),
+                      "features_given": None if features is None else list(features),
+                      FITTED_ON_KEY: fitted_on_record(pairs, split=split, n_pairs=len(dm.y),
+                                                      question_ids=dm.question_id),
                       "C_selection": selection.to_dict() if selection else {"best_C": float(C), "criterion": "given"}}
     if n_boot_weights:
         if list(model.classes_) == ["a", "b"]:
@@ -213,8 +217,10 @@ class Evaluation:
         ablation_in_sample: the refits' training pairs overlap the evaluated pairs.
         calibration: Brier score and reliability bins (binary models), else None.
         sources: the evaluated pairs' ``source`` values with their counts.
-        sample: whether the evaluated pairs are in the model's training sample
+        sample: whether the evaluated pairs' questions are among the model's training questions
             (:func:`rubric.preference.sample_status`); None: decided from the split alone.
+        outside_rows: when only some evaluated pairs' questions were trained on (``sample.partial``),
+            the same systems on the other pairs; else None.
     """
 
     split: str
@@ -227,6 +233,7 @@ class Evaluation:
     calibration: Calibration | None = None
     sources: dict[str, int] = field(default_factory=dict)
     sample: SampleStatus | None = None
+    outside_rows: list[MetricRow] | None = None
 
 
 def model_table_differences(model: PreferenceModel, pairs: pa.Table) -> list[str]:
@@ -328,17 +335,20 @@ def evaluate_model(model: PreferenceModel, pairs: pa.Table, *, split: str = "tes
         raise ConfigError(f"split {split!r} has no usable pairs (ties dropped: {dm.n_ties_dropped}, "
                           f"missing rubric values: {dm.n_missing_rows}, unlabeled: {dm.n_unlabeled})")
 
-    def row(system, predictions):
-        return evaluate_predictions(system, dm.y, predictions, groups=dm.question_id, n_boot=n_boot, seed=seed)
-
+    sample = sample_status(model, pairs, split, question_ids=dm.question_id)
     name, style_name = model_row_names(model)
-    rows = [row(name, model.predict(dm.X))]
+    systems = [(name, model.predict(dm.X))]
     if model.style_features_:
-        rows.append(row(style_name, model.predict(dm.X, style_controlled=True)))
-    rows += [
-        row("baseline: longer answer wins", longer_answer_wins(dm.n_words_a, dm.n_words_b)),
-        row("baseline: always a", always_a(len(dm.y))),
-    ]
+        systems.append((style_name, model.predict(dm.X, style_controlled=True)))
+    systems += [("baseline: longer answer wins", longer_answer_wins(dm.n_words_a, dm.n_words_b)),
+                ("baseline: always a", always_a(len(dm.y)))]
+
+    def rows_on(keep):
+        return [evaluate_predictions(system, dm.y[keep], np.asarray(pred, dtype=object)[keep],
+                                     groups=dm.question_id[keep], n_boot=n_boot, seed=seed) for system, pred in systems]
+
+    rows = rows_on(np.ones(len(dm.y), dtype=bool))
+    outside_rows = rows_on(sample.outside(dm.question_id)) if sample.partial else None
     cal = None
     binary = list(model.classes_) == ["a", "b"]
     if calibrate and binary:
@@ -346,7 +356,6 @@ def evaluate_model(model: PreferenceModel, pairs: pa.Table, *, split: str = "tes
                           p_a_style_controlled=_p_a(model, dm.X, style_controlled=True) if model.style_features_
                           else None)
     abl, note, in_sample = None, "", False
-    sample = sample_status(model, pairs, split)
     if ablation:
         recorded_split = model.metadata_.get("split")
         train_split = recorded_split if isinstance(recorded_split, str) else "train"
@@ -376,7 +385,7 @@ def evaluate_model(model: PreferenceModel, pairs: pa.Table, *, split: str = "tes
             sources[str(col[int(i)])] = sources.get(str(col[int(i)]), 0) + 1
     return Evaluation(split=split, rows=rows, dm=dm, provenance_differences=differences, ablation=abl,
                       ablation_note=note, ablation_in_sample=in_sample, calibration=cal, sources=sources,
-                      sample=sample)
+                      sample=sample, outside_rows=outside_rows)
 
 
 #: What a report says beside a source whose pairs are not what their labels might suggest.
@@ -397,7 +406,8 @@ def write_report(ev: Evaluation, model: PreferenceModel, report_path: str | Path
     if list(model.classes_) == ["a", "b"]:
         weights = model.weights()
         png = report_path.with_suffix(".png")
-        plot_weights(weights, png, ci=weight_ci["ci"] if weight_ci else None, style_features=model.style_features_)
+        plot_weights(weights, png, ci=weight_ci["ci"] if weight_ci else None, style_features=model.style_features_,
+                     unreliable=weight_ci.get("unreliable") or () if weight_ci else ())
         chart = png.name
     if ev.calibration is not None:
         cal_png = report_path.with_name(report_path.stem + "_calibration.png")
@@ -427,6 +437,8 @@ def write_report(ev: Evaluation, model: PreferenceModel, report_path: str | Path
                          ablation_in_sample=ev.ablation_in_sample, calibration=ev.calibration,
                          in_sample=None if ev.sample is None else ev.sample.in_sample,
                          sample_note="" if ev.sample is None else ev.sample.note,
+                         mark=None if ev.sample is None else ev.sample.mark,
+                         outside=None if ev.outside_rows is None else (ev.sample.outside_kind, ev.outside_rows),
                          calibration_chart=cal_chart, C=float(model.C), selection=selection,
                          length_betas=model.length_betas)
     report_path.write_text(text)

@@ -108,15 +108,10 @@ def pair_explanations_markdown(predictions: pa.Table, pairs: pa.Table, rows: Seq
     return "\n\n".join(blocks)
 
 
-def _weight_cis(model: PreferenceModel) -> Mapping[str, tuple[float, float]] | None:
-    raw = model.metadata_.get("weight_ci") if isinstance(model.metadata_, dict) else None
-    ci = raw.get("ci") if isinstance(raw, dict) else None
-    if not isinstance(ci, dict):
-        return None
-    try:
-        return {c: (float(ci[c][0]), float(ci[c][1])) for c in model.columns_}
-    except (KeyError, TypeError, ValueError, IndexError):
-        return None
+def _weight_cis(model: PreferenceModel) -> Mapping | None:
+    from rubric.preference.evaluate import saved_weight_ci
+
+    return saved_weight_ci(model.metadata_.get("weight_ci") if isinstance(model.metadata_, dict) else None, model)
 
 
 def readable_view(answers: pa.Table, pairs: pa.Table, model: PreferenceModel, predictions: pa.Table, *,
@@ -145,7 +140,7 @@ def readable_view(answers: pa.Table, pairs: pa.Table, model: PreferenceModel, pr
            "Weight per standardised difference a - b; > 0 favours the answer higher on that column. "
            "Style covariates (length, markdown) absorb the preference for longer or more formatted answers, "
            "so the rubric weights are style-controlled.", "",
-           weights_markdown(model.weights(), style_features=model.style_features_, ci=_weight_cis(model)), "",
+           weights_markdown(model.weights(), style_features=model.style_features_, weight_ci=_weight_cis(model)), "",
            f"## Why the predicted winner wins: {len(rows)} pairs", "",
            "Each row is the rubric's weight times its standardised difference; the contributions and the "
            "intercept add up to the logit of P(a preferred).", "",

@@ -7,7 +7,12 @@
   on the evaluated split, with a question-clustered paired bootstrap CI.
 - :func:`calibration` gives the Brier score and a reliability table of P(a preferred).
 - :func:`bootstrap_weight_cis` refits the model on questions resampled with replacement and gives
-  percentile 95% CIs of every weight.
+  percentile 95% CIs of every weight. A replicate in which a column is constant (a binary rubric that
+  is 0 on every drawn pair, say) cannot estimate that column's weight: the refit gives it exactly 0,
+  which would pin a CI bound at 0. Such a replicate is degenerate *for that column* and left out of
+  its percentiles (its other columns keep it); how many were left out is reported per column, and a
+  column degenerate in more than :data:`MAX_DEGENERATE_SHARE` of the fitted replicates gets its CI
+  marked unreliable.
 
 All of them refit clones of a :class:`rubric.preference.model.PreferenceModel`, so the scaler, the style
 covariates and the length betas are the model's own.
@@ -17,7 +22,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from math import nan
 
 import numpy as np
 from sklearn.base import clone
@@ -30,9 +36,14 @@ from rubric.preference.metrics import (ClusteredMean, ReliabilityBin, brier_scor
 from rubric.preference.model import PreferenceModel
 
 __all__ = ["C_GRID", "question_folds", "CVResult", "cross_validate_C", "AblationRow", "drop_one_ablation",
-           "Calibration", "calibration", "WeightCIs", "bootstrap_weight_cis"]
+           "Calibration", "calibration", "WeightCIs", "bootstrap_weight_cis", "MAX_DEGENERATE_SHARE"]
 
 log = logging.getLogger(__name__)
+
+#: Above this share of degenerate replicates (the column constant in the resample), a weight's CI is
+#: marked unreliable: the replicates left are those whose resample happened to vary the column, not a
+#: bootstrap of the fit. 5%: at 200 replicates, more than 10.
+MAX_DEGENERATE_SHARE = 0.05
 
 #: The regularisation strengths tried by ``fit --C cv``: 1e-3 to 1e2, half a decade apart.
 C_GRID: tuple[float, ...] = tuple(float(c) for c in np.logspace(-3, 2, 11))
@@ -251,20 +262,31 @@ class WeightCIs:
     """Percentile 95% CIs of the model's weights from a bootstrap over training questions.
 
     Attributes:
-        ci: column -> (low, high).
+        ci: column -> (low, high), from the replicates that are not degenerate for the column ((nan, nan)
+            with fewer than 2 of them).
         n_boot: replicates asked for.
         n_failed: replicates that could not be fitted (one label class only) and were skipped.
         seed: the replicates' seed.
+        n_degenerate: column -> fitted replicates in which the column was constant (its weight then 0 by
+            construction), left out of its percentiles.
+        unreliable: columns degenerate in more than ``max_degenerate_share`` of the fitted replicates.
+        max_degenerate_share: that threshold.
     """
 
     ci: dict[str, tuple[float, float]]
     n_boot: int
     n_failed: int
     seed: int
+    n_degenerate: dict[str, int] = field(default_factory=dict)
+    unreliable: tuple[str, ...] = ()
+    max_degenerate_share: float = MAX_DEGENERATE_SHARE
 
     def to_dict(self) -> dict:
         return {"ci": {k: list(v) for k, v in self.ci.items()}, "n_boot": self.n_boot, "n_failed": self.n_failed,
-                "seed": self.seed, "method": "percentile, questions resampled with replacement, model refitted"}
+                "seed": self.seed, "n_degenerate": dict(self.n_degenerate), "unreliable": list(self.unreliable),
+                "max_degenerate_share": self.max_degenerate_share,
+                "method": "percentile, questions resampled with replacement, model refitted; replicates in which a "
+                          "column is constant left out of that column's percentiles"}
 
 
 def bootstrap_weight_cis(model: PreferenceModel, X, y, groups, *, n_boot: int = 200, seed: int = 0) -> WeightCIs:
@@ -290,9 +312,10 @@ def bootstrap_weight_cis(model: PreferenceModel, X, y, groups, *, n_boot: int = 
     n_q = int(g.max()) + 1 if len(g) else 0
     rows_of = [np.flatnonzero(g == q) for q in range(n_q)]
     rng = np.random.default_rng(seed)
-    draws, failed = [], 0
+    draws, constant, failed = [], [], 0
     for _ in range(n_boot):
         idx = np.concatenate([rows_of[q] for q in rng.integers(0, n_q, size=n_q)])
+        kept = y[idx] != "tie" if model.ties == "drop" else np.ones(len(idx), dtype=bool)
         try:
             m = clone(model).fit(X[idx], y[idx])
         except ConfigError:
@@ -302,9 +325,19 @@ def bootstrap_weight_cis(model: PreferenceModel, X, y, groups, *, n_boot: int = 
             failed += 1
             continue
         draws.append([m.weights()[c] for c in model.columns_])
+        constant.append(np.ptp(X[idx][kept], axis=0) == 0)  # on the rows the refit saw
     if len(draws) < 2:
         raise ConfigError(f"only {len(draws)} of {n_boot} bootstrap replicates could be fitted")
-    w = np.array(draws)
-    ci = {c: (float(np.percentile(w[:, j], 2.5)), float(np.percentile(w[:, j], 97.5)))
-          for j, c in enumerate(model.columns_)}
-    return WeightCIs(ci=ci, n_boot=n_boot, n_failed=failed, seed=seed)
+    w, degenerate = np.array(draws), np.array(constant)
+    ci, n_degenerate, unreliable = {}, {}, []
+    for j, c in enumerate(model.columns_):
+        ok = w[~degenerate[:, j], j]
+        ci[c] = (float(np.percentile(ok, 2.5)), float(np.percentile(ok, 97.5))) if len(ok) >= 2 else (nan, nan)
+        n_degenerate[c] = int(degenerate[:, j].sum())
+        if n_degenerate[c] > MAX_DEGENERATE_SHARE * len(w):
+            unreliable.append(c)
+    if unreliable:
+        log.warning("weight CIs of %s are unreliable: the column is constant in %s of %d fitted replicates",
+                    ", ".join(unreliable), ", ".join(str(n_degenerate[c]) for c in unreliable), len(w))
+    return WeightCIs(ci=ci, n_boot=n_boot, n_failed=failed, seed=seed, n_degenerate=n_degenerate,
+                     unreliable=tuple(unreliable))

@@ -14,8 +14,11 @@ through length shows it there (Chatbot Arena's style control).
 
 Nothing is combined that was made differently: a cell whose evaluation table made the model's
 features differently from its training table (``rubric.preference.evaluate.model_table_differences``) shows
-"provenance differs: <first difference>" instead of a number. A cell whose test questions also
-occur in the training set's train split says how many: those pairs are not out of sample.
+"provenance differs: <first difference>" instead of a number. What a cell is comes from question
+overlap (:func:`rubric.preference.sample_status`, the model's recorded training questions), not from the
+sets' names: in-distribution (the model's own table, none of its training questions), transfer
+(another table, none of them), or IN-SAMPLE / PARTLY IN-SAMPLE when evaluated pairs' questions were
+trained on; a partly overlapping cell also gives the accuracy on the other pairs.
 
 Pairs without a human judgement (``label`` null) are neither fitted nor evaluated; the table counts
 them per set.
@@ -28,11 +31,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from rubric.errors import ConfigError, ProvenanceError
 from rubric.preference.evaluate import fit_model, model_inputs, model_table_differences
+from rubric.preference.fitted_on import SampleStatus, sample_status
 from rubric.preference.metrics import MetricRow, evaluate_predictions, longer_answer_wins
 from rubric.preference.model import PreferenceModel
 from rubric.preference.report import MIN_PAIRS_FOR_CI, MIN_QUESTIONS_FOR_CI
@@ -71,15 +76,18 @@ class TransferCell:
     Attributes:
         train: the training set's name.
         eval: the evaluation set's name.
-        in_distribution: True when both are the same set (its test split against its train split).
+        in_distribution: True when the evaluation table is the model's own training table (by content).
         model: the model's metrics on the evaluation set's test split; None when ``problem``.
         style_controlled: the same model's metrics on the same pairs with its style covariates set to
             zero; None when ``problem`` or when the model has no style covariates.
         longer: "longer answer wins" on the same pairs; None when ``problem``.
         problem: why the cell has no number ("provenance differs: ...", no usable test pairs,
             no model), else None.
-        shared_questions: test questions of the evaluation set that are also in the training set's
-            train split (their pairs are not out of sample).
+        shared_questions: evaluated questions that are among the model's training questions (their pairs
+            are not out of sample).
+        sample: how the evaluated pairs' questions stand to the model's training questions.
+        outside / outside_longer: when only some of them were trained on, the model and "longer answer
+            wins" on the others; else None.
     """
 
     train: str
@@ -90,6 +98,9 @@ class TransferCell:
     longer: MetricRow | None = None
     problem: str | None = None
     shared_questions: int = 0
+    sample: SampleStatus | None = None
+    outside: MetricRow | None = None
+    outside_longer: MetricRow | None = None
 
 
 @dataclass(frozen=True)
@@ -144,13 +155,8 @@ def _fit(name: str, pairs: pa.Table, *, C: float, ties: str, style: bool) -> Tra
                         style_note=note)
 
 
-def _split_questions(pairs: pa.Table, split: str) -> set[str]:
-    qids = pairs.column("question_id").to_pylist()
-    return {q for q, s in zip(qids, pairs.column("split").to_pylist()) if s == split}
-
-
-def _cell(trained: TrainedModel, train_questions: set[str], eval_name: str, pairs: pa.Table, *, split: str,
-          n_boot: int, seed: int) -> TransferCell:
+def _cell(trained: TrainedModel, eval_name: str, pairs: pa.Table, *, split: str, n_boot: int,
+          seed: int) -> TransferCell:
     base = {"train": trained.name, "eval": eval_name, "in_distribution": trained.name == eval_name}
     model = trained.model
     if model is None:
@@ -167,14 +173,25 @@ def _cell(trained: TrainedModel, train_questions: set[str], eval_name: str, pair
         return TransferCell(**base, problem=f"no usable {split} pairs (ties dropped: {dm.n_ties_dropped}, "
                                             f"missing rubric values: {dm.n_missing_rows})")
 
-    def row(system: str, predictions) -> MetricRow:
-        return evaluate_predictions(system, dm.y, predictions, groups=dm.question_id, n_boot=n_boot, seed=seed)
+    sample = sample_status(model, pairs, split, question_ids=dm.question_id)
+    if sample.same_table is not None:
+        base["in_distribution"] = sample.same_table
 
+    def row(system: str, predictions, keep=None) -> MetricRow:
+        keep = np.ones(len(dm.y), dtype=bool) if keep is None else keep
+        return evaluate_predictions(system, dm.y[keep], np.asarray(predictions, dtype=object)[keep],
+                                    groups=dm.question_id[keep], n_boot=n_boot, seed=seed)
+
+    predicted, longer = model.predict(dm.X), longer_answer_wins(dm.n_words_a, dm.n_words_b)
     controlled = row("model, style-controlled", model.predict(dm.X, style_controlled=True)) \
         if model.style_features_ else None
-    return TransferCell(**base, model=row("model", model.predict(dm.X)), style_controlled=controlled,
-                        longer=row("longer answer wins", longer_answer_wins(dm.n_words_a, dm.n_words_b)),
-                        shared_questions=len(set(dm.question_id) & train_questions))
+    outside = outside_longer = None
+    if sample.partial:
+        keep = sample.outside(dm.question_id)
+        outside, outside_longer = row("model", predicted, keep), row("longer answer wins", longer, keep)
+    return TransferCell(**base, model=row("model", predicted), style_controlled=controlled,
+                        longer=row("longer answer wins", longer), shared_questions=sample.n_overlap_questions,
+                        sample=sample, outside=outside, outside_longer=outside_longer)
 
 
 def transfer(train: Mapping[str, pa.Table], evals: Mapping[str, pa.Table], *, C: float = 1.0, ties: str = "drop",
@@ -216,9 +233,8 @@ def transfer(train: Mapping[str, pa.Table], evals: Mapping[str, pa.Table], *, C:
     models = {name: _fit(name, tables[name], C=C, ties=ties, style=style) for name in train}
     cells = {}
     for t in train:
-        train_questions = _split_questions(tables[t], "train")
         for e in evals:
-            cells[(t, e)] = _cell(models[t], train_questions, e, tables[e], split=split, n_boot=n_boot, seed=seed)
+            cells[(t, e)] = _cell(models[t], e, tables[e], split=split, n_boot=n_boot, seed=seed)
     return Transfer(train=list(train), evals=list(evals), models=models, cells=cells, n_unlabeled=n_unlabeled,
                     split=split, style=style)
 
@@ -244,10 +260,22 @@ def _cell_text(cell: TransferCell, *, controlled: bool = False) -> tuple[str, bo
     small = m.n_questions < MIN_QUESTIONS_FOR_CI or m.n < MIN_PAIRS_FOR_CI
     text = (f"{m.values['accuracy']:.3f} [{_ci(m)}]{' †' if small else ''}; longer answer "
             f"{lw.values['accuracy']:.3f}; {m.n} pairs, {m.n_questions} questions")
-    if cell.in_distribution:
+    sample = cell.sample
+    if sample is not None and sample.in_sample:
+        if sample.partial:
+            text += (f"; **PARTLY IN-SAMPLE: {sample.n_overlap} of {sample.n_pairs} pairs ({sample.n_overlap_questions} "
+                     "questions) have a training question**")
+            o, ol = cell.outside, cell.outside_longer
+            if not controlled and o is not None and ol is not None:
+                small |= o.n_questions < MIN_QUESTIONS_FOR_CI or o.n < MIN_PAIRS_FOR_CI
+                text += (f"; on the {o.n} others ({o.n_questions} questions): {o.values['accuracy']:.3f} [{_ci(o)}], "
+                         f"longer answer {ol.values['accuracy']:.3f}")
+        else:
+            text += "; **IN-SAMPLE: every pair's question is a training question**"
+    elif cell.in_distribution:
         text += "; in-distribution"
-    if cell.shared_questions:
-        text += f"; **{cell.shared_questions} test questions also in training: not out of sample**"
+    elif sample is not None and sample.kind == "unrecorded":
+        text += "; training questions not recorded: overlap unknown"
     return text, small
 
 
@@ -276,9 +304,12 @@ def transfer_markdown(result: Transfer, *, title: str = "Transfer of the prefere
     """
     lines = [f"# {title}", "",
              f"Each row's model is fitted on that set's **train** split; each column is evaluated on its "
-             f"**{result.split}** split (held out: no cell is in-sample unless it says so). A cell gives the "
-             "model's accuracy [question-clustered 95% CI], then \"longer answer wins\" on the same pairs. "
-             "A set evaluated on itself is in-distribution; every other cell is transfer.", "",
+             f"**{result.split}** split. A cell gives the model's accuracy [question-clustered 95% CI], then "
+             "\"longer answer wins\" on the same pairs. Whether a cell is out of sample is decided by question "
+             "overlap with the model's training questions, not by the sets' names: a cell marked IN-SAMPLE or "
+             "PARTLY IN-SAMPLE holds pairs whose question was trained on (a partly overlapping cell adds the "
+             "accuracy on the other pairs); otherwise the model's own table is in-distribution and any other table "
+             "is transfer.", "",
              "## The models as fitted" + (" (rubrics and style covariates)" if result.style else ""), ""]
     lines += _table(result, controlled=False)
     if any(m.model is not None and m.model.style_features_ for m in result.models.values()):

@@ -56,12 +56,12 @@ from rubric.protocols.linkage_pairwise import (
 )
 
 from rubric.protocols.pages import (
-    LINKAGE_NOTES, GENERATED_REFERENCES_FILE, references_lines, linkage_page, linkage_empty_page, arena_page,
+    LINKAGE_NOTES, GENERATED_REFERENCES_FILE, ARENA_PAIRS_FILE, references_lines, linkage_page, linkage_empty_page, arena_page,
     lfqa_e_page,
 )
 
 __all__ = [
-    "LINKAGE_NOTES", "GENERATED_REFERENCES_FILE", "references_lines", "linkage_page", "linkage_empty_page", "arena_page", "lfqa_e_page",
+    "LINKAGE_NOTES", "GENERATED_REFERENCES_FILE", "ARENA_PAIRS_FILE", "references_lines", "linkage_page", "linkage_empty_page", "arena_page", "lfqa_e_page",
     "ProtocolTemplate", "PROTOCOL_TEMPLATES", "PROTOCOL_VERSIONS", "LINKAGE_PREFILL",
     "ARENA_THINKING_PREFILL", "get_protocol_template", "arena_verdict_prefill", "ARENA_REASONING_VERSION",
     "pairwise_verdict_probs", "parse_pairwise_verdict", "PAIRWISE_PROTOCOLS", "PROTOCOLS",

@@ -36,6 +36,7 @@ from rubric.io import (
     RepeatedKeys,
     RowError,
     text_field,
+    check_text,
     mapping_entries,
     check_mapping,
 )
@@ -211,7 +212,7 @@ def _qid(rec: Mapping[str, Any], name: str, label: str | None = None) -> str:
     # a bool is an int in Python, and a float id (1093.0) is a different string than 1093
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise RowError(name, f"field {shown} must be an integer or a string, got {type(value).__name__} {value!r}")
-    qid = str(value).strip()
+    qid = check_text(str(value).strip(), name, shown)
     if not qid:
         raise RowError(name, f"field {shown} is empty")
     return qid

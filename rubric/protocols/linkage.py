@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 
 
 from rubric.errors import ConfigError
+from rubric.io import RowError, check_text
 from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt, fold_token_probs, normalize_token
 from rubric.protocols.templates import ProtocolTemplate, get_protocol_template
 
@@ -337,13 +338,17 @@ def webglm_references(entry: Mapping[str, object]) -> list[str]:
         The four reference texts.
 
     Raises:
-        ConfigError: a ``groundK`` is missing, not a string or empty.
+        ConfigError: a ``groundK`` is missing, not a string, empty or not valid Unicode (a lone surrogate).
     """
     out: list[str] = []
     for key in WEBGLM_REFERENCE_KEYS:
         text = entry.get(key)
         if not isinstance(text, str) or not text.strip():
             raise ConfigError(f"WebGLM reference {key!r} is missing or empty")
+        try:
+            check_text(text, key)
+        except RowError as e:
+            raise ConfigError(f"WebGLM reference {e.reason}") from None
         out.append(text)
     return out
 

@@ -40,6 +40,7 @@ from rubric.io import (
     load_graded,
     RowError,
     text_field,
+    check_text,
 )
 from rubric.io import Reject, content_id, question_id
 
@@ -194,16 +195,28 @@ def read_linkage(path: str | Path, *, max_questions: int | None = None, max_answ
                 continue
             seen[norm] = key
             model = item.get("model") if isinstance(item.get("model"), str) else ""
+            try:
+                check_text(model, "model")
+            except RowError:  # an unusable author field leaves the author unknown, not the answer rejected
+                model = ""
             answers.append((GradedAnswer(key=key, text=text, grade=grade), model))
         value = raw.get(gq.question) if isinstance(raw, dict) else None
         golden = ""
         if references == "generated":
             if isinstance(value, dict) and "doc_list" in value:
                 ground = value.get(WEBGLM_REFERENCE_KEYS[0])
+                why = None
                 if not isinstance(ground, str) or not ground.strip():
+                    why = "is missing or empty"
+                else:
+                    try:
+                        check_text(ground, WEBGLM_REFERENCE_KEYS[0])
+                    except RowError as e:
+                        why = e.reason.removeprefix(f"field {WEBGLM_REFERENCE_KEYS[0]!r} ")
+                if why:
                     for a, _ in answers:
                         reject(gq.index, gq.question, a.key, "reference",
-                               f"no golden answer: WebGLM reference {WEBGLM_REFERENCE_KEYS[0]!r} is missing or empty")
+                               f"no golden answer: WebGLM reference {WEBGLM_REFERENCE_KEYS[0]!r} {why}")
                     continue
                 golden, cands = ground, answers
             else:

@@ -3,7 +3,8 @@
 Versioned rubric specs and their raw ranges (``specs``), rescaling (``rescale``), the
 ``Scorer`` protocol and ``Score``/``Provenance`` (``scorer``), G-Eval prompts and score-token
 parsing (``geval``; templates in ``rubric/prompts/``), and the formulas the CPU backends apply
-(``conciseness``, ``grammar``, ``specificity``, ``claims``, ``signals``); ``presets`` (named
+(``conciseness``, ``grammar``, ``specificity``, ``claims``, ``signals``, ``cpu_profile``: the
+``--preset cpu`` versions); ``presets`` (named
 configurations of every step, defined once: ``--preset paper``).
 
 This is the package's public face: other packages import from here, not from its modules.
@@ -22,9 +23,10 @@ from rubric.scoring.scorer import (
     Score, Provenance, Scorer, ScoreSet, check_batch,
 )
 from rubric.scoring.presets import (
-    Preset, PAPER, PRESETS, get_preset, preset_rubric_versions, preset_judges, preset_tag, preset_title,
+    Preset, PAPER, CPU, PRESETS, get_preset, preset_rubric_versions, preset_judges, preset_tag, preset_title,
     model_preset, table_problems, judge_settings_problems, PRESET_META_KEY,
 )
+from rubric.scoring.presets import model_preset_problems, model_preset_tag
 from rubric.scoring.geval import (
     ChatPrompt, PROMPTS_DIR, PromptTemplate, ParsedScore, Layout, LAYOUTS, DEFAULT_MIN_MASS,
     DEFAULT_LOG_SCORE_TOL, LFQ_FILTER_VERSION, TEMPLATE_VERSIONS, get_template, lfq_filter_template,
@@ -49,6 +51,12 @@ from rubric.scoring.claims import (
     ClaimScores, factuality_scores, CheckedClaim, claims_to_json, claims_from_json, claims_table,
 )
 
+from rubric.scoring.cpu_profile import (
+    CPU_RELEVANCE_VERSION, CPU_COHERENCE_VERSION, CPU_COMPLETENESS_VERSION, CPU_FACTUALITY_VERSION,
+    CPU_SPECIFICITY_VERSION, CPU_EXAMPLES_VERSION, CPU_FLUENCY_VERSION, FACTUALITY_NO_EVIDENCE, QUESTION_TERM_POS,
+    CONCRETE_POS, EXAMPLE_CUE, FLUENCY_HARPER_KINDS, centroid, relevance_score, coherence_score, soft_recall,
+    term_coverage, completeness_score, support_score, concreteness, example_cues, count_fluency_lints, fluency_score,
+)
 from rubric.scoring.claims import (
     FACTUALITY_V2, FACTUALITY_VERSIONS, count_no_claims,
 )
@@ -60,7 +68,8 @@ from rubric.scoring.claim_stop import (
 )
 
 __all__ = [
-    "Preset", "PAPER", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges", "preset_tag",
+    "model_preset_problems", "model_preset_tag",
+    "Preset", "PAPER", "CPU", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges", "preset_tag",
     "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY",
     "minmax_1_5", "FittedMinMax", "LENGTH_WORD_CAP", "LENGTH_RAW_MAX", "whitespace_words", "length_raw",
     "row_cosine", "RubricSpec", "RUBRICS", "DEFAULT_VERSIONS", "EXTRA_SIGNALS", "PAPER_RUBRICS",
@@ -80,4 +89,9 @@ __all__ = [
     "ClaimScores", "factuality_scores", "CheckedClaim", "claims_to_json", "claims_from_json", "claims_table", 'FACTUALITY_V2', 'FACTUALITY_VERSIONS', 'count_no_claims',
     "FACTUALITY_V3", "EXTRACT_V2", "VERIFY_V2", "VERIFY_TERNARY_V2", "FactualityRecipe", "factuality_recipe",
     "sentence_evidence", "LOOP_RULE", "STOP_RULES", "claim_units", "unit_key", "loop_position", "loops", "claims_until_loop",
+    "CPU_RELEVANCE_VERSION", "CPU_COHERENCE_VERSION", "CPU_COMPLETENESS_VERSION", "CPU_FACTUALITY_VERSION",
+    "CPU_SPECIFICITY_VERSION", "CPU_EXAMPLES_VERSION", "CPU_FLUENCY_VERSION", "FACTUALITY_NO_EVIDENCE",
+    "QUESTION_TERM_POS", "CONCRETE_POS", "EXAMPLE_CUE", "FLUENCY_HARPER_KINDS", "centroid", "relevance_score",
+    "coherence_score", "soft_recall", "term_coverage", "completeness_score", "support_score", "concreteness",
+    "example_cues", "count_fluency_lints", "fluency_score",
 ]

@@ -1,11 +1,14 @@
-"""Named configurations, defined once: ``paper`` is LFQA-HP-1M's (Hossain et al.), as the seed paper
-and its reference code describe it.
+"""Named configurations, defined once: ``paper`` is LFQA-HP-1M's (Jahan, Iqbal and Ray Choudhury), as the
+seed paper and its reference code describe it; ``cpu`` is the CPU rubric profile (the nine rubric names,
+each with a version that runs well on a CPU, docs/cpu-profile.md).
 
 Our defaults improve on the paper in ways that change its numbers (style covariates in the model,
 logprob judges, a soft use-of-examples score, factuality 0 for no claim is the paper's rule and our
 default too). A preset fixes every such setting at once, so "the paper's configuration" is one
 switch (``--preset paper`` on ``score``, ``fit``, ``evaluate``, ``judge`` and ``analyze``) and a
-report made with it says so in its title and in every row it computed.
+report made with it says so in its title and in every row it computed. A model row says "[paper preset]"
+only when the model is the preset's: all of its rubrics, at its versions, and nothing else
+(:func:`model_preset_tag`); one fitted with the preset's settings on fewer rubrics says which it lacks.
 
 The CLI reads the settings from here (``workers/presets.py``); nothing else restates them.
 """
@@ -18,8 +21,9 @@ from types import MappingProxyType
 
 from rubric.errors import ConfigError, UnknownNameError
 
-__all__ = ["Preset", "PAPER", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges",
-           "preset_tag", "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY"]
+__all__ = ["Preset", "PAPER", "CPU", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges",
+           "preset_tag", "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY",
+           "model_preset_problems", "model_preset_tag"]
 
 #: The key under which ``fit`` records a preset in the model's metadata.
 PRESET_META_KEY = "preset"
@@ -39,7 +43,8 @@ class Preset:
         rubric_versions: rubric name -> the version it uses (``score``'s rubrics; bare names map here).
         llm_layout: the G-Eval prompt layout.
         rescale: "declared" (fixed, the paper's reference code) or "fitted".
-        split_fractions: train/dev/test shares of the score job's question-level, stratified split.
+        split_fractions: train/dev/test shares of the question-level, stratified split that ``score`` and
+            ``judge`` assign under the preset (``--split-fractions``, ``ScoringConfig.split_fractions``).
         fit_split / eval_split: where ``fit`` learns and where ``evaluate`` and ``analyze`` report.
         style: the model's style covariates (length, markdown differences).
         decorrelate: length decorrelation of the rubrics.
@@ -114,15 +119,58 @@ PAPER = Preset(
                    "reference code's use-of-examples prompt (yes when P(yes) > P(no)), VeriScore with "
                    "\"If C(r) = 0, return 0.0\"",
         "rescale": "min-max of each rubric's declared range to 1-5, as the reference code",
-        "split": "70/15/15 by question, preserving sources, domains and annotator expertise (section 4)",
+        "split": "70/15/15 by question, preserving sources, domains and annotator expertise (section 4's text; its "
+                 "counts, 1,416 test instances in section 5.3 and Table 7, imply a larger test share: docs/paper.md)",
         "model": "binary logistic regression on rubric differences, no other features (section 4, Table 3)",
         "judges": "GPT-4o with the plain prompt and with the nine rubrics' definitions, GPT-4o (R) (Table 4); "
                   "the reference code parses 3 greedy generations and takes the majority",
     }),
 )
 
+CPU = Preset(
+    name="cpu",
+    title="cpu preset (CPU rubric profile)",
+    rubric_versions=_frozen({
+        "specificity": "specificity.concrete.v1",
+        "grammar": "grammar.harper.v1",
+        "fluency": "fluency.harper.v1",
+        "completeness": "completeness.coverage.v1",
+        "coherence": "coherence.minilm.v1",
+        "relevance": "relevance.minilm.v1",
+        "conciseness": "conciseness.lexical_density.v1",
+        "use_of_examples": "use_of_examples.cues.v1",
+        "factuality": "factuality.support.v1",
+    }),
+    # Our defaults for everything but the rubrics: no LLM prompt is rendered (llm_layout is inert), the
+    # model keeps its style covariates, so a rubric that is only length shows it style-controlled.
+    llm_layout="paper",
+    rescale="declared",
+    split_fractions=(0.70, 0.15, 0.15),
+    fit_split="train",
+    eval_split="test",
+    style=True,
+    decorrelate=False,
+    C=1.0,
+    ties="drop",
+    judges=(),  # a rubric profile: `judge` and `analyze` refuse it (workers/presets.py)
+    judge_mode="logprob",
+    n_votes=1,
+    temperature=0.0,
+    tie=False,
+    sources=_frozen({
+        "rubrics": "the paper's nine rubric names, each with a version that runs on a CPU without an LLM: MiniLM "
+                   "sentence embeddings (relevance, coherence, completeness, factuality), spaCy (specificity, "
+                   "completeness's terms, conciseness), Harper (grammar, fluency), example cues "
+                   "(rubric/scoring/cpu_profile.py); what each carries is measured in docs/cpu-profile.md",
+        "rescale": "min-max of each rubric's declared range to 1-5",
+        "split": "70/15/15 by question (the score job's default)",
+        "model": "logistic regression on rubric differences with the style covariates (length, markdown): "
+                 "style-controlled figures beside every result",
+    }),
+)
+
 #: Every preset by name.
-PRESETS: Mapping[str, Preset] = MappingProxyType({PAPER.name: PAPER})
+PRESETS: Mapping[str, Preset] = MappingProxyType({PAPER.name: PAPER, CPU.name: CPU})
 
 
 def get_preset(name: str) -> Preset:
@@ -200,6 +248,74 @@ def model_preset(model) -> str | None:
     meta = model.metadata_ if isinstance(model.metadata_, dict) else {}
     value = meta.get(PRESET_META_KEY)
     return value if isinstance(value, str) and value in PRESETS else None
+
+
+def _short(reason: str) -> str:
+    """A fit's exclusion reason, cut to its head ("constant on the train split (every ...): ..." -> "constant
+    on the train split")."""
+    return str(reason).split(":")[0].split(" (")[0].strip() or "left out"
+
+
+def model_preset_problems(preset: Preset, model) -> list[str]:
+    """Why a model fitted under ``preset`` is not the preset's model (empty: it is).
+
+    The preset's model has every one of the preset's rubrics, each at the preset's version, and nothing
+    else: no other feature, style covariates only if the preset has them, length decorrelation only if
+    the preset does. A rubric it lacks is named with why: the fit left it out (its recorded reason:
+    constant, no values, mostly missing), ``fit --features`` did not ask for it, or the table had none.
+
+    Args:
+        preset: the preset.
+        model: a fitted preference model (``features_``, ``provenance``, ``style_features_``,
+            ``length_betas``, ``metadata_``).
+    """
+    meta = model.metadata_ if isinstance(model.metadata_, dict) else {}
+    features = list(model.features_)
+    provenance = model.provenance if isinstance(model.provenance, Mapping) else {}
+    excluded = meta.get("excluded") if isinstance(meta.get("excluded"), Mapping) else {}
+    given = meta.get("features_given")
+    missing: dict[str, list[str]] = {}  # why -> rubrics
+    other = []
+    for rubric, version in preset.rubric_versions.items():
+        if rubric in features:
+            got = (provenance.get(rubric) or {}).get("rubric_version")
+            if got != version:
+                other.append(f"{rubric} is {got or 'of unrecorded version'}, not {version}")
+            continue
+        if rubric in excluded:
+            why = f"left out by fit, {_short(excluded[rubric])}"
+        elif isinstance(given, list) and rubric not in given:
+            why = "not asked for by --features"
+        else:
+            why = "not in the scored table"
+        missing.setdefault(why, []).append(rubric)
+    problems = []
+    if missing:
+        n, k = len(preset.rubric_versions), sum(len(v) for v in missing.values())
+        problems.append(f"{n - k} of {n} rubrics; " + "; ".join(f"{why}: {', '.join(r)}" for why, r in missing.items()))
+    problems += other
+    extra = [f for f in features if f not in preset.rubric_versions]
+    if extra:
+        problems.append("features not in the preset: " + ", ".join(extra))
+    if tuple(model.style_features_) and not preset.style:
+        problems.append("style covariates " + ", ".join(model.style_features_))
+    if bool(model.length_betas) != preset.decorrelate:
+        problems.append("length-decorrelated" if model.length_betas else "not length-decorrelated")
+    return problems
+
+
+def model_preset_tag(model) -> str:
+    """What a fitted model's rows carry: `` [paper preset]`` when it is the preset's model; when it was fitted
+    with the preset's settings but is not its model, which rubrics it lacks and why
+    (:func:`model_preset_problems`); nothing without a preset."""
+    name = model_preset(model)
+    if name is None:
+        return ""
+    problems = model_preset_problems(get_preset(name), model)
+    if not problems:
+        return preset_tag(name)
+    return f" [{name} preset settings, not its model: {'; '.join(problems)}]"
+
 
 
 def table_problems(preset: Preset, provenance: Mapping[str, Mapping]) -> list[str]:

@@ -102,6 +102,28 @@ _add(RubricSpec("factuality", "factuality.veriscore.v3", "factuality", 0.0, 1.0,
                             "looping (factuality.extract.v2), a sentence's claims share one evidence list, and "
                             "the verification prompt puts the evidence before the claim (factuality.verify.v2)"))
 
+# --- the CPU profile's versions (--preset cpu; rubric/scoring/cpu_profile.py, docs/cpu-profile.md) -------
+_add(RubricSpec("relevance", "relevance.minilm.v1", "cpu_text", -1.0, 1.0,
+                description="cosine of the question's and the answer's embedding (normalised mean of its sentences'), "
+                            "all-MiniLM-L6-v2"))
+_add(RubricSpec("coherence", "coherence.minilm.v1", "cpu_text", -1.0, 1.0,
+                description="mean cosine of adjacent units (question, sentence 1, ..., sentence n), all-MiniLM-L6-v2; "
+                            "the least link in extras"))
+_add(RubricSpec("completeness", "completeness.coverage.v1", "cpu_text", 0.0, 1.0,
+                description="share of the question's content lemmas in the answer, averaged with the reference's "
+                            "sentence recall (MiniLM) where the question has a reference"))
+_add(RubricSpec("factuality", "factuality.support.v1", "cpu_text", 0.0, 1.0,
+                description="mean best MiniLM cosine of each answer sentence with the evidence's sentences (reference "
+                            "answer, attached documents); 0.5 (abstains) without evidence, n_evidence = 0 in extras"))
+_add(RubricSpec("specificity", "specificity.concrete.v1", "cpu_text", 0.0, 1.0,
+                description="share of words inside a named entity, numbers or proper nouns (spaCy en_core_web_sm)"))
+_add(RubricSpec("use_of_examples", "use_of_examples.cues.v1", "cpu_text", 0.0, 1.0, kind="binary",
+                description="1 when an explicit example cue (for example, such as, e.g., imagine, ...) is in the "
+                            "answer, else 0; the cues in extras"))
+_add(RubricSpec("fluency", "fluency.harper.v1", "harper_fluency", 1.0, 5.0,
+                description="5 - 4*errors/cap over the Harper findings grammar does not count (typos, punctuation, "
+                            "capitalisation, repeated words, long sentences, redundancy)"))
+
 # --- extra signals: opt-in, outside the paper's nine ---------------------------------------------
 _add(RubricSpec("length", "length.words.v1", "length", 0.0, LENGTH_RAW_MAX, extra_signal=True,
                 description="log(1 + whitespace words), words capped at 1000: 0 words -> 1, ~31 -> 3, "

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from rubric.config import DEFAULT_SPLIT_FRACTIONS
 from rubric.errors import BatchMismatchError
 from rubric.io import Block, read_unit
 from rubric.scoring import Provenance, RubricSpec
@@ -55,7 +56,8 @@ class AnswerTables:
 
 def write_answer_tables(units: Sequence[InputUnit], scores: ScoreLookup, provenance: Mapping[str, Provenance],
                         specs: Sequence[RubricSpec], *, fmt: str, options: Mapping[str, Any], rescale: str,
-                        seed: int, folder: str | Path) -> AnswerTables:
+                        seed: int, folder: str | Path,
+                        split_fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS) -> AnswerTables:
     """Assemble a score job's tables from its units and merged scores, into ``folder``.
 
     Units are read one at a time (nothing of an earlier unit is kept); a block counts under its input.
@@ -78,7 +80,8 @@ def write_answer_tables(units: Sequence[InputUnit], scores: ScoreLookup, provena
     try:
         assembled = assemble_stream(read_inputs, scores, provenance, specs, write_pairs=files.pairs,
                                     write_rejects=files.rejects, write_answers=files.answers,
-                                    write_claims=files.claims, rescale=rescale, seed=seed, workdir=str(folder))
+                                    write_claims=files.claims, rescale=rescale, seed=seed, workdir=str(folder),
+                                    fractions=split_fractions)
     finally:
         written = files.close()
     made = {"answers.parquet", "pairs.parquet", "rejects.jsonl"}

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rubric.config import DEFAULT_SPLIT_FRACTIONS
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.io import ReadResult
 from rubric.io import AnswerItem, PairRecord, Reject, explode
@@ -129,8 +130,10 @@ def combine_inputs(inputs: Sequence[JobInput]) -> tuple[list[PairRecord], list[R
     return pairs, rejects, per_input
 
 
-def job_splits(pairs: Sequence[PairRecord], *, seed: int) -> tuple[list[str], str]:
-    """The split of every pair: the inputs' own ``split`` field when every pair has one, else assigned.
+def job_splits(pairs: Sequence[PairRecord], *, seed: int,
+               fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS) -> tuple[list[str], str]:
+    """The split of every pair: the inputs' own ``split`` field when every pair has one, else assigned
+    (``rubric.io.assign_splits`` with ``seed`` and the train/dev/test ``fractions``).
 
     Returns:
         (splits, source) with source "input" or "assigned".
@@ -142,7 +145,7 @@ def job_splits(pairs: Sequence[PairRecord], *, seed: int) -> tuple[list[str], st
     given = [p.split for p in pairs]
     n_given = sum(s is not None for s in given)
     if n_given == 0:
-        return assign_splits(pairs, seed=seed), "assigned"
+        return assign_splits(pairs, fractions, seed=seed), "assigned"
     if n_given != len(pairs):
         raise ConfigError(f"{n_given} of {len(pairs)} pairs carry a 'split' field and {len(pairs) - n_given} do not; "
                           "give every pair a split (train/dev/test) or none")
@@ -173,7 +176,7 @@ def fit_rescale(pairs: Sequence[PairRecord], splits: Sequence[str], items: Seque
 
 def assemble(inputs: Sequence[JobInput], scores: Mapping[str, Mapping[str, Score]],
              provenance: Mapping[str, Provenance], specs: Sequence[RubricSpec], *, rescale: str = "declared",
-             seed: int = 0) -> Assembled:
+             seed: int = 0, fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS) -> Assembled:
     """Build the job's tables from every input's read and one score per unique answer.
 
     Args:
@@ -183,6 +186,7 @@ def assemble(inputs: Sequence[JobInput], scores: Mapping[str, Mapping[str, Score
         specs: the rubrics, in output column order.
         rescale: "declared" or "fitted" (see :class:`rubric.config.ScoringConfig`).
         seed: split seed (used when the inputs carry no split).
+        fractions: train/dev/test shares of that split.
 
     Raises:
         BatchMismatchError: an answer of a pair has no score (a lost row).
@@ -212,7 +216,7 @@ def assemble(inputs: Sequence[JobInput], scores: Mapping[str, Mapping[str, Score
         except KeyError:
             aid = next(it.answer_id for it in items if s.name not in scores[it.answer_id])
             raise BatchMismatchError(f"answer {aid} has no {s.name!r} score") from None
-    splits, split_source = job_splits(pairs, seed=seed)
+    splits, split_source = job_splits(pairs, seed=seed, fractions=fractions)
     fitted = fit_rescale(pairs, splits, items, columns) if rescale == "fitted" else None
     answers = answers_table(items, specs, columns, provenance, fitted=fitted)
     pairs_t = pairs_table(pairs, splits, answers)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from rubric.config import DEFAULT_SPLIT_FRACTIONS
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.io import AnswerItem, PairRecord, Reject
 from rubric.scoring import FittedMinMax
@@ -208,7 +209,7 @@ def assemble_stream(read_inputs: Callable[[], Iterator[JobInput]], scores: Score
                     write_pairs: Callable[["pa.Table"], None], write_rejects: Callable[[Sequence[Reject]], None],
                     write_answers: Callable[["pa.Table"], None], write_claims: Callable[["pa.Table"], None],
                     rescale: str = "declared", seed: int = 0, workdir: str | None = None,
-                    chunk: int = 20_000) -> StreamAssembled:
+                    chunk: int = 20_000, fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS) -> StreamAssembled:
     """:func:`assemble` for a job too large to hold: the same tables, written in pieces.
 
     ``read_inputs()`` yields the job's inputs (whole files or blocks of them, :attr:`JobInput.group`
@@ -246,7 +247,8 @@ def assemble_stream(read_inputs: Callable[[], Iterator[JobInput]], scores: Score
         try:
             return _assemble_in_pieces(read_inputs, scores, provenance, specs, answers, tmp, write_pairs=write_pairs,
                                        write_rejects=write_rejects, write_answers=write_answers,
-                                       write_claims=write_claims, rescale=rescale, seed=seed, chunk=chunk)
+                                       write_claims=write_claims, rescale=rescale, seed=seed, chunk=chunk,
+                                       fractions=fractions)
         finally:
             answers.close()
 
@@ -325,13 +327,14 @@ def _index_inputs(read_inputs: Callable[[], Iterator[JobInput]], answers: _Answe
             "n_pairs": n_pairs, "n_unlabeled": n_unlabeled, "n_rejected": n_rejected, "n_given": n_given}
 
 
-def _question_splits(index: dict, seed: int) -> tuple[dict[str, str] | None, str]:
+def _question_splits(index: dict, seed: int,
+                     fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS) -> tuple[dict[str, str] | None, str]:
     """The inputs' own splits (None: read them from the pairs) or splits assigned per question as job_splits does."""
     questions, n_given, n_pairs = index["questions"], index["n_given"], index["n_pairs"]
     if n_given == 0:
         from rubric.io import split_questions
 
-        return split_questions({q: (v[0], v[1]) for q, v in questions.items()}, seed=seed), "assigned"
+        return split_questions({q: (v[0], v[1]) for q, v in questions.items()}, fractions, seed=seed), "assigned"
     if n_given != n_pairs:
         raise ConfigError(f"{n_given} of {n_pairs} pairs carry a 'split' field and {n_pairs - n_given} do not; "
                           "give every pair a split (train/dev/test) or none")
@@ -386,11 +389,11 @@ def _check_and_fit(answers: _Answers, scores: ScoreLookup, names: Sequence[str],
 
 def _assemble_in_pieces(read_inputs, scores: ScoreLookup, provenance, specs, answers: _Answers, tmp: str, *,
                         write_pairs, write_rejects, write_answers, write_claims, rescale: str, seed: int,
-                        chunk: int) -> StreamAssembled:
+                        chunk: int, fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS) -> StreamAssembled:
     from rubric.tables.features import answers_table, pairs_table
 
     index = _index_inputs(read_inputs, answers, tmp, write_rejects)
-    of_question, split_source = _question_splits(index, seed)
+    of_question, split_source = _question_splits(index, seed, fractions)
     names = [s.name for s in specs]
     fitted, errors, keys = _check_and_fit(answers, scores, names, of_question, fitted=rescale == "fitted",
                                           chunk=chunk)

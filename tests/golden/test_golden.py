@@ -12,7 +12,9 @@ def test_compare_sees_a_changed_number_and_ignores_llm_noise():
     flipped = {"s": {"llm": True, "tables": {"X": {"t.parquet": {"rows": [{"p": 0.5, "v": "b"}]}}}}}
     assert golden.compare(base, flipped) == ["s/X/t.parquet/rows[0]/v: expected 'a', got 'b'"]
     cpu = {"s": {"llm": False, "tables": base["s"]["tables"]}}
-    assert golden.compare(cpu, {"s": {"llm": False, "tables": moved["s"]["tables"]}})  # CPU: exact
+    assert golden.compare(cpu, {"s": {"llm": False, "tables": moved["s"]["tables"]}})  # CPU: a real move is seen
+    ulp = {"s": {"llm": False, "tables": {"X": {"t.parquet": {"rows": [{"p": 0.5 + 2.2e-16, "v": "a"}]}}}}}
+    assert golden.compare(cpu, ulp) == []  # ...the last bits of another numpy build are not
 
 
 def test_compare_reads_json_cells_of_llm_steps_as_numbers():

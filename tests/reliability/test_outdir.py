@@ -318,9 +318,10 @@ def test_readers_refuse_a_half_published_folder(tmp_path, capsys):
 
 def test_rerun_publishes_a_complete_set_and_drops_stale_tables(tmp_path):
     out = tmp_path / "out"
-    (out).mkdir()
-    (out / "rescale.json").write_text("{}")  # from an earlier --rescale fitted run
-    m = _run(_write(tmp_path / "in.jsonl", _records()), out, LengthScorer())
+    src = _write(tmp_path / "in.jsonl", _records())
+    _run(src, out, LengthScorer(), config=ScoringConfig(batch_size=4, rescale="fitted"))
+    assert "rescale.json" in json.loads((out / "manifest.json").read_text())["published"]  # an earlier run's table
+    m = _run(src, out, LengthScorer())
     published = json.loads((out / "manifest.json").read_text())["published"]
     assert set(published) == {"answers.parquet", "pairs.parquet", "rejects.jsonl"}
     assert not (out / "rescale.json").exists() and m["counts"]["pairs"] == read_pairs(out).num_rows

@@ -284,7 +284,7 @@ def test_a_judge_error_drops_the_pair_for_every_system_and_is_reported():
     preds = predictions_systems(pa.table({"pair_id": ["t1", "t2", "t4", "t5"], "predicted": ["a", "b", "b", "b"],
                                           "system": ["enc"] * 4}), name="file", source="preds.parquet")
     systems = [*judges, *preds, *baseline_systems(pairs)]
-    c = compare_systems(pairs, systems, n_boot=100)
+    c = compare_systems(pairs, systems, n_boot=100, judge_failures="drop")
     # labelled a/b: t1-t5 (t6 is a tie, t7 unlabeled); t2 failed in order ab, t3 is not in the predictions
     assert (c.n_pairs_split, c.n_labelled, c.n_tie_labels, c.n_unlabeled) == (7, 5, 1, 1)
     assert c.pair_ids == ("t1", "t4", "t5") and c.n_dropped == 2 and c.n_questions == 3
@@ -502,7 +502,7 @@ def test_analyze_cli_end_to_end(outputs, capsys):
     rc = main(["analyze", str(root / "score"), str(root / "judge"), "--model", str(root / "model.json"),
                "--predictions", str(root / "encoder.parquet"),
                "--perturbed", f"typos={root / 'score_typos'}", f"typos={root / 'judge_typos'}",
-               "--n-boot", "50", "--out", str(md)])
+               "--n-boot", "50", "--judge-failures", "drop", "--out", str(md)])
     assert rc == 0, capsys.readouterr().err
     text = md.read_text()
     assert text.strip() == capsys.readouterr().out.strip()
@@ -517,16 +517,17 @@ def test_analyze_cli_end_to_end(outputs, capsys):
     assert ("— 23 pairs from 4 questions (labelled a or b in the test split, failed by no system; every row on these "
             "same pairs).") in text
     assert "> **Warning: CIs from 4 questions are unreliable**" in text
-    assert f"{ba} | 1 | error: timeout (1) | 0 | - |" in text
-    assert f"{deb} | 1 | error in order ba: timeout (1) | 0 | - |" in text
+    assert f"{ba} | 1 | 0 | 1 | error: timeout (1) | 0 | - |" in text
+    assert f"{deb} | 1 | 0 | 1 | error in order ba: timeout (1) | 0 | - |" in text
     # order ab is wrong on q8's two pairs whose first-shown answer is worse and on two pairs of q9's cycle
-    assert _line(text, ab + " | LLM judge | ").split(" | ")[2:4] == ["23", "0"]
-    assert _line(text, ab + " | LLM judge | ").split(" | ")[4].startswith(f"{19 / 23:.4f} [")
-    assert _line(text, ba + " | LLM judge | ").split(" | ")[4].startswith(f"{21 / 23:.4f} [")
+    table4 = text[:text.index("### Each system on its own decided pairs")]
+    assert _line(table4, ab + " | LLM judge | ").split(" | ")[2:5] == ["23", "0", "0"]
+    assert _line(table4, ab + " | LLM judge | ").split(" | ")[5].startswith(f"{19 / 23:.4f} [")
+    assert _line(table4, ba + " | LLM judge | ").split(" | ")[5].startswith(f"{21 / 23:.4f} [")
     # the encoder says a on all of q11, whose labels are b, a, b, b, a, b
-    assert _line(text, "| encoder.modernbert.v1 | predictions | ").split(" | ")[4].startswith(f"{19 / 23:.4f} [")
-    assert _line(text, "| preference model (LR on rubric differences + length covariate) | rubric model | ")
-    assert _line(text, "| baseline: longer answer wins | baseline | ")
+    assert _line(table4, "| encoder.modernbert.v1 | predictions | ").split(" | ")[5].startswith(f"{19 / 23:.4f} [")
+    assert _line(table4, "| preference model (LR on rubric differences + length covariate) | rubric model | ")
+    assert _line(table4, "| baseline: longer answer wins | baseline | ")
     assert "(IN-SAMPLE)" not in text
 
     # Table 5: 4 questions x 4 triads. ab: q8 (first shown always wins) cycles twice, q9 once.
@@ -553,7 +554,7 @@ def test_analyze_cli_end_to_end(outputs, capsys):
     # Table 8: the judge and the rubric model were run on the perturbed copy, the encoder was not
     assert "Not evaluated on the perturbed set (left out): encoder.modernbert.v1." in text
     # q11: the judge now picks the worse answer on all 6 pairs in both orders
-    assert _line(text, ab + " | 23 | 0 / 0 | 6 | ").split(" | ")[4] == f"{19 / 23:.4f} → {13 / 23:.4f}"
+    assert _line(text, ab + " | 23 | 0 / 0 | 0 / 0 | 6 | ").split(" | ")[5] == f"{19 / 23:.4f} → {13 / 23:.4f}"
     table8 = text[text.index("### Perturbation: typos"):]
     assert "| preference model (LR on rubric differences + length covariate) | " in table8
     assert "encoder.modernbert.v1 |" not in table8
@@ -573,8 +574,29 @@ def test_analyze_labels_in_sample_rows(outputs, capsys):
         (root / "score" / "model.json").unlink()
     assert rc == 0, capsys.readouterr().err
     text = md.read_text()
-    assert _line(text, "| preference model (LR on rubric differences + length covariate) (IN-SAMPLE) | rubric model | ")
+    # 'all' holds the 36 training pairs (6 questions) and 36 others: partly in-sample, Table 4 on the others too
+    model = "| preference model (LR on rubric differences + length covariate)"
+    table4 = text[:text.index("### Each system on its own decided pairs")]
+    assert "Split analysed: **all** (some rows are on pairs their system was" in text
+    assert "36 of the 72 evaluated pairs (6 of 12 questions of this table's 'all' split)" in text  # the inputs list
+    # Table 4 is on the 24 test pairs the encoder predicted: none of them is the model's, so no mark (the encoder
+    # records no training pairs: its note says so)
+    assert _line(table4, f"{model} | rubric model | 24 |")
+    assert "### Table 4 on the pairs whose questions" not in text
     assert "| encoder.modernbert.v1 (trained on pairs not recorded here: may be in-sample) | predictions |" in text
+    # without the encoder, Table 4 is on all 72 pairs: partly the model's, and again on the 36 others
+    rc = main(["analyze", str(root / "score"), "--model", str(root / "model.json"), "--split", "all", "--n-boot",
+               "20", "--out", str(md)])
+    assert rc == 0, capsys.readouterr().err
+    text = md.read_text()
+    table4 = text[:text.index("### Each system on its own decided pairs")]
+    assert _line(table4, f"{model} (PARTLY IN-SAMPLE: 36 of 72 pairs) | rubric model | 72 |")
+    outside = text[text.index("### Table 4 on the pairs whose questions the rubric model was not fitted on"):
+                   text.index("## Table 5")]
+    assert "— 36 pairs from 6 questions (the pairs above whose question is not one of the model's 6 training" in outside
+    assert _line(outside, f"{model} | rubric model | 36 |")
+    table5 = text[text.index("## Table 5"):text.index("## Table 6")]
+    assert f"{model} (PARTLY IN-SAMPLE: 72 of 144 pairs) | 48 |" in table5  # 12 questions x 4 triads x 3 pairs
     # no judge output: no judge row anywhere, and Table 6 says why
     assert JUDGE not in text
     assert "No judge output among the inputs: nothing to compare." in text
@@ -727,4 +749,4 @@ def test_a_position_only_judge_leaves_every_system_on_the_same_pairs(tmp_path):
     assert (prow[deb].n_undecided_original, prow[deb].n_undecided_perturbed) == (10, 10)
     text = analysis_markdown(a, command="analyze judge")
     assert f"| {deb} | LLM judge | 10 | 10 |" in text
-    assert "10 pairs from 5 questions (labelled a or b in the test split, failed by no system" in text
+    assert "10 pairs from 5 questions (labelled a or b in the test split and given to every system" in text

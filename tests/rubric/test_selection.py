@@ -14,6 +14,7 @@ import pytest
 
 from rubric.errors import ConfigError
 from rubric.preference.evaluate import (MODEL_ROW, STYLE_CONTROLLED_ROW, evaluate_model, fit_model, model_inputs,
+                                       model_row_names,
                              write_report)
 from rubric.tables.features import answers_table, pairs_table
 from rubric.preference.metrics import brier_score
@@ -31,7 +32,7 @@ HARPER = RUBRICS.get("grammar.harper.v1")
 
 def synthetic_table(n_questions: int = 60, per_question: int = 6, *, seed: int = 0, w_good: float = 8.0,
                     w_len: float = 0.0, w_md: float = 0.0, unlabeled_every: int = 0, grammar=HARPER,
-                    len_in_score: float = 0.0, id_prefix: str = ""):
+                    len_in_score: float = 0.0, id_prefix: str = "", question: str = "Question"):
     """A pairs table whose labels follow conciseness (plus, optionally, length and markdown).
 
     Answers differ in length (20-300 words) and markdown (0-4 list items). Grammar is noise. With
@@ -57,7 +58,7 @@ def synthetic_table(n_questions: int = 60, per_question: int = 6, *, seed: int =
             i = len(pairs)
             if unlabeled_every and i % unlabeled_every == 0:
                 label = None
-            pairs.append(PairRecord(f"{id_prefix}q{q}-{k}", f"Question {q}?", a, b, label))
+            pairs.append(PairRecord(f"{id_prefix}q{q}-{k}", f"{question} {q}?", a, b, label))
     items = explode(pairs)
     answers = answers_table(
         items, [CONC, grammar],
@@ -184,11 +185,20 @@ def test_evaluation_reports_style_controlled_model_ablation_calibration_and_weig
     assert (tmp_path / "r_calibration.png").stat().st_size > 1000 and (tmp_path / "r.png").stat().st_size > 1000
     ev_all = evaluate_model(loaded, table, split="all", n_boot=50)
     text_all = write_report(ev_all, loaded, tmp_path / "all.md")
-    assert ev_all.ablation_in_sample
-    assert f"| {full} (IN-SAMPLE) |" in text_all and "## Drop-one-rubric ablation — IN-SAMPLE" in text_all
-    assert "Model: IN-SAMPLE: the model was fitted on this table's 'train' split" in text_all
+    # 'all' holds the training pairs and the others: partly in-sample, with the others' metrics beside
+    assert ev_all.ablation_in_sample and ev_all.sample.kind == "partly in-sample"
+    assert f"| {full} (PARTLY IN-SAMPLE) |" in text_all
+    assert "## Drop-one-rubric ablation — PARTLY IN-SAMPLE" in text_all
+    assert "Model: PARTLY IN-SAMPLE: the model was fitted on this table's 'train' split" in text_all
+    n_out = ev_all.sample.n_pairs - ev_all.sample.n_overlap
+    assert n_out == len(ev_all.dm.y) - model.metadata_["train_pairs"]["n"] > 0
+    assert f"### Metrics on the {n_out} pairs whose questions the model was not fitted on (held-out)" in text_all
+    assert all(r.n == n_out for r in ev_all.outside_rows) and f"| {full} | {n_out} |" in text_all
     assert "Model: held out: the model was fitted on this table's 'train' split" in text
-    assert "## Calibration — IN-SAMPLE" in text_all
+    assert "## Calibration — PARTLY IN-SAMPLE" in text_all
+    ev_train = evaluate_model(loaded, table, split="train", n_boot=20, ablation=False)
+    assert ev_train.sample.kind == "in-sample" and ev_train.outside_rows is None
+    assert f"| {full} (IN-SAMPLE) |" in write_report(ev_train, loaded, tmp_path / "train.md")
 
 
 def test_ablation_is_not_run_on_a_table_other_than_the_training_one(fitted):
@@ -207,21 +217,53 @@ def test_a_model_evaluated_on_another_table_is_transferred_not_in_sample(table, 
     loaded = PreferenceModel.from_json(tmp_path / "m.json")
     rec = loaded.metadata_["fitted_on"]
     assert rec["pairs_sha256"] == pairs_table_digest(table) and rec["split"] == "train"
-    other = synthetic_table(seed=9, n_questions=30, id_prefix="other-")
+    other = synthetic_table(seed=9, n_questions=30, id_prefix="other-", question="Another question")
     ev = evaluate_model(loaded, other, split="all", n_boot=50, ablation=False)
+    assert rec["n_questions"] == 42 and len(rec["question_hashes"]) == 42
     assert ev.sample.kind == "transferred" and not ev.sample.in_sample
     text = write_report(ev, loaded, tmp_path / "other.md")
     assert "IN-SAMPLE" not in text and "Model: transferred: the model was fitted on another pairs table" in text
-    # the same pairs re-scored (other rubric values) are the same table: in-sample on 'all'
+    # the same pairs re-scored (other rubric values) are the same table: in-sample on its train split
     values = [c for c in table.column_names if c.endswith("_conciseness")]
     rescored = table.drop_columns(values)
     assert values and rescored.num_columns < table.num_columns
-    assert sample_status(loaded, rescored, "all").kind == "in-sample"
-    assert sample_status(loaded, table, "dev").kind == "held-out"
+    assert sample_status(loaded, rescored, "train").kind == "in-sample"
+    assert sample_status(loaded, table, "test").kind == "held-out"
+    # a model fitted before question hashes were recorded: another table's overlap is unknown, and said so
+    rec_only = {k: v for k, v in rec.items() if k not in ("question_hashes", "n_questions")}
+    loaded.metadata_ = {**loaded.metadata_, "fitted_on": rec_only}
+    unknown = sample_status(loaded, other, "all")
+    assert unknown.kind == "unrecorded" and not unknown.in_sample and "overlap them is unknown" in unknown.note
+    assert sample_status(loaded, table, "train").kind == "in-sample"
     # a model written before the record: guessed from the split, and said so
     loaded.metadata_ = {k: v for k, v in loaded.metadata_.items() if k != "fitted_on"}
     old = sample_status(loaded, other, "all")
     assert old.kind == "unrecorded" and old.in_sample and "guessed from the splits" in old.note
+
+
+def test_another_table_that_shares_training_questions_is_not_transferred(table, fitted, tmp_path):
+    """The mislabel the digest alone made: another table (other pair ids, other answers) whose questions
+    include training questions was called "transferred". Question overlap decides now: every one of
+    its pairs on a training question is in-sample, and a partly overlapping one gets both sets of rows."""
+    model, _ = fitted
+    model.to_json(tmp_path / "m.json")
+    loaded = PreferenceModel.from_json(tmp_path / "m.json")
+    same_questions = synthetic_table(seed=9, n_questions=30, id_prefix="other-")  # questions 0-29: all trained on
+    ev = evaluate_model(loaded, same_questions, split="all", n_boot=50, ablation=False)
+    assert ev.sample.kind == "in-sample" and ev.sample.n_overlap == len(ev.dm.y) == 180
+    text = write_report(ev, loaded, tmp_path / "same.md")
+    assert "transferred" not in text and "Model: IN-SAMPLE: the model was fitted on another pairs table" in text
+    # 50 questions: 0-41 were trained on, 42-49 were not (and sit in this table's test split)
+    wider = synthetic_table(seed=9, n_questions=50, id_prefix="other-")
+    ev = evaluate_model(loaded, wider, split="test", n_boot=50, ablation=False)
+    assert ev.sample.kind == "partly in-sample" and ev.sample.n_pairs == 90
+    assert (ev.sample.n_overlap, ev.sample.n_overlap_questions, ev.sample.n_questions) == (42, 7, 15)
+    text = write_report(ev, loaded, tmp_path / "wider.md")
+    assert "Model: PARTLY IN-SAMPLE: the model was fitted on another pairs table" in text
+    assert "42 of the 90 evaluated pairs (7 of 15 questions of another table's 'test' split)" in text
+    assert "### Metrics on the 48 pairs whose questions the model was not fitted on (transferred)" in text
+    full = model_row_names(loaded)[0]
+    assert f"| {full} (PARTLY IN-SAMPLE) | 90 | 15 |" in text and f"| {full} | 48 | 8 |" in text
 
 
 def test_style_control_changes_what_a_length_driven_model_predicts():

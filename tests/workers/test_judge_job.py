@@ -141,10 +141,13 @@ def test_one_folder_holds_one_kind_of_jobs_output(tmp_path, settings):
 
 
 def test_refuses_a_score_output_folder_and_bad_settings(tmp_path, settings):
-    (tmp_path / "answers.parquet").write_text("x")
+    out = tmp_path / "out"  # a score output of an older version (its manifest lists no files)
+    out.mkdir()
+    (out / "answers.parquet").write_text("x")
+    (out / "manifest.json").write_text('{"tool": "lfqa-rubric"}')
     src = _write(tmp_path / "in.jsonl", _records()[:3])
     with pytest.raises(ConfigError, match="score job's tables"):
-        run_judge_job(src, "lfqa-hp", settings, tmp_path, config=CONFIG, progress=False, scorer=object())
+        run_judge_job(src, "lfqa-hp", settings, out, config=CONFIG, progress=False, scorer=object())
     with pytest.raises(ConfigError, match="'mode'"):
         JudgeSettings("plain", mode="coin")
     with pytest.raises(ConfigError, match="'n_votes'"):

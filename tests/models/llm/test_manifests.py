@@ -45,6 +45,9 @@ def test_gpu_profile_without_cuda_is_actionable(monkeypatch):
 
 
 def test_missing_vllm_is_actionable(monkeypatch):
+    import models.llm.engines_cache as cache
+
+    monkeypatch.setattr(cache, "_ENGINES", {})  # the suite's shared engine (if built) is not this process's
     monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm -> ImportError
     monkeypatch.setattr(smollm2, "smollm2_folder", lambda root=None: "/nonexistent")
     with pytest.raises(BackendUnavailableError, match=r"\[gpu\] extra"):

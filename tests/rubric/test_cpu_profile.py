@@ -1,0 +1,137 @@
+"""The CPU profile's formulas on hand-written inputs (rubric/scoring/cpu_profile.py) and the cpu preset."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rubric.errors import ConfigError
+from rubric.scoring import (
+    CPU, FACTUALITY_NO_EVIDENCE, FLUENCY_HARPER_KINDS, HARPER_COUNTED_KINDS, HARPER_KIND_TO_LT_ISSUE_TYPE, PAPER,
+    PAPER_RUBRICS, PRESETS, RUBRICS, centroid, coherence_score, completeness_score, concreteness,
+    count_fluency_lints, example_cues, fluency_score, grammar_score, relevance_score, soft_recall, support_score,
+    term_coverage,
+)
+
+R2 = 1 / math.sqrt(2)
+
+
+def test_centroid_is_the_unit_mean():
+    assert centroid(np.array([[1.0, 0.0], [0.0, 1.0]])) == pytest.approx([R2, R2])
+    assert centroid(np.array([[3.0, 4.0]])) == pytest.approx([0.6, 0.8])  # one sentence: its own direction
+
+
+@pytest.mark.parametrize("bad", [np.zeros((0, 2)), np.array([1.0, 0.0]), np.array([[1.0, 0.0], [-1.0, 0.0]])])
+def test_centroid_refuses_no_sentence_or_no_direction(bad):
+    with pytest.raises(ConfigError):
+        centroid(bad)
+
+
+def test_relevance_is_the_cosine_with_the_centroid():
+    q = np.array([1.0, 0.0])
+    assert relevance_score(q, np.array([[1.0, 0.0], [1.0, 0.0]])) == pytest.approx(1.0)
+    assert relevance_score(q, np.array([[1.0, 0.0], [0.0, 1.0]])) == pytest.approx(R2)  # half on topic
+    assert relevance_score(q, np.array([[0.0, 1.0]])) == pytest.approx(0.0)
+    assert relevance_score(np.array([2.0, 0.0]), np.array([[-5.0, 0.0]])) == pytest.approx(-1.0)  # norms divided out
+
+
+def test_coherence_links_the_question_then_each_sentence_to_the_next():
+    q = np.array([1.0, 0.0, 0.0])
+    s = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
+    mean, least = coherence_score(q, s)  # links: q-s1 = 1, s1-s2 = 0, s2-s3 = 1
+    assert (mean, least) == pytest.approx((2 / 3, 0.0))
+    one = coherence_score(q, np.array([[R2, R2, 0.0]]))  # one sentence: its one link is to the question
+    assert one == pytest.approx((R2, R2))
+
+
+def test_soft_recall_floors_each_best_match_at_zero():
+    targets = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+    candidates = np.array([[1.0, 0.0]])
+    # best matches: 1, 0, -1 -> floored to 1, 0, 0
+    assert soft_recall(targets, candidates) == pytest.approx(1 / 3)
+    assert soft_recall(candidates, targets) == pytest.approx(1.0)  # the other direction: precision
+
+
+def test_support_abstains_without_evidence():
+    s = np.array([[1.0, 0.0]])
+    assert support_score(s, None) == FACTUALITY_NO_EVIDENCE == 0.5
+    assert support_score(s, np.zeros((0, 2))) == FACTUALITY_NO_EVIDENCE
+    assert support_score(s, np.array([[0.0, 1.0], [1.0, 0.0]])) == pytest.approx(1.0)
+    assert support_score(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[1.0, 0.0]])) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("q,a,want", [
+    ({"wifi", "bluetooth"}, {"wifi", "is", "fast"}, 0.5),
+    ({"wifi"}, {"wifi"}, 1.0),
+    ({"wifi"}, set(), 0.0),
+    (set(), {"anything"}, None),  # nothing to cover: no coverage figure
+])
+def test_term_coverage(q, a, want):
+    assert term_coverage(q, a) == want
+
+
+@pytest.mark.parametrize("cov,rec,want", [(0.5, None, 0.5), (None, 0.8, 0.8), (0.5, 0.8, 0.65), (None, None, 1.0)])
+def test_completeness_averages_the_coverages_there_are(cov, rec, want):
+    assert completeness_score(cov, rec) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("n_concrete,n_words,want", [(0, 0, 0.0), (0, 10, 0.0), (3, 12, 0.25), (5, 5, 1.0)])
+def test_concreteness(n_concrete, n_words, want):
+    assert concreteness(n_concrete, n_words) == want
+
+
+@pytest.mark.parametrize("n_concrete,n_words", [(-1, 3), (4, 3), (0, -1)])
+def test_concreteness_refuses_impossible_counts(n_concrete, n_words):
+    with pytest.raises(ConfigError):
+        concreteness(n_concrete, n_words)
+
+
+@pytest.mark.parametrize("text,cues", [
+    ("For example, a cat.", ["for example"]),
+    ("Fruits such as apples; e.g. pears, for instance plums.", ["such as", "e.g.", "for instance"]),
+    ("E.G. this. Imagine a box. Suppose it rains. Let's say ten. Say you have two.",
+     ["e.g.", "imagine", "suppose", "let's say", "say you"]),
+    ("An example of this is rain. Examples include snow.", ["example", "examples"]),
+    ("To illustrate: a dog.", ["to illustrate"]),
+    ("It feels like rain; consider using an umbrella.", []),  # "like", "consider": mostly not examples
+    ("The counterexample fails; exemplary work; imagined.", []),  # inside other words
+    ("", []),
+])
+def test_example_cues(text, cues):
+    assert example_cues(text) == cues
+
+
+def test_fluency_counts_only_its_kinds_which_grammar_does_not():
+    assert FLUENCY_HARPER_KINDS <= set(HARPER_KIND_TO_LT_ISSUE_TYPE)  # every kind is one Harper emits
+    assert not FLUENCY_HARPER_KINDS & HARPER_COUNTED_KINDS
+    assert {"Spelling", "Formatting", "Style"}.isdisjoint(FLUENCY_HARPER_KINDS)
+    assert count_fluency_lints(["Typo", "Spelling", "Agreement", "Repetition", "Formatting", "Readability"]) == 3
+    text = "word " * 100
+    assert fluency_score(0, text) == 5.0
+    assert fluency_score(5, text) == grammar_score(5, text) == 1.0
+    assert fluency_score(1, text) == pytest.approx(4.2)
+
+
+def test_cpu_preset_names_the_papers_nine_rubrics_with_registered_versions():
+    assert PRESETS["cpu"] is CPU
+    assert set(CPU.rubric_versions) == set(PAPER_RUBRICS)
+    for name, version in CPU.rubric_versions.items():
+        assert RUBRICS.get(version).name == name
+        assert RUBRICS.get(version).backend not in ("llm", "factuality", "subjectiveqa")  # no LLM, no GPU model
+    assert CPU.style and not CPU.judges
+
+
+def test_cpu_versions_stand_beside_the_papers():
+    """The paper preset still names the paper's versions; every CPU version is a separate registration."""
+    assert dict(PAPER.rubric_versions) == {
+        "specificity": "specificity.subjectiveqa.v1", "grammar": "grammar.languagetool.v1",
+        "fluency": "fluency.geval.v1", "completeness": "completeness.geval.v1", "coherence": "coherence.geval.v1",
+        "relevance": "relevance.geval.v1", "conciseness": "conciseness.lexical_density.v1",
+        "use_of_examples": "use_of_examples.yesno.v2", "factuality": "factuality.veriscore.v2"}
+    new = {v for v in CPU.rubric_versions.values()} - {"grammar.harper.v1", "conciseness.lexical_density.v1"}
+    assert len(new) == 7 and not new & set(PAPER.rubric_versions.values())
+    for v in new:
+        spec = RUBRICS.get(v)
+        assert spec.description and not spec.extra_signal
