@@ -136,11 +136,14 @@ def claim_changes(base: list, other: list) -> dict:
 
     A claim is the same claim in both when its ``claim_key`` is (case, spacing, punctuation aside).
     Returns claims only in ``base`` / only in ``other``, answers whose claim lists differ, claims in
-    both, how many of those have another verdict, and the largest |delta P(yes)| among them.
+    both, how many of those have another verdict, and the largest |delta P(yes)| among them; and the
+    same for the shared claims whose evidence (the snippet kept with the claim) is the same in both
+    (``*_same_evidence``: only the prompt around it differs).
     """
     from rubric.scoring import claim_key
 
-    out = {"only_base": 0, "only_other": 0, "answers_differ": 0, "shared": 0, "verdicts_changed": 0, "max_dp": 0.0}
+    out = {"only_base": 0, "only_other": 0, "answers_differ": 0, "shared": 0, "verdicts_changed": 0, "max_dp": 0.0,
+           "shared_same_evidence": 0, "verdicts_changed_same_evidence": 0, "max_dp_same_evidence": 0.0}
     for a, b in zip(base, other):
         ka = {claim_key(c[0]): c for c in a["claims"]}
         kb = {claim_key(c[0]): c for c in b["claims"]}
@@ -148,10 +151,12 @@ def claim_changes(base: list, other: list) -> dict:
         out["only_other"] += len(kb.keys() - ka.keys())
         out["answers_differ"] += ka.keys() != kb.keys()
         for k in ka.keys() & kb.keys():
-            out["shared"] += 1
-            out["verdicts_changed"] += ka[k][2] != kb[k][2]
-            if ka[k][3] is not None and kb[k][3] is not None:
-                out["max_dp"] = max(out["max_dp"], abs(ka[k][3] - kb[k][3]))
+            same = ka[k][4:5] == kb[k][4:5]
+            for suffix in ("", "_same_evidence") if same else ("",):
+                out["shared" + suffix] += 1
+                out["verdicts_changed" + suffix] += ka[k][2] != kb[k][2]
+                if ka[k][3] is not None and kb[k][3] is not None:
+                    out["max_dp" + suffix] = max(out["max_dp" + suffix], abs(ka[k][3] - kb[k][3]))
     return out
 
 
@@ -270,7 +275,7 @@ def score_run(label, version, engine, splitter, corpus, items, args, *, one_by_o
     out = [r for start in range(0, len(items), size) for r in scorer.score_batch(items[start:start + size])]
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     dump = [{"answer_id": it.answer_id, "raw": r["factuality"].raw, "error": r["factuality"].error,
-             "claims": [[c.claim, c.sentence_index, c.verdict, c.p_supported]
+             "claims": [[c.claim, c.sentence_index, c.verdict, c.p_supported, c.evidence]
                         for c in claims_from_json(r["factuality"].extras.get("claims"))]}
             for it, r in zip(items, out)]
     return {"label": label, "version": version, "timed": timed, "wall": wall, "cpu": cpu, "dump": dump,
@@ -283,8 +288,8 @@ def tables(runs: list, base: dict | None) -> list[str]:
     """The benchmark's Markdown tables: one row per run, then one row per run and stage."""
     lines = ["| run | answers | sentences | claims | generated tokens | extract prompt tokens computed / cached | "
              "verify prompt tokens computed / cached | extract s | verify s | other s | s/answer | CPU s/answer | "
-             "speedup | claims only in v2 / only here (answers differing) | verdicts changed (of shared claims; "
-             "max dP(yes)) | load avg start-end |",
+             "speedup | claims only in the reference / only here (answers differing) | verdicts changed (of shared "
+             "claims; max dP(yes); of those with the same evidence) | load avg start-end |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in runs:
         t = r["timed"]
@@ -297,7 +302,8 @@ def tables(runs: list, base: dict | None) -> list[str]:
         else:
             c = claim_changes(base["dump"], r["dump"])
             diff = f"{c['only_base']} / {c['only_other']} ({c['answers_differ']})"
-            verd = f"{c['verdicts_changed']} of {c['shared']}; {c['max_dp']:.2g}"
+            verd = (f"{c['verdicts_changed']} of {c['shared']}; {c['max_dp']:.2g} (same evidence: "
+                    f"{c['verdicts_changed_same_evidence']} of {c['shared_same_evidence']}; {c['max_dp_same_evidence']:.2g})")
         lines.append(
             f"| {r['label']} | {r['answers']} | {r['sentences']} | {r['claims']} | {t.generated_tokens['extract']:,} | "
             f"{comp['extract']:,} / {t.cached_tokens['extract']:,} | {comp['verify']:,} / {t.cached_tokens['verify']:,} | "
