@@ -360,9 +360,10 @@ def main() -> int:
                     "and exit (no engine, no scoring)")
     ap.add_argument("--block-size", type=int, help="vLLM KV-cache block size (prefix caching reuses whole blocks "
                     "only; vLLM-CPU's default is 128, the cpu profile's 32)")
-    ap.add_argument("--ngram", type=int, metavar="K", help="vLLM only: n-gram speculative decoding from the prompt, "
-                    "K draft tokens per step (vLLM then allows no logits processor: v3's stop rule runs after "
-                    "generation instead of in the engine, with the same claims)")
+    ap.add_argument("--ngram", type=int, metavar="K", help="n-gram speculative decoding from the prompt, K draft "
+                    "tokens per step: vLLM's speculative_config (vLLM then allows no logits processor: v3's stop rule "
+                    "runs after generation instead of in the engine, with the same claims), or transformers' prompt "
+                    "lookup (prompt_lookup_num_tokens; one prompt per generate call)")
     args = ap.parse_args()
 
     from models.factuality import SpacySentenceSplitter
@@ -373,10 +374,9 @@ def main() -> int:
     versions = [v.strip() for v in args.versions.split(",") if v.strip()]
     items, corpus = _load(args)
     kwargs = {} if args.block_size is None else {"block_size": args.block_size}
-    if args.ngram:
-        if args.backend != "vllm":
-            ap.error("--ngram is vLLM's speculative decoding; transformers' prompt lookup is the engine's "
-                     "prompt_lookup_num_tokens")
+    if args.ngram and args.backend == "transformers":  # prompt lookup: one prompt per generate call
+        kwargs.update(prompt_lookup_num_tokens=args.ngram)
+    elif args.ngram:
         kwargs.update(speculative_config={"method": "ngram", "num_speculative_tokens": args.ngram,
                                           "prompt_lookup_max": 4, "prompt_lookup_min": 2})
     hf_kw = transformers_kwargs(device=args.device, dtype=args.dtype, batch_size=args.engine_batch_size,
