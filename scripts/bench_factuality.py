@@ -274,6 +274,9 @@ def score_run(label, version, engine, splitter, corpus, items, args, *, one_by_o
     size = batch or len(items)
     out = [r for start in range(0, len(items), size) for r in scorer.score_batch(items[start:start + size])]
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    # a line per run as it ends: a long benchmark on a shared machine shows where it is
+    sys.stderr.write(f"{label}: {len(items)} answers, extract {timed.seconds['extract']:.1f} s, verify "
+                     f"{timed.seconds['verify']:.1f} s, wall {wall:.1f} s, load {load0:.1f}-{os.getloadavg()[0]:.1f}\n")
     dump = [{"answer_id": it.answer_id, "raw": r["factuality"].raw, "error": r["factuality"].error,
              "claims": [[c.claim, c.sentence_index, c.verdict, c.p_supported, c.evidence]
                         for c in claims_from_json(r["factuality"].extras.get("claims"))]}
