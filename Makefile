@@ -58,10 +58,11 @@ demo: setup
 	  echo "make demo: $$(( $$(date +%s) - start )) s wall after the install"; exit $$rc
 
 # -X faulthandler: a crash after the last test (native code torn down at exit) prints its Python stack.
-# Everything, real models included; prints the 15 slowest tests and its wall time (DEVELOPERS.md has the
-# measured time and peak RSS).
+# Everything, real models included; prints the 15 slowest tests (`make test DURATIONS=40`: 40) and its wall
+# time (DEVELOPERS.md has the measured time and peak RSS).
+DURATIONS ?= 15
 test: setup
-	@start=$$(date +%s); $(BIN)/python -X faulthandler -m pytest -q -rs --durations=15 tests; rc=$$?; \
+	@start=$$(date +%s); $(BIN)/python -X faulthandler -m pytest -q -rs --durations=$(DURATIONS) tests; rc=$$?; \
 	  echo "make test: $$(( $$(date +%s) - start )) s wall"; exit $$rc
 
 # The inner loop: no test that loads an LLM (SmolLM2) or MiniLM or starts Ray (marker `real_model`, set and

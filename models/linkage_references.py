@@ -96,13 +96,17 @@ class ReferenceCache:
         if not rows:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # never through a link: the temp file is created exclusively, the cache opened without following one
         if self.torn:  # rewrite without the torn lines before appending to them
             data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self._rows.values())
             tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
-            tmp.write_text(data, encoding="utf-8")
+            with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644), "w",
+                           encoding="utf-8") as f:
+                f.write(data)
             os.replace(tmp, self.path)
             self.torn = 0
-        with self.path.open("a", encoding="utf-8") as f:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "a", encoding="utf-8") as f:
             for r in rows:
                 f.write(json.dumps(r, ensure_ascii=False) + "\n")
                 self._rows[r["key"]] = r

@@ -3,7 +3,7 @@
 Each expensive thing is paid for once per session. spaCy, Harper and MiniLM are loaded once per
 process by the code itself (``models.text.pos_pipeline``, ``models.grammar.harper_linter``,
 ``models.signals.sentence_encoder``). LLM engines come from ``models.llm.engines_cache.build_engine``:
-the suite shares the one engine of the default settings (:data:`SHARED_LLM`, ~1.5 GB with its KV cache)
+the suite shares the one engine of the default settings (:data:`SHARED_LLM`, ~2.35 GB with its KV cache)
 across modules; a module that built an engine of other settings releases every engine when it ends
 (:func:`_one_llm_engine_between_modules`; freeing a vLLM engine tears down vLLM's process-wide parallel
 state, so engines are released all together, never one while another lives). One local Ray
@@ -14,7 +14,14 @@ import os
 import shutil
 import sys
 
-import pytest
+# Before torch is first imported (here and in the CLI subprocesses, which inherit it): OpenMP threads
+# that wait for each other sleep instead of spinning. On a quiet machine it makes no measurable
+# difference; beside another CPU-heavy job the spinning took the core that job held, and the engine
+# and MiniLM tests ran 5-40x their quiet time (DEVELOPERS.md, "Tests and benchmarks"). The product
+# does the same for the CPU profile (models.cpu_rubrics.prefer_passive_omp).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import pytest  # noqa: E402
 
 from rubric.config import ScoringConfig
 
@@ -107,12 +114,15 @@ def ray_local():
 @pytest.fixture(scope="module", autouse=True)
 def _one_llm_engine_between_modules(request):
     """After a module: if it left an engine of other settings than :data:`SHARED_LLM` (or another top-K)
-    in the cache, release every engine, so the next module does not pile one engine on another (only if
-    the module imported the engine cache: nothing heavy is imported here)."""
+    in the cache, release every engine, so the next module does not pile one engine on another; else
+    hand the heap pages it freed back to the OS (only if the module imported the engine cache: nothing
+    heavy is imported here)."""
     yield
     cache = sys.modules.get("models.llm.engines_cache")
     if cache is not None and set(cache.built_engines()) - {cache.engine_key(SHARED_LLM)}:
         cache.release_engines()
+    elif cache is not None:
+        cache.return_freed_memory()  # what the module's batches freed, so the next module starts lower
     if os.environ.get("LFQA_TEST_RSS"):
         import psutil
 

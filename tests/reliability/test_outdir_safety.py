@@ -186,6 +186,45 @@ def test_report_html_never_writes_through_a_link(tmp_path, victim, capsys):
     assert victim.read_text() == "precious" and page.is_symlink()
 
 
+def test_a_reports_charts_never_go_through_a_link(tmp_path, victim, capsys):
+    """evaluate writes its report with charts beside it (``R.png``, ``R_calibration.png``); a link at a
+    chart's name is refused before anything is written, and without it the report and charts land."""
+    out = _ours(tmp_path, n=12)
+    assert main(["fit", str(out), "--split", "all", "--out", str(tmp_path / "m.json"), "--weight-boot", "0"]) == 0
+    rep = tmp_path / "R" / "r.md"
+    rep.parent.mkdir()
+    (rep.parent / "r.png").symlink_to(victim)
+    argv = ["evaluate", str(out), "--model", str(tmp_path / "m.json"), "--split", "all", "--n-boot", "20",
+            "--report", str(rep)]
+    assert main(argv) == 2
+    _one_line(capsys, "symbolic link")
+    assert victim.read_text() == "precious" and sorted(p.name for p in rep.parent.iterdir()) == ["r.png"]
+    (rep.parent / "r.png").unlink()
+    assert main(argv) == 0
+    assert {"r.md", "r.png"} <= {p.name for p in rep.parent.iterdir()} and "![weights](r.png)" in rep.read_text()
+    assert not [p for p in rep.parent.iterdir() if p.name.startswith(".")]  # no temp folder left
+
+
+def test_linkages_reference_cache_never_appends_through_a_link(tmp_path, victim):
+    """LINKAGE's generated-reference cache (OUT/generated_references.jsonl) is appended to run after run;
+    a link planted at its name, or at its rewrite's temp name, is not followed."""
+    from models.linkage_references import ReferenceCache
+
+    path = tmp_path / "generated_references.jsonl"
+    cache = ReferenceCache(path)
+    path.symlink_to(victim)
+    with pytest.raises(OSError):
+        cache.add([{"key": "k1", "text": "1. a"}])
+    path.unlink()
+    path.write_text('{"key": "k0", "text": "1. b"}\n{torn\n')
+    torn = ReferenceCache(path)
+    assert torn.torn == 1
+    (tmp_path / f".{path.name}.tmp-{os.getpid()}").symlink_to(victim)
+    with pytest.raises(OSError):
+        torn.add([{"key": "k1", "text": "1. a"}])
+    assert victim.read_text() == "precious"
+
+
 # --- '~', killed runs ------------------------------------------------------------------------------------
 
 def test_out_tilde_is_the_home_folder_never_a_folder_named_tilde(tmp_path, monkeypatch):

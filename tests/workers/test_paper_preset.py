@@ -155,9 +155,10 @@ def test_paper_preset_end_to_end_on_a_webglm_slice(tmp_path, fake_judge, capsys)
     src.write_text(json.dumps({q: data[q] for q in list(data)[:8]}), encoding="utf-8")
     read = ["--format", "graded", "--max-pairs-per-question", "2"]
     out, judge = tmp_path / "score", tmp_path / "judge"
-    # the paper's use-of-examples prompt on the embedded SmolLM2: one prompt per answer of 8 questions
-    _run("score", src, *read, "--preset", "paper", "--rubrics", "conciseness,use_of_examples", "--llm-backend",
-         "transformers", "--batch-size", "8", "--out", out, "--quiet")
+    # the paper's use-of-examples prompt on the embedded SmolLM2 (the suite's shared vLLM engine: its settings
+    # are the defaults): one prompt per answer of 8 questions
+    _run("score", src, *read, "--preset", "paper", "--rubrics", "conciseness,use_of_examples",
+         "--batch-size", "8", "--out", out, "--quiet")
     answers = pq.read_table(out / "answers.parquet").to_pylist()
     raw = [a["use_of_examples_raw"] for a in answers if a.get("use_of_examples_raw") is not None]
     assert raw and set(raw) <= {0.0, 1.0}

@@ -98,12 +98,11 @@ def evaluate(args) -> int:
                             allow_provenance_mismatch=args.allow_provenance_mismatch, seed=args.seed)
     except ProvenanceError as e:
         raise _provenance_error(e, f"model {args.model} vs table {Path(args.outdir) / 'pairs.parquet'}") from None
-    from workers.outdir import OutLock, check_output_file, out_path
+    from workers.outdir import out_path, output_file
 
     report = out_path(args.report) if args.report else Path(args.outdir) / f"report_{args.split}.md"
-    with OutLock(report.parent):  # its charts are written beside it, so the folder is held, the report checked
-        check_output_file(report)
-        text = write_report(ev, model, report)
+    with output_file(report, command="evaluate") as staged:  # the charts beside it go in with it
+        text = write_report(ev, model, staged)
         if any(c.startswith("aspect_") for c in pairs.column_names):
             # per-aspect human judgements (lfqa_eval): each rubric against its own aspect and the overall one
             from rubric.preference import agreement_markdown, aspect_agreement_from_table
@@ -111,7 +110,7 @@ def evaluate(args) -> int:
             rows = aspect_agreement_from_table(pairs, split=args.split, n_boot=args.n_boot, seed=args.seed)
             text += ("\n## Each rubric against people, aspect by aspect\n\n" + agreement_markdown(rows, split=args.split)
                      + "\n")
-            report.write_text(text)
+            staged.write_text(text)
     sys.stdout.write(text + "\n")
     log.info("report written to %s", report)
     return 0
@@ -251,12 +250,11 @@ def analyze(args) -> int:
                             perturbed=parse_perturbed(args.perturbed), split=args.split, n_boot=args.n_boot,
                             seed=args.seed, allow_provenance_mismatch=args.allow_provenance_mismatch,
                             preset=getattr(args, "preset", None), judge_failures=args.judge_failures)
-    from workers.outdir import OutLock, check_output_file, out_path
+    from workers.outdir import out_path, output_file
 
     out = out_path(args.out)
-    with OutLock(out.parent):  # its charts are written beside it, so the folder is held, the report checked
-        check_output_file(out)
-        text = write_analysis(analysis, out, command=_analyze_command(args))
+    with output_file(out, command="analyze") as staged:  # the charts beside it go in with it
+        text = write_analysis(analysis, staged, command=_analyze_command(args))
     sys.stdout.write(text + "\n")
     log.info("analysis of %d systems on %d %s pairs written to %s", len(analysis.systems),
              len(analysis.comparison.pair_ids), args.split, args.out)

@@ -260,7 +260,8 @@ def check_output_file(dest: str | Path, *, register: bool = False) -> dict:
 def output_file(dest: str | Path, *, inputs: Iterable[str | Path] = (), register: bool = False,
                 command: str | None = None) -> Iterator[Path]:
     """Write one file the user named: yields where to write it (under its own name, in a private temp
-    folder beside it), renamed into place on success.
+    folder beside it), renamed into place on success, with any file the writer put beside it there (a
+    report's charts), each checked like ``dest``.
 
     Held for the write: the lock of its folder (a folder another command is writing into is refused
     like ``score``). Refused before anything is written: ``dest`` is a link or a folder, one of
@@ -290,7 +291,11 @@ def output_file(dest: str | Path, *, inputs: Iterable[str | Path] = (), register
         box = new_temp(dest.parent, dest.name, folder=True)
         try:
             yield box / dest.name
-            os.replace(box / dest.name, dest)
+            beside = sorted(p.name for p in box.iterdir() if p.name != dest.name)
+            for name in beside:  # all refused before any is moved
+                check_output_file(dest.parent / name)
+            for name in [*beside, dest.name]:
+                os.replace(box / name, dest.parent / name)
         finally:
             remove_tree(dest.parent, box)
         if register and ours:
