@@ -36,6 +36,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# OpenMP threads sleep while they wait (unless set): on a machine shared with other jobs spinning threads
+# took several times the CPU and the seconds (tests/conftest.py, models.cpu_rubrics.OMP_WAIT_POLICY)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 class Timed:
@@ -439,7 +442,8 @@ def main() -> int:
     sys.stdout.write("\n".join(lines) + f"\n\nengine: {engine.backend} {engine.model_id}{where}; "
                      f"sentences: {'replayed from ' + args.sentences if args.sentences else 'spaCy'}; block size "
                      f"{args.block_size or 'engine default'}; VLLM_CPU_KVCACHE_SPACE {kv} GiB; max_claim_tokens "
-                     f"{args.max_claim_tokens}; n-gram speculation {args.ngram or 'off'}"
+                     f"{args.max_claim_tokens}; n-gram speculation {args.ngram or 'off'}; OMP_WAIT_POLICY "
+                     f"{os.environ.get('OMP_WAIT_POLICY')}"
                      + (f"; stop rules run in the engine: {bool(in_engine)}" if in_engine is not None else "")
                      + f"; load average (1/5/15 min) at start {load[0]:.2f}/{load[1]:.2f}/"
                      f"{load[2]:.2f}, at end {end[0]:.2f}/{end[1]:.2f}/{end[2]:.2f} on {os.cpu_count()} cores\n")
