@@ -1,8 +1,9 @@
-"""The VeriScore-style claim checker (``factuality.veriscore.v1``/``.v2``): extract claims, retrieve, verify.
+"""The VeriScore-style claim checker (``factuality.veriscore.v1``/``.v2``/``.v3``): extract claims, retrieve, verify.
 
-Batching: all sentences of all answers in a batch go to the generator in one ``generate`` call, and
-all (claim, evidence) pairs of the batch to the engine in one ``score_token_probs`` call. The
-prompts, parsing and scores are in ``rubric.scoring.claims``; evidence sources in ``models.evidence``.
+Batching: all sentences of all answers in a batch go to the generator in one ``generate`` (v3:
+``complete``) call, and all (claim, evidence) pairs of the batch to the engine in one
+``score_token_probs`` call. The prompts, parsing and scores are in ``rubric.scoring.claims`` (v3's
+stop rule in ``rubric.scoring.claim_stop``); evidence sources in ``models.evidence``.
 """
 
 from __future__ import annotations
@@ -13,24 +14,26 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from models.evidence import EvidenceSource
-from models.llm.engine import Engine
+from models.llm.engine import Completer, Engine
 from models.text import senter_pipeline
 from models.single_spec import SingleSpecScorer
 from rubric.scoring import (
     EXTRACTION_STOP,
-    FACTUALITY_V2,
     FACTUALITY_VERSIONS,
     NO_CLAIMS_REASON,
     CheckedClaim,
     claims_table,
     claims_to_json,
+    claims_until_loop,
     dedupe_claims,
     extraction_prompts,
+    factuality_recipe,
     factuality_scores,
     factuality_template_hash,
     format_evidence,
     parse_claims,
     read_verdict,
+    sentence_evidence,
     verification_prompt,
     verification_template,
 )
@@ -181,6 +184,12 @@ class FactualityScorer(SingleSpecScorer):
     ``factuality.verify_ternary.v1``), read from the yes/no token probabilities. The raw value is
     supported / claims; ``f1_at_k`` uses VeriScore's recall min(supported / ``f1_k``, 1).
 
+    ``factuality.veriscore.v3`` (``rubric.scoring.factuality_recipe``) extracts with
+    ``factuality.extract.v2``: the generator's ``complete`` ends a completion where it starts looping
+    (the stop rule runs in the engine) and ``claims_until_loop`` reads the claims before that; a
+    sentence's claims share one evidence list; and ``factuality.verify.v2`` puts the evidence before
+    the claim, so the claims of one sentence share their prompt up to the claim.
+
     A claim with no evidence is unsupported. A claim the verifier gave no verdict for (no mass on
     yes/no) or whose prompt does not fit the context counts as unsupported too - as in VeriScore,
     where anything not read as "supported" is not - and is counted in ``n_unverified``. An answer
@@ -190,12 +199,13 @@ class FactualityScorer(SingleSpecScorer):
     JSON ``claims`` extra; ``claims_table`` turns those into the side table.
 
     Args:
-        specs: exactly one spec, version ``factuality.veriscore.v1`` or ``.v2``.
+        specs: exactly one spec, version ``factuality.veriscore.v1``, ``.v2`` or ``.v3``.
         engine: scores the verification prompts (``score_token_probs``) and counts prompt tokens.
         sentence_splitter: texts -> sentences per text (``SpacySentenceSplitter``).
         evidence: where evidence comes from (``AttachedDocs``, ``BM25Corpus``, ``SerperSearch``).
         generator: extracts claims; default: ``claim_generator(engine)`` (the engine itself, or on
-            vLLM the same greedy decoding with stop strings), which needs ``engine.generate``.
+            vLLM the same greedy decoding with stop strings), which needs ``engine.generate``; for
+            v3 the engine itself, which needs ``complete`` (``models.llm.engine.Completer``).
         k: evidence passages per claim.
         f1_k: the K of F1@K (VeriScore uses the median claim count of a domain).
         ternary: use the yes/no/unknown prompt, where "no" means contradicted.
@@ -225,8 +235,12 @@ class FactualityScorer(SingleSpecScorer):
                 raise ConfigError(f"'{name}' must be >= {lo}, got {val}")
         if not 0.0 <= min_mass < 1.0:
             raise ConfigError(f"'min_mass' must be in [0, 1), got {min_mass}")
+        self.recipe = factuality_recipe(specs[0].version)
         if generator is None:
-            generator = claim_generator(engine)
+            generator = claim_generator(engine) if self.recipe.stop_rule is None else engine  # type: ignore[assignment]
+        if self.recipe.stop_rule is not None and not isinstance(generator, Completer):
+            raise ConfigError(f"{self.recipe.version} extracts claims with complete(prompts, max_tokens, stop=, "
+                              f"stop_rule=): {type(generator).__name__} has none")
         self.engine = engine
         self.generator = generator
         self.split = sentence_splitter
@@ -237,12 +251,13 @@ class FactualityScorer(SingleSpecScorer):
         self.max_claim_tokens = max_claim_tokens
         self.max_evidence_chars = max_evidence_chars
         self.min_mass = min_mass
-        self._candidates = verification_template(ternary).score_tokens
+        self._candidates = verification_template(ternary, self.recipe.verify_version).score_tokens
 
     def provenance(self, rubric: str) -> Provenance:
         return self._provenance(rubric, backend=self.backend, model_id=self.engine.model_id,
                                 model_revision=self.engine.revision,
-                                template_hash=factuality_template_hash(self.ternary, self.max_claim_tokens))
+                                template_hash=factuality_template_hash(self.ternary, self.max_claim_tokens,
+                                                                       self.recipe.version))
 
     # --- the three batched stages ----------------------------------------------------------------
 
@@ -270,7 +285,7 @@ class FactualityScorer(SingleSpecScorer):
         prompts: list[ChatPrompt] = []
         owner: list[tuple[int, int]] = []
         for i, (it, sents) in enumerate(zip(items, sentences)):
-            for j, p in enumerate(extraction_prompts(it.question, sents)):
+            for j, p in enumerate(extraction_prompts(it.question, sents, version=self.recipe.extract_version)):
                 prompts.append(p)
                 owner.append((i, j))
         # A prompt too long for the model is left out rather than failing the batch in the engine.
@@ -285,14 +300,11 @@ class FactualityScorer(SingleSpecScorer):
         # The same sentence in the same context (an answer repeated under one question) is the same
         # prompt: greedy decoding gives it the same completion, so it is generated once.
         unique, slot = _unique(prompts[n] for n in send)
-        got = self.generator.generate(unique, self.max_claim_tokens) if unique else []
-        if len(got) != len(unique):
-            raise BatchMismatchError(f"the generator returned {len(got)} completions for {len(unique)} prompts")
-        texts = [got[u] for u in slot]
+        parsed = self._claims_of(unique) if unique else []
         raw: list[list[tuple[str, int]]] = [[] for _ in items]
-        for n, text in zip(send, texts):
+        for n, u in zip(send, slot):
             i, j = owner[n]
-            raw[i].extend((c, j) for c in parse_claims(text))
+            raw[i].extend((c, j) for c in parsed[u])
         work = []
         for i, sents in enumerate(sentences):
             keep = dedupe_claims([c for c, _ in raw[i]])
@@ -302,6 +314,20 @@ class FactualityScorer(SingleSpecScorer):
                 w.error = f"{skipped} sentence(s) too long for claim extraction"
             work.append(w)
         return work
+
+    def _claims_of(self, prompts: list[ChatPrompt]) -> list[list[str]]:
+        """Each prompt's claims, in order: one generator call for all of them."""
+        rule = self.recipe.stop_rule
+        if rule is None:
+            got: list = self.generator.generate(prompts, self.max_claim_tokens)
+        else:
+            got = self.generator.complete(prompts, self.max_claim_tokens,  # type: ignore[attr-defined]
+                                          stop=EXTRACTION_STOP, stop_rule=rule)
+        if len(got) != len(prompts):
+            raise BatchMismatchError(f"the generator returned {len(got)} completions for {len(prompts)} prompts")
+        if rule is None:
+            return [parse_claims(text) for text in got]
+        return [claims_until_loop(c.text, cut=c.cut) for c in got]
 
     def _retrieve(self, item: AnswerItem, w: _Work) -> None:
         claims = [c for c, _ in w.claims]
@@ -318,6 +344,8 @@ class FactualityScorer(SingleSpecScorer):
         if len(ev) != len(claims):
             raise BatchMismatchError(f"{self.evidence.name} returned evidence for {len(ev)} of {len(claims)} claims")
         w.evidence = [list(p)[: self.k] for p in ev]
+        if self.recipe.sentence_evidence:
+            w.evidence = sentence_evidence(w.evidence, [sent for _, sent in w.claims], self.k)
 
     def _verify(self, work: Sequence[_Work]) -> list[list[CheckedClaim]]:
         prompts: list[ChatPrompt] = []
@@ -326,7 +354,8 @@ class FactualityScorer(SingleSpecScorer):
             for j, (claim, _) in enumerate(w.claims):
                 if w.evidence and w.evidence[j]:
                     prompts.append(verification_prompt(claim, w.evidence[j], ternary=self.ternary,
-                                                       max_chars=self.max_evidence_chars))
+                                                       max_chars=self.max_evidence_chars,
+                                                       version=self.recipe.verify_version))
                     where.append((i, j))
         fits = self._fit_context(prompts, where, work)
         send = [n for n in range(len(prompts)) if fits[n]]
@@ -370,7 +399,8 @@ class FactualityScorer(SingleSpecScorer):
             i, j = where[n]
             chars = max(50, int(self.max_evidence_chars * budget / lengths[n] * 0.8))
             prompts[n] = verification_prompt(work[i].claims[j][0], work[i].evidence[j],  # type: ignore[index]
-                                             ternary=self.ternary, max_chars=chars)
+                                             ternary=self.ternary, max_chars=chars,
+                                             version=self.recipe.verify_version)
         fits = [True] * len(prompts)
         for n, t in zip(over, self.engine.count_tokens([prompts[n] for n in over])):
             fits[n] = t <= budget
@@ -384,7 +414,7 @@ class FactualityScorer(SingleSpecScorer):
         if not checked:
             if w.error is not None and w.error.startswith("evidence retrieval failed"):
                 return Score.failed(w.error, n_claims=0, **base)
-            if self.specs[0].version == FACTUALITY_V2 and w.error is None:
+            if self.recipe.no_claims_zero and w.error is None:
                 # the paper's rule: no verifiable claim -> 0.0 (a sentence skipped for length is not "no claim")
                 return Score.ok(0.0, n_claims=0, n_supported=0, **base)
             return Score.failed(NO_CLAIMS_REASON, n_claims=0, **base)

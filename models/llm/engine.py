@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from rubric.errors import ConfigError
 from rubric.scoring import ChatPrompt
 
-__all__ = ["Engine", "TextSampler", "candidate_token_ids", "check_chat_template", "check_sampling",
-           "render_prompt_ids"]
+__all__ = ["Engine", "TextSampler", "Completion", "Completer", "candidate_token_ids", "check_chat_template",
+           "check_sampling", "check_stop_rule", "render_prompt_ids"]
 
 
 @runtime_checkable
@@ -72,6 +73,44 @@ class TextSampler(Protocol):
 
     def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int, *, temperature: float = 0.0, n: int = 1,
                  seed: int | None = None) -> list[str] | list[list[str]]: ...
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One greedy completion and how it ended.
+
+    Attributes:
+        text: the generated text (a stop string, if one ended it, is not included).
+        cut: generation stopped at the token budget, so the text may end in the middle of a line.
+        tokens: tokens generated.
+    """
+
+    text: str
+    cut: bool
+    tokens: int
+
+
+@runtime_checkable
+class Completer(Protocol):
+    """Greedy completions that stop at stop strings and at a stop rule the engine runs while decoding.
+
+    ``complete(prompts, max_tokens, stop=..., stop_rule=name)``: one ``Completion`` per prompt, in
+    input order. ``stop_rule`` names a rule of ``rubric.scoring.STOP_RULES`` (a factory of one
+    sequence's check: text so far -> stop); the engine makes one check per sequence, asks it after
+    each new token and ends the sequence where it fires, so the text ends
+    at (or, on some engines, one token after) the first point where the rule holds.
+    """
+
+    def complete(self, prompts: Sequence[ChatPrompt], max_tokens: int, *, stop: Sequence[str] = (),
+                 stop_rule: str | None = None) -> list[Completion]: ...
+
+
+def check_stop_rule(stop_rule: str | None) -> None:
+    """Raise ConfigError for a stop rule name that ``rubric.scoring.STOP_RULES`` does not know."""
+    from rubric.scoring import STOP_RULES
+
+    if stop_rule is not None and stop_rule not in STOP_RULES:
+        raise ConfigError(f"unknown stop rule {stop_rule!r}; known: {sorted(STOP_RULES)}")
 
 
 def check_sampling(max_tokens: int, temperature: float, n: int, seed: int | None) -> None:

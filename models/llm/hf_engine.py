@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from models.llm.engine import TokenizerMixin, check_chat_template, check_sampling
+from models.llm.engine import Completion, TokenizerMixin, check_chat_template, check_sampling, check_stop_rule
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError
 from rubric.scoring import ChatPrompt
 
@@ -32,6 +32,10 @@ class TransformersEngine(TokenizerMixin):
         dtype: torch dtype name (default float32 on CPU, bfloat16 on GPU).
         batch_size: most prompts per forward pass; 1 runs one prompt per call.
         max_batch_tokens: most (padded) tokens per forward pass.
+        prompt_lookup_num_tokens: ``complete`` drafts this many tokens per step from n-grams of the
+            prompt (transformers' prompt-lookup decoding; greedy, so the same text up to float
+            noise). transformers 5.19 runs assisted generation for one sequence at a time ("assisted
+            generate is only supported for batch_size = 1"), so ``complete`` then goes prompt by prompt.
 
     Raises:
         BackendUnavailableError: torch/transformers missing, or the model cannot be found.
@@ -43,7 +47,10 @@ class TransformersEngine(TokenizerMixin):
     def __init__(self, model_path: str, *, model_id: str | None = None, revision: str | None = None,
                  load_revision: str | None = None,
                  max_context: int | None = None, device: str | None = None, dtype: str | None = None,
-                 batch_size: int = 8, max_batch_tokens: int = 8192) -> None:
+                 batch_size: int = 8, max_batch_tokens: int = 8192,
+                 prompt_lookup_num_tokens: int | None = None) -> None:
+        if prompt_lookup_num_tokens is not None and prompt_lookup_num_tokens < 1:
+            raise ConfigError(f"'prompt_lookup_num_tokens' must be >= 1, got {prompt_lookup_num_tokens}")
         if batch_size < 1:
             raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
         if max_batch_tokens < 1:
@@ -75,6 +82,7 @@ class TransformersEngine(TokenizerMixin):
         self.max_context = int(min(max_context, ctx) if max_context else ctx)
         self.batch_size = batch_size
         self.max_batch_tokens = max_batch_tokens
+        self.prompt_lookup_num_tokens = prompt_lookup_num_tokens
         self._pad_id = self.tokenizer.pad_token_id
         if self._pad_id is None:
             self._pad_id = self.tokenizer.eos_token_id or 0
@@ -155,6 +163,53 @@ class TransformersEngine(TokenizerMixin):
         texts: list[list[str]] = out  # type: ignore[assignment]
         return [t[0] for t in texts] if n == 1 else texts
 
+    def complete(self, prompts: Sequence[ChatPrompt], max_tokens: int, *, stop: Sequence[str] = (),
+                 stop_rule: str | None = None) -> list[Completion]:
+        """Greedy completions that end at EOS, the budget, a stop string (cut off the text) or ``stop_rule``.
+
+        The rule and the stop strings run as a ``StoppingCriteria`` on each sequence's decoded text
+        after every step, so a sequence ends one token after the rule first holds (vLLM ends it right
+        there); readers of the text that depend only on it up to that point get the same result.
+
+        Raises:
+            ConfigError: an argument is out of range, an unknown rule, or a prompt leaves no room.
+            EngineError: the model failed.
+        """
+        torch = self._torch
+        check_sampling(max_tokens, 0.0, 1, None)
+        check_stop_rule(stop_rule)
+        ids = self.fitting_prompt_ids(prompts, max_tokens)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        chunks = [[i] for i in order] if self.prompt_lookup_num_tokens else self._chunks(order, ids)
+        lookup = {"prompt_lookup_num_tokens": self.prompt_lookup_num_tokens} if self.prompt_lookup_num_tokens else {}
+        ends = {self._pad_id, self.tokenizer.eos_token_id} - {None}
+        out: list[Completion | None] = [None] * len(ids)
+        try:
+            for chunk in chunks:
+                input_ids, mask = self._left_pad([ids[i] for i in chunk])
+                width = input_ids.shape[1]
+                criterion = _text_stop_criterion(self.tokenizer, width, list(stop), stop_rule)
+                with torch.inference_mode():
+                    gen = self.model.generate(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device),
+                                              max_new_tokens=max_tokens, pad_token_id=self._pad_id, do_sample=False,
+                                              stopping_criteria=[criterion], **lookup)
+                rows = gen[:, width:].cpu().tolist()
+                if len(rows) != len(chunk):
+                    raise EngineError(f"transformers returned {len(rows)} sequences for {len(chunk)} prompts")
+                for j, i in enumerate(chunk):
+                    row = rows[j]
+                    n = next((t for t, tok in enumerate(row) if tok in ends), len(row))
+                    text = self.tokenizer.decode(row[:n], skip_special_tokens=True)
+                    hits = [text.find(s) for s in stop if s in text]
+                    if hits:
+                        text = text[:min(hits)]
+                    out[i] = Completion(text, not hits and not criterion.fired[j] and n >= max_tokens, n)
+        except EngineError:
+            raise
+        except (RuntimeError, MemoryError) as e:
+            raise EngineError(f"transformers generate failed: {e}") from e
+        return out  # type: ignore[return-value]
+
     def _rng_scope(self, seed: int | None):
         """A context in which torch's RNG is seeded with ``seed`` and restored on exit (a no-op for None)."""
         import contextlib
@@ -206,3 +261,36 @@ class TransformersEngine(TokenizerMixin):
         cand_ids = list(cand)
         picked = probs[:, cand_ids].cpu().tolist()
         return [{cand[t]: p for t, p in zip(cand_ids, row)} for row in picked]
+
+
+def _text_stop_criterion(tokenizer: Any, width: int, stop: list[str], stop_rule: str | None) -> Any:
+    """A ``StoppingCriteria`` ending each row once its generated text holds a stop string or the rule fires.
+
+    ``fired[row]`` says which rows it ended (against EOS and the budget).
+    """
+    from transformers import StoppingCriteria
+
+    from rubric.scoring import STOP_RULES
+
+    class TextStop(StoppingCriteria):
+        def __init__(self) -> None:
+            self.fired: dict[int, bool] = {}
+            self.checks: dict[int, Any] = {}
+
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            import torch
+
+            done = []
+            for row, seq in enumerate(input_ids[:, width:].tolist()):
+                if self.fired.get(row):
+                    done.append(True)
+                    continue
+                text = tokenizer.decode(seq, skip_special_tokens=True)
+                if stop_rule is not None and row not in self.checks:
+                    self.checks[row] = STOP_RULES[stop_rule]()
+                hit = any(s in text for s in stop) or (stop_rule is not None and self.checks[row](text))
+                self.fired[row] = hit
+                done.append(hit)
+            return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+    return TextStop()

@@ -21,7 +21,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from models.llm.engine import TokenizerMixin, check_chat_template, check_sampling
+from models.llm.engine import Completion, TokenizerMixin, check_chat_template, check_sampling, check_stop_rule
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError
 from rubric.scoring import ChatPrompt
 
@@ -123,6 +123,14 @@ class VLLMEngine(TokenizerMixin):
             llm_kw["max_logprobs"] = logprobs_k
         llm_kw.update(engine_kwargs)
         llm_kw.update(kw)
+        # The stop rules run inside the engine as a logits processor (models/llm/vllm_stop.py), which
+        # vLLM 0.32 refuses next to speculative decoding; there ``complete`` generates to the end instead.
+        # A caller's own logits processors are kept; ours runs after them.
+        self.stop_rules_in_engine = not llm_kw.get("speculative_config")
+        if self.stop_rules_in_engine:
+            from models.llm.vllm_stop import PROCESSOR
+
+            llm_kw["logits_processors"] = [*(llm_kw.get("logits_processors") or []), PROCESSOR]
         try:
             self.llm = vllm.LLM(model=str(model_path), tokenizer=str(model_path), **llm_kw)
         except (OSError, ValueError) as e:
@@ -137,7 +145,8 @@ class VLLMEngine(TokenizerMixin):
         self.top_k: int | None = logprobs_k
         self._params = vllm.SamplingParams(max_tokens=1, temperature=0.0, logprobs=logprobs_k, seed=0)
         self._cand_cache: dict[tuple[str, ...], dict[int, str]] = {}
-        #: Of the last ``score_token_probs`` call: prompt tokens sent, and those served from the prefix cache.
+        #: Of the last ``score_token_probs`` or ``complete`` call: prompt tokens sent, those served from
+        #: the prefix cache (and, of ``complete``, tokens generated and completions cut by the budget).
         self.last_stats: dict[str, int] = {"prompt_tokens": 0, "cached_tokens": 0}
         log.info("vLLM engine ready: %s (max_model_len=%d, K=%d)", self.model_id, self.max_context, logprobs_k)
 
@@ -194,6 +203,36 @@ class VLLMEngine(TokenizerMixin):
             top = out.outputs[0].logprobs[0] if out.outputs and out.outputs[0].logprobs else {}
             result.append({cand[t]: math.exp(lp.logprob) for t, lp in top.items() if t in cand})
         return result
+
+    def complete(self, prompts: Sequence[ChatPrompt], max_tokens: int, *, stop: Sequence[str] = (),
+                 stop_rule: str | None = None) -> list[Completion]:
+        """Greedy completions (temperature 0, seed 0) that end at a stop string, EOS, the budget or ``stop_rule``.
+
+        The stop rule runs in the engine (``models.llm.vllm_stop``): a sequence ends where the rule
+        first holds on its text. On an engine built with speculative decoding vLLM allows no logits
+        processor, so there the sequences run to EOS or the budget and the caller's reading of the
+        text (which depends only on the text up to where the rule holds) gives the same result,
+        without the saving (``last_stats["stop_rule_in_engine"]`` is 0).
+
+        Raises:
+            ConfigError: an argument is out of range, an unknown rule, or a prompt leaves no room.
+            EngineError: vLLM failed, or returned a different number of outputs.
+        """
+        check_sampling(max_tokens, 0.0, 1, None)
+        check_stop_rule(stop_rule)
+        from models.llm.vllm_stop import STOP_RULE_ARG
+
+        ids = self.fitting_prompt_ids(prompts, max_tokens)
+        extra = {STOP_RULE_ARG: stop_rule} if stop_rule is not None and self.stop_rules_in_engine else None
+        params = self._vllm.SamplingParams(max_tokens=max_tokens, temperature=0.0, seed=0, stop=list(stop) or None,
+                                           extra_args=extra)
+        outs = generate_from_ids(self.llm, ids, params)
+        got = [Completion(o.outputs[0].text, o.outputs[0].finish_reason == "length", len(o.outputs[0].token_ids))
+               if o.outputs else Completion("", False, 0) for o in outs]
+        self.last_stats = {**prompt_token_stats(ids, outs), "generated_tokens": sum(c.tokens for c in got),
+                           "length_capped": sum(c.cut for c in got),
+                           "stop_rule_in_engine": int(stop_rule is not None and self.stop_rules_in_engine)}
+        return got
 
     def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int, *, temperature: float = 0.0, n: int = 1,
                  seed: int | None = None) -> list[str] | list[list[str]]:

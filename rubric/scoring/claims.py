@@ -19,6 +19,12 @@ Pure: no torch, vLLM, spaCy or network here (``models.factuality`` drives the mo
 3. *Scores.* precision = supported / claims; F1@K as in VeriScore (recall = min(supported / K, 1),
    F1 = 2PR / (P + R), 0 when nothing is supported). An answer without a verifiable claim gets an
    explicit reason instead of a score.
+
+``factuality.veriscore.v3`` (``factuality_recipe``) changes how the same steps run: extraction
+(``factuality.extract.v2``: v1's prompt) stops a completion where it starts looping and reads the
+claims before that (``rubric.scoring.claim_stop``); a sentence's claims share one evidence list
+(``sentence_evidence``); and the verification prompt (``factuality.verify.v2``) puts what they
+share first (instructions, then the evidence) and the claim last, so a prefix cache serves most of it.
 """
 
 from __future__ import annotations
@@ -44,7 +50,15 @@ if TYPE_CHECKING:
 __all__ = [
     "FACTUALITY_VERSION",
     "FACTUALITY_V2",
+    "FACTUALITY_V3",
     "FACTUALITY_VERSIONS",
+    "EXTRACT_V2",
+    "VERIFY_V2",
+    "VERIFY_TERNARY_V2",
+    "LOOP_RULE",
+    "FactualityRecipe",
+    "factuality_recipe",
+    "sentence_evidence",
     "EXTRACT_VERSION",
     "VERIFY_VERSION",
     "VERIFY_TERNARY_VERSION",
@@ -80,10 +94,19 @@ FACTUALITY_VERSION = "factuality.veriscore.v1"
 #: reference replication prompt: "If C(r) = 0, return 0.0"), with ``n_claims = 0`` as an extra,
 #: where v1 gives a row error. Real failures (no evidence, no verdict) stay errors in both.
 FACTUALITY_V2 = "factuality.veriscore.v2"
-FACTUALITY_VERSIONS: tuple[str, ...] = (FACTUALITY_VERSION, FACTUALITY_V2)
+#: v3 scores like v2 and changes how claims are extracted and verified (``factuality_recipe``).
+FACTUALITY_V3 = "factuality.veriscore.v3"
+FACTUALITY_VERSIONS: tuple[str, ...] = (FACTUALITY_VERSION, FACTUALITY_V2, FACTUALITY_V3)
 EXTRACT_VERSION = "factuality.extract.v1"
+#: v1's prompt, with the loop stop (``rubric.scoring.claim_stop.LOOP_RULE``) and ``claims_until_loop``.
+EXTRACT_V2 = "factuality.extract.v2"
 VERIFY_VERSION = "factuality.verify.v1"
 VERIFY_TERNARY_VERSION = "factuality.verify_ternary.v1"
+#: v1's questions with the evidence before the claim (shared text first, for the prefix cache).
+VERIFY_V2 = "factuality.verify.v2"
+VERIFY_TERNARY_V2 = "factuality.verify_ternary.v2"
+#: The stop rule of ``factuality.extract.v2`` (``rubric.scoring.claim_stop``), by the name engines know it by.
+LOOP_RULE = "factuality.loop_stop.v1"
 
 NO_CLAIM_SENTINEL = "No verifiable claim."
 NO_CLAIMS_REASON = "no verifiable claims in the answer"
@@ -131,20 +154,36 @@ def _env() -> Environment:
 
 
 @cache
-def extraction_template() -> TextTemplate:
-    """``factuality.extract.v1``: fields question, previous, sentence, following."""
+def extraction_template(version: str = EXTRACT_VERSION) -> TextTemplate:
+    """``factuality.extract.v1`` or ``.v2`` (the same prompt text): fields question, previous, sentence, following.
+
+    The version is in the template hash, so v2's stop rule and reading give a new hash.
+
+    Raises:
+        ConfigError: an unknown version.
+    """
+    if version not in (EXTRACT_VERSION, EXTRACT_V2):
+        raise ConfigError(f"unknown extraction template {version!r}; known: {[EXTRACT_VERSION, EXTRACT_V2]}")
     text = (_PROMPTS / f"{EXTRACT_VERSION}.j2").read_text(encoding="utf-8")
-    return TextTemplate(EXTRACT_VERSION, text, fields=("question", "previous", "sentence", "following"))
+    return TextTemplate(version, text, fields=("question", "previous", "sentence", "following"))
 
 
 @cache
-def verification_template(ternary: bool = False) -> PromptTemplate:
-    """``factuality.verify.v1`` (yes/no) or ``factuality.verify_ternary.v1`` (yes/no/unknown).
+def verification_template(ternary: bool = False, version: str = VERIFY_VERSION) -> PromptTemplate:
+    """``factuality.verify.v1``/``.v2`` (yes/no) or ``factuality.verify_ternary.v1``/``.v2`` (yes/no/unknown).
 
-    The value of each score token is its support (yes = 1, otherwise 0), so ``parse_score``'s
-    expected value is P(supported) among the candidates.
+    ``version`` names the binary template's version; ``ternary`` picks its ternary sibling. v2
+    asks the same question with the evidence before the claim. The value of each score token is
+    its support (yes = 1, otherwise 0), so ``parse_score``'s expected value is P(supported) among
+    the candidates.
+
+    Raises:
+        ConfigError: an unknown version.
     """
-    version = VERIFY_TERNARY_VERSION if ternary else VERIFY_VERSION
+    ternaries = {VERIFY_VERSION: VERIFY_TERNARY_VERSION, VERIFY_V2: VERIFY_TERNARY_V2}
+    if version not in ternaries:
+        raise ConfigError(f"unknown verification template {version!r}; known: {list(ternaries)}")
+    version = ternaries[version] if ternary else version
     tokens = ("yes", "no", "unknown") if ternary else ("yes", "no")
     values = (1.0, 0.0, 0.0) if ternary else (1.0, 0.0)
     text = (_PROMPTS / f"{version}.j2").read_text(encoding="utf-8")
@@ -154,15 +193,56 @@ def verification_template(ternary: bool = False) -> PromptTemplate:
                           score_tokens=tokens, score_values=values, fields=("claim", "evidence"))
 
 
-def factuality_template_hash(ternary: bool = False, max_claim_tokens: int = DEFAULT_MAX_CLAIM_TOKENS) -> str:
+@dataclass(frozen=True)
+class FactualityRecipe:
+    """How a factuality version extracts and verifies (the scores' formula is the same in all).
+
+    Attributes:
+        version: the rubric version.
+        extract_version: the extraction template's version.
+        stop_rule: the stop rule extraction runs in the engine (``rubric.scoring.STOP_RULES``), and
+            reads claims with (``claims_until_loop``); None: ``parse_claims`` on the whole completion.
+        verify_version: the (binary) verification template's version.
+        sentence_evidence: a sentence's claims share one evidence list (``sentence_evidence``).
+        no_claims_zero: an answer with no verifiable claim scores 0.0 (else a row error).
+    """
+
+    version: str
+    extract_version: str
+    stop_rule: str | None
+    verify_version: str
+    sentence_evidence: bool
+    no_claims_zero: bool
+
+
+def factuality_recipe(version: str) -> FactualityRecipe:
+    """The recipe of ``factuality.veriscore.v1``, ``.v2`` or ``.v3``.
+
+    Raises:
+        ConfigError: an unknown version.
+    """
+    if version == FACTUALITY_V3:
+        return FactualityRecipe(version, EXTRACT_V2, LOOP_RULE, VERIFY_V2, True, True)
+    if version in (FACTUALITY_VERSION, FACTUALITY_V2):
+        return FactualityRecipe(version, EXTRACT_VERSION, None, VERIFY_VERSION, False, version == FACTUALITY_V2)
+    raise ConfigError(f"unknown factuality version {version!r}; known: {list(FACTUALITY_VERSIONS)}")
+
+
+def factuality_template_hash(ternary: bool = False, max_claim_tokens: int = DEFAULT_MAX_CLAIM_TOKENS,
+                             version: str = FACTUALITY_V2) -> str:
     """One hash over both prompts and the extraction budget, for the rubric's provenance column.
 
     The budget is in it because it decides where a claim list is cut: answers scored with
-    different budgets have different provenance and are never merged as one rubric.
+    different budgets have different provenance and are never merged as one rubric. v1 and v2
+    share their prompts (and so this hash; the rubric version tells them apart); v3 adds its stop
+    rule and its evidence grouping.
     """
-    h = hashlib.sha256(f"{extraction_template().template_hash}\x00{verification_template(ternary).template_hash}"
-                       f"\x00max_claim_tokens={int(max_claim_tokens)}".encode())
-    return h.hexdigest()[:12]
+    r = factuality_recipe(version)
+    text = (f"{extraction_template(r.extract_version).template_hash}\x00"
+            f"{verification_template(ternary, r.verify_version).template_hash}\x00max_claim_tokens={int(max_claim_tokens)}")
+    if r.version == FACTUALITY_V3:
+        text += f"\x00stop_rule={r.stop_rule}\x00evidence=sentence"
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 # --- extraction ----------------------------------------------------------------------------------
@@ -184,9 +264,9 @@ def sentence_context(sentences: Sequence[str], i: int, *, n_before: int = 3, n_a
     }
 
 
-def extraction_prompts(question: str, sentences: Sequence[str]) -> list[ChatPrompt]:
-    """One extraction prompt per sentence, in order."""
-    tmpl = extraction_template()
+def extraction_prompts(question: str, sentences: Sequence[str], *, version: str = EXTRACT_VERSION) -> list[ChatPrompt]:
+    """One extraction prompt per sentence, in order (template ``version``)."""
+    tmpl = extraction_template(version)
     return [tmpl.render(question=question.strip(), **sentence_context(sentences, i)) for i in range(len(sentences))]
 
 
@@ -291,9 +371,47 @@ def format_evidence(passages: Sequence[str], max_chars: int = 1200) -> str:
 
 
 def verification_prompt(claim: str, passages: Sequence[str], *, ternary: bool = False,
-                        max_chars: int = 1200) -> ChatPrompt:
-    """The verification prompt for one claim and its evidence passages."""
-    return verification_template(ternary).render(claim=claim.strip(), evidence=format_evidence(passages, max_chars))
+                        max_chars: int = 1200, version: str = VERIFY_VERSION) -> ChatPrompt:
+    """The verification prompt (template ``version``, or its ternary sibling) for one claim and its evidence."""
+    return verification_template(ternary, version).render(claim=claim.strip(),
+                                                          evidence=format_evidence(passages, max_chars))
+
+
+def sentence_evidence(evidence: Sequence[Sequence[str]], sentence_of: Sequence[int], k: int) -> list[list[str]]:
+    """One evidence list per sentence, shared by its claims: their passages merged by rank, at most ``k``.
+
+    Every claim's best passage comes first (in claim order), then every claim's second, and so on;
+    a passage already taken is not taken again. A sentence with no more claims than ``k`` so holds
+    each claim's best passage.
+
+    Args:
+        evidence: per claim, its passages, best first.
+        sentence_of: per claim, the index of its sentence.
+        k: most passages per sentence.
+
+    Returns:
+        Per claim, its sentence's list (the same list for every claim of one sentence).
+
+    Raises:
+        ConfigError: ``k`` < 1, or the two sequences differ in length.
+    """
+    if k < 1:
+        raise ConfigError(f"'k' must be >= 1, got {k}")
+    if len(evidence) != len(sentence_of):
+        raise ConfigError(f"{len(evidence)} evidence lists for {len(sentence_of)} claims")
+    members: dict[int, list[int]] = {}
+    for j, s in enumerate(sentence_of):
+        members.setdefault(s, []).append(j)
+    merged: dict[int, list[str]] = {}
+    for s, claims in members.items():
+        out: list[str] = []
+        depth = max(len(evidence[j]) for j in claims)
+        for rank in range(depth):
+            for j in claims:
+                if rank < len(evidence[j]) and evidence[j][rank] not in out and len(out) < k:
+                    out.append(evidence[j][rank])
+        merged[s] = out
+    return [merged[s] for s in sentence_of]
 
 
 @dataclass(frozen=True)

@@ -97,6 +97,10 @@ _add(RubricSpec("factuality", "factuality.veriscore.v1", "factuality", 0.0, 1.0,
 _add(RubricSpec("factuality", "factuality.veriscore.v2", "factuality", 0.0, 1.0,
                 description="as factuality.veriscore.v1, but an answer with no verifiable claim scores 0.0 "
                             "(the paper's rule; n_claims = 0 in extras) instead of a row error"))
+_add(RubricSpec("factuality", "factuality.veriscore.v3", "factuality", 0.0, 1.0,
+                description="scored as factuality.veriscore.v2; extraction stops where a completion starts "
+                            "looping (factuality.extract.v2), a sentence's claims share one evidence list, and "
+                            "the verification prompt puts the evidence before the claim (factuality.verify.v2)"))
 
 # --- the CPU profile's versions (--preset cpu; rubric/scoring/cpu_profile.py, docs/cpu-profile.md) -------
 _add(RubricSpec("relevance", "relevance.minilm.v1", "cpu_text", -1.0, 1.0,

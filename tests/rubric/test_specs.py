@@ -11,6 +11,7 @@ EXPECTED_VERSIONS = {
     "use_of_examples.yesno.v2",
     "specificity.subjectiveqa.v1", "specificity.geval.v1", "factuality.veriscore.v1",
     "factuality.veriscore.v2",
+    "factuality.veriscore.v3",
     # the CPU profile's versions (--preset cpu)
     "relevance.minilm.v1", "coherence.minilm.v1", "completeness.coverage.v1", "factuality.support.v1",
     "specificity.concrete.v1", "use_of_examples.cues.v1", "fluency.harper.v1",
