@@ -129,7 +129,9 @@ def test_sigterm_at_any_moment_of_start_up_leaves_nothing(tmp_path, moment):
     code = s.proc.wait(timeout=120)
     log = s.log.read_text()
     left = s.leftovers()
-    assert code == 0, f"exit {code} after SIGTERM at '{moment}' ({waited:.1f} s in):\n{log[-3000:]}"
+    # before Ray, the process may still be importing, with SIGTERM's default action (-15): nothing has started
+    allowed = (0, -signal.SIGTERM) if moment == "before Ray" else (0,)
+    assert code in allowed, f"exit {code} after SIGTERM at '{moment}' ({waited:.1f} s in):\n{log[-3000:]}"
     assert not left, f"processes left after SIGTERM at '{moment}': {left}"
     assert not [d for d in s.temp_dirs if Path(d).exists()], f"temp folders left: {s.temp_dirs}"
     if moment != "before Ray":

@@ -23,7 +23,8 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +34,7 @@ from rubric.preference import ServiceLimits
 from rubric.scoring import RubricSpec, resolve_rubrics
 
 __all__ = ["ServeSettings", "Service", "start_service", "application", "build_app", "add_serve", "serve", "SERVE_HELP",
-           "TOKEN_ENV", "APP_NAME", "Stopped"]
+           "TOKEN_ENV", "APP_NAME", "Stopped", "StopSignals"]
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class ServeSettings:
         host / port: where Serve's HTTP proxy listens (loopback by default).
         address: a Ray cluster to connect to; None starts a local Ray.
         token: bearer token required on every endpoint but ``/healthz``; None for none.
-        replicas: replicas per scorer deployment.
+        replicas: replicas per scorer deployment, and of the ingress (0 CPUs each).
         replica_cpus: Ray CPUs per scorer replica (fractional: Ray on two cores starves otherwise).
         batch_wait_s: longest wait for an engine batch to fill.
         num_cpus: CPUs of a local Ray (None: Ray's default).
@@ -148,8 +149,9 @@ def application(settings: ServeSettings, model=None):
     key = score_key(path="", sha256="", fmt="", options={}, specs=settings.specs, config=settings.config)
     del key["input"]
     token_sha = None if settings.token is None else hashlib.sha256(settings.token.strip().encode()).hexdigest()
-    return RubricService.options(name=INGRESS).bind(list(groups.values()), settings.limits, model, token_sha, key,
-                                                    *scorers)
+    # as many ingress replicas as scorer replicas: a lost node must not take the only token check with it
+    return RubricService.options(name=INGRESS, num_replicas=settings.replicas).bind(
+        list(groups.values()), settings.limits, model, token_sha, key, *scorers)
 
 
 #: The ingress deployment's name (``serve_config.yaml`` sets its options under it).
@@ -180,13 +182,63 @@ class Stopped(Exception):
     """SIGTERM or SIGINT arrived while the service was starting (:func:`serve`)."""
 
 
-def start_service(settings: ServeSettings, *, on_ray_up: Callable[[], None] | None = None) -> Service:
+class StopSignals:
+    """SIGINT and SIGTERM for a server process (main thread only): during start-up the first one raises
+    :class:`Stopped` where the start-up is, so that :func:`start_service` shuts down what it had
+    started; after start-up (:meth:`started`) it only sets :attr:`stop`.
+
+    While Ray starts (:meth:`ray_starting`) a signal is only noted, and raised once ``ray.init`` has
+    returned: interrupted half-way, ``ray.init`` leaves node processes that only the interpreter's exit
+    stops, after the temp folder is removed. ``ray.init`` also installs Ray's own SIGTERM handlers: one
+    exits with the signal's number, another kills the local node's processes under the connected
+    driver, which then aborts (exit 134, agents and the temp folder left behind); they are kept out
+    while it runs and ours are installed again after.
+    """
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.starting = True
+        self._deferred = False
+        self._signal = "a signal"
+
+    def _on_signal(self, signum, _frame) -> None:
+        first = not self.stop.is_set()
+        self.stop.set()
+        self._signal = signal.Signals(signum).name
+        if self.starting and first and not self._deferred:  # once: a second one must not interrupt the clean-up
+            raise Stopped(self._signal)
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self._on_signal)
+
+    @contextmanager
+    def ray_starting(self):
+        """Around ``ray.init``: ours stay installed (Ray's are not), a signal is raised when it returns."""
+        import ray._private.utils as ray_utils
+
+        setter, ray_utils.set_sigterm_handler = ray_utils.set_sigterm_handler, lambda handler: None
+        self._deferred = True
+        try:
+            yield
+        finally:
+            ray_utils.set_sigterm_handler = setter
+            self._deferred = False
+            self.install()  # ray.init may have set SIGINT's too
+        if self.stop.is_set():
+            raise Stopped(self._signal)
+
+    def started(self) -> None:
+        self.starting = False
+
+
+def start_service(settings: ServeSettings, *, signals: StopSignals | None = None) -> Service:
     """Start the service and return once it answers.
 
     Args:
         settings: what to serve and how.
-        on_ray_up: called right after this call started (or joined) Ray: ``ray.init`` installs its own
-            SIGTERM handler, which :func:`serve` replaces with one that unwinds this start-up.
+        signals: a server process's signal handling: kept through ``ray.init``, told when the start-up
+            is over (inside the clean-up's reach, so a signal before that still unwinds it).
 
     Raises:
         BackendUnavailableError: a backend the rubrics need is missing (before Ray starts).
@@ -204,19 +256,17 @@ def start_service(settings: ServeSettings, *, on_ray_up: Callable[[], None] | No
     try:
         if not ray.is_initialized():
             started = True
-            if settings.address is None:
-                from workers.ray_pipeline import init_local_ray
+            with signals.ray_starting() if signals is not None else nullcontext():
+                if settings.address is None:
+                    from workers.ray_pipeline import init_local_ray
 
-                # made here, not by init_local_ray: a signal during ray.init must still find it to remove
-                temp_dir = tempfile.mkdtemp(prefix="lfqa-ray-", dir="/tmp")
-                init_local_ray(num_cpus=settings.num_cpus, object_store_mb=256, temp_dir=temp_dir)
-            else:
-                from workers.logs import ray_logging
+                    temp_dir = tempfile.mkdtemp(prefix="lfqa-ray-", dir="/tmp")  # known to the clean-up below
+                    init_local_ray(num_cpus=settings.num_cpus, object_store_mb=256, temp_dir=temp_dir)
+                else:
+                    from workers.logs import ray_logging
 
-                # remote nodes need lfqa-rubric installed (as for `score --ray --address`)
-                ray.init(address=settings.address, **ray_logging(None))
-        if on_ray_up is not None:
-            on_ray_up()
+                    # remote nodes need lfqa-rubric installed (as for `score --ray --address`)
+                    ray.init(address=settings.address, **ray_logging(None))
         _check_plan(settings)
         # the proxy's own end-to-end timeout is a backstop behind the ingress's, which says what happened;
         # one proxy, on the head node: on a cluster of one machine several would share one port
@@ -224,14 +274,17 @@ def start_service(settings: ServeSettings, *, on_ray_up: Callable[[], None] | No
                     http_options={"host": settings.host, "port": settings.port,
                                   "request_timeout_s": settings.limits.request_timeout_s + 30})
         serve.run(application(settings, model), name=APP_NAME, route_prefix="/")
+        service = Service(url=f"http://{settings.host}:{settings.port}", started_ray=started, temp_dir=temp_dir,
+                          groups=list(_groups(settings.specs).values()))
+        if signals is not None:
+            signals.started()
     except BaseException:
         if started:
             _shut_down(temp_dir)
         raise
-    url = f"http://{settings.host}:{settings.port}"
-    log.info("serving %s on %s (%s)", ", ".join(s.version for s in settings.specs), url,
+    log.info("serving %s on %s (%s)", ", ".join(s.version for s in settings.specs), service.url,
              "token required" if settings.token else "no token")
-    return Service(url=url, started_ray=started, temp_dir=temp_dir, groups=list(_groups(settings.specs).values()))
+    return service
 
 
 def _shut_down(temp_dir: str | None) -> None:
@@ -268,9 +321,12 @@ def build_app(args: Mapping[str, Any]):
         if any(a == opt or a.startswith(opt + "=") for a in argv):
             raise ConfigError(f"serve_config.yaml: {opt} is set by the config file itself (http_options, the "
                               "cluster), not in the application's argv")
+    from models.backends import check_backends
+
     parser = argparse.ArgumentParser(prog="lfqa-rubric serve (serve_config.yaml argv)")
     add_serve(parser)
     settings = settings_from_args(parser.parse_args(argv))
+    check_backends(settings.specs, settings.config)
     return application(settings, _model(settings))
 
 
@@ -292,7 +348,7 @@ def add_serve(s) -> None:
     s.add_argument("--address", default=None, help="a Ray cluster to connect to (default: start a local Ray)")
     s.add_argument("--token", default=None,
                    help=f"bearer token required on every endpoint but /healthz (default: ${TOKEN_ENV}, else none)")
-    s.add_argument("--replicas", type=int, default=1, help="replicas per scorer deployment")
+    s.add_argument("--replicas", type=int, default=1, help="replicas per scorer deployment and of the ingress")
     s.add_argument("--replica-cpus", type=float, default=0.5, help="Ray CPUs per scorer replica")
     s.add_argument("--num-cpus", type=int, default=None, help="CPUs of the local Ray (default: all)")
     s.add_argument("--batch-wait-ms", type=float, default=10.0, help="longest wait for an engine batch to fill")
@@ -325,41 +381,25 @@ def settings_from_args(args: argparse.Namespace) -> ServeSettings:
 
 
 def serve(args: argparse.Namespace) -> int:
-    """Start the service, serve until SIGINT or SIGTERM, stop it.
+    """Start the service, serve until SIGINT or SIGTERM, stop it (:class:`StopSignals`).
 
-    A signal during start-up raises :class:`Stopped` where the start-up is (in ``ray.init``'s wait, a
-    model loading, ``serve.run``'s wait), so :func:`start_service` shuts down what it had started, in
-    order; Ray's own SIGTERM handlers, which ``ray.init`` installs, kill the local node's processes
-    under a connected driver (which then aborts, exit 134, leaving agents and the temp folder behind),
-    so ours replace them as soon as Ray is up. After start-up a signal ends the wait and the service
-    is stopped the same way. Exit status 0 either way.
+    A signal during start-up unwinds it where it is (``ray.init``'s wait, a model loading, ``serve.run``'s
+    wait) and :func:`start_service` shuts down what it had started, in order: Serve, Ray (the driver
+    disconnects before the local node's processes stop), the temp folder. After start-up a signal ends
+    the wait and the service is stopped the same way. Exit status 0 either way.
     """
     settings = settings_from_args(args)
-    stop = threading.Event()
-    state = {"starting": True}
-
-    def on_signal(signum, _frame) -> None:
-        first = not stop.is_set()
-        stop.set()
-        if state["starting"] and first:  # once: a second signal must not interrupt the clean-up
-            raise Stopped(signal.Signals(signum).name)
-
-    def install() -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, on_signal)
-
-    install()
+    signals = StopSignals()
+    signals.install()
     try:
-        service = start_service(settings, on_ray_up=install)
+        service = start_service(settings, signals=signals)
     except Stopped as e:
         log.info("stopped by %s during start-up; what had started is shut down", e)
         return 0
-    finally:
-        state["starting"] = False
     log.info("listening on %s (POST /v1/score%s; ready: GET /readyz; Ctrl-C stops)", service.url,
              ", /v1/prefer" if args.model else "")
     try:
-        while not stop.wait(1.0):
+        while not signals.stop.wait(1.0):
             pass
     finally:
         service.stop()
