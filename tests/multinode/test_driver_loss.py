@@ -4,6 +4,9 @@ resumes from the units stored before the kill and re-scores none of them.
 The cluster runs the dashboard (the job server) on 127.0.0.1; the job is submitted as the docs say
 (``ray job submit --working-dir . -- python scripts/run_job.py ...``, here through the job server's
 Python client) and its driver, a process on the head, is killed once some unit stores are finished.
+Units stream through the pools one after another here (``--no-global-dedupe --read-concurrency 1``):
+under global dedupe no unit is finished before the last batch, and a resubmission finds only the rows
+flushed so far (``RayStep.flush_rows``, 50,000 store ids), which these small inputs never reach.
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ def test_killed_driver_resubmitted_resumes_without_rescoring(job_cluster, tmp_pa
     shards = write_shards(tmp_path / "in", N_SHARDS, copies=2)
     out = tmp_path / "out"
     entrypoint = (f"{sys.executable} scripts/run_job.py {tmp_path / 'in'} --format lfqa-hp --rubrics conciseness,length "
-                  f"--batch-size 8 --text-actors 2 --ray-batch-size 4 --out {out} --quiet")
+                  f"--batch-size 8 --text-actors 2 --ray-batch-size 4 --no-global-dedupe --read-concurrency 1 "
+                  f"--out {out} --quiet")
     client = JobSubmissionClient(job_cluster.dashboard_url)
     first = client.submit_job(entrypoint=entrypoint, runtime_env={"working_dir": str(REPO)})
     deadline = time.monotonic() + 600
@@ -80,6 +84,8 @@ def test_killed_driver_resubmitted_resumes_without_rescoring(job_cluster, tmp_pa
     import json
 
     m = json.loads((out / "manifest.json").read_text())
+    print(f"driver killed with {len(done)} of {N_SHARDS} units finished and {len(ids)} answers stored; the "
+          f"resubmission scored {m['job']['answers_scored_now']} of {m['counts']['unique_answers']}")
     # the finished units are reused, the rest scored; of those, only the answers not stored yet
     assert {i["path"].rsplit("/", 1)[-1].split(".")[0] for i in m["inputs"] if i["status"] == "reused"} == done
     assert m["job"]["answers_scored_now"] == m["counts"]["unique_answers"] - len(ids)

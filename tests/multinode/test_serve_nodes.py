@@ -56,6 +56,19 @@ def _get(url: str, path: str) -> int:
         return 0
 
 
+def _replicas_on(node_id: str) -> dict[str, int]:
+    """Running replicas per deployment of the service on ``node_id`` (from Serve's controller)."""
+    from ray.serve.context import _get_global_client
+
+    details = _get_global_client().get_serve_details()
+    out: dict[str, int] = {}
+    for app in details.get("applications", {}).values():
+        for name, dep in app.get("deployments", {}).items():
+            out[name] = sum(1 for r in dep.get("replicas", []) if r.get("node_id") == node_id
+                            and r.get("state") == "RUNNING")
+    return out
+
+
 class Load:
     """``CLIENTS`` threads sending one answer per request, round-robin over ``items``, until :meth:`stop`."""
 
@@ -113,6 +126,7 @@ def test_node_removed_under_load_no_wrong_answer_failures_bounded(cluster):
         while load.ok() < 20:
             assert time.monotonic() < deadline and len(load.log) < 200, load.log[-5:]
             time.sleep(0.1)
+        on_lost = _replicas_on(cluster.worker_node_ids()[0])
         removed_at = time.monotonic()
         remove_s = cluster.remove_worker(0)
         # keep the load on until 30 s after the removal and 20 answers after the last failure
@@ -124,6 +138,9 @@ def test_node_removed_under_load_no_wrong_answer_failures_bounded(cluster):
             time.sleep(0.2)
         load.stop()
         ready_after = _get(service.url, "/readyz")
+        while _get(service.url, "/readyz") != 200 and time.monotonic() < deadline + 300:
+            time.sleep(1)
+        ready_again_s = time.monotonic() - removed_at
     finally:
         service.stop()
 
@@ -140,10 +157,13 @@ def test_node_removed_under_load_no_wrong_answer_failures_bounded(cluster):
                 or abs(res["scores"]["coherence"] - ref["scores"]["coherence"]) > LLM_BATCH_NOISE:
             wrong.append((i, res, ref))
     before = sum(1 for t, *_ in load.log if t <= removed_at)
-    summary = (f"server start {start_s:.1f} s, node removal {remove_s:.1f} s; {len(load.log)} requests "
-               f"({before} before the removal), {len(failed)} failed {failed[:5]}, {len(wrong)} wrong, "
-               f"{retried} scorer calls retried; readyz after: {ready_after}")
+    summary = (f"server start {start_s:.1f} s, node removal {remove_s:.1f} s; replicas on the lost node {on_lost}; "
+               f"{len(load.log)} requests ({before} before the removal), {len(failed)} failed {failed[:5]}, "
+               f"{len(wrong)} wrong, {retried} scorer calls retried; /readyz {ready_after} when the load stopped, "
+               f"200 again {ready_again_s:.1f} s after the removal")
     print(summary)
+    # the lost node held replicas of both scorer deployments (spread over the workers)
+    assert on_lost.get("scorer-llm", 0) >= 1 and on_lost.get("scorer-spacy", 0) >= 1, summary
     assert not wrong, summary
     assert len(failed) <= CLIENTS, summary
     last_failure = max((t for t, *_ in failed), default=0.0)
