@@ -17,6 +17,7 @@ actors land on the worker nodes and a test can remove the node one of them is on
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -79,6 +80,9 @@ class LocalCluster:
         from ray.cluster_utils import Cluster
 
         self.temp_dir = tempfile.mkdtemp(prefix="lfqa-mn-", dir="/tmp")  # short: Unix socket paths
+        # Ray's own exit hooks (registered after this one, so run before it) write into the session folder
+        # again when this process exits; the last hook removes it for good
+        atexit.register(shutil.rmtree, self.temp_dir, ignore_errors=True)
         # Ray's dashboard process runs even without the UI (the job server); its port is picked here, free,
         # so that it never clashes with another Ray of this machine (8265, Ray's default)
         port = free_port()
