@@ -1,4 +1,4 @@
-"""A Ray cluster of several nodes on this machine: the multi-node tests' harness and ``scripts/bench_ray.py --node-loss``'s.
+"""A Ray cluster of several nodes on this machine: the multi-node tests' harness and scripts/bench_node_loss.py's.
 
 :class:`LocalCluster` starts a head and worker nodes with Ray's own ``ray.cluster_utils.Cluster``
 (each node a raylet with its object store and agents, as on separate machines, so a removed node

@@ -188,10 +188,10 @@ class StopSignals:
     started; after start-up (:meth:`started`) it only sets :attr:`stop`.
 
     While Ray starts (:meth:`ray_starting`) a signal is only noted, and raised once ``ray.init`` has
-    returned: interrupted half-way, ``ray.init`` leaves node processes that only the interpreter's exit
-    stops, after the temp folder is removed. ``ray.init`` also installs Ray's own SIGTERM handlers: one
+    returned: interrupted half-way, ``ray.init`` would leave node processes that only the interpreter's
+    exit stops, after the temp folder is removed. ``ray.init`` also installs Ray's own SIGTERM handlers: one
     exits with the signal's number, another kills the local node's processes under the connected
-    driver, which then aborts (exit 134, agents and the temp folder left behind); they are kept out
+    driver, which then aborts (issue 39: exit 134, agents and the temp folder left behind); they are kept out
     while it runs and ours are installed again after.
     """
 
