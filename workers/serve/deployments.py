@@ -215,7 +215,9 @@ class RubricService:
         try:
             self.app_name = serve.get_replica_context().app_name
         except Exception:  # built outside Serve (a test): the service's own name
-            self.app_name = "lfqa-rubric"
+            from workers.serve.command import APP_NAME
+
+            self.app_name = APP_NAME
 
     # --- plumbing ------------------------------------------------------------------------------------------
 
