@@ -9,7 +9,8 @@ scorer) and scores a batch with its ``score``, the same call the single-process 
 Scores travel back as two Arrow string columns holding JSON: ``scores`` (per row, per store id, name ->
 encoded :class:`~rubric.scoring.Score`) and ``provenance`` (name -> encoded provenance); a later stage
 adds its names to both, so a raw value, an error reason and extras of any mix of types round-trip
-exactly (Python's float repr is exact).
+exactly (Python's float repr is exact). A boolean ``restarted`` column says whether an actor that Ray
+restarted (after its process or node died) scored the row at any stage; the driver reports it.
 
 With ``batches_in_flight > 1`` (engine pools) Ray Data calls the actor from that many threads at
 once; the actor then hands its LLM engines to an engine loop (:meth:`VLLMEngine.keep_busy`), so
@@ -69,7 +70,13 @@ class StageActor:
 
             keep_engines_busy(self.kind.config)
         self._provenance = {n: encode_provenance(p) for n, p in self._scorer.provenance.items()}
-        log.info("stage actor pid %d ready for %s", os.getpid(), ", ".join(self._provenance))
+        self.restarted = _restarted()
+        if self.restarted:
+            # Ray restarted this actor after its process or its node died: the batch it held is retried here
+            log.warning("stage actor for %s restarted (pid %d): Ray retries the batch the lost actor held",
+                        ", ".join(self._provenance), os.getpid())
+        else:
+            log.info("stage actor pid %d ready for %s", os.getpid(), ", ".join(self._provenance))
 
     def _maybe_die(self) -> None:
         if self._fault_marker is None:
@@ -103,7 +110,24 @@ class StageActor:
                 row.update({n: encode_score(new[n]) for n in names})
             scores.append(json.dumps(merged, ensure_ascii=False))
             provs.append(json.dumps({**(json.loads(old_prov) if old_prov else {}), **self._provenance}))
-        out = batch.drop_columns([c for c in ("scores", "provenance") if c in batch.column_names]
+        # which rows a restarted actor scored, at this stage or an earlier one (the driver's fault report)
+        restarted = ([bool(r) or self.restarted for r in batch.column("restarted").to_pylist()]
+                     if "restarted" in batch.column_names else [self.restarted] * len(items))
+        out = batch.drop_columns([c for c in ("scores", "provenance", "restarted") if c in batch.column_names]
                                  + (["record"] if self._drop else []))
         return out.append_column("scores", pa.array(scores, pa.string())).append_column(
-            "provenance", pa.array(provs, pa.string()))
+            "provenance", pa.array(provs, pa.string())).append_column("restarted", pa.array(restarted, pa.bool_()))
+
+
+def _restarted() -> bool:
+    """Whether Ray restarted this actor (its process or node died before); False outside an actor."""
+    import warnings
+
+    try:
+        import ray
+
+        with warnings.catch_warnings():  # Ray's own property reads a deprecated one of its own
+            warnings.simplefilter("ignore")
+            return ray.is_initialized() and bool(ray.get_runtime_context().was_current_actor_reconstructed)
+    except Exception:  # not in an actor (a test building one in-process): a first start
+        return False

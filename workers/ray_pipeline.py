@@ -39,7 +39,7 @@ from workers.actors import StageActor
 from workers.collect import ShardCollector
 from workers.runner import JobKind, StepResult, Unit, work
 
-__all__ = ["PoolConfig", "RayStep", "init_local_ray", "ray_session", "add_pool_stage", "item_rows"]
+__all__ = ["PoolConfig", "RayStep", "NodeWatch", "init_local_ray", "ray_session", "add_pool_stage", "item_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,11 @@ class PoolConfig:
             sharded engine.
         batch_size: answers per Ray batch; None uses ``ScoringConfig.batch_size``.
         max_restarts: times Ray restarts a dead actor (bounded: never retry forever).
-        max_task_retries: times a batch is retried on a restarted actor.
+        max_task_retries: times a batch whose actor died or became unreachable is sent again; -1 (the
+            default): as long as the actor can be restarted, i.e. bounded by ``max_restarts`` (a batch
+            that kills its actor every time uses up the restarts, then the job stops). A bounded count is
+            used up while the cluster has not yet noticed a lost node: Ray retries an unreachable
+            actor with backoff, each try counting, and the job failed with 2 (docs/ray.md).
         batches_in_flight: Ray batches each actor scores at once (engine pools only). 1 is one
             synchronous engine call per batch; above 1, Ray Data sends that many batches to an actor,
             which runs them in threads on one kept-busy engine (see docs/ray.md, "Engines kept busy").
@@ -70,7 +74,7 @@ class PoolConfig:
     num_gpus: float | None = None
     batch_size: int | None = None
     max_restarts: int = 2
-    max_task_retries: int = 2
+    max_task_retries: int = -1
     batches_in_flight: int = 1
 
     def __post_init__(self) -> None:
@@ -82,9 +86,11 @@ class PoolConfig:
             raise ConfigError(f"'num_gpus' must be >= 0 or None, got {self.num_gpus}")
         if self.batch_size is not None and self.batch_size < 1:
             raise ConfigError(f"'batch_size' must be >= 1, got {self.batch_size}")
-        for name in ("max_restarts", "max_task_retries"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name!r} must be >= 0 (bounded retries), got {getattr(self, name)}")
+        if self.max_restarts < 0:
+            raise ConfigError(f"'max_restarts' must be >= 0 (bounded retries), got {self.max_restarts}")
+        if self.max_task_retries < -1:
+            raise ConfigError(f"'max_task_retries' must be >= 0, or -1 (while the actor can be restarted), got "
+                              f"{self.max_task_retries}")
         if self.batches_in_flight < 1:
             raise ConfigError(f"'batches_in_flight' must be >= 1, got {self.batches_in_flight}")
 
@@ -273,6 +279,83 @@ def add_pool_stage(ds, kind: JobKind, pool: str, stage: Any, cfg: PoolConfig, *,
             max_restarts=cfg.max_restarts, max_task_retries=cfg.max_task_retries)
 
 
+class NodeWatch:
+    """Watches the cluster's nodes while a job runs (a thread polling ``ray.nodes()``): logs a node that
+    leaves, what it takes with it and whether the pools still fit on the nodes left, and keeps the record
+    for the manifest.
+
+    What a lost node takes: its actors (Ray restarts each on another node, at most ``max_restarts``
+    times, and retries the batch it held, at most ``max_task_retries`` times), the tasks running
+    there (retried) and the blocks in its object store (rebuilt from their lineage by running the
+    task that made them again). Rows already stored by the driver are not touched. If the restarted
+    actors do not fit on the nodes left, they wait for a node to join (Ray keeps them pending; the
+    job waits too), which is logged here as an error with the numbers.
+
+    Args:
+        needs: the pools' resources (``{"CPU": ..., "GPU": ...}`` summed over every actor).
+        period_s: seconds between polls.
+    """
+
+    def __init__(self, needs: Mapping[str, float], *, period_s: float = 1.0) -> None:
+        import threading
+
+        self.needs = {k: v for k, v in needs.items() if v > 0}
+        self.period_s = period_s
+        self.lost: list[dict[str, Any]] = []
+        self._t0 = time.perf_counter()
+        self._alive = {n["NodeID"]: n for n in self._nodes() if n.get("Alive")}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lfqa-node-watch", daemon=True)
+
+    @staticmethod
+    def _nodes() -> list[dict]:
+        import ray
+
+        return ray.nodes()
+
+    def __enter__(self) -> "NodeWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self.poll()  # a node lost in the last period is still reported
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period_s):
+            try:
+                self.poll()
+            except Exception as e:  # the GCS busy or restarting: try again next period
+                log.debug("node watch: %s: %s", type(e).__name__, e)
+
+    def poll(self) -> None:
+        now = {n["NodeID"]: n for n in self._nodes() if n.get("Alive")}
+        for node_id, node in self._alive.items():
+            if node_id in now:
+                continue
+            res = {k: v for k, v in node.get("Resources", {}).items() if k in ("CPU", "GPU")}
+            self.lost.append({"node_id": node_id, "address": node.get("NodeManagerAddress"), "resources": res,
+                              "after_s": round(time.perf_counter() - self._t0, 1)})
+            log.warning("node %s (%s, %s) left the cluster %.1f s into the step: its actors are restarted on "
+                        "other nodes and their batches retried, its tasks retried, its stored blocks rebuilt "
+                        "from their lineage; rows already stored are kept", node_id[:12], node.get("NodeManagerAddress"),
+                        ", ".join(f"{v:g} {k}" for k, v in res.items()) or "no CPU", self.lost[-1]["after_s"])
+            have = {k: sum(n.get("Resources", {}).get(k, 0.0) for n in now.values()) for k in self.needs}
+            short = {k: (v, have[k]) for k, v in self.needs.items() if have[k] + 1e-9 < v}
+            if short:
+                log.error("the pools need %s but the %d node(s) left have %s: the restarted actors wait for a "
+                          "node to join, and the job with them", _res(self.needs), len(now),
+                          _res({k: h for k, (_, h) in short.items()}))
+        for node_id in now.keys() - self._alive.keys():
+            log.info("node %s (%s) joined the cluster", node_id[:12], now[node_id].get("NodeManagerAddress"))
+        self._alive = now
+
+
+def _res(r: Mapping[str, float]) -> str:
+    return ", ".join(f"{v:g} {k}" for k, v in r.items())
+
+
 @dataclass(frozen=True)
 class RayStep:
     """The job's step on Ray (``run(kind, ..., step=RayStep(...))``; see the module docstring).
@@ -289,6 +372,10 @@ class RayStep:
         global_dedupe: score an item that occurs in several pending units once (a hash shuffle by
             its key; no unit is complete before all have been read). False streams units through
             independently and scores a shared item in each.
+        flush_rows: scored store ids the driver holds, over all units, before it appends them to the
+            units' stores. A lost driver loses at most these (and the units in flight re-read); under
+            global dedupe no unit is finished before the last batch, so this is what a resubmitted job
+            finds stored.
         fault_marker: testing only, see :class:`workers.actors.StageActor`.
     """
 
@@ -297,11 +384,14 @@ class RayStep:
     read_cpus: float = 0.25
     read_concurrency: int | None = None
     global_dedupe: bool = True
+    flush_rows: int = 50_000
     fault_marker: str | None = None
 
     def __post_init__(self) -> None:
         if self.read_concurrency is not None and self.read_concurrency < 1:
             raise ConfigError(f"'read_concurrency' must be >= 1 or None, got {self.read_concurrency}")
+        if self.flush_rows < 1:
+            raise ConfigError(f"'flush_rows' must be >= 1, got {self.flush_rows}")
 
     def pool(self, name: str) -> PoolConfig:
         return self.pools.get(name) or PoolConfig()
@@ -368,6 +458,15 @@ class RayStep:
                                 drop_record=n == len(stages) - 1, fault_marker=self.fault_marker)
         return ds
 
+    def _needs(self, stages) -> dict[str, float]:
+        """CPUs and GPUs the step's actor pools hold together."""
+        need = {"CPU": 0.0, "GPU": 0.0}
+        for pool, _ in stages:
+            cfg = self.pool(pool)
+            need["CPU"] += cfg.size * cfg.num_cpus
+            need["GPU"] += cfg.size * _resolve_gpus(pool, cfg)
+        return need
+
     def _score(self, kind: JobKind, pending: Sequence[Unit], works, stages, result: StepResult,
                progress: bool) -> int:
         """Stream the items through the pools into the units' stores; returns the store ids scored."""
@@ -376,17 +475,26 @@ class RayStep:
         ray.data.DataContext.get_current().enable_progress_bars = progress
         ds = self._dataset(kind, pending, works, stages)
         by_id = dict(enumerate(pending))
-        collector = ShardCollector(by_id, kind.names)
-        n_scored = 0
-        for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
-            cols = batch.to_pydict()
-            for j in range(batch.num_rows):
-                scores, prov = json.loads(cols["scores"][j]), json.loads(cols["provenance"][j])
-                n_scored += len(scores)
-                members = json.loads(cols["members"][j]) if "members" in cols else \
-                    [(cols["unit"][j], cols["index"][j], cols["n_items"][j], cols["n_ids"][j], json.loads(cols["ids"][j]))]
-                for unit_id, idx, n_items, n_ids, ids in members:
-                    collector.add(unit_id, idx, n_items, ids, scores, prov, n_ids=n_ids)
+        collector = ShardCollector(by_id, kind.names, flush_rows=self.flush_rows)
+        n_scored = n_restarted = 0
+        with NodeWatch(self._needs(stages)) as watch:
+            for batch in ds.iter_batches(batch_size=None, batch_format="pyarrow"):
+                cols = batch.to_pydict()
+                for j in range(batch.num_rows):
+                    scores, prov = json.loads(cols["scores"][j]), json.loads(cols["provenance"][j])
+                    n_scored += len(scores)
+                    n_restarted += len(scores) if cols["restarted"][j] else 0
+                    members = json.loads(cols["members"][j]) if "members" in cols else \
+                        [(cols["unit"][j], cols["index"][j], cols["n_items"][j], cols["n_ids"][j],
+                          json.loads(cols["ids"][j]))]
+                    for unit_id, idx, n_items, n_ids, ids in members:
+                        collector.add(unit_id, idx, n_items, ids, scores, prov, n_ids=n_ids)
+        if watch.lost or n_restarted:
+            # what the manifest and the log say about it: every row is still checked below, once each
+            result.info["faults"] = {"nodes_lost": watch.lost, "ids_scored_by_restarted_actors": n_restarted}
+            log.warning("fault report: %d node(s) lost, %d of %d store ids scored by actors Ray restarted; "
+                        "%d unit(s) finished in this step, each with every item back exactly once",
+                        len(watch.lost), n_restarted, n_scored, len(collector.finished))
         # A unit that sent no row: nothing to do (every row rejected, or every item stored), or its
         # read task could not read it: read it here to tell them apart; a unit still open lost a row.
         still_open = collector.still_open()

@@ -196,3 +196,14 @@ def test_token_is_required_everywhere_but_healthz(server):
                                                                             "coherence.geval.v1"]
     status, schema = _request(server, "/openapi.json")
     assert status == 200 and {"/v1/score", "/v1/prefer", "/v1/rubrics"} <= set(schema["paths"])
+
+
+def test_ready_and_the_proxys_own_paths_answer_without_the_token(server):
+    """What is open without the token is exactly what docs/serve.md says: our /healthz and /readyz, and the two
+    paths Ray Serve's proxy answers itself (no code of ours runs for them)."""
+    status, ready = _request(server, "/readyz", token=None)
+    assert status == 200 and ready["ready"] is True and ready["application"] == "RUNNING"
+    assert set(ready["deployments"]) == {"scorer-spacy", "scorer-llm", "RubricService"}
+    assert _request(server, "/-/routes", token=None) == (200, {"/": "lfqa-rubric"})
+    with urllib.request.urlopen(server + "/-/healthz", timeout=30) as resp:
+        assert (resp.status, resp.read()) == (200, b"success")

@@ -226,7 +226,8 @@ def add_ray_args(p, *, rubric_pools: bool = True) -> None:
                    help="answers (judges: pairs; LINKAGE: candidates) per Ray batch (default: --batch-size)")
     g.add_argument("--max-restarts", type=int, default=d.max_restarts, help="restarts of a dead actor (bounded)")
     g.add_argument("--max-task-retries", type=int, default=d.max_task_retries,
-                   help="retries of a batch whose actor died")
+                   help="retries of a batch whose actor died or is unreachable (-1: while the actor can be "
+                        "restarted, bounded by --max-restarts)")
     g.add_argument("--llm-batches-in-flight", type=int, default=d.batches_in_flight,
                    help="Ray batches each engine actor (llm, factuality, judge, LINKAGE) scores at once on one "
                         "kept-busy vLLM engine; 1 (default): one synchronous engine call per batch")

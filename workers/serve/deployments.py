@@ -91,6 +91,17 @@ class RubricScorer:
 # --- the HTTP ingress ----------------------------------------------------------------------------------------
 
 
+def _serve_status(app_name: str) -> tuple[str | None, dict[str, tuple[str, dict[str, int]]]]:
+    """The application's Serve status and, per deployment, its status and replicas by state (from the controller)."""
+    app = serve.status().applications.get(app_name)
+    if app is None:
+        return None, {}
+    return (str(getattr(app.status, "value", app.status)),
+            {name: (str(getattr(d.status, "value", d.status)),
+                     {str(getattr(k, "value", k)): int(v) for k, v in d.replica_states.items()})
+             for name, d in app.deployments.items()})
+
+
 class ScoreItem(BaseModel):
     question: str
     answer: str
@@ -177,7 +188,7 @@ class _Calls:
 @serve.deployment(ray_actor_options={"num_cpus": 0})
 @serve.ingress(app)
 class RubricService:
-    """The HTTP face: ``/healthz``, ``/v1/rubrics``, ``/v1/score``, ``/v1/prefer``, ``/openapi.json``.
+    """The HTTP face: ``/healthz``, ``/readyz``, ``/v1/rubrics``, ``/v1/score``, ``/v1/prefer``, ``/openapi.json``.
 
     Args:
         groups: per scorer deployment, the rubric versions it computes (same order as ``scorers``).
@@ -201,6 +212,12 @@ class RubricService:
         self.namespace = hashlib.sha256(json.dumps(store_key, sort_keys=True).encode()).hexdigest()[:16]
         self.cache: OrderedDict[str, dict[str, Score]] = OrderedDict()
         self._provenance: dict[str, Provenance] | None = None
+        try:
+            self.app_name = serve.get_replica_context().app_name
+        except Exception:  # built outside Serve (a test): the service's own name
+            from workers.serve.command import APP_NAME
+
+            self.app_name = APP_NAME
 
     # --- plumbing ------------------------------------------------------------------------------------------
 
@@ -226,6 +243,9 @@ class RubricService:
             payload = json.loads(body)
         except ValueError as e:
             raise InputError(f"request body is not valid JSON: {e}") from None
+        except RecursionError:  # Python's parser recurses once per level of nesting
+            raise InputError("request body is nested too deeply to parse (arrays or objects inside each other "
+                             "over ~1,000 levels); an item is an object of strings") from None
         return request_items(payload, self.limits)
 
     async def _handle(self, request: Request, work) -> Any:
@@ -309,7 +329,22 @@ class RubricService:
 
     @app.get("/healthz")
     async def healthz(self) -> dict:
+        """Liveness: this ingress answers (the scorers may still be loading; see ``/readyz``)."""
         return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz(self):
+        """Readiness: 200 when the application runs and every deployment has its replicas running (engines
+        loaded), else 503; the body says which deployment is waiting and its replicas by state."""
+        from workers.serve.placement import readiness
+
+        try:
+            app_status, deployments = await asyncio.wait_for(asyncio.to_thread(_serve_status, self.app_name),
+                                                             timeout=10)
+        except Exception as e:  # the controller busy or gone: not ready, and why
+            return JSONResponse(status_code=503, content={"ready": False, "error": f"{type(e).__name__}: {e}"})
+        ready, body = readiness(app_status, deployments)
+        return JSONResponse(status_code=200 if ready else 503, content=body)
 
     @app.get("/openapi.json", include_in_schema=False)
     async def openapi(self, request: Request):
