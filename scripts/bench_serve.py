@@ -26,6 +26,7 @@ machine's 5-minute load average when it finished (other work on the machine slow
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -179,6 +180,14 @@ def main(argv: list[str] | None = None) -> int:
     settings = ServeSettings(specs=tuple(specs), config=cfg, port=args.port, replicas=args.replicas,
                              replica_cpus=0.5, num_cpus=2,
                              limits=ServiceLimits(max_items=max(args.items, 1), cache_answers=0, request_timeout_s=600))
+    # Ray's logical CPUs for the plan (the service refuses a plan its nodes cannot hold): every replica's
+    # share, at least 2; on a 2-core machine the replicas then share the cores, as the load figures show
+    from math import ceil
+
+    from workers.serve.command import replica_plan
+
+    need = sum(r.count * r.resources.get("CPU", 0) for r in replica_plan(settings))
+    settings = dataclasses.replace(settings, num_cpus=max(2, ceil(need)))
     t0 = time.perf_counter()
     service = start_service(settings)
     start_s = time.perf_counter() - t0
