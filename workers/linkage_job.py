@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -235,9 +234,9 @@ def _write_table(rows: list[dict[str, Any]], path: Path) -> int:
                         ("template_hash", pa.string()), ("model", pa.string()), ("model_revision", pa.string()),
                         ("backend", pa.string()), ("source", pa.string())])
     table = pa.Table.from_pylist(rows, schema=schema)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    buf = pa.BufferOutputStream()
+    pq.write_table(table, buf)
+    atomic_write_bytes(path, buf.getvalue().to_pybytes())  # an exclusive temp, never through a link
     return table.num_rows
 
 
