@@ -4,7 +4,6 @@ verification prompts of one sentence share their prefix in vLLM's cache."""
 
 from __future__ import annotations
 
-import pytest
 
 from rubric.scoring import (
     EXTRACTION_STOP,
