@@ -4,8 +4,8 @@ This package is the science and imports without torch, vLLM, Ray or spaCy. Its r
 public face (its ``__init__``): ``rubric.io`` (records, readers, splits), ``rubric.scoring`` (rubric
 declarations, prompts, score parsing, rescaling, the pure formulas), ``rubric.tables`` (the assemble
 step, feature tables, provenance), ``rubric.preference`` (the preference model, metrics, reports),
-``rubric.judging`` (pairwise LLM judges, judgments, perturbations), ``rubric.protocols`` (LINKAGE,
-RAG-QA Arena, LFQA-E) and ``rubric.analysis`` (the paper's Table 4-8 analyses); ``errors``,
+``rubric.judging`` (pairwise LLM judges, judgments, perturbations), ``rubric.protocols`` (the
+neighbouring protocols' science) and ``rubric.analysis`` (the paper's Table 4-8 analyses); ``errors``,
 ``config`` and ``registry`` sit below them all.
 """
 

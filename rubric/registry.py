@@ -38,6 +38,12 @@ class Registry(Generic[T]):
             known = ", ".join(sorted(self._items)) or "(none)"
             raise UnknownNameError(f"unknown {self.kind} {name!r}; known: {known}") from None
 
+    def remove(self, name: str) -> T:
+        """Take ``name`` out (a plugin a test registered); UnknownNameError when it is not there."""
+        obj = self.get(name)
+        del self._items[name]
+        return obj
+
     def names(self) -> list[str]:
         return sorted(self._items)
 

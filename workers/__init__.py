@@ -6,9 +6,9 @@
 - Job kinds, each a small :class:`~workers.runner.JobKind`: :mod:`workers.job` (score answers: it binds
   ``rubric.io.answer_work``, ``models.scorer_set.ScorerSet`` and ``rubric.tables.write_answer_tables``),
   :mod:`workers.judge_job` (judge pairs),
-  :mod:`workers.linkage_job` (LINKAGE lists);
-  :mod:`workers.protocol_job` (RAG-QA Arena, LFQA-E) runs the judge job with the protocol's judge and
-  its report page.
+  :mod:`workers.linkage_job` (LINKAGE lists).
+- :mod:`workers.protocols`: the protocols of ``judge --protocol``, one declaration each (options, job,
+  report page, HTML section), which the CLI and the HTML report loop over.
 - :mod:`workers.ray_pipeline` (:class:`~workers.ray_pipeline.RayStep`, the Ray step of every kind),
   :mod:`workers.actors` (``StageActor``, the one actor), :mod:`workers.collect` (rows into stores).
 - :mod:`workers.shards`, :mod:`workers.store`, :mod:`workers.outdir`: inputs, score stores, the output folder.

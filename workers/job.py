@@ -17,10 +17,8 @@ have other splits and rescaling than the whole job, so none are written.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +28,7 @@ from rubric.config import ScoringConfig
 from rubric.io import AnswerItem, answer_work
 from rubric.scoring import RUBRICS, RubricSpec
 from rubric.tables import ANSWER_TABLE_FILES, write_answer_tables
-from workers.runner import JobKind, JobRun, RunScores, run
+from workers.runner import Assembled, JobKind, JobRun, RunScores, run
 
 __all__ = ["ScoreKind", "run_job", "CHECKPOINT_ANSWERS"]
 
@@ -44,8 +42,8 @@ class ScoreKind(JobKind):
     """The score job: items are the unique answers of a unit, stored by answer id, one score per rubric.
 
     Its step is handed off whole: the backend check (``models.backends.check_backends``), the work items
-    (``rubric.io.answer_work``) and the scorer (``models.scorer_set.ScorerSet``) are bound here; the
-    assemble step is ``rubric.tables.write_answer_tables`` plus the manifest's fields.
+    (``rubric.io.answer_work``) and the scorer (``models.scorer_set.ScorerSet``); the assemble step is
+    ``rubric.tables.write_answer_tables`` into the run's staging, plus the manifest's fields.
 
     Args:
         fmt: input format; options: reader options; specs: the rubrics; config: scoring settings;
@@ -55,6 +53,7 @@ class ScoreKind(JobKind):
     blocks = True
     read_on_driver = False
     outputs = ANSWER_TABLE_FILES
+    item_type = AnswerItem
 
     def __init__(self, fmt: str, options: Mapping[str, Any], specs: Sequence[RubricSpec | str], config: ScoringConfig,
                  seed: int = 0) -> None:
@@ -63,13 +62,19 @@ class ScoreKind(JobKind):
         self.names = [s.name for s in self.specs]
         self.key_fields = {"rubrics": sorted(s.version for s in self.specs)}
         self.checkpoint = max(CHECKPOINT_ANSWERS, config.batch_size)
-        self.check = partial(check_backends, self.specs, config)
-        self.work_items = partial(answer_work, fmt=fmt, options=self.options)
-        self.scorer = partial(ScorerSet.build, self.specs, config)
 
     def arguments(self) -> dict:
         return {"fmt": self.fmt, "options": self.options, "specs": [s.version for s in self.specs],
                 "config": self.config, "seed": self.seed}
+
+    def check(self) -> None:
+        check_backends(self.specs, self.config)
+
+    def work_items(self, uri: str, block) -> tuple[list, list[list[str]]]:
+        return answer_work(uri, block, fmt=self.fmt, options=self.options)
+
+    def scorer(self, stage=None) -> ScorerSet:
+        return ScorerSet.build(self.specs, self.config, stage)
 
     def dedupe_key(self, item: AnswerItem) -> str:
         return item.answer_id
@@ -81,19 +86,10 @@ class ScoreKind(JobKind):
         # cheap pools first, the LLM last: its batches then carry the other scores along, not the reverse
         return sorted(groups.items(), key=lambda kv: POOLS.index(kv[0]))
 
-    def encode_item(self, item: AnswerItem) -> str:
-        return json.dumps([item.answer_id, item.question, item.answer, list(item.docs), item.reference],
-                          ensure_ascii=False)
-
-    def decode_item(self, text: str) -> AnswerItem:
-        a, q, t, d, r = json.loads(text)
-        return AnswerItem(answer_id=a, question=q, answer=t, docs=tuple(d), reference=r)
-
-    def assemble(self, job: JobRun, scores: RunScores, provenance) -> dict:
+    def assemble(self, job: JobRun, scores: RunScores, provenance) -> Assembled:
         tables = write_answer_tables(job.units, scores, provenance, self.specs, fmt=self.fmt, options=self.options,
-                                     rescale=self.config.rescale, seed=self.seed, folder=job.staging,
+                                     rescale=self.config.rescale, seed=self.seed, sink=job.output,
                                      split_fractions=self.config.split_fractions)
-        job.staged.update({n: job.staging / n for n in tables.files})
         counts = dict(tables.counts)
         per_input = counts.pop("per_input")
         c = counts
@@ -101,13 +97,13 @@ class ScoreKind(JobKind):
         log.info("wrote %s: %d rows in, %d pairs, %d rejected, %d unique answers (%d scored now); errors by rubric: "
                  "%s", job.out, c["rows_in"], c["pairs"], c["rejected"], c["unique_answers"], job.step.scored,
                  c["errors_by_rubric"])
-        return {"counts": counts, "rubrics": tables.rubrics,
-                "split_seed": self.seed, "split_fractions": list(self.config.split_fractions),
-                "split_source": tables.split_source, "rescale": self.config.rescale,
-                "per_input": per_input,
-                "job": {"answers_scored_now": job.step.scored,
-                        "answers_per_s": round(job.step.scored / seconds, 3) if seconds > 0 else None,
-                        "score_seconds": job.step.seconds}}
+        return Assembled({"counts": counts, "rubrics": tables.rubrics,
+                          "split_seed": self.seed, "split_fractions": list(self.config.split_fractions),
+                          "split_source": tables.split_source, "rescale": self.config.rescale},
+                         per_input=per_input,
+                         job={"answers_scored_now": job.step.scored,
+                              "answers_per_s": round(job.step.scored / seconds, 3) if seconds > 0 else None,
+                              "score_seconds": job.step.seconds})
 
 
 def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence[RubricSpec], out: str | Path, *,

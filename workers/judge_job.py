@@ -6,23 +6,24 @@
          every pair in one engine call), in this process or on a Ray pool of judge actors
       -> assemble: pairs of all inputs (ids unique across inputs), the same splits as `score` gives
          the same inputs and seed, one row per pair x judge x order (rubric.judging)
-      -> OUT/judgments.parquet, rejects.jsonl (and a neighbouring protocol's report.md), manifest.json (last)
+      -> OUT/judgments.parquet, rejects.jsonl (and a protocol's report.md), manifest.json (last)
 
 The splits are the score job's (``rubric.tables.assemble.job_splits`` on the same pairs and seed), so
 ``analyze`` can put a judge and a rubric model on the same test pairs. A judge output folder is
 not a score output folder: the job refuses to write next to an ``answers.parquet``. The line is
 :func:`workers.runner.run`'s (the score job's); :class:`JudgeKind` supplies what is the judge job's own.
-A neighbouring pairwise protocol (RAG-QA Arena, LFQA-E: ``workers.protocol_job``) is this job with its
-judge and a ``page``: from the judged pairs it makes a :class:`ProtocolPage` (report, rejects of its own
-reading, manifest fields), staged and published with the judge's tables, in the one manifest.
+A pairwise protocol (``workers.protocols``) is a subclass of :class:`JudgeKind` with its judge, its
+``protocol`` name and its :meth:`JudgeKind.page`: from the judged pairs it makes a :class:`ProtocolPage`
+(report, rejects of its own reading, manifest fields), staged and published with the judge's tables,
+in the one manifest.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,18 +32,16 @@ from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.tables import word_count
 from rubric.io import PairRecord, read_whole
-from rubric.protocols import ARENA_PAIRS_FILE
 from rubric.scoring import Provenance, Score
-from workers.runner import FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
+from workers.runner import Assembled, FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
 
-__all__ = ["JudgeSettings", "JudgeKind", "ProtocolPage", "run_judge_job", "judgment_rows", "pair_to_json",
-           "pair_from_json", "CHECKPOINT_PAIRS"]
+__all__ = ["JudgeSettings", "protocol_settings", "JudgeKind", "ProtocolPage", "run_judge_job", "judgment_rows",
+           "CHECKPOINT_PAIRS"]
 
 log = logging.getLogger(__name__)
 
 #: Pairs per checkpoint (one store part).
 CHECKPOINT_PAIRS = 64
-_TUPLE_FIELDS = ("docs_a", "docs_b")
 
 
 class JudgeSettings:
@@ -88,25 +87,28 @@ class JudgeSettings:
                 "max_reasoning_tokens": self.max_reasoning_tokens}
 
 
+def protocol_settings(version: str, judge_kwargs: Mapping[str, Any] | None) -> JudgeSettings:
+    """A protocol's judge settings: its own judge ``version`` with the command's mode, votes, temperature
+    and seed (``tie`` is dropped: a protocol template always offers its tie)."""
+    kw = dict(judge_kwargs or {})
+    kw.pop("tie", None)
+    return JudgeSettings(version, **kw)
+
+
 @dataclass
 class ProtocolPage:
-    """What a neighbouring protocol adds to a judge job's output, published with its tables.
+    """What a pairwise protocol adds to a judge job's output, published with its tables.
 
     Attributes:
         report: ``OUT/report.md``.
-        fields: manifest fields (``protocol`` and the protocol's own).
+        fields: the protocol's own manifest fields.
         rejects: the protocol's own input rejects, written before the judge's in ``rejects.jsonl`` and
             counted in ``counts.rejected``.
     """
 
     report: str
-    fields: dict
+    fields: dict = field(default_factory=dict)
     rejects: list = field(default_factory=list)
-
-
-#: ``page(pairs=, table=, fields=, shards=) -> ProtocolPage``: the pairs judged (in table order), the
-#: judgments table, the judge job's manifest fields (judges, settings, counts) and its inputs.
-PageMaker = Callable[..., ProtocolPage]
 
 
 def _scorer(settings: JudgeSettings, config: ScoringConfig):
@@ -124,32 +126,17 @@ def _scorer(settings: JudgeSettings, config: ScoringConfig):
                        max_reasoning_tokens=settings.max_reasoning_tokens, min_mass=config.llm_min_mass)
 
 
-def pair_to_json(p: PairRecord) -> str:
-    """A pair record as JSON text (exact round trip with :func:`pair_from_json`)."""
-    return json.dumps(asdict(p), ensure_ascii=False)
-
-
-def pair_from_json(text: str) -> PairRecord:
-    """The pair record of :func:`pair_to_json` (lists back to the record's tuples)."""
-    d = json.loads(text)
-    known = {f.name for f in fields(PairRecord)}
-    unknown = set(d) - known
-    if unknown:
-        raise ConfigError(f"pair record JSON has unknown fields {sorted(unknown)}")
-    for f in _TUPLE_FIELDS:
-        d[f] = tuple(d.get(f) or ())
-    d["aspects"] = tuple(tuple(a) for a in d.get("aspects") or ())
-    return PairRecord(**d)
-
-
 class JudgeKind(JobKind):
     """The judge job: items are a unit's pairs, stored by pair id, one verdict per judge (both orders).
 
     Args:
         fmt, options: the input format and reader options; settings: the judges (``JudgeSettings`` or
         its ``arguments()``); config: engine settings; seed: the split seed; scorer_factory: testing only,
-        ``factory(settings, config)`` builds the scorer instead of the engine judge; page: a protocol's
-        :data:`PageMaker`, called by the assemble step (on the driver: it does not travel to Ray actors).
+        ``factory(settings, config)`` builds the scorer instead of the engine judge.
+
+    Attributes:
+        protocol: a protocol's name (``workers.protocols``), recorded as the manifest's ``protocol``;
+            None for the pairwise judges.
     """
 
     kind = "judge"
@@ -157,17 +144,17 @@ class JudgeKind(JobKind):
     what = "judge"
     status_done = "judged"
     outputs = ("judgments.parquet", "rejects.jsonl", "report.md")  # report.md: a protocol's page
-    own_files = (ARENA_PAIRS_FILE,)  # RAG-QA Arena's joined pairs: its judge job's input (workers.protocol_job)
+    item_type = PairRecord
+    protocol: str | None = None
 
     def __init__(self, fmt: str, options: Mapping[str, Any], settings, config: ScoringConfig, seed: int = 0,
-                 scorer_factory=None, page: PageMaker | None = None) -> None:
+                 scorer_factory=None) -> None:
         self.fmt, self.options, self.config, self.seed = fmt, dict(options), config, seed
         self.settings = settings if isinstance(settings, JudgeSettings) else JudgeSettings(**settings)
         self.names = [s.version for s in self.settings.specs]
         self.key_fields = {"judge": self.settings.key()}
         self.checkpoint = max(CHECKPOINT_PAIRS, config.batch_size)
         self.scorer_factory = scorer_factory
-        self.page = page
         self._reads: dict[str, Any] = {}
 
     def arguments(self) -> dict:
@@ -204,9 +191,6 @@ class JudgeKind(JobKind):
 
         return FunctionScorer(judge, {v: built.provenance(v) for v in self.names})
 
-    def encode_item(self, item: PairRecord) -> str:
-        return pair_to_json(item)
-
     def dedupe_key(self, item: PairRecord) -> str:
         """The pair's content without its id and row: the same pair in two inputs is judged once on Ray."""
         import hashlib
@@ -216,12 +200,17 @@ class JudgeKind(JobKind):
             d.pop(identity)
         return hashlib.sha256(json.dumps(d, ensure_ascii=False, sort_keys=True).encode()).hexdigest()
 
-    def decode_item(self, text: str) -> PairRecord:
-        return pair_from_json(text)
+    def page(self, *, pairs: Sequence[PairRecord], table, fields: Mapping[str, Any],
+             shards: Sequence[str]) -> ProtocolPage | None:
+        """A protocol's report (None: the pairwise judges write none), made on the driver after the judging.
 
-    def assemble(self, job: JobRun, scores: RunScores, provenance: Mapping[str, Provenance]) -> dict:
-        import pyarrow.parquet as pq
+        Args:
+            pairs: the pairs judged (in table order); table: the judgments table; fields: the judge
+                job's manifest fields (judges, settings, counts); shards: its inputs.
+        """
+        return None
 
+    def assemble(self, job: JobRun, scores: RunScores, provenance: Mapping[str, Provenance]) -> Assembled:
         from rubric.judging import judgments_table
 
         job_inputs = [JobInput(name=u.name, read=self._read(u.uri), fmt=self.fmt, sha256=u.sha) for u in job.units]
@@ -245,21 +234,17 @@ class JudgeKind(JobKind):
                   "judges": {v: {**asdict(provenance[v]), "mode": self.settings.mode} for v in versions},
                   "settings": self.settings.key(), "split_seed": self.seed,
                   "split_fractions": list(self.config.split_fractions), "split_source": split_source}
-        names = ["judgments.parquet", "rejects.jsonl"]
-        if self.page is not None:
-            page = self.page(pairs=pairs, table=table, fields=fields, shards=job.shards)
+        page = self.page(pairs=pairs, table=table, fields=fields, shards=job.shards)
+        if page is not None:
             rejects = [*page.rejects, *rejects]
             fields["counts"]["rejected"] = len(rejects)
-            fields.update(page.fields)
-            names.append("report.md")
-            (job.staging / "report.md").write_text(page.report, encoding="utf-8")
-        job.staged.update({n: job.staging / n for n in names})
-        pq.write_table(table, job.staged["judgments.parquet"])
-        job.staged["rejects.jsonl"].write_text("".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
-                                                       for r in rejects), encoding="utf-8")
+            fields.update({"protocol": self.protocol, **page.fields})
+            job.output.text("report.md", page.report)
+        job.output.table("judgments.parquet", table)
+        job.output.jsonl("rejects.jsonl", (r.to_dict() for r in rejects))
         log.info("wrote %s: %d pairs x %d judge(s) x 2 orders = %d rows (%d judged now); errors by judge: %s",
                  job.out / "judgments.parquet", len(pairs), len(versions), table.num_rows, job.step.scored, errors)
-        return {**fields, "per_input": per_input, "job": {"pairs_judged_now": job.step.scored}}
+        return Assembled(fields, per_input=per_input, job={"pairs_judged_now": job.step.scored})
 
 
 def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[str, Score]],
@@ -289,8 +274,7 @@ def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[s
 
 def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings: JudgeSettings, out: str | Path, *,
                   config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
-                  progress: bool = True, scorer=None, ray=None, scorer_factory=None, page: PageMaker | None = None,
-                  force: bool = False) -> dict:
+                  progress: bool = True, scorer=None, ray=None, scorer_factory=None, force: bool = False) -> dict:
     """Judge every pair of the inputs in both orders and write OUT/judgments.parquet (module docstring).
 
     Args:
@@ -305,7 +289,6 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
         scorer: a prebuilt judge scorer (tests); default: built here when a pair needs judging.
         ray: a :class:`workers.ray_pipeline.RayStep` to judge on a Ray pool of judge actors (its "llm" pool).
         scorer_factory: testing only, see :class:`JudgeKind` (the backend check is skipped).
-        page: a neighbouring protocol's report (:class:`JudgeKind`; ``workers.protocol_job``).
         force: write into a folder that is not an lfqa-rubric output (``workers.outdir.OutputFolder``).
 
     Returns:
@@ -313,5 +296,5 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
     """
     if scorer is not None:  # a prebuilt judge is built by a factory that returns it
         scorer_factory = prebuilt(scorer)
-    kind = JudgeKind(fmt, dict(reader_options or {}), settings, config, seed, scorer_factory, page)
+    kind = JudgeKind(fmt, dict(reader_options or {}), settings, config, seed, scorer_factory)
     return run(kind, inputs, out, progress=progress, step=ray, check=scorer_factory is None, force=force)

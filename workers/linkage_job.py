@@ -27,14 +27,14 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.protocols import LinkageCandidate, LinkageQuestion
+from rubric.protocols import LinkageQuestion
 from rubric.protocols import GENERATED_REFERENCES_FILE, LINKAGE_NOTES, references_lines
 from rubric.scoring import Provenance, Score
-from workers.runner import FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
-from workers.outdir import TOOL, atomic_write_bytes, no_link
+from workers.runner import Assembled, FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
+from workers.outdir import no_link
 
 __all__ = ["GENERATED_REFERENCES_FILE", "LinkageSettings", "LinkageKind", "run_linkage_job", "linkage_rows",
-           "question_to_json", "question_from_json", "LINKAGE_CHECKPOINT_ANSWERS"]
+           "LINKAGE_CHECKPOINT_ANSWERS"]
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +78,8 @@ class LinkageSettings:
             raise ConfigError(f"'mode' must be 'logprob' or 'parse', got {mode!r}")
         if references not in ("data", "generated"):
             raise ConfigError(f"'references' must be 'data' or 'generated', got {references!r}")
-        if isinstance(reference_max_tokens, bool) or not isinstance(reference_max_tokens, int) \
-                or not 1 <= reference_max_tokens <= 4096:
+        if (isinstance(reference_max_tokens, bool) or not isinstance(reference_max_tokens, int)
+                or not 1 <= reference_max_tokens <= 4096):
             raise ConfigError(f"'reference_max_tokens' must be an integer in 1..4096, got {reference_max_tokens!r}")
         self.systems, self.mode, self.max_pairwise_candidates = systems, mode, max_pairwise_candidates
         reference_template = reference_template or CREATE_REFERENCES_VERSION
@@ -156,19 +156,6 @@ def _lists_digest(questions: Sequence[Any]) -> str:
     return h.hexdigest()[:16]
 
 
-def question_to_json(q: LinkageQuestion) -> str:
-    """A LINKAGE question as JSON text (exact round trip with :func:`question_from_json`)."""
-    return json.dumps(asdict(q), ensure_ascii=False)
-
-
-def question_from_json(text: str) -> LinkageQuestion:
-    """The question of :func:`question_to_json` (lists back to the record's tuples)."""
-    d = json.loads(text)
-    d["references"] = tuple(d["references"])
-    d["candidates"] = tuple(LinkageCandidate(**c) for c in d["candidates"])
-    return LinkageQuestion(**d)
-
-
 def _linkage_scorer(settings: LinkageSettings, config: ScoringConfig):
     from models.llm.engines_cache import build_engine
     from models.protocols import LinkageScorer
@@ -223,9 +210,8 @@ def linkage_rows(questions: Sequence[Any], scores: Mapping[str, Mapping[str, Sco
     return rows
 
 
-def _write_table(rows: list[dict[str, Any]], path: Path) -> int:
+def _linkage_table(rows: list[dict[str, Any]]):
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     schema = pa.schema([("question_id", pa.string()), ("answer_id", pa.string()), ("answer_key", pa.string()),
                         ("label", pa.int64()), ("answer_system", pa.string()), ("n_references", pa.int64()),
@@ -233,11 +219,7 @@ def _write_table(rows: list[dict[str, Any]], path: Path) -> int:
                         ("mass", pa.float64()), ("error", pa.string()), ("version", pa.string()),
                         ("template_hash", pa.string()), ("model", pa.string()), ("model_revision", pa.string()),
                         ("backend", pa.string()), ("source", pa.string())])
-    table = pa.Table.from_pylist(rows, schema=schema)
-    buf = pa.BufferOutputStream()
-    pq.write_table(table, buf)
-    atomic_write_bytes(path, buf.getvalue().to_pybytes())  # an exclusive temp, never through a link
-    return table.num_rows
+    return pa.Table.from_pylist(rows, schema=schema)
 
 
 class LinkageKind(JobKind):
@@ -256,6 +238,7 @@ class LinkageKind(JobKind):
     fmt = "graded"
     outputs = OUTPUTS
     own_files = (GENERATED_REFERENCES_FILE,)
+    item_type = LinkageQuestion
 
     def __init__(self, options: Mapping[str, Any], settings, config: ScoringConfig, *, signals: bool = True,
                  rubric_scores: str | Path | None = None, n_boot: int = 1000, seed: int = 0, command: str = "",
@@ -319,13 +302,7 @@ class LinkageKind(JobKind):
         return FunctionScorer(lambda items: [list(g) for g in built.score_questions(list(items))],
                               {s: built.provenance(s) for s in self.settings.systems})
 
-    def encode_item(self, item: LinkageQuestion) -> str:
-        return question_to_json(item)
-
-    def decode_item(self, text: str) -> LinkageQuestion:
-        return question_from_json(text)
-
-    def assemble(self, job: JobRun, lookup: RunScores, provenance: Mapping[str, Provenance]) -> dict:
+    def assemble(self, job: JobRun, lookup: RunScores, provenance: Mapping[str, Provenance]) -> Assembled:
         from rubric.protocols import linkage_empty_page, linkage_page, linkage_results, linkage_table
 
         out, settings, reads = job.out, self.settings, self._reads
@@ -335,18 +312,15 @@ class LinkageKind(JobKind):
         if not questions:
             first = next((r.rejects[0].reason for r in reads.values() if r.rejects), "none")
             if self._generation:  # the generations that failed are the finding: keep them where they can be read
-                staged = {n: job.staging / n for n in ("rejects.jsonl", "report.md")}
-                atomic_write_bytes(staged["rejects.jsonl"], "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
-                                   for rd in reads.values() for r in rd.rejects).encode())
-                atomic_write_bytes(staged["report.md"], linkage_empty_page(shards=job.shards, command=self.command,
-                                                                           references=refs).encode())
+                job.output.jsonl("rejects.jsonl", (r.to_dict() for rd in reads.values() for r in rd.rejects))
+                job.output.text("report.md", linkage_empty_page(shards=job.shards, command=self.command,
+                                                                references=refs))
                 first += (f" ({sum(g['failed'] for g in self._generation.values())} of "
                           f"{sum(g['questions'] for g in self._generation.values())} generated reference lists failed; "
                           f"{out / 'rejects.jsonl'}, {out / 'report.md'})")
                 # published as a set of their own: the earlier run's table goes, no mix of two runs
-                job.folder.publish(staged, {"tool": TOOL, "kind": self.kind, "protocol": "linkage",
-                                            "failed": f"no usable LINKAGE question; first reject: {first}",
-                                            "settings": settings.key()})
+                return Assembled({"protocol": "linkage", "settings": settings.key()},
+                                 failed=f"no usable LINKAGE question in {', '.join(job.shards)}; first reject: {first}")
             raise InputError(f"no usable LINKAGE question in {', '.join(job.shards)}; first reject: {first}")
         answer_ids = [c.answer_id for q in questions for c in q.candidates]
         scores = lookup.get(answer_ids)
@@ -371,12 +345,9 @@ class LinkageKind(JobKind):
             systems += names
         rows = [r for uri in job.shards for r in linkage_rows(reads[uri].questions, scores, provenance, systems,
                                                                source=uri)]
-        staged = {n: job.staging / n for n in OUTPUTS}
-        job.staged.update(staged)
-        n_rows = _write_table(rows, staged["linkage.parquet"])
+        n_rows = job.output.table("linkage.parquet", _linkage_table(rows))
         rejects = [r for uri in job.shards for r in reads[uri].rejects]
-        atomic_write_bytes(staged["rejects.jsonl"], "".join(json.dumps(r.to_dict(), ensure_ascii=False) + "\n"
-                                                            for r in rejects).encode())
+        job.output.jsonl("rejects.jsonl", (r.to_dict() for r in rejects))
         results = linkage_results(rows, n_boot=self.n_boot, seed=self.seed)
         notes = {**LINKAGE_NOTES,
                  **{n: "rubric score (1-5) from the score output" for n in systems if n.startswith("rubric:")}}
@@ -385,11 +356,11 @@ class LinkageKind(JobKind):
                             shards=job.shards, n_questions=len(questions), n_candidates=len(answer_ids),
                             n_rejected=len(rejects), n_boot=self.n_boot, command=self.command, references=refs,
                             table=linkage_table(results, notes=notes), errors=errors)
-        atomic_write_bytes(staged["report.md"], page.encode())
+        job.output.text("report.md", page)
         log.info("wrote %s: %d rows (%d answers scored now); report %s", out / "linkage.parquet", n_rows,
                  job.step.scored, out / "report.md")
         gen = self._generation
-        return {
+        return Assembled({
             "protocol": "linkage",
             "counts": {"questions": len(questions), "rows": n_rows, "rejected": len(rejects), "errors_by_system": errors},
             "systems": {s: asdict(provenance[s]) for s in systems if s in provenance},
@@ -401,9 +372,8 @@ class LinkageKind(JobKind):
             "metrics": {r.system: {"kendall": r.kendall.value, "spearman": r.spearman.value,
                                    "pearson": r.pearson.value, "n_defined": r.kendall.n,
                                    "n_undefined": r.n_undefined} for r in results},
-            "per_input": {u.shard: _input_counts(reads[u.uri]) for u in job.units},
-            "job": {"answers_scored_now": job.step.scored},
-        }
+        }, per_input={u.shard: _input_counts(reads[u.uri]) for u in job.units},
+            job={"answers_scored_now": job.step.scored})
 
 
 def _input_counts(read) -> dict:

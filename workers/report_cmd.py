@@ -19,13 +19,15 @@ log = logging.getLogger("lfqa_rubric")
 def html_report(outputs, html, **kwargs):
     """Write the page for ``outputs`` to ``html`` and print its path (the line a user clicks); returns the path.
 
-    Each folder is read as one published snapshot (``rubric.html_report.report_html``); the page is
+    Each folder is read as one published snapshot (``rubric.html_report.report_html``), a protocol's
+    output through the section its declaration gives (``workers.protocols.html_sections``); the page is
     written through ``workers.outdir.output_file`` (an exclusive temp file beside it, never a link).
     """
     from rubric.html_report import report_html
     from workers.outdir import out_path, output_file
+    from workers.protocols import html_sections
 
-    page = report_html(outputs, **kwargs)
+    page = report_html(outputs, sections=html_sections(), **kwargs)
     path = out_path(html)
     with output_file(path) as tmp:
         tmp.write_text(page, encoding="utf-8")
@@ -47,7 +49,7 @@ def add_report(r: argparse.ArgumentParser) -> None:
     """The ``report`` command's options (registered in ``workers.cli.COMMANDS``)."""
     r.add_argument("outputs", nargs="+", metavar="OUT",
                    help="output folders: score (with model.json for the model and pair sections), judge, "
-                        "judge --protocol linkage/arena/lfqa-e")
+                        "judge --protocol NAME")
     r.add_argument("--html", required=True, metavar="FILE", help="the HTML file to write")
     r.add_argument("--model", default=None, help="model JSON for the first score output (default: OUT/model.json)")
     r.add_argument("--split", default="test", choices=("train", "dev", "test", "all"),

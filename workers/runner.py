@@ -6,15 +6,16 @@
       or on Ray, :class:`workers.ray_pipeline.RayStep`) -> every store merged (a score made two
       ways is refused) -> the kind's assemble step (its tables) -> manifest.json (last)
 
-A job kind is a small object (:class:`JobKind`) that supplies only what differs: as values, its
-store folder, the fields of its store key, its score names, checkpoint size and the files it
-publishes (an OUT holding another kind's files is refused); as functions, the
-backend check, a unit's work items with their store ids, the scorer it needs (an object that scores
-a chunk and says how: :class:`StepScorer`) and its assemble step (tables and manifest fields). A
-kind whose step is someone else's binds that function (the score job: ``rubric.io.answer_work``,
-``models.scorer_set.ScorerSet``), so the runner calls it without a wrapper in between. The runner
-merges the stores before the assemble step and closes them after it. The runner and both steps are
-the same code for every kind, so the single-process and Ray paths, and the kinds, cannot drift apart.
+A job kind is a small object (:class:`JobKind`) that says only what differs: as values, its store
+folder, the fields of its store key, its score names, its item type (the Ray codec is read from it),
+checkpoint size and the files it publishes (an OUT holding another kind's files is refused); as
+methods, the backend check, a unit's work items with their store ids, the scorer it needs (an
+object that scores a chunk and says how: :class:`StepScorer`) and its assemble step, which hands its
+tables, rejects and report to the run's staging (``JobRun.output``, a :class:`workers.outdir.Staging`)
+and returns its manifest fields (:class:`Assembled`). The runner alone opens the output folder,
+stages, writes and publishes: no kind writes a file. The runner merges the stores before the
+assemble step and closes them after it. The runner and both steps are the same code for every kind,
+so the single-process and Ray paths, and the kinds, cannot drift apart.
 """
 
 from __future__ import annotations
@@ -32,14 +33,14 @@ from typing import Any, Protocol
 
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
-from rubric.io import Block
+from rubric.io import Block, record_from_json, record_json
 from rubric.scoring import Provenance, Score
 from workers.shards import plan_inputs, shard_sha256
-from workers.outdir import OutputFolder, make_dirs, no_link, remove_tree
+from workers.outdir import OutputFolder, Staging, make_dirs, no_link, remove_tree
 from workers.store import ShardStore, decode_score, score_key
 
-__all__ = ["Unit", "Work", "StepResult", "StepScorer", "FunctionScorer", "prebuilt", "JobKind", "JobRun", "RunScores", "run", "local_step",
-           "check_results", "checkpoints"]
+__all__ = ["Unit", "Work", "StepResult", "StepScorer", "FunctionScorer", "prebuilt", "JobKind", "JobRun", "Assembled",
+           "RunScores", "run", "local_step", "check_results", "checkpoints"]
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +127,7 @@ def prebuilt(scorer: Any) -> Callable[..., Any]:
 
 
 class JobKind:
-    """What one kind of job supplies to the runner; subclasses override what differs. A hook may be a
-    method or a function bound when the kind is made (``self.check = partial(check_backends, ...)``).
+    """What one kind of job supplies to the runner; subclasses override the methods that differ.
 
     Attributes:
         kind: the manifest's ``kind`` (None: none, the score job's manifest).
@@ -143,6 +143,8 @@ class JobKind:
         key_fields: the kind's own fields of every unit's store key (besides the input, its reader
             options and the config: ``workers.store.score_key``).
         names: the score names every stored id carries (set by the kind's ``__init__``).
+        item_type: the dataclass of the work items: they travel to Ray as its JSON
+            (``rubric.io.record_json``; :meth:`encode_item`, :meth:`decode_item`).
         checkpoint: store ids per checkpoint (one store part) in the local step; the runner cuts the
             items in order, never splitting one (:func:`checkpoints`).
         outputs: every file the kind may publish into OUT (the manifest besides). One the earlier run
@@ -164,6 +166,7 @@ class JobKind:
     options: dict
     key_fields: Mapping[str, Any] = {}
     names: list[str]
+    item_type: type
     checkpoint: int
     outputs: tuple[str, ...] = ()
     own_files: tuple[str, ...] = ()
@@ -197,10 +200,10 @@ class JobKind:
         raise NotImplementedError
 
     def encode_item(self, item: Any) -> str:
-        raise NotImplementedError
+        return record_json(item)
 
     def decode_item(self, text: str) -> Any:
-        raise NotImplementedError
+        return record_from_json(self.item_type, text)
 
     def dedupe_key(self, item: Any) -> str:
         """Items with one key are scored once per job on Ray (their texts are the same)."""
@@ -209,24 +212,37 @@ class JobKind:
         return hashlib.sha256(self.encode_item(item).encode()).hexdigest()
 
     # --- after the step ---
-    def assemble(self, job: "JobRun", scores: "RunScores", provenance: Mapping[str, Provenance]) -> dict:
-        """Write the kind's tables into ``job.staging`` and name them in ``job.staged`` (the manifest
-        excepted); return its manifest fields. ``scores`` is every unit's stores merged (the runner
-        closes it), ``provenance`` one per name.
-
-        Two keys of the returned dict are not top-level fields: ``per_input`` (an input's name -> the
-        extra fields of its ``inputs`` entry, its counts) and ``job`` (the manifest's ``job`` fields
-        besides the runner's); both may be left out.
-        """
+    def assemble(self, job: "JobRun", scores: "RunScores", provenance: Mapping[str, Provenance]) -> "Assembled":
+        """Hand the kind's tables, rejects and report to ``job.output`` (the manifest excepted) and say
+        what the manifest records. ``scores`` is every unit's stores merged (the runner closes it),
+        ``provenance`` one per name."""
         raise NotImplementedError
+
+
+@dataclass
+class Assembled:
+    """What a kind's assemble step returns besides the files it staged.
+
+    Attributes:
+        fields: the manifest's top-level fields of the kind (counts, settings, ``protocol``...).
+        per_input: an input's name -> the extra fields of its ``inputs`` entry (its counts).
+        job: the manifest's ``job`` fields besides the runner's.
+        failed: the job has no result: what was staged (the reasons) is published with the manifest,
+            which records this, and the run then fails with it (InputError).
+    """
+
+    fields: dict
+    per_input: dict = field(default_factory=dict)
+    job: dict = field(default_factory=dict)
+    failed: str | None = None
 
 
 def check_results(kind: JobKind, ids: Sequence[Sequence[str]], got: Sequence[Sequence[Mapping[str, Score]]],
                   names: Sequence[str]) -> None:
     """One result list per item, one result per store id, each with every name (others are not stored);
     or BatchMismatchError."""
-    if len(got) != len(ids) or any(len(g) != len(i) for g, i in zip(got, ids)) \
-            or any(not set(names) <= set(r) for g in got for r in g):
+    if (len(got) != len(ids) or any(len(g) != len(i) for g, i in zip(got, ids))
+            or any(not set(names) <= set(r) for g in got for r in g)):
         raise BatchMismatchError(f"the scorer returned {len(got)} results for {len(ids)} items, or results without "
                                  f"every id or every {kind.what}")
 
@@ -356,10 +372,10 @@ def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer
 class JobRun:
     """One run of a job, as the kind's assemble step sees it.
 
-    The assemble step writes its files into :attr:`staging` (a fresh folder inside OUT) and names them
-    in :attr:`staged` (file name in OUT -> the finished file); the runner publishes them with the
-    manifest (``workers.outdir.OutputFolder.publish``: the earlier run's files this run does not write
-    are removed, no other), and removes the staging folder afterwards, published or not.
+    The assemble step hands its files to :attr:`output` (the run's staging, in a fresh folder inside
+    OUT); the runner publishes them with the manifest (``workers.outdir.OutputFolder.publish``: the
+    earlier run's files this run does not write are removed, no other), and removes the staging folder
+    afterwards, published or not.
     """
 
     kind: JobKind
@@ -371,9 +387,8 @@ class JobRun:
     status: dict[str, str]
     why: dict[str, str]
     timings: dict[str, float]
-    staging: Path
+    output: Staging
     folder: OutputFolder
-    staged: dict[str, Path] = field(default_factory=dict)
     t_start: float = 0.0
 
     def merged(self) -> tuple[RunScores, dict[str, Provenance]]:
@@ -456,8 +471,8 @@ def _run(kind: JobKind, inputs, folder: OutputFolder, *, progress: bool, step, r
     status: dict[str, str] = {}
     why: dict[str, str] = {}
     for u in units:  # per input: done now if any of its units was
-        status[u.shard] = kind.status_done if (not u.store.done or status.get(u.shard) == kind.status_done) \
-            else "reused"
+        done_now = not u.store.done or status.get(u.shard) == kind.status_done
+        status[u.shard] = kind.status_done if done_now else "reused"
         if u.store.why and u.shard not in why:
             why[u.shard] = u.store.why
     log.info("%d input(s) in %d unit(s): %d already done, %d to do", len(shards), len(units),
@@ -482,8 +497,8 @@ def _run(kind: JobKind, inputs, folder: OutputFolder, *, progress: bool, step, r
     # an earlier run's manifest stays until publish replaces it: a run that fails from here on leaves
     # that run's complete set, still vouched for (``rubric.io.check_published``)
     staging = folder.staging()
-    job = JobRun(kind, out, list(shards), units, result, runner, status, why, timings, staging, folder,
-                 t_start=t_start)
+    job = JobRun(kind, out, list(shards), units, result, runner, status, why, timings,
+                 Staging(staging, kind.outputs), folder, t_start=t_start)
     try:
         return _assemble(job)
     finally:
@@ -493,14 +508,14 @@ def _run(kind: JobKind, inputs, folder: OutputFolder, *, progress: bool, step, r
 def _assemble(job: JobRun) -> dict:
     """The kind's assemble step on the merged stores, the inputs checked unchanged, the manifest, and the
     files published with it."""
-    kind, out, units, status, why, timings = job.kind, job.out, job.units, job.status, job.why, job.timings
+    kind, units, status, why, timings = job.kind, job.units, job.status, job.why, job.timings
     t0 = time.perf_counter()
     scores, provenance = job.merged()
     try:
-        fields = kind.assemble(job, scores, provenance)
+        done = kind.assemble(job, scores, provenance)
     finally:
         scores.close()
-    per_input, job_fields = fields.pop("per_input", {}), fields.pop("job", {})
+    per_input, job_fields = done.per_input, done.job
     for u in {u.uri: u for u in units}.values():
         if shard_sha256(u.uri, kind.fmt, kind.options) != u.sha:
             raise InputError(f"{u.uri!r} changed while the job ran; run it again")
@@ -515,11 +530,14 @@ def _assemble(job: JobRun) -> dict:
     manifest = {
         "tool": "lfqa-rubric", **({"kind": kind.kind} if kind.kind else {}),
         "inputs": inputs,
-        **fields,
+        **done.fields,
+        **({"failed": done.failed} if done.failed else {}),
         "config": asdict(kind.config),
         "job": {"runner": job.runner, **job_fields, **job.step.info},
         "timings_s": timings,
         "platform": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
     }
-    job.folder.publish(job.staged, manifest)
+    job.folder.publish(job.output.files, manifest)
+    if done.failed:
+        raise InputError(done.failed)
     return manifest

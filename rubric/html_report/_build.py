@@ -11,8 +11,7 @@ from pathlib import Path
 
 from rubric.errors import ConfigError, InputError, ProvenanceError
 from rubric.html_report._model import ModelSection, model_section, pair_browser_data
-from rubric.html_report._protocols import ARENA_PAIRS_FILE, ArenaSection, LfqaESection, LinkageSection, \
-    arena_section, lfqa_e_section, linkage_section
+from rubric.html_report._sections import HtmlSection
 from rubric.html_report._score import ScoreSummary, score_summary
 from rubric.io import folder_state, read_manifest
 
@@ -37,14 +36,13 @@ class Report:
     browsers: list[dict] = field(default_factory=list)
     analysis: object | None = None
     analysis_charts: dict[str, str] = field(default_factory=dict)
-    linkage: list[LinkageSection] = field(default_factory=list)
-    arena: list[ArenaSection] = field(default_factory=list)
-    lfqa_e: list[LfqaESection] = field(default_factory=list)
+    protocols: list[tuple[HtmlSection, object]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
 
 def folder_kinds(folder: str | Path) -> list[str]:
-    """What an output folder holds: "score", "judge", "linkage", "arena", "lfqa-e" (possibly several).
+    """What an output folder holds: "score", "judge" or a protocol's name (its manifest's ``protocol``),
+    possibly several.
 
     Raises:
         InputError: it is not a folder, or holds none of the known outputs.
@@ -55,29 +53,24 @@ def folder_kinds(folder: str | Path) -> list[str]:
     kinds = []
     if (folder / "pairs.parquet").is_file():
         kinds.append("score")
-    if (folder / "linkage.parquet").is_file():
-        kinds.append("linkage")
-    if (folder / "judgments.parquet").is_file():
-        protocol = read_manifest(folder).get("protocol")
-        if protocol == "arena" or (folder / ARENA_PAIRS_FILE).is_file():
-            kinds.append("arena")
-        elif protocol == "lfqa-e":
-            kinds.append("lfqa-e")
-        else:
-            kinds.append("judge")
+    protocol = read_manifest(folder).get("protocol") if (folder / "manifest.json").is_file() else None
+    if protocol:
+        kinds.append(str(protocol))
+    elif (folder / "judgments.parquet").is_file():
+        kinds.append("judge")
     if not kinds:
-        raise InputError(f"{folder} holds no pairs.parquet, judgments.parquet or linkage.parquet: give the folder "
+        raise InputError(f"{folder} holds no pairs.parquet, judgments.parquet or protocol output: give the folder "
                          "a score, judge or protocol command wrote")
     return kinds
 
 
 def build_report(folders: Sequence[str | Path], *, model: str | Path | None = None, split: str = "test",
                  n_boot: int = 1000, seed: int = 0, perturbed: Mapping[str, Sequence[str | Path]] | None = None,
-                 allow_provenance_mismatch: bool = False) -> Report:
+                 allow_provenance_mismatch: bool = False, sections: Mapping[str, HtmlSection] | None = None) -> Report:
     """Read every folder and compute each section with the function its Markdown report uses.
 
     Args:
-        folders: output folders (score, with or without model.json; judge; LINKAGE; RAG-QA Arena).
+        folders: output folders (score, with or without model.json; judge; a protocol's).
         model: a model JSON for the first score output (default: each score output's own model.json).
         split: the split the model and the analysis are evaluated on (``evaluate``'s and ``analyze``'s
             ``--split``).
@@ -85,6 +78,8 @@ def build_report(folders: Sequence[str | Path], *, model: str | Path | None = No
         seed: bootstrap seed (their ``--seed``).
         perturbed: perturbed sets for the analysis (``analyze --perturbed``).
         allow_provenance_mismatch: as ``evaluate --allow-provenance-mismatch``.
+        sections: protocol name -> its section (``workers.protocols.html_sections()``); a protocol's
+            folder without one is left out with a note.
     """
     from rubric.judging import read_judgments
 
@@ -122,16 +117,18 @@ def build_report(folders: Sequence[str | Path], *, model: str | Path | None = No
     if judge_dirs or model_for:
         _add_analysis(rep, [*score_dirs, *judge_dirs], model=model, perturbed=perturbed,
                       allow_provenance_mismatch=allow_provenance_mismatch, several_models=len(model_for) > 1)
+    sections = dict(sections or {})
     for f, k in kinds:
-        if "linkage" in k:
-            rep.linkage.append(linkage_section(f, n_boot=n_boot, seed=seed))
-        if "arena" in k:
-            rep.arena.append(arena_section(f, n_boot=n_boot, seed=seed))
-        if "lfqa-e" in k:
+        for protocol in (x for x in k if x not in ("score", "judge")):
+            section = sections.get(protocol)
+            if section is None:
+                rep.notes.append(f"{f}: a {protocol} output, whose protocol has no section here; its tables are in "
+                                 f"{Path(f) / 'report.md'}")
+                continue
             try:
-                rep.lfqa_e.append(lfqa_e_section(f, n_boot=n_boot, seed=seed))
+                rep.protocols.append((section, section.read(f, n_boot=n_boot, seed=seed)))
             except InputError as e:
-                rep.notes.append(f"{f}: LFQA-E output not shown ({e}); its tables are in {Path(f) / 'report.md'}")
+                rep.notes.append(f"{f}: {protocol} output not shown ({e}); its tables are in {Path(f) / 'report.md'}")
     return rep
 
 
@@ -197,14 +194,16 @@ def render_html(rep: Report) -> str:
     from rubric.protocols import fmt_mean
     from rubric.preference import IN_SAMPLE_MARK, MIN_QUESTIONS_FOR_CI
 
-    env = jinja2.Environment(loader=jinja2.PackageLoader("rubric.html_report", "templates"),
-                             autoescape=jinja2.select_autoescape(["html", "j2"]), undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True)
+    sources = {s.template: s.source for s, _ in rep.protocols if s.source is not None}
+    loader = jinja2.ChoiceLoader([jinja2.DictLoader(sources), jinja2.PackageLoader("rubric.html_report", "templates")])
+    env = jinja2.Environment(loader=loader, autoescape=jinja2.select_autoescape(["html", "j2"]),
+                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(num=num, ci=ci, isnan=_nan, mean=fmt_mean, data=lambda o: Markup(_json(o)))
-    env.globals["zip"] = zip
+    env.globals.update(zip=zip, METRICS=METRICS, MIN_Q=MIN_QUESTIONS_FOR_CI)
+    protocols = [Markup(env.get_template(s.template).render(x=data)) for s, data in rep.protocols]
     tpl = env.get_template("report.html.j2")
-    return tpl.render(rep=rep, METRICS=METRICS, IN_SAMPLE_MARK=IN_SAMPLE_MARK, MIN_Q=MIN_QUESTIONS_FOR_CI,
-                      PAGE_SIZE=PAGE_SIZE, css=_static("report.css"), js=_static("report.js"))
+    return tpl.render(rep=rep, protocols=protocols, IN_SAMPLE_MARK=IN_SAMPLE_MARK, PAGE_SIZE=PAGE_SIZE,
+                      css=_static("report.css"), js=_static("report.js"))
 
 
 def _static(name: str) -> str:

@@ -45,11 +45,13 @@ from rubric.io.readers import (
     READERS, FORMATS, read_input,
 )
 
+from rubric.io.codec import record_json, record_from_json
 from rubric.io.units import COPY_CHUNK, is_uri, read_whole, read_unit, answer_work
 
 from rubric.io.outputs import MANIFEST, PUBLISHING, check_published, folder_state, published_files, read_manifest
 
 __all__ = [
+    "record_json", "record_from_json",
     "MANIFEST", "PUBLISHING", "check_published", "folder_state", "published_files", "read_manifest",
     "Label", "LABELS", "PairRecord", "AnswerItem", "Reject", "content_id", "question_id", "explode", "SPLITS",
     "assign_splits", "split_questions", "ReadResult", "RowError", "DEFAULT_MAX_ANSWER_CHARS",

@@ -122,8 +122,8 @@ def arena_tables(systems: Sequence[str], outcomes: Sequence[str | None], questio
         ratings, failed_notes = arena_ratings(battles, n_boot=n_boot, seed=seed)
         for name, ivs in ratings.items():
             for iv in ivs:
-                rows.setdefault(iv.system, {"n": str(iv.n_battles)})[name] = \
-                    f"{iv.rating:.0f} [{_f(iv.ci[0], 0)}, {_f(iv.ci[1], 0)}]"
+                cell = f"{iv.rating:.0f} [{_f(iv.ci[0], 0)}, {_f(iv.ci[1], 0)}]"
+                rows.setdefault(iv.system, {"n": str(iv.n_battles)})[name] = cell
         order = sorted(rows, key=lambda s: -float(rows[s].get("Elo (online, K=4)", "nan").split(" ")[0]))
         out += ["| system | Elo (online, K=4) | Bradley-Terry | battles |", "|---|---|---|---|"]
         for s in order:

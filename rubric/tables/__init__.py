@@ -29,7 +29,7 @@ from rubric.tables.assemble import (
 from rubric.tables.assemble_stream import (
     StreamAssembled, ScoreLookup, MappingScores, assemble_stream,
 )
-from rubric.tables.files import TableFiles
+from rubric.tables.files import FileSink, TableFiles
 from rubric.tables.answer_tables import InputUnit, AnswerTables, write_answer_tables, ANSWER_TABLE_FILES
 
 __all__ = [
@@ -41,5 +41,5 @@ __all__ = [
     "pairs_table", "table_rubrics", "table_style", "concat_feature_tables", "DesignMatrix", "design_matrix",
     "fit_length_betas", "word_count", "ASPECT_COLUMN_PREFIX", "JobInput", "Assembled", "combine_inputs",
     "job_splits", "fit_rescale", "assemble", "StreamAssembled", "ScoreLookup", "MappingScores",
-    "assemble_stream", "TableFiles", "InputUnit", "AnswerTables", "write_answer_tables", "ANSWER_TABLE_FILES",
+    "assemble_stream", "TableFiles", "FileSink", "InputUnit", "AnswerTables", "write_answer_tables", "ANSWER_TABLE_FILES",
 ]

@@ -1,15 +1,14 @@
 """The score job's assemble step, whole: its units read again, :func:`assemble_stream` over the merged
-scores, the tables written into one folder (:class:`TableFiles`), and what the manifest records of them.
+scores, the tables handed to the job's file sink (:class:`TableFiles`), and what the manifest records of them.
 
-The job (``workers.job.ScoreKind``) names the folder (a staging folder it publishes) and hands over
-its units and merged scores; everything a table holds is decided here.
+The job (``workers.job.ScoreKind``) hands over its units, merged scores and the run's staging (the
+sink, which writes and publishes the files); everything a table holds is decided here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from rubric.config import DEFAULT_SPLIT_FRACTIONS
@@ -18,7 +17,7 @@ from rubric.io import Block, read_unit
 from rubric.scoring import Provenance, RubricSpec
 from rubric.tables.assemble import JobInput
 from rubric.tables.assemble_stream import ScoreLookup, assemble_stream
-from rubric.tables.files import TableFiles
+from rubric.tables.files import FileSink, TableFiles
 from rubric.tables.provenance import rubric_provenance
 
 __all__ = ["InputUnit", "AnswerTables", "write_answer_tables", "ANSWER_TABLE_FILES"]
@@ -42,7 +41,7 @@ class AnswerTables:
     """What :func:`write_answer_tables` wrote and what the manifest records.
 
     Attributes:
-        files: the files written into the folder, in :data:`ANSWER_TABLE_FILES` order.
+        files: the files written into the sink, in :data:`ANSWER_TABLE_FILES` order.
         counts: the job's counts (``per_input``: an input's name -> its own counts).
         rubrics: rubric name -> its provenance record and declared raw range.
         split_source: where the splits came from.
@@ -56,9 +55,9 @@ class AnswerTables:
 
 def write_answer_tables(units: Sequence[InputUnit], scores: ScoreLookup, provenance: Mapping[str, Provenance],
                         specs: Sequence[RubricSpec], *, fmt: str, options: Mapping[str, Any], rescale: str,
-                        seed: int, folder: str | Path,
+                        seed: int, sink: FileSink,
                         split_fractions: Sequence[float] = DEFAULT_SPLIT_FRACTIONS) -> AnswerTables:
-    """Assemble a score job's tables from its units and merged scores, into ``folder``.
+    """Assemble a score job's tables from its units and merged scores, into ``sink``'s files.
 
     Units are read one at a time (nothing of an earlier unit is kept); a block counts under its input.
     A rubric with no score (every answer rejected) still says how it would have been scored.
@@ -66,7 +65,6 @@ def write_answer_tables(units: Sequence[InputUnit], scores: ScoreLookup, provena
     Raises:
         InputError: the job has no usable pair (``assemble_stream``).
     """
-    folder = Path(folder)
     provenance = dict(provenance)
     for s in specs:
         provenance.setdefault(s.name, Provenance(s.version, s.backend))
@@ -76,11 +74,11 @@ def write_answer_tables(units: Sequence[InputUnit], scores: ScoreLookup, provena
             yield JobInput(name=u.name if u.block is None else u.shard, read=read_unit(u.uri, fmt, options, u.block),
                            fmt=fmt, sha256=u.sha, group=None if u.block is None else u.shard)
 
-    files = TableFiles(folder)
+    files = TableFiles(sink)
     try:
         assembled = assemble_stream(read_inputs, scores, provenance, specs, write_pairs=files.pairs,
                                     write_rejects=files.rejects, write_answers=files.answers,
-                                    write_claims=files.claims, rescale=rescale, seed=seed, workdir=str(folder),
+                                    write_claims=files.claims, rescale=rescale, seed=seed, workdir=sink.scratch(),
                                     fractions=split_fractions)
     finally:
         written = files.close()
@@ -91,7 +89,7 @@ def write_answer_tables(units: Sequence[InputUnit], scores: ScoreLookup, provena
     if assembled.has_claims:
         made.add("claims.parquet")
     if assembled.fitted is not None:
-        (folder / "rescale.json").write_bytes(assembled.fitted.to_json_bytes())
+        sink.data("rescale.json", assembled.fitted.to_json_bytes())
         made.add("rescale.json")
     return AnswerTables(
         files=[n for n in ANSWER_TABLE_FILES if n in made], counts=dict(assembled.counts),

@@ -1,40 +1,55 @@
-"""The assemble step's tables written into one folder as they stream out (:class:`TableFiles`).
+"""The assemble step's tables handed, as they stream out, to the files of a sink (:class:`TableFiles`).
 
 ``assemble_stream`` hands its pieces to ``write_*`` callables; a :class:`TableFiles`' methods are
-those callables, so the writing stays inside ``rubric.tables`` and the job only names the folder (a
-staging folder it publishes or removes) and closes the files afterwards.
+those callables. The files themselves are the sink's (:class:`FileSink`: the run's staging,
+``workers.outdir.Staging``), so this package decides what a table holds and never opens a file.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
+from typing import IO, Any, Protocol
 
 from rubric.io import Reject
 
-__all__ = ["TableFiles"]
+__all__ = ["TableFiles", "FileSink"]
+
+
+class FileSink(Protocol):
+    """Where a job's files go (``workers.outdir.Staging``)."""
+
+    def table_writer(self, name: str, schema: Any) -> Any:
+        """A streaming Parquet writer (``write_table``, ``close``) for the file ``name``."""
+        ...
+
+    def text_stream(self, name: str) -> IO[str]:
+        ...
+
+    def data(self, name: str, data: bytes) -> None:
+        ...
+
+    def scratch(self) -> str:
+        """A scratch folder that goes with the sink."""
+        ...
 
 
 class TableFiles:
-    """``<name>.parquet`` per table (one ParquetWriter each, opened with its first piece's schema) and
-    ``rejects.jsonl`` (opened at once: a job without rejects still has the file), inside ``folder``.
+    """``<name>.parquet`` per table (one writer each, opened with its first piece's schema) and
+    ``rejects.jsonl`` (opened at once: a job without rejects still has the file), in ``sink``.
 
     Pass :meth:`pairs`, :meth:`answers`, :meth:`claims` and :meth:`rejects` as ``assemble_stream``'s
     ``write_*`` arguments, then :meth:`close`.
     """
 
-    def __init__(self, folder: str | Path) -> None:
-        self.folder = Path(folder)
-        self._tables: dict[str, Any] = {}  # name -> open ParquetWriter
-        self._rejects = (self.folder / "rejects.jsonl").open("w", encoding="utf-8")
+    def __init__(self, sink: FileSink) -> None:
+        self.sink = sink
+        self._tables: dict[str, Any] = {}  # name -> open writer
+        self._rejects = sink.text_stream("rejects.jsonl")
 
     def _write(self, name: str, table) -> None:
-        import pyarrow.parquet as pq
-
         if name not in self._tables:
-            self._tables[name] = pq.ParquetWriter(self.folder / f"{name}.parquet", table.schema)
+            self._tables[name] = self.sink.table_writer(f"{name}.parquet", table.schema)
         self._tables[name].write_table(table)
 
     def pairs(self, table) -> None:

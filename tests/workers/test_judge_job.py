@@ -120,14 +120,20 @@ def test_one_folder_holds_one_kind_of_jobs_output(tmp_path, settings):
     analyze would read both); a judge run without a protocol page drops the page an earlier run published."""
     from rubric.io import check_published
     from workers.job import run_job
-    from workers.judge_job import ProtocolPage
+    from workers.judge_job import JudgeKind, ProtocolPage
+    from workers.runner import prebuilt, run
+
+    class Paged(JudgeKind):  # a protocol's judge kind: its page is published with the judgments
+        protocol = "arena"
+
+        def page(self, **_):
+            return ProtocolPage("# a protocol's page\n")
 
     src = _write(tmp_path / "in.jsonl", _records()[:6])
     versions = [s.version for s in settings.specs]
     out = tmp_path / "j"
-    page = lambda **_: ProtocolPage("# a protocol's page\n", {"protocol": "arena"})  # noqa: E731
-    run_judge_job(src, "lfqa-hp", settings, out, config=CONFIG, progress=False, scorer=LengthJudge(versions),
-                  page=page)
+    run(Paged("lfqa-hp", {}, settings, CONFIG, 0, prebuilt(LengthJudge(versions))), src, out, progress=False,
+        check=False)
     assert (out / "report.md").is_file()
     before = sorted(p.name for p in out.iterdir())
     with pytest.raises(ConfigError, match=r"holds another kind of job's output \(arena: judgments.parquet, report.md"):

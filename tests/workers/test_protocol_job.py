@@ -15,7 +15,8 @@ from rubric.protocols import protocol_judge
 from tests.models.test_protocols import FakeEngine
 from workers.cli import main
 from workers.linkage_job import LinkageSettings, run_linkage_job
-from workers.protocol_job import run_arena_job, run_lfqa_e_job
+from workers.protocols.arena import run_arena_job
+from workers.protocols.lfqa_e import run_lfqa_e_job
 
 CONFIG = ScoringConfig(batch_size=4)
 
@@ -208,7 +209,7 @@ def test_lfqa_e_job_three_way_report(tmp_path):
     (["judge", "x", "--out", "o", "--protocol", "linkage", "--reference-max-tokens", "64"],
      "--reference-max-tokens applies to --references generated"),
     (["judge", "x", "--out", "o", "--protocol", "linkage", "--references", "generated", "--reference-max-tokens",
-      "0"], "--reference-max-tokens must be in 1..4096, got 0"),
+      "0"], "'reference_max_tokens' must be an integer in 1..4096, got 0"),
     (["judge", "x", "--out", "o", "--protocol", "arena", "--judges", "cot"], "runs its own judge"),
     (["judge", "x", "--out", "o", "--protocol", "linkage", "--reference-template",
       "linkage.create_multi_step_answer.v2"], "--reference-template applies to --references generated"),
@@ -372,7 +373,8 @@ def test_run_job_script_linkage_on_ray_resumes_a_partial_store_and_writes_the_si
 
     import workers.linkage_job as lj
     from tests.workers.test_ray_judges import _run_job_script
-    from workers.linkage_job import question_from_json, question_to_json
+    from rubric.io import record_from_json, record_json
+    from rubric.protocols import LinkageQuestion
 
     src = _webglm(tmp_path, n=12)  # 36 candidates: a local chunk of 32 answers is 10 questions
     local = run_linkage_job(src, tmp_path / "local", config=CONFIG, settings=SETTINGS, signals=False, n_boot=20,
@@ -407,7 +409,7 @@ def test_run_job_script_linkage_on_ray_resumes_a_partial_store_and_writes_the_si
     from rubric.protocols import read_linkage
 
     q = read_linkage(src).questions[0]
-    assert question_from_json(question_to_json(q)) == q
+    assert record_from_json(LinkageQuestion, record_json(q)) == q
 
 
 def test_run_job_script_protocol_options_need_the_protocol(tmp_path, capsys):
@@ -431,10 +433,10 @@ def test_linkage_settings_reference_template_is_keyed_and_needs_generated_lists(
 def test_run_job_script_protocol_arena_on_ray_writes_the_single_process_judgments_and_report(ray_local, tmp_path, monkeypatch):
     import functools
 
-    import workers.protocol_job as pj
+    import workers.protocols.arena as pa
     from tests.workers.test_ray_judges import _run_job_script
 
-    monkeypatch.setattr(pj, "run_arena_job", functools.partial(pj.run_arena_job, scorer_factory=protocol_factory))
+    monkeypatch.setattr(pa, "run_arena_job", functools.partial(pa.run_arena_job, scorer_factory=protocol_factory))
     ann, files = _arena_files(tmp_path)
     out = tmp_path / "out"
     argv = [str(ann), "--protocol", "arena", "--systems", *(f"{n}={p}" for n, p in files.items()),
@@ -494,8 +496,9 @@ def test_lfqa_e_table_counts_a_pair_rejected_as_a_duplicate_once(tmp_path):
     assert m["counts"]["pairs"] == 3 and m["counts"]["rejected"] == 1
     assert "(lfqa-eval); 3 pairs." in (out / "report.md").read_text()
     from rubric.html_report import build_report  # the HTML page's table re-reads the inputs the same way
+    from workers.protocols import html_sections
 
-    [section] = build_report([out], n_boot=20).lfqa_e
+    [(_, section)] = build_report([out], n_boot=20, sections=html_sections()).protocols
     assert section.breakdown.n_unknown_type == 3  # no answer types here: every labelled pair is "unknown"
     assert set(json.loads((out / "manifest.json").read_text())["published"]) == {
         "judgments.parquet", "rejects.jsonl", "report.md"}

@@ -9,7 +9,8 @@ from rubric.config import ScoringConfig
 from rubric.io import PairRecord
 from tests.workers.test_judge_job import LengthJudge, _records, _write
 from tests.tolerances import LLM_BATCH_NOISE
-from workers.judge_job import JudgeSettings, pair_from_json, pair_to_json, run_judge_job
+from rubric.io import record_from_json, record_json
+from workers.judge_job import JudgeSettings, run_judge_job
 from workers.ray_pipeline import PoolConfig, RayStep
 
 CONFIG = ScoringConfig(batch_size=4)
@@ -37,9 +38,9 @@ def test_pair_record_json_round_trip_is_exact():
     p = PairRecord("q1:row3", "Why?\u2028Really?", "A \u00e9", "B", None, source="s", domain="d", expert=True,
                    docs_a=("doc one", "doc two"), docs_b=(), row=3, split="test", reference="ref",
                    aspects=(("coherence", "a"), ("factuality", "tie")), answer_type_a="human", answer_type_b="gpt-4")
-    assert pair_from_json(pair_to_json(p)) == p
+    assert record_from_json(PairRecord, record_json(p)) == p
     with pytest.raises(Exception, match="unknown fields"):
-        pair_from_json(json.dumps({**json.loads(pair_to_json(p)), "colour": "red"}))
+        record_from_json(PairRecord, json.dumps({**json.loads(record_json(p)), "colour": "red"}))
 
 
 def test_ray_judge_job_writes_the_single_process_judgments(ray_local, tmp_path):
@@ -171,14 +172,14 @@ def test_run_job_script_gives_judge_pools_batches_in_flight(tmp_path, monkeypatc
 
     seen = {}
 
-    def fake(*args, ray, **kw):
-        seen["pool"] = ray.pools["llm"]
+    import workers.protocols.lfqa_e as lf
+
+    def fake(*args, ray=None, step=None, **kw):
+        seen["pool"] = (ray or step).pools["llm"]
         raise InputError("stop here")
 
-    import workers.protocol_job as pj
-
     monkeypatch.setattr(jj, "run_judge_job", fake)
-    monkeypatch.setattr(pj, "run_judge_job", fake)  # the protocol jobs' judge job
+    monkeypatch.setattr(lf, "run_job", fake)  # the protocol's job
     rc = _run_job_script().main(["data/", "--format", "lfqa-hp", "--out", str(tmp_path), *mode,
                                  "--llm-batches-in-flight", "3"])
     assert rc == 2 and seen["pool"].batches_in_flight == 3

@@ -342,7 +342,7 @@ def test_arena_win_rates_and_ratings_equal_its_report(tmp_path):
     from rubric.protocols import protocol_judge
     from tests.models.test_protocols import FakeEngine
     from tests.workers.test_protocol_job import _arena_files
-    from workers.protocol_job import run_arena_job
+    from workers.protocols.arena import run_arena_job
 
     ann, files = _arena_files(tmp_path)
     out = tmp_path / "arena"
@@ -367,7 +367,7 @@ def test_report_errors_are_one_line(tmp_path, capsys):
     assert err.count("\n") == 0 and "is not an output folder" in err and str(tmp_path / "missing") in err
     (tmp_path / "empty").mkdir()
     assert main(["report", str(tmp_path / "empty"), "--html", str(tmp_path / "r.html")]) == 2
-    assert "holds no pairs.parquet, judgments.parquet or linkage.parquet" in capsys.readouterr().err
+    assert "holds no pairs.parquet, judgments.parquet or protocol output" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
 
 
@@ -377,7 +377,7 @@ def test_lfqa_e_judge_row_equals_its_report(tmp_path):
     from rubric.protocols import protocol_judge
     from tests.models.test_protocols import FakeEngine
     from tests.workers.test_protocol_job import _webglm
-    from workers.protocol_job import run_lfqa_e_job
+    from workers.protocols.lfqa_e import run_lfqa_e_job
 
     out = tmp_path / "lfqa_e"
     run_lfqa_e_job(_webglm(tmp_path, n=4), "graded", out, config=ScoringConfig(batch_size=4), n_boot=1000,

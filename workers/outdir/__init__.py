@@ -41,9 +41,10 @@ within one process (``arena`` writes its joined pairs, then runs the judge job i
 
 from workers.outdir._folder import OutputFolder, check_output_file, output_file
 from workers.outdir._lock import OutLock
+from workers.outdir._staging import Staging
 from workers.outdir._paths import (LOCK_FILE, TOOL, atomic_write_bytes, check_overlap, inside, is_scratch, make_dirs,
                                    new_temp, no_link, out_path, remove_tree, replace)
 
-__all__ = ["LOCK_FILE", "TOOL", "OutLock", "OutputFolder", "output_file", "check_output_file", "out_path",
+__all__ = ["LOCK_FILE", "TOOL", "OutLock", "OutputFolder", "Staging", "output_file", "check_output_file", "out_path",
            "check_overlap", "inside", "remove_tree", "replace", "atomic_write_bytes", "new_temp", "make_dirs", "no_link",
            "is_scratch"]
