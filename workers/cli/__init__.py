@@ -15,6 +15,11 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from workers.installed import check_installed
+
+# Before the imports below: a foreign rubric/ or models/ earlier on sys.path would fail them far from the cause.
+check_installed()
+
 from rubric.errors import RubricError
 from workers import report_cmd
 from workers.presets import FIXED as PRESET_COMMANDS, add_preset
