@@ -25,8 +25,8 @@ def top_level_names(dist: importlib.metadata.Distribution) -> set[str]:
              if line.strip()}
     for f in dist.files or ():
         parts = f.parts
-        if not parts or parts[0] == ".." or parts[0] == "__pycache__" or \
-                parts[0].endswith((".dist-info", ".egg-info", ".data")):
+        if (not parts or parts[0] == ".." or parts[0] == "__pycache__"
+                or parts[0].endswith((".dist-info", ".egg-info", ".data"))):
             continue
         if len(parts) > 1:
             names.add(parts[0])  # a package folder (a namespace portion counts: it merges with ours)

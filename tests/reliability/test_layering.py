@@ -72,8 +72,8 @@ def imported_modules(source: str, module: str = "", is_package: bool = False) ->
             else:
                 name = node.module or ""
             out.append((node.lineno, name))
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
-                and isinstance(node.args[0].value, str):
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)):
             f = node.func
             called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
             if called in ("import_module", "__import__"):
