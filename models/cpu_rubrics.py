@@ -219,8 +219,8 @@ class CPUProfileScorer:
                         out: list[dict[str, Score]]) -> None:
         questions = self._parse([items[i].question for i in ok], _parse_question)
         evidence_texts = [t for i in ok for t in self._evidence_texts(items[i])]
-        evidence = self._parse(evidence_texts, lambda d: _Parsed(sentences=_sentences(d)), senter_only=True) \
-            if evidence_texts else {}
+        evidence = (self._parse(evidence_texts, lambda d: _Parsed(sentences=_sentences(d)), senter_only=True)
+                    if evidence_texts else {})
         rows: dict[str, int] = {}  # distinct sentence -> its row of the embedding matrix
         for parsed in (*answers.values(), *questions.values(), *evidence.values()):
             for s in parsed.sentences:

@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     # share, at least 2; on a 2-core machine the replicas then share the cores, as the load figures show
     from math import ceil
 
-    from workers.serve.command import replica_plan
+    from workers.serve import replica_plan
 
     need = sum(r.count * r.resources.get("CPU", 0) for r in replica_plan(settings))
     settings = dataclasses.replace(settings, num_cpus=max(2, ceil(need)))

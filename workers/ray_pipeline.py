@@ -484,9 +484,9 @@ class RayStep:
                     scores, prov = json.loads(cols["scores"][j]), json.loads(cols["provenance"][j])
                     n_scored += len(scores)
                     n_restarted += len(scores) if cols["restarted"][j] else 0
-                    members = json.loads(cols["members"][j]) if "members" in cols else \
-                        [(cols["unit"][j], cols["index"][j], cols["n_items"][j], cols["n_ids"][j],
-                          json.loads(cols["ids"][j]))]
+                    members = (json.loads(cols["members"][j]) if "members" in cols else
+                               [(cols["unit"][j], cols["index"][j], cols["n_items"][j], cols["n_ids"][j],
+                                 json.loads(cols["ids"][j]))])
                     for unit_id, idx, n_items, n_ids, ids in members:
                         collector.add(unit_id, idx, n_items, ids, scores, prov, n_ids=n_ids)
         if watch.lost or n_restarted:

@@ -31,8 +31,8 @@ from rubric.analysis.comparison import Comparison, compare_systems
 from rubric.analysis.linkage import LINKAGE_FILE, LinkageRun, linkage_run, read_linkage_rows
 from rubric.analysis.perturbation import Perturbation, perturbation_deltas
 from rubric.analysis.position import Position, position_bias
-from rubric.analysis.systems import KINDS, PairSet, System, baseline_systems, judge_systems, model_systems, \
-    people_system, predictions_systems
+from rubric.analysis.systems import (KINDS, PairSet, System, baseline_systems, judge_systems, model_systems,
+                                     people_system, predictions_systems)
 from rubric.analysis.transitivity import Transitivity, transitivity
 from rubric.analysis.verbosity import Verbosity, verbosity_bias
 from rubric.errors import ConfigError, InputError

@@ -225,8 +225,8 @@ def read_graded(
         ConfigError: an option is out of range.
     """
     check_max_chars(max_answer_chars, max_question_chars)
-    if isinstance(max_pairs_per_question, bool) or not isinstance(max_pairs_per_question, int) \
-            or max_pairs_per_question < 1:
+    if (isinstance(max_pairs_per_question, bool) or not isinstance(max_pairs_per_question, int)
+            or max_pairs_per_question < 1):
         raise ConfigError(f"'max_pairs_per_question' must be an integer >= 1, got {max_pairs_per_question!r}")
     if max_questions is not None and (isinstance(max_questions, bool) or not isinstance(max_questions, int)
                                       or max_questions < 1):

@@ -156,8 +156,8 @@ def aspect_agreement(diffs: Mapping[str, Sequence[float | None]], judgements: Ma
     if unmatched:
         log.info("aspects with no rubric of the same name (only comparable through overall): %s", unmatched)
     for rubric, d in diffs.items():
-        names = ([rubric] if rubric != OVERALL and rubric in judgements else []) \
-            + ([OVERALL] if OVERALL in judgements else [])
+        names = (([rubric] if rubric != OVERALL and rubric in judgements else [])
+                 + ([OVERALL] if OVERALL in judgements else []))
         for aspect in names:
             out.append(agreement(rubric, aspect, d, judgements[aspect], question_ids, n_boot=n_boot, seed=seed))
     return out

@@ -183,8 +183,8 @@ def _cell(trained: TrainedModel, eval_name: str, pairs: pa.Table, *, split: str,
                                     groups=dm.question_id[keep], n_boot=n_boot, seed=seed)
 
     predicted, longer = model.predict(dm.X), longer_answer_wins(dm.n_words_a, dm.n_words_b)
-    controlled = row("model, style-controlled", model.predict(dm.X, style_controlled=True)) \
-        if model.style_features_ else None
+    controlled = (row("model, style-controlled", model.predict(dm.X, style_controlled=True))
+                  if model.style_features_ else None)
     outside = outside_longer = None
     if sample.partial:
         keep = sample.outside(dm.question_id)

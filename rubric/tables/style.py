@@ -142,8 +142,8 @@ def check_style_record(obj: object, *, what: str) -> dict:
     Raises:
         ConfigError: it has another shape.
     """
-    if not isinstance(obj, Mapping) or obj.get("kind") != "style" or not isinstance(obj.get("version"), str) \
-            or set(obj) != {"kind", "version"}:
+    if (not isinstance(obj, Mapping) or obj.get("kind") != "style" or not isinstance(obj.get("version"), str)
+            or set(obj) != {"kind", "version"}):
         raise ConfigError(f"{what} must be {{'kind': 'style', 'version': <str>}}, got {obj!r}")
     return {"kind": "style", "version": obj["version"]}
 

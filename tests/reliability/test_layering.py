@@ -2,8 +2,9 @@
 
 ``rubric/`` is the science and must import without torch, vLLM, Ray or spaCy, so it may import
 neither ``models`` nor ``workers``; ``models/`` hosts the backends and may not import ``workers``
-(the job runners sit on top of both). The check reads the source with ``ast``, so an import inside
-a function counts as much as one at the top of a module.
+(the job runners sit on top of both). No module of the three packages imports, through any chain,
+one that imports it back. The checks read the source with ``ast``, so an import inside a function
+counts as much as one at the top of a module.
 """
 
 from __future__ import annotations
@@ -71,8 +72,8 @@ def imported_modules(source: str, module: str = "", is_package: bool = False) ->
             else:
                 name = node.module or ""
             out.append((node.lineno, name))
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
-                and isinstance(node.args[0].value, str):
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)):
             f = node.func
             called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
             if called in ("import_module", "__import__"):
@@ -270,8 +271,17 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
+#: The packages whose modules form one import graph, edges between them included.
+PACKAGES = ("rubric", "models", "workers")
+
+
+def _package_sources(*packages: str) -> dict[str, tuple[str, bool]]:
+    return {_module_name(p, REPO): (p.read_text(encoding="utf-8"), p.name == "__init__.py")
+            for package in packages for p in _sources(package)}
+
+
 def _rubric_sources() -> dict[str, tuple[str, bool]]:
-    return {_module_name(p, REPO): (p.read_text(encoding="utf-8"), p.name == "__init__.py") for p in _sources("rubric")}
+    return _package_sources("rubric")
 
 
 def test_a_function_level_cycle_is_found():
@@ -300,9 +310,30 @@ def test_a_cycle_through_a_public_face_is_found():
     assert cycles(import_graph(sources)) == []
 
 
-def test_rubric_has_no_import_cycle():
-    found = cycles(import_graph(_rubric_sources()))
-    assert not found, "import cycles in rubric/ (function-level imports included): " + "; ".join(
+def test_a_cycle_across_packages_is_found():
+    # workers' CLI package imports the service, the service (in a function) the CLI's options module, which
+    # runs the CLI package's __init__ first: the shape of the workers.cli <-> workers.serve cycle (issue 36).
+    sources = {
+        "models": ("", True),
+        "models.m": ("from workers.job import J\n", False),
+        "workers": ("", True),
+        "workers.job": ("import models.m\n", False),
+        "workers.cli": ("from workers.serve import start\n", True),
+        "workers.cli.options": ("X = 1\n", False),
+        "workers.serve": ("def start():\n    from workers.cli.options import X\n", True),
+    }
+    assert cycles(import_graph(sources)) == [["models.m", "workers.job"], ["workers.cli", "workers.serve"]]
+    # the options in a module outside the CLI package: no cycle through workers.cli
+    sources["workers.serve"] = ("def start():\n    from workers.options import X\n", True)
+    sources["workers.options"] = ("X = 1\n", False)
+    assert cycles(import_graph(sources)) == [["models.m", "workers.job"]]
+
+
+def test_no_import_cycle_in_rubric_models_workers():
+    sources = _package_sources(*PACKAGES)
+    assert {m.split(".")[0] for m in sources} == set(PACKAGES)
+    found = cycles(import_graph(sources))
+    assert not found, "import cycles in rubric/, models/, workers/ (function-level imports included): " + "; ".join(
         " <-> ".join(c) for c in found)
 
 

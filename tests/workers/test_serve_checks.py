@@ -23,7 +23,7 @@ from workers.serve.placement import Replicas, check_placement, readiness
 
 
 def test_three_backends_times_two_replicas_on_two_cpus_is_refused_in_one_line():
-    from workers.serve.command import ServeSettings, replica_plan
+    from workers.serve import ServeSettings, replica_plan
 
     settings = ServeSettings(specs=tuple(resolve_rubrics("conciseness,grammar,coherence")), replicas=2)
     plan = replica_plan(settings)

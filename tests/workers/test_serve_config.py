@@ -21,11 +21,12 @@ def schema():
 def test_the_config_builds_the_application_it_configures(schema):
     from ray.serve._private.build_app import build_app as serve_build
 
-    from workers.serve.command import APP_NAME, build_app
+    from workers.cli.serve import build_app
+    from workers.serve import APP_NAME
 
     assert schema.proxy_location == "HeadOnly" and schema.http_options.host == "127.0.0.1"
     (app,) = schema.applications
-    assert app.name == APP_NAME and app.import_path == "workers.serve.command:build_app"
+    assert app.name == APP_NAME and app.import_path == "workers.cli.serve:build_app"
     built = serve_build(build_app(app.args), name=app.name)
     names = {d.name for d in built.deployments}
     assert names == {"scorer-spacy", "scorer-llm", "RubricService"}
@@ -37,7 +38,23 @@ def test_the_config_builds_the_application_it_configures(schema):
                                       ({"rubrics": "coherence"}, "unknown application args \\['rubrics'\\]")])
 def test_ray_options_belong_to_the_config_not_argv(schema, args, msg):
     from rubric.errors import ConfigError
-    from workers.serve.command import build_app
+    from workers.cli.serve import build_app
 
     with pytest.raises(ConfigError, match=msg):
         build_app(args)
+
+
+def test_the_old_import_path_still_builds_for_one_release_with_a_warning():
+    # serve_config.yaml files written before issue 36 name workers.serve.command:build_app
+    import importlib
+    import sys
+
+    from workers.cli import serve as cli_serve
+
+    sys.modules.pop("workers.serve.command", None)
+    with pytest.warns(DeprecationWarning, match="workers.cli.serve:build_app"):
+        old = importlib.import_module("workers.serve.command")
+    assert old.build_app is cli_serve.build_app and old.add_serve is cli_serve.add_serve
+    import workers.serve
+
+    assert old.StopSignals is workers.serve.StopSignals and old.APP_NAME == workers.serve.APP_NAME

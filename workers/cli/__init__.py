@@ -15,11 +15,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from workers.installed import check_installed
+
+# Before the imports below: a foreign rubric/ or models/ earlier on sys.path would fail them far from the cause.
+check_installed()
+
 from rubric.errors import RubricError
 from workers import report_cmd
 from workers.presets import FIXED as PRESET_COMMANDS, add_preset
-from workers.serve import command as serve_cmd
-from workers.cli import judge, score, tables, tools
+from workers.cli import judge, score, serve, tables, tools
 from workers.cli.options import FORMATS, add_scoring_args, reader_options, scoring_config
 from workers.cli.score import DEMO_RUBRICS
 
@@ -61,7 +65,7 @@ COMMANDS: list[Command] = [
                        "and verbosity bias, perturbations (Markdown + PNG)", tables.add_analyze, tables.analyze),
     Command("report", "one self-contained HTML page (no server, no CDN) for score, fit, judge, analyze, LINKAGE, "
                       "RAG-QA Arena and LFQA-E output folders", report_cmd.add_report, report_cmd.report),
-    Command("serve", serve_cmd.SERVE_HELP, serve_cmd.add_serve, serve_cmd.serve),
+    Command("serve", serve.SERVE_HELP, serve.add_serve, serve.serve),
     Command("rubrics", "list the registered rubric versions", tools.add_rubrics, tools.rubrics),
 ]
 

@@ -89,8 +89,8 @@ def demo(args) -> int:
     rubrics, profile_only = demo_rubrics(args.rubrics)
     data = resources.files("rubric") / "data"
     out = out_path(args.out)
-    with resources.as_file(data / "sample_pairs.jsonl") as path, \
-            resources.as_file(data / "sample_corpus.jsonl") as corpus:
+    with (resources.as_file(data / "sample_pairs.jsonl") as path,
+          resources.as_file(data / "sample_corpus.jsonl") as corpus):
         score_args = _parse(add_score, [str(path), "--format", "lfqa-hp", "--out", str(out)])
         score(argparse.Namespace(**{**vars(score_args), **vars(args), "inputs": [str(path)], "format": "lfqa-hp",
                                     "out": str(out), "rubrics": rubrics,

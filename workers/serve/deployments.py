@@ -37,6 +37,7 @@ from rubric.scoring import Provenance, Score
 from rubric.preference import (ServiceLimits, answer_item, cache_key, check_body_size, preference_pair, prefer_rows,
                             request_items, score_rows)
 from rubric.scoring import RUBRICS
+from workers.serve.settings import APP_NAME
 
 __all__ = ["RubricScorer", "RubricService", "ATTEMPTS", "app"]
 
@@ -215,8 +216,6 @@ class RubricService:
         try:
             self.app_name = serve.get_replica_context().app_name
         except Exception:  # built outside Serve (a test): the service's own name
-            from workers.serve.command import APP_NAME
-
             self.app_name = APP_NAME
 
     # --- plumbing ------------------------------------------------------------------------------------------
