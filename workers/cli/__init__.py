@@ -59,12 +59,12 @@ COMMANDS: list[Command] = [
     Command("lfq", "classify the input's questions as long-form or not (paper appendix A.4)", tools.add_lfq, tools.lfq),
     Command("transfer", "fit on each training output's train split, evaluate on every evaluation output's test split "
                         "(Markdown table)", tables.add_transfer, tables.transfer),
-    Command("judge", "LLM judges over pairs, both orders (judgments.parquet); --protocol runs LINKAGE "
-                     "(linkage.parquet), RAG-QA Arena or LFQA-E", judge.add_judge, judge.judge),
+    Command("judge", "LLM judges over pairs, both orders (judgments.parquet); --protocol NAME runs a neighbouring "
+                     "protocol (judge --help lists them)", judge.add_judge, judge.judge),
     Command("analyze", "the rubric model, LLM judges and baselines on the same pairs: accuracy, transitivity, position "
                        "and verbosity bias, perturbations (Markdown + PNG)", tables.add_analyze, tables.analyze),
-    Command("report", "one self-contained HTML page (no server, no CDN) for score, fit, judge, analyze, LINKAGE, "
-                      "RAG-QA Arena and LFQA-E output folders", report_cmd.add_report, report_cmd.report),
+    Command("report", "one self-contained HTML page (no server, no CDN) for score, fit, judge, analyze and protocol "
+                      "output folders", report_cmd.add_report, report_cmd.report),
     Command("serve", serve.SERVE_HELP, serve.add_serve, serve.serve),
     Command("rubrics", "list the registered rubric versions", tools.add_rubrics, tools.rubrics),
 ]
