@@ -1,7 +1,7 @@
 """A job's rubric scorers run over answers in batches: the score job's step (in process and in each
 Ray stage actor) and the service's (``workers.serve``).
 
-:class:`ScorerSet` is what ``workers.job.ScoreKind.scorer`` hands the runner: the scorers of the
+:class:`ScorerSet` is what ``workers.jobs.score.ScoreKind.scorer`` hands the runner: the scorers of the
 rubrics asked for (``models.backends.build_scorers``), their provenance (fixed when built) and
 :meth:`ScorerSet.score`. Reading, resume, checkpoints and assembly are the runner's
 (:mod:`workers.runner`).

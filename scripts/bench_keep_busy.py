@@ -4,7 +4,7 @@
         --batch-size 8 --batches-in-flight 3
 
 The unique answers of the first ``--questions`` WebGLM questions (default file
-``../shared/data/WEBGLM_50.json``) go through one LLM pool stage (``workers.ray_pipeline.add_pool_stage``,
+``../shared/data/WEBGLM_50.json``) go through one LLM pool stage (``workers.cluster.pipeline.add_pool_stage``,
 one actor) twice on one local Ray: ``batches_in_flight=1`` (today's actor: one synchronous engine call
 per Ray batch) and ``batches_in_flight=K`` (K batches per actor in threads, one kept-busy engine). An
 untimed pass over one batch comes first, so the model files are in the page cache for both rows. Each
@@ -38,9 +38,9 @@ def _run(items, versions, pool, config) -> tuple[float, dict[str, dict[str, floa
 
     import json
 
-    from workers.job import ScoreKind
-    from workers.ray_pipeline import add_pool_stage, item_rows
-    from workers.store import decode_score
+    from workers.jobs.score import ScoreKind
+    from workers.cluster.pipeline import add_pool_stage, item_rows
+    from workers.storage.store import decode_score
 
     kind = ScoreKind("lfqa-hp", {}, versions, config)
     t0 = time.perf_counter()
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     from rubric.config import ScoringConfig
     from rubric.io import explode
     from rubric.scoring import resolve_rubrics
-    from workers.ray_pipeline import PoolConfig, init_local_ray
+    from workers.cluster.pipeline import PoolConfig, init_local_ray
 
     items = explode(load_pairs(args.data, args.questions))
     versions = [s.version for s in resolve_rubrics(args.rubrics)]

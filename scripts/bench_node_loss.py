@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     from rubric.scoring import resolve_rubrics
     from tests.multinode.cluster import LocalCluster, NodeRemover, write_shards
     from tests.tolerances import LLM_BATCH_NOISE
-    from workers.job import run_job
-    from workers.ray_pipeline import PoolConfig, RayStep
+    from workers.jobs.score import run_job
+    from workers.cluster.pipeline import PoolConfig, RayStep
 
     specs = resolve_rubrics(args.rubrics)
     config = ScoringConfig(batch_size=args.batch_size)

@@ -4,7 +4,7 @@
         --max-pairs-per-question 10 --rubrics conciseness,grammar --text-actors 1,2
 
 Shards are cut from a graded file (default ``../shared/data/TREC-DL-NF.json``). The single-process
-row runs ``workers.job.run_job`` over all shards; each Ray row runs it with ``ray=workers.ray_pipeline.RayStep(...)``
+row runs ``workers.jobs.score.run_job`` over all shards; each Ray row runs it with ``ray=workers.cluster.pipeline.RayStep(...)``
 over the same shards into a fresh folder, on one local Ray whose start-up time is reported on its
 own. Both are one job (scored, then assembled once); the tables are checked to be identical before
 timings are printed.
@@ -56,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from rubric.config import ScoringConfig
     from rubric.scoring import resolve_rubrics
-    from workers.job import run_job
-    from workers.ray_pipeline import PoolConfig, RayStep, init_local_ray
+    from workers.jobs.score import run_job
+    from workers.cluster.pipeline import PoolConfig, RayStep, init_local_ray
 
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     questions = list(data)[: args.shards * args.questions_per_shard]

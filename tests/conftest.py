@@ -101,7 +101,7 @@ def ray_local():
     """One 2-CPU local Ray with a small object store for the whole session (starting one takes ~5-13 s
     and ~1 GB), shut down and its temp dir removed at the end."""
     ray = pytest.importorskip("ray")
-    from workers.ray_pipeline import init_local_ray
+    from workers.cluster.pipeline import init_local_ray
 
     if ray.is_initialized():
         ray.shutdown()

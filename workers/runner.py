@@ -3,7 +3,7 @@
     check backends -> list shards -> plan units (a shard, or a block of one: name, uri, sha256 and
       score store, each computed once) -> resume (a finished store is reused, a changed key starts
       the unit over, a partial store keeps its scores) -> the step (in this process, :func:`local_step`,
-      or on Ray, :class:`workers.ray_pipeline.RayStep`) -> every store merged (a score made two
+      or on Ray, :class:`workers.cluster.pipeline.RayStep`) -> every store merged (a score made two
       ways is refused) -> the kind's assemble step (its tables) -> manifest.json (last)
 
 A job kind is a small object (:class:`JobKind`) that says only what differs: as values, its store
@@ -11,7 +11,7 @@ folder, the fields of its store key, its score names, its item type (the Ray cod
 checkpoint size and the files it publishes (an OUT holding another kind's files is refused); as
 methods, the backend check, a unit's work items with their store ids, the scorer it needs (an
 object that scores a chunk and says how: :class:`StepScorer`) and its assemble step, which hands its
-tables, rejects and report to the run's staging (``JobRun.output``, a :class:`workers.outdir.Staging`)
+tables, rejects and report to the run's staging (``JobRun.output``, a :class:`workers.storage.outdir.Staging`)
 and returns its manifest fields (:class:`Assembled`). The runner alone opens the output folder,
 stages, writes and publishes: no kind writes a file. The runner merges the stores before the
 assemble step and closes them after it. The runner and both steps are the same code for every kind,
@@ -35,9 +35,9 @@ from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.io import Block, record_from_json, record_json
 from rubric.scoring import Provenance, Score
-from workers.shards import plan_inputs, shard_sha256
-from workers.outdir import OutputFolder, Staging, make_dirs, no_link, remove_tree
-from workers.store import ShardStore, decode_score, score_key
+from workers.storage.shards import plan_inputs, shard_sha256
+from workers.storage.outdir import OutputFolder, Staging, make_dirs, no_link, remove_tree
+from workers.storage.store import ShardStore, decode_score, score_key
 
 __all__ = ["Unit", "Work", "StepResult", "StepScorer", "FunctionScorer", "prebuilt", "JobKind", "JobRun", "Assembled",
            "RunScores", "run", "local_step", "check_results", "checkpoints"]
@@ -141,7 +141,7 @@ class JobKind:
         config: the engine settings.
         options: the reader options (in every store key).
         key_fields: the kind's own fields of every unit's store key (besides the input, its reader
-            options and the config: ``workers.store.score_key``).
+            options and the config: ``workers.storage.store.score_key``).
         names: the score names every stored id carries (set by the kind's ``__init__``).
         item_type: the dataclass of the work items: they travel to Ray as its JSON
             (``rubric.io.record_json``; :meth:`encode_item`, :meth:`decode_item`).
@@ -150,7 +150,7 @@ class JobKind:
         outputs: every file the kind may publish into OUT (the manifest besides). One the earlier run
             published and this run does not stage is removed when the run publishes (no earlier run's
             table stays); an OUT whose manifest lists a file outside them holds another kind of job's
-            output and is refused (``workers.outdir.OutputFolder``).
+            output and is refused (``workers.storage.outdir.OutputFolder``).
         own_files: files the kind writes into OUT before it publishes (generated references; RAG-QA
             Arena's joined pairs, its input): a folder holding them without a manifest is still ours.
     """
@@ -272,7 +272,7 @@ class RunScores:
         return out
 
     def put_encoded(self, ids: Sequence[str], encoded: Mapping[str, Sequence[str]]) -> None:
-        """Add scores already encoded (``workers.store.encode_score``); an id stored before keeps its scores."""
+        """Add scores already encoded (``workers.storage.store.encode_score``); an id stored before keeps its scores."""
         rows = ((aid, json.dumps({r: col[i] for r, col in encoded.items()})) for i, aid in enumerate(ids))
         self.db.execute("BEGIN")
         self.db.executemany("INSERT OR IGNORE INTO s VALUES (?, ?)", rows)
@@ -373,7 +373,7 @@ class JobRun:
     """One run of a job, as the kind's assemble step sees it.
 
     The assemble step hands its files to :attr:`output` (the run's staging, in a fresh folder inside
-    OUT); the runner publishes them with the manifest (``workers.outdir.OutputFolder.publish``: the
+    OUT); the runner publishes them with the manifest (``workers.storage.outdir.OutputFolder.publish``: the
     earlier run's files this run does not write are removed, no other), and removes the staging folder
     afterwards, published or not.
     """
@@ -438,11 +438,11 @@ def run(kind: JobKind, inputs: str | Path | Sequence[str | Path], out: str | Pat
     """Run one job of ``kind`` over ``inputs`` into ``out`` (see the module docstring).
 
     Args:
-        step: ``step(kind, pending, progress=) -> StepResult``, the Ray step (``workers.ray_pipeline.RayStep``);
+        step: ``step(kind, pending, progress=) -> StepResult``, the Ray step (``workers.cluster.pipeline.RayStep``);
             default :func:`local_step`. The manifest's ``job.runner`` says which: "ray" or "local".
         scorer: a prebuilt scorer for the local step (tests).
         check: check the backends first (off when a test's scorer stands in).
-        force: write into a folder that is not an lfqa-rubric output (``workers.outdir.OutputFolder``).
+        force: write into a folder that is not an lfqa-rubric output (``workers.storage.outdir.OutputFolder``).
 
     Returns:
         The manifest (also ``OUT/manifest.json``).
@@ -451,7 +451,7 @@ def run(kind: JobKind, inputs: str | Path | Sequence[str | Path], out: str | Pat
         BackendUnavailableError: a backend is missing (before any data is read).
         InputError: an input does not exist or cannot be read (the other units' scores are kept).
         ConfigError: another process is writing into ``out``, ``out`` is not ours, holds another kind
-            of job's output, or overlaps an input (``workers.outdir.OutputFolder``).
+            of job's output, or overlaps an input (``workers.storage.outdir.OutputFolder``).
     """
     given = [inputs] if isinstance(inputs, (str, Path)) else list(inputs)
     with OutputFolder(out, outputs=kind.outputs, own=kind.own_files, stores=(kind.store_dir,), inputs=given,

@@ -3,7 +3,7 @@
 A job publishes its files between a marker (:data:`PUBLISHING`, written first) and
 ``manifest.json`` (written last, its ``published`` field giving every file's size; ``added``, the
 files a later command made from that run's tables, such as ``encoder``'s predictions); see
-``workers.outdir.OutputFolder``. A folder without a manifest (tables written by hand, or by an older
+``workers.storage.outdir.OutputFolder``. A folder without a manifest (tables written by hand, or by an older
 version) is read as it is.
 
 :func:`read_manifest` is the one reader of ``manifest.json``; :func:`check_published` (every reader

@@ -120,7 +120,7 @@ def cache_key(item: AnswerItem) -> str:
     """What an answer's scores depend on besides the scorers: question, answer, documents, reference.
 
     The scorers' part (rubric versions, score-changing config) is the store's key
-    (``workers.store.score_key``), fixed for one server.
+    (``workers.storage.store.score_key``), fixed for one server.
     """
     h = hashlib.sha256(item.answer_id.encode())
     for doc in item.docs:

@@ -1,6 +1,6 @@
 """The neighbouring protocols' ``report.md`` pages: the prose around :mod:`rubric.protocols`'s tables.
 
-Pure text from counts the jobs pass in (``workers.linkage_job``, ``workers.protocol_job``); no file is
+Pure text from counts the jobs pass in (``workers.jobs.linkage``, ``workers.protocol_job``); no file is
 read or written here.
 """
 

@@ -10,7 +10,7 @@ report made with it says so in its title and in every row it computed. A model r
 only when the model is the preset's: all of its rubrics, at its versions, and nothing else
 (:func:`model_preset_tag`); one fitted with the preset's settings on fewer rubrics says which it lacks.
 
-The CLI reads the settings from here (``workers/presets.py``); nothing else restates them.
+The CLI reads the settings from here (``workers/cli/presets.py``); nothing else restates them.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ CPU = Preset(
     decorrelate=False,
     C=1.0,
     ties="drop",
-    judges=(),  # a rubric profile: `judge` and `analyze` refuse it (workers/presets.py)
+    judges=(),  # a rubric profile: `judge` and `analyze` refuse it (workers/cli/presets.py)
     judge_mode="logprob",
     n_votes=1,
     temperature=0.0,

@@ -1,7 +1,7 @@
 """The score job's assemble step, whole: its units read again, :func:`assemble_stream` over the merged
 scores, the tables handed to the job's file sink (:class:`TableFiles`), and what the manifest records of them.
 
-The job (``workers.job.ScoreKind``) hands over its units, merged scores and the run's staging (the
+The job (``workers.jobs.score.ScoreKind``) hands over its units, merged scores and the run's staging (the
 sink, which writes and publishes the files); everything a table holds is decided here.
 """
 

@@ -2,7 +2,7 @@
 
 ``assemble_stream`` hands its pieces to ``write_*`` callables; a :class:`TableFiles`' methods are
 those callables. The files themselves are the sink's (:class:`FileSink`: the run's staging,
-``workers.outdir.Staging``), so this package decides what a table holds and never opens a file.
+``workers.storage.outdir.Staging``), so this package decides what a table holds and never opens a file.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ __all__ = ["TableFiles", "FileSink"]
 
 
 class FileSink(Protocol):
-    """Where a job's files go (``workers.outdir.Staging``)."""
+    """Where a job's files go (``workers.storage.outdir.Staging``)."""
 
     def table_writer(self, name: str, schema: Any) -> Any:
         """A streaming Parquet writer (``write_table``, ``close``) for the file ``name``."""

@@ -177,7 +177,7 @@ def _sample_tables(tmp_path):
 
 @pytest.mark.slow
 def test_encoder_baseline_on_real_sample_pairs(tmp_path, minilm):
-    from workers.encoder_job import PREDICTIONS_FILE, run_encoder_job
+    from workers.jobs.encoder import PREDICTIONS_FILE, run_encoder_job
 
     out, read = _sample_tables(tmp_path)
     summary = run_encoder_job(out, C="cv", n_boot=200, progress=False)
@@ -214,7 +214,7 @@ def test_the_encoder_baseline_beats_chance_on_a_synthetic_separable_text_set(tmp
     import pyarrow as pa
 
     from rubric.io.records import content_id, question_id
-    from workers.encoder_job import run_encoder_job
+    from workers.jobs.encoder import run_encoder_job
 
     topics = ["volcanoes", "tides", "rainbows", "earthquakes", "vaccines", "batteries", "glaciers", "eclipses",
               "hurricanes", "photosynthesis", "magnets", "bread yeast", "coral reefs", "comets", "fog", "thunder",
@@ -347,7 +347,7 @@ def test_perturb_job_on_a_graded_list_changes_each_answer_once(tmp_path):
     from rubric.judging.perturb import word_budget, words
     from rubric.io import read_graded
     from tests.rubric.test_perturb import LexiconVictim
-    from workers.perturb_job import changes_path, run_perturb_job
+    from workers.jobs.perturb import changes_path, run_perturb_job
 
     strong = "a rigorous, precise and detailed answer with evidence measured because"
     data = {f"How does process {k} work?": {"doc_list": [

@@ -176,8 +176,8 @@ def test_ray_read_task_writes_the_reference_column(monkeypatch):
     import types
 
     import rubric.io.units as units
-    import workers.job as job
-    import workers.ray_pipeline as rp
+    import workers.jobs.score as job
+    import workers.cluster.pipeline as rp
 
     pairs = [PairRecord("p1", "Q1?", "a1", "b1", "a", reference="ref one"), PairRecord("p2", "Q2?", "a2", "b2", "b")]
     monkeypatch.setattr(units, "read_unit", lambda uri, fmt, options, block=None: types.SimpleNamespace(pairs=pairs))
@@ -193,10 +193,10 @@ def test_ray_read_task_writes_the_reference_column(monkeypatch):
 
 def test_reference_travels_in_the_ray_batch_columns():
     """The Ray path's batch layout: a nullable reference in each record, turned back into items by the actor."""
-    from workers.actors import StageActor
-    from workers.job import ScoreKind
-    from workers.ray_pipeline import item_rows
-    from workers.store import decode_score
+    from workers.cluster.actors import StageActor
+    from workers.jobs.score import ScoreKind
+    from workers.cluster.pipeline import item_rows
+    from workers.storage.store import decode_score
 
     kind = ScoreKind("jsonl", {}, ["ref_rouge_l.v1"], ScoringConfig(batch_size=2))
     items = [AnswerItem("x", "What do cats do?", "the cat sat on the mat", reference="the cat lay on the mat"),

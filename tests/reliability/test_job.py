@@ -15,8 +15,8 @@ from rubric.errors import EngineError, InputError
 from rubric.tables import table_provenance
 from rubric.scoring import Provenance, Score
 from rubric.scoring import RUBRICS
-from workers.job import run_job
-from workers.store import ShardStore, score_key
+from workers.jobs.score import run_job
+from workers.storage.store import ShardStore, score_key
 
 SPEC = RUBRICS.get("conciseness.lexical_density.v1")
 SAMPLE = resources.files("rubric") / "data" / "sample_pairs.jsonl"
@@ -60,7 +60,7 @@ def _run(inputs, out, scorer, **kw):
 
 
 def test_engine_failure_keeps_finished_chunks_and_resume_scores_only_the_rest(tmp_path, monkeypatch):
-    monkeypatch.setattr("workers.job.CHECKPOINT_ANSWERS", 8)
+    monkeypatch.setattr("workers.jobs.score.CHECKPOINT_ANSWERS", 8)
     src = _write(tmp_path / "in.jsonl", _records())
     dying = LengthScorer(die_after=3)  # 3 batches of 4 = 12 answers, one whole 8-answer chunk stored
     with pytest.raises(EngineError):

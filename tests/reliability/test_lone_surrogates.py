@@ -131,7 +131,7 @@ def test_the_service_answers_the_item_with_its_reason(item, field):
 
 def test_the_judge_job_judges_the_other_pairs(tmp_path):
     from tests.workers.test_judge_job import LengthJudge
-    from workers.judge_job import JudgeSettings, run_judge_job
+    from workers.jobs.judge import JudgeSettings, run_judge_job
 
     rows = _records()[:4]
     rows[2]["answer_2"] = _spoil(rows[2]["answer_2"])

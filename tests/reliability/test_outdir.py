@@ -25,9 +25,9 @@ from rubric.preference import read_pairs
 from rubric.io import PUBLISHING, check_published
 from tests.reliability.test_job import LengthScorer, _records, _run, _write
 from workers.cli import main
-from workers.outdir import LOCK_FILE, OutLock, inside, remove_tree
-from workers.shards import list_shards, safe_name, shard_name
-from workers.store import ShardStore
+from workers.storage.outdir import LOCK_FILE, OutLock, inside, remove_tree
+from workers.storage.shards import list_shards, safe_name, shard_name
+from workers.storage.store import ShardStore
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -87,7 +87,7 @@ def test_dotdot_input_through_the_cli_twice(tmp_path, monkeypatch):
 @pytest.mark.parametrize("filename", ["...jsonl", "..json"])
 def test_hostile_name_in_the_judge_job_keeps_earlier_results(tmp_path, filename):
     from tests.workers.test_judge_job import LengthJudge
-    from workers.judge_job import JudgeSettings, run_judge_job
+    from workers.jobs.judge import JudgeSettings, run_judge_job
 
     settings = JudgeSettings("plain")
     out = tmp_path / "out"
@@ -158,7 +158,7 @@ def _holder(out: Path, seconds: float = 60) -> subprocess.Popen:
     """Another process holding the lock on ``out`` until killed; returns once it holds it."""
     code = textwrap.dedent(f"""
         import sys, time
-        from workers.outdir import OutLock
+        from workers.storage.outdir import OutLock
         OutLock({str(out)!r}, command="lfqa-rubric score x --out o").acquire()
         print("held", flush=True)
         time.sleep({seconds})
@@ -192,7 +192,7 @@ def test_stale_lock_of_a_dead_process_is_taken_over_with_a_warning(tmp_path, cap
     proc.kill()  # kill -9: the lock file stays, naming a pid that no longer runs
     proc.wait()
     assert str(proc.pid) in (out / LOCK_FILE).read_text()
-    with caplog.at_level(logging.WARNING, logger="workers.outdir"):
+    with caplog.at_level(logging.WARNING, logger="workers.storage.outdir"):
         m = _run(_write(tmp_path / "in.jsonl", _records()[:3]), out, LengthScorer())
     assert m["counts"]["pairs"] == 3
     assert any(f"pid {proc.pid}" in r.getMessage() and "taking over" in r.getMessage() for r in caplog.records)
@@ -203,7 +203,7 @@ def test_a_forked_child_does_not_keep_a_dead_parents_lock(tmp_path):
     out = tmp_path / "out"
     code = textwrap.dedent(f"""
         import os, time
-        from workers.outdir import OutLock
+        from workers.storage.outdir import OutLock
         OutLock({str(out)!r}).acquire()
         if os.fork() == 0:  # an engine worker that outlives its parent
             print("child", flush=True)  # os.fork has returned here, so the at-fork hooks have run
@@ -353,7 +353,7 @@ def test_a_rerun_that_fails_after_scoring_keeps_the_earlier_set_vouched_for(tmp_
 # --- the store verifies what it resumes from ------------------------------------------------------------
 
 def test_truncated_store_part_is_rescored_with_a_warning(tmp_path, caplog, monkeypatch):
-    monkeypatch.setattr("workers.job.CHECKPOINT_ANSWERS", 8)
+    monkeypatch.setattr("workers.jobs.score.CHECKPOINT_ANSWERS", 8)
     src = _write(tmp_path / "in.jsonl", _records())
     out = tmp_path / "out"
     _run(src, out, LengthScorer())
@@ -362,7 +362,7 @@ def test_truncated_store_part_is_rescored_with_a_warning(tmp_path, caplog, monke
     data = part.read_bytes()
     part.write_bytes(data[: len(data) // 2])
     scorer = LengthScorer()
-    with caplog.at_level(logging.WARNING, logger="workers.store"):
+    with caplog.at_level(logging.WARNING, logger="workers.storage.store"):
         m = _run(src, out, scorer)
     assert any("part-00000.parquet cannot be read" in r.getMessage() for r in caplog.records)
     assert scorer.scored == 8 == m["job"]["answers_scored_now"]  # only the damaged part's answers
@@ -373,13 +373,13 @@ def test_truncated_store_part_is_rescored_with_a_warning(tmp_path, caplog, monke
 
 
 def test_store_part_deleted_by_hand_is_rescored(tmp_path, caplog, monkeypatch):
-    monkeypatch.setattr("workers.job.CHECKPOINT_ANSWERS", 8)
+    monkeypatch.setattr("workers.jobs.score.CHECKPOINT_ANSWERS", 8)
     src = _write(tmp_path / "in.jsonl", _records())
     out = tmp_path / "out"
     _run(src, out, LengthScorer())
     (out / "scores" / "in" / "part-00001.parquet").unlink()
     scorer = LengthScorer()
-    with caplog.at_level(logging.WARNING, logger="workers.store"):
+    with caplog.at_level(logging.WARNING, logger="workers.storage.store"):
         m = _run(src, out, scorer)
     assert any("scored again" in r.getMessage() for r in caplog.records)
     assert scorer.scored == 8 and m["counts"]["pairs"] == read_pairs(out).num_rows
@@ -398,7 +398,7 @@ def test_only_input_unreadable_says_so_and_leaves_no_store(tmp_path):
 
 def test_judge_job_with_an_unreadable_only_input_leaves_no_store(tmp_path):
     from tests.workers.test_judge_job import LengthJudge
-    from workers.judge_job import JudgeSettings, run_judge_job
+    from workers.jobs.judge import JudgeSettings, run_judge_job
 
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")

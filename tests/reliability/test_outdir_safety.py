@@ -57,7 +57,7 @@ def test_foreign_folder_is_refused_and_force_replaces_only_files_named_like_ours
     with pytest.raises(ConfigError, match=r"not an lfqa-rubric output folder .*--force"):
         _run(src, user, LengthScorer())
     assert _files(user) == {n: b"mine" for n in ("answers.parquet", "claims.parquet", "notes.txt", "rescale.json")}
-    with caplog.at_level("WARNING", logger="workers.outdir"):
+    with caplog.at_level("WARNING", logger="workers.storage.outdir"):
         m = _run(src, user, LengthScorer(), force=True)
     assert m["counts"]["pairs"] == 2 and pq.read_table(user / "answers.parquet").num_rows == m["counts"]["unique_answers"]
     assert all((user / n).read_text() == "mine" for n in ("rescale.json", "claims.parquet", "notes.txt"))
@@ -305,7 +305,7 @@ def test_commands_into_a_folder_another_command_holds_are_refused(tmp_path, caps
 
 def test_a_file_made_from_a_runs_tables_goes_with_that_run(tmp_path):
     """``encoder``'s predictions in a score folder are recorded in its manifest and removed by its next run."""
-    from workers.outdir import output_file
+    from workers.storage.outdir import output_file
 
     out = _ours(tmp_path)
     with output_file(out / "encoder_predictions.parquet", register=True) as tmp:

@@ -1,4 +1,4 @@
-"""Every file a job writes under its OUT is written by the output folder (``workers.outdir``): no job kind
+"""Every file a job writes under its OUT is written by the output folder (``workers.storage.outdir``): no job kind
 opens, renames or deletes a file there itself.
 
 An audit hook (``sys.addaudithook``) sees every ``open`` for writing, ``os.open`` with a write flag,
@@ -19,12 +19,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: Our modules that may write under OUT, and why.
 WRITERS = {
-    "workers/outdir/": "the output folder: lock, staging, publish, temp files, the one writer of outputs",
-    "workers/store.py": "the score stores under OUT/<store_dir>/ (the runner's, one per unit; not an output)",
+    "workers/storage/outdir/": "the output folder: lock, staging, publish, temp files, the one writer of outputs",
+    "workers/storage/store.py": "the score stores under OUT/<store_dir>/ (the runner's, one per unit; not an output)",
     "workers/runner.py": "the runner's on-disk score lookup (.run-scores-<pid>.sqlite beside the stores)",
     "models/linkage_references.py": "LINKAGE's generated-references cache (appended with O_NOFOLLOW; a store)",
 }
-#: A scratch folder the run's staging hands out (``workers.outdir.Staging.scratch``: on-disk indexes of
+#: A scratch folder the run's staging hands out (``workers.storage.outdir.Staging.scratch``: on-disk indexes of
 #: the assemble step, removed with the staging folder, never published).
 SCRATCH = "scratch-"
 
@@ -106,7 +106,7 @@ def audited(tmp_path, monkeypatch):
 
 def test_a_kind_writing_a_file_itself_is_caught(audited):
     outs, bad = audited
-    from workers.outdir import atomic_write_bytes
+    from workers.storage.outdir import atomic_write_bytes
 
     atomic_write_bytes(outs / "fine.txt", b"x")  # the output folder's writer
     assert bad == []
@@ -116,8 +116,8 @@ def test_a_kind_writing_a_file_itself_is_caught(audited):
 
     pq.write_table(pa.table({"x": [1]}), outs / "t.parquet")
     # code of a kind's module (compiled under its file name, as the stack shows it) writing into OUT
-    exec(compile("open(path, 'w').close()", str(REPO / "workers" / "judge_job.py"), "exec"), {"path": outs / "j.md"})
-    assert bad == ["open report.md by None", "open t.parquet by None", "open j.md by workers/judge_job.py"]
+    exec(compile("open(path, 'w').close()", str(REPO / "workers" / "jobs" / "judge.py"), "exec"), {"path": outs / "j.md"})
+    assert bad == ["open report.md by None", "open t.parquet by None", "open j.md by workers/jobs/judge.py"]
 
 
 def test_every_job_kind_writes_only_through_the_output_folder(audited, tmp_path):
@@ -129,9 +129,9 @@ def test_every_job_kind_writes_only_through_the_output_folder(audited, tmp_path)
     from tests.models.test_protocols import FakeEngine
     from tests.workers.test_judge_job import CONFIG, Const, LengthJudge, _records, _write
     from tests.workers.test_protocol_job import SETTINGS, Counting, _arena_files, _generator, _webglm
-    from workers.job import run_job
-    from workers.judge_job import JudgeSettings, run_judge_job
-    from workers.linkage_job import LinkageSettings, run_linkage_job
+    from workers.jobs.score import run_job
+    from workers.jobs.judge import JudgeSettings, run_judge_job
+    from workers.jobs.linkage import LinkageSettings, run_linkage_job
     from workers.protocols.arena import run_arena_job
     from workers.protocols.lfqa_e import run_lfqa_e_job
 

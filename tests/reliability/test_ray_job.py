@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from rubric.config import ScoringConfig
 from rubric.scoring import resolve_rubrics
-from workers.job import run_job
+from workers.jobs.score import run_job
 from tests.workers.conftest import run_ray_job
 
 SAMPLE = resources.files("rubric") / "data" / "sample_pairs.jsonl"

@@ -34,9 +34,9 @@ def graded_shards(tmp_path_factory):
 
 def run_ray_job(inputs, fmt, specs, out, *, pools=None, address=None, read_concurrency=None, global_dedupe=True,
                 fault_marker=None, **kw):
-    """The score job with its step on Ray (``workers.job.run_job(..., ray=RayStep(...))``)."""
-    from workers.job import run_job
-    from workers.ray_pipeline import RayStep
+    """The score job with its step on Ray (``workers.jobs.score.run_job(..., ray=RayStep(...))``)."""
+    from workers.jobs.score import run_job
+    from workers.cluster.pipeline import RayStep
 
     return run_job(inputs, fmt, specs, out, ray=RayStep(pools=pools or {}, address=address,
                                                           read_concurrency=read_concurrency,

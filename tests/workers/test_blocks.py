@@ -13,11 +13,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import workers.shards as shards
+import workers.storage.shards as shards
 from rubric.io import plan_blocks, read_block, read_input
 from tests.reliability.test_job import SPEC, LengthScorer
 from rubric.config import ScoringConfig
-from workers.job import run_job
+from workers.jobs.score import run_job
 
 
 def _records(n=60):

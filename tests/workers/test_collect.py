@@ -6,9 +6,9 @@ import pytest
 
 from rubric.errors import BatchMismatchError, ConfigError
 from rubric.scoring.scorer import Provenance, Score
-from workers.collect import ShardCollector
+from workers.cluster.collect import ShardCollector
 from workers.runner import Unit
-from workers.store import ShardStore, encode_provenance, encode_score
+from workers.storage.store import ShardStore, encode_provenance, encode_score
 
 PROV = encode_provenance(Provenance("conciseness.lexical_density.v1", "spacy"))
 

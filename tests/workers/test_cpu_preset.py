@@ -16,7 +16,7 @@ import pytest
 from rubric.errors import ConfigError
 from rubric.scoring import CPU
 from workers.cli import build_parser, main
-from workers.presets import apply_preset
+from workers.cli.presets import apply_preset
 
 SAMPLE = resources.files("rubric") / "data" / "sample_pairs.jsonl"
 TITLE = "cpu preset (CPU rubric profile)"

@@ -21,7 +21,7 @@ from workers.logs import engine_env
 
 REPO = Path(__file__).resolve().parents[2]
 
-#: Our log lines (workers/logs.py's format) and our progress bars (workers/local.py, workers/job.py).
+#: Our log lines (workers/logs.py's format) and our progress bars (workers/local.py, workers/jobs/score.py).
 OUR_LOG = re.compile(r"^(DEBUG|INFO|WARNING|ERROR) (lfqa_rubric|rubric|models|workers)(\.[\w.]+)?: ")
 OUR_BAR = re.compile(r"^(scoring|scored|judged)\b.*\|")  # the score step's bars and the runner's per-unit bar
 #: Cursor moves and clears of our nested bars (a stage's transient bar under the input's bar).

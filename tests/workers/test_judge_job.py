@@ -14,7 +14,7 @@ from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, EngineError
 from rubric.scoring import Provenance, Score
 from rubric.scoring import resolve_rubrics
-from workers.judge_job import JudgeSettings, run_judge_job
+from workers.jobs.judge import JudgeSettings, run_judge_job
 
 SAMPLE = resources.files("rubric") / "data" / "sample_pairs.jsonl"
 CONFIG = ScoringConfig(batch_size=4)
@@ -86,7 +86,7 @@ def test_every_pair_in_both_orders_with_the_score_jobs_splits(tmp_path, settings
     assert all(sorted(v) == ["ab", "ba"] for v in by.values()) and len(by) == n_pairs * 2
     assert m["counts"]["rows_in"] == m["counts"]["rows_ok"] + m["counts"]["rejected"]
     # the same splits as the score job on the same inputs and seed: analyze joins the two on pair_id
-    from workers.job import run_job
+    from workers.jobs.score import run_job
     run_job(src, "lfqa-hp", list(Const.specs), tmp_path / "s", config=CONFIG, progress=False,
             scorers=[Const()])
     score_split = {r["pair_id"]: r["split"] for r in pq.read_table(tmp_path / "s" / "pairs.parquet").to_pylist()}
@@ -98,7 +98,7 @@ def test_every_pair_in_both_orders_with_the_score_jobs_splits(tmp_path, settings
 
 
 def test_engine_failure_resumes_from_finished_chunks(tmp_path, settings, monkeypatch):
-    monkeypatch.setattr("workers.judge_job.CHECKPOINT_PAIRS", 8)
+    monkeypatch.setattr("workers.jobs.judge.CHECKPOINT_PAIRS", 8)
     src = _write(tmp_path / "in.jsonl", _records())
     versions = [s.version for s in settings.specs]
     with pytest.raises(EngineError):
@@ -119,8 +119,8 @@ def test_one_folder_holds_one_kind_of_jobs_output(tmp_path, settings):
     """A score job refuses a judge output's folder (its judgments would stay beside the new tables, and
     analyze would read both); a judge run without a protocol page drops the page an earlier run published."""
     from rubric.io import check_published
-    from workers.job import run_job
-    from workers.judge_job import JudgeKind, ProtocolPage
+    from workers.jobs.score import run_job
+    from workers.jobs.judge import JudgeKind, ProtocolPage
     from workers.runner import prebuilt, run
 
     class Paged(JudgeKind):  # a protocol's judge kind: its page is published with the judgments

@@ -13,7 +13,7 @@ from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
 from rubric.scoring import resolve_rubrics
 from workers.cli.options import add_ray_args, pools_from_args
-from workers.ray_pipeline import PoolConfig, add_pool_stage
+from workers.cluster.pipeline import PoolConfig, add_pool_stage
 from tests.tolerances import LLM_BATCH_NOISE
 
 # ---------------------------------------------------------------------------------------------
@@ -38,7 +38,7 @@ def test_cli_flag_reaches_both_engine_pools_only():
 
 def test_a_pool_without_an_engine_refuses_batches_in_flight():
     with pytest.raises(ConfigError, match="pool 'text' has none"):
-        from workers.job import ScoreKind
+        from workers.jobs.score import ScoreKind
 
         kind = ScoreKind("lfqa-hp", {}, ["conciseness.lexical_density.v1"], ScoringConfig())
         add_pool_stage(None, kind, "text", ["conciseness.spacy.v1"], PoolConfig(batches_in_flight=2), batch_size=2)
@@ -82,9 +82,9 @@ def test_kept_busy_actor_scores_concurrent_batches_as_the_synchronous_one(smollm
     from models.llm.engines_cache import keep_engines_busy
     from rubric.io import read_input
     from rubric.io import explode
-    from workers.actors import StageActor
-    from workers.job import ScoreKind
-    from workers.ray_pipeline import item_rows
+    from workers.cluster.actors import StageActor
+    from workers.jobs.score import ScoreKind
+    from workers.cluster.pipeline import item_rows
 
     items = explode(read_input(shard, "graded", max_pairs_per_question=4).pairs)
     kind = ScoreKind("graded", {}, ["coherence.geval.v1"], _CFG)
@@ -110,7 +110,7 @@ def test_kept_busy_actor_scores_concurrent_batches_as_the_synchronous_one(smollm
 @pytest.mark.slow
 def test_llm_pool_with_batches_in_flight_on_ray_matches_single_process(ray_local, smollm2, shard, tmp_path):
     """An LLM rubric on Ray, behind a text pool (two stages), gives the single-process tables."""
-    from workers.job import run_job
+    from workers.jobs.score import run_job
     from tests.workers.conftest import run_ray_job
 
     specs = resolve_rubrics("length,coherence")

@@ -42,7 +42,7 @@ def test_engine_loggers_and_env_follow_verbose(clean_logging, verbose, engine_le
     for name in ("vllm", "ray", "transformers", "torch", "sentence_transformers"):
         assert logging.getLogger(name).getEffectiveLevel() == engine_level, name
     assert logging.getLogger("vllm.engine.core").getEffectiveLevel() == engine_level  # children follow
-    assert logging.getLogger("workers.job").getEffectiveLevel() == own_level
+    assert logging.getLogger("workers.jobs.score").getEffectiveLevel() == own_level
     assert logging.getLogger("ray.data._internal.progress").getEffectiveLevel() == logging.INFO  # progress stays
     assert os.environ["VLLM_LOGGING_LEVEL"] == env_level
     assert os.environ["VLLM_CONFIGURE_LOGGING"] == "1"

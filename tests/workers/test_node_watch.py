@@ -1,4 +1,4 @@
-"""The Ray step's node watch (``workers.ray_pipeline.NodeWatch``) on a cluster's node list as ``ray.nodes()``
+"""The Ray step's node watch (``workers.cluster.pipeline.NodeWatch``) on a cluster's node list as ``ray.nodes()``
 gives it, without Ray: what it records and logs when a node leaves, and when the pools no longer fit."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from workers.ray_pipeline import NodeWatch
+from workers.cluster.pipeline import NodeWatch
 
 
 def _node(node_id: str, cpus: float, alive: bool = True, gpus: float = 0) -> dict:
@@ -29,7 +29,7 @@ def test_a_lost_node_is_recorded_and_logged_with_what_it_takes(cluster, caplog):
     watch.poll()
     assert watch.lost == []
     cluster[1] = {**cluster[1], "Alive": False}
-    with caplog.at_level(logging.INFO, logger="workers.ray_pipeline"):
+    with caplog.at_level(logging.INFO, logger="workers.cluster.pipeline"):
         watch.poll()
         watch.poll()  # reported once
     (lost,) = watch.lost
@@ -42,7 +42,7 @@ def test_a_lost_node_is_recorded_and_logged_with_what_it_takes(cluster, caplog):
 def test_pools_that_no_longer_fit_are_an_error_that_names_the_numbers(cluster, caplog):
     watch = NodeWatch({"CPU": 3.0})
     del cluster[2]  # gone from the list altogether
-    with caplog.at_level(logging.INFO, logger="workers.ray_pipeline"):
+    with caplog.at_level(logging.INFO, logger="workers.cluster.pipeline"):
         watch.poll()
     assert [n["node_id"] for n in watch.lost] == ["work2"]
     assert "the pools need 3 CPU but the 2 node(s) left have 2 CPU: the restarted actors wait for a node" in caplog.text
@@ -51,6 +51,6 @@ def test_pools_that_no_longer_fit_are_an_error_that_names_the_numbers(cluster, c
 def test_a_node_that_joins_is_logged_not_counted(cluster, caplog):
     watch = NodeWatch({"CPU": 1.0})
     cluster.append(_node("work3", 4))
-    with caplog.at_level(logging.INFO, logger="workers.ray_pipeline"):
+    with caplog.at_level(logging.INFO, logger="workers.cluster.pipeline"):
         watch.poll()
     assert watch.lost == [] and "node work3 (10.0.0.3) joined the cluster" in caplog.text

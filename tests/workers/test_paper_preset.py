@@ -37,7 +37,7 @@ def fake_judge(monkeypatch):
         built.append(settings)
         return LengthJudge([s.version for s in settings.specs])
 
-    monkeypatch.setattr("workers.judge_job._scorer", scorer)
+    monkeypatch.setattr("workers.jobs.judge._scorer", scorer)
     return built
 
 

@@ -18,7 +18,7 @@ from rubric.errors import ConfigError
 from rubric.scoring import PAPER, model_preset_problems, model_preset_tag
 from tests.workers.test_judge_job import LengthJudge
 from workers.cli import build_parser, main
-from workers.presets import apply_preset
+from workers.cli.presets import apply_preset
 
 SAMPLE = resources.files("rubric") / "data" / "sample_pairs.jsonl"
 ALL_NINE = dict(PAPER.rubric_versions)
@@ -93,13 +93,13 @@ def test_factuality_on_lfqa_hp_records_without_evidence_is_refused_before_it_sta
 
 
 def test_the_presets_split_fractions_are_the_ones_the_jobs_use(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("workers.judge_job._scorer",
+    monkeypatch.setattr("workers.jobs.judge._scorer",
                         lambda settings, config: LengthJudge([s.version for s in settings.specs]))
     default = tmp_path / "default"
     assert main(["judge", str(SAMPLE), "--format", "lfqa-hp", "--out", str(default), "--quiet"]) == 0
     # a preset whose split is 40/30/30 (the paper's is 70/15/15, which is also our default)
     wide = replace(PAPER, split_fractions=(0.4, 0.3, 0.3))
-    monkeypatch.setattr("workers.presets.get_preset", lambda name: wide)
+    monkeypatch.setattr("workers.cli.presets.get_preset", lambda name: wide)
     args = build_parser().parse_args(["judge", str(SAMPLE), "--format", "lfqa-hp", "--preset", "paper", "--out",
                                       str(tmp_path / "preset"), "--quiet"])
     assert args.func(args) == 0

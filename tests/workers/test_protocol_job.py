@@ -14,7 +14,7 @@ from rubric.errors import ConfigError, EngineError, InputError
 from rubric.protocols import protocol_judge
 from tests.models.test_protocols import FakeEngine
 from workers.cli import main
-from workers.linkage_job import LinkageSettings, run_linkage_job
+from workers.jobs.linkage import LinkageSettings, run_linkage_job
 from workers.protocols.arena import run_arena_job
 from workers.protocols.lfqa_e import run_lfqa_e_job
 
@@ -228,7 +228,7 @@ def test_protocol_flag_errors_are_one_line(argv, message, capsys):
 def test_protocol_judges_travel_to_ray_actors_by_name(monkeypatch):
     """The Ray judge actors rebuild JudgeSettings from plain data; the protocol spec and its scorer survive."""
     import models.llm.engines_cache as llm_scorer
-    from workers.judge_job import JudgeSettings, _scorer
+    from workers.jobs.judge import JudgeSettings, _scorer
 
     settings = JudgeSettings("arena.pairwise.v1,lfqa_e.reference_tie.v1")
     again = JudgeSettings(**json.loads(json.dumps(settings.arguments())))
@@ -371,7 +371,7 @@ def test_run_job_script_linkage_on_ray_resumes_a_partial_store_and_writes_the_si
     single-process job's."""
     import functools
 
-    import workers.linkage_job as lj
+    import workers.jobs.linkage as lj
     from tests.workers.test_ray_judges import _run_job_script
     from rubric.io import record_from_json, record_json
     from rubric.protocols import LinkageQuestion

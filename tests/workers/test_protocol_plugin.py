@@ -13,7 +13,7 @@ import pytest
 from rubric.html_report import HtmlSection
 from tests.workers.test_judge_job import LengthJudge, _records, _write
 from workers.cli import main
-from workers.judge_job import JudgeKind, ProtocolPage, protocol_settings
+from workers.jobs.judge import JudgeKind, ProtocolPage, protocol_settings
 from workers.protocols import (PROTOCOLS, ProtocolOptions, ProtocolRun, ProtocolSpec, load_protocols, option,
                                register_protocol)
 from workers.runner import prebuilt, run

@@ -10,8 +10,8 @@ from rubric.io import PairRecord
 from tests.workers.test_judge_job import LengthJudge, _records, _write
 from tests.tolerances import LLM_BATCH_NOISE
 from rubric.io import record_from_json, record_json
-from workers.judge_job import JudgeSettings, run_judge_job
-from workers.ray_pipeline import PoolConfig, RayStep
+from workers.jobs.judge import JudgeSettings, run_judge_job
+from workers.cluster.pipeline import PoolConfig, RayStep
 
 CONFIG = ScoringConfig(batch_size=4)
 #: columns that say how a row was made, not what it says
@@ -79,7 +79,7 @@ def test_a_pair_in_two_inputs_is_judged_once_with_global_dedupe(ray_local, tmp_p
 
 
 def test_ray_judge_step_keeps_a_partial_store_and_sends_only_the_missing_pairs(ray_local, tmp_path, monkeypatch):
-    import workers.judge_job as jj
+    import workers.jobs.judge as jj
     from rubric.errors import EngineError
 
     monkeypatch.setattr(jj, "CHECKPOINT_PAIRS", 4)
@@ -140,7 +140,7 @@ def _run_job_script():
 
 
 def test_run_job_script_judges_on_the_llm_pool_settings(monkeypatch, tmp_path):
-    import workers.judge_job as jj
+    import workers.jobs.judge as jj
 
     seen = {}
 
@@ -167,7 +167,7 @@ def test_run_job_script_reports_an_unknown_judge_in_one_line(tmp_path, capsys):
 @pytest.mark.parametrize("mode", [["--judges", "plain"], ["--protocol", "lfqa-e"]])
 def test_run_job_script_gives_judge_pools_batches_in_flight(tmp_path, monkeypatch, mode):
     """Judge and protocol actors take --llm-batches-in-flight like the score job's engine pools."""
-    import workers.judge_job as jj
+    import workers.jobs.judge as jj
     from rubric.errors import InputError
 
     seen = {}

@@ -16,10 +16,10 @@ import pytest
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
 from rubric.scoring import resolve_rubrics
-from workers.job import run_job
+from workers.jobs.score import run_job
 from models.backends import pool_of_backend
 from tests.workers.conftest import run_ray_job
-from workers.ray_pipeline import PoolConfig
+from workers.cluster.pipeline import PoolConfig
 
 RUBRICS = "conciseness"
 #: for the tests whose subject is the rows, not the scores: no model to load in each job's actors

@@ -40,7 +40,7 @@ SCREENSHOTS = os.environ.get("LFQA_RUBRIC_SCREENSHOTS")
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
     from tests.workers.test_judge_job import LengthJudge
-    from workers.judge_job import JudgeSettings, run_judge_job
+    from workers.jobs.judge import JudgeSettings, run_judge_job
 
     root = tmp_path_factory.mktemp("report")
     score, judge = root / "score", root / "judge"
@@ -56,7 +56,7 @@ def outputs(tmp_path_factory):
     # LINKAGE on WebGLM-shaped lists (the protocol tests' fake engine ranks BEST > GOOD > POOR); the last
     # question's grades say the opposite, so the correlations are not all 1
     from tests.workers.test_protocol_job import SETTINGS, Counting, _webglm
-    from workers.linkage_job import run_linkage_job
+    from workers.jobs.linkage import run_linkage_job
 
     graded = _webglm(root, n=4)
     data = json.loads(graded.read_text())

@@ -72,7 +72,7 @@ def batch(tmp_path_factory):
     from models.llm.smollm2 import smollm2_folder
     from rubric.errors import BackendUnavailableError
     from workers.cli import main
-    from workers.job import run_job
+    from workers.jobs.score import run_job
 
     try:
         smollm2_folder()

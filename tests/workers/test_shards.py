@@ -1,10 +1,10 @@
-"""Shard discovery, hashing and reading (workers/shards.py), shared by both job paths."""
+"""Shard discovery, hashing and reading (workers/storage/shards.py), shared by both job paths."""
 
 import pytest
 
 from rubric.errors import InputError
 from rubric.io import read_whole as read_shard
-from workers.shards import list_shards, shard_name, shard_sha256
+from workers.storage.shards import list_shards, shard_name, shard_sha256
 
 OPTIONS = {"max_pairs_per_question": 4}
 

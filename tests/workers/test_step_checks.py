@@ -8,10 +8,10 @@ import pytest
 from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError
 from rubric.scoring.scorer import Provenance, Score
-from workers.actors import StageActor
-from workers.ray_pipeline import item_rows
+from workers.cluster.actors import StageActor
+from workers.cluster.pipeline import item_rows
 from workers.runner import FunctionScorer, JobKind, Unit, local_step
-from workers.store import ShardStore
+from workers.storage.store import ShardStore
 
 
 class _Kind(JobKind):

@@ -21,8 +21,8 @@ from workers.installed import check_installed
 check_installed()
 
 from rubric.errors import RubricError
-from workers import report_cmd
-from workers.presets import FIXED as PRESET_COMMANDS, add_preset
+from workers.cli import report as report_cmd
+from workers.cli.presets import FIXED as PRESET_COMMANDS, add_preset
 from workers.cli import judge, score, serve, tables, tools
 from workers.cli.options import FORMATS, add_scoring_args, reader_options, scoring_config
 from workers.cli.score import DEMO_RUBRICS
@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(c.name, help=c.help)
         c.add_arguments(sp)
         sp.set_defaults(func=c.run)
-        if c.name in PRESET_COMMANDS:  # --preset wraps the handler (workers.presets)
+        if c.name in PRESET_COMMANDS:  # --preset wraps the handler (workers.cli.presets)
             add_preset(sp, c.name)
     return p
 

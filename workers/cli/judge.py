@@ -37,7 +37,7 @@ def judge(args) -> int:
     _check_flags(args)
     if args.format is None:
         raise RubricError("judge needs --format (or --protocol NAME)")
-    from workers.judge_job import run_judge_job
+    from workers.jobs.judge import run_judge_job
 
     run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=config,
                   reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray,
@@ -66,7 +66,7 @@ def judge_protocol(args, *, ray=None, command: str | None = None, config=None) -
 
     Args:
         args: the judge command's arguments (or ``scripts/run_job.py``'s, which has the same options).
-        ray: a ``workers.ray_pipeline.RayStep`` (the protocol's engine actors: its "llm" pool).
+        ray: a ``workers.cluster.pipeline.RayStep`` (the protocol's engine actors: its "llm" pool).
         command: the command line quoted in the report (default: this process's, for ``lfqa-rubric``).
         config: the engine settings (default: from ``args``).
     """
@@ -114,7 +114,7 @@ def ray_job(args, argv: list[str]) -> int:
     if args.format is None:
         raise RubricError("--format is required (or --protocol NAME)")
     if args.judges:
-        from workers.judge_job import run_judge_job
+        from workers.jobs.judge import run_judge_job
 
         run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=config,
                       reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray,

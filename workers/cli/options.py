@@ -131,7 +131,7 @@ def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
 
 def add_judge_args(p) -> None:
     """How the judges run (``judge`` and ``scripts/run_job.py --judges``); ``--judges`` itself is the caller's."""
-    from workers.judge_job import JudgeSettings
+    from workers.jobs.judge import JudgeSettings
 
     p.add_argument("--mode", choices=("logprob", "vote"), default=_default(JudgeSettings, "mode"),
                    help="logprob: verdict probabilities from one forward pass per order; vote: the paper's "
@@ -236,7 +236,7 @@ def add_ray_args(p, *, rubric_pools: bool = True) -> None:
         rubric_pools: also the rubric pools' options (:data:`RUBRIC_POOL_OPTIONS`); ``judge`` runs its judges
             and protocols on the engine ("llm") pool only.
     """
-    from workers.ray_pipeline import PoolConfig
+    from workers.cluster.pipeline import PoolConfig
 
     d = PoolConfig()
     g = p.add_argument_group("Ray")
@@ -321,15 +321,15 @@ def scoring_config(args) -> ScoringConfig:
 
 def judge_settings(args):
     """The ``JudgeSettings`` named by ``--judges`` and :func:`add_judge_args`'s options."""
-    from workers.judge_job import JudgeSettings
+    from workers.jobs.judge import JudgeSettings
 
     return JudgeSettings(args.judges, mode=args.mode, tie=args.tie, n_votes=args.n_votes,
                          temperature=args.temperature, seed=args.seed, max_reasoning_tokens=args.max_reasoning_tokens)
 
 
 def pools_from_args(args) -> dict:
-    """The pool settings (``workers.ray_pipeline.PoolConfig`` by pool) named by :func:`add_ray_args`'s options."""
-    from workers.ray_pipeline import PoolConfig
+    """The pool settings (``workers.cluster.pipeline.PoolConfig`` by pool) named by :func:`add_ray_args`'s options."""
+    from workers.cluster.pipeline import PoolConfig
 
     if args.tensor_parallel < 1:
         raise ConfigError(f"'--tensor-parallel' must be >= 1, got {args.tensor_parallel}")
@@ -364,15 +364,15 @@ def score_kind(args, *, ray: bool):
     """The score job of ``score`` and ``scripts/run_job.py``: ``args``' rubrics, scoring settings (on Ray,
     with the pools' engine settings: :func:`config_for_pools`) and reader options."""
     from rubric.scoring import resolve_rubrics
-    from workers.job import ScoreKind
+    from workers.jobs.score import ScoreKind
 
     config = config_for_pools(scoring_config(args), args) if ray else scoring_config(args)
     return ScoreKind(args.format, reader_options(args), resolve_rubrics(args.rubrics), config, seed=args.seed)
 
 
 def ray_step(args):
-    """The ``workers.ray_pipeline.RayStep`` named by :func:`add_ray_args`'s options."""
-    from workers.ray_pipeline import RayStep
+    """The ``workers.cluster.pipeline.RayStep`` named by :func:`add_ray_args`'s options."""
+    from workers.cluster.pipeline import RayStep
 
     return RayStep(pools=pools_from_args(args), address=args.address, global_dedupe=args.global_dedupe,
                    read_concurrency=args.read_concurrency)

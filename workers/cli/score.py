@@ -81,8 +81,8 @@ def demo(args) -> int:
     from rubric.preference import (PreferenceModel, evaluate_model, predict_pairs, read_output_table, read_pairs,
                                    readable_view, write_predictions, write_report)
     from workers.cli.tables import add_fit, fit
-    from workers.outdir import out_path, output_file
-    from workers.report_cmd import html_report
+    from workers.storage.outdir import out_path, output_file
+    from workers.cli.report import html_report
 
     for line in DEMO_PROFILE_LINES:
         log.info("%s", line)

@@ -61,7 +61,7 @@ def fit(args) -> int:
                               n_boot_weights=args.weight_boot, seed=args.seed)
     except ProvenanceError as e:  # the message comes from the table; say which file it is
         raise _provenance_error(e, str(Path(args.outdir) / "pairs.parquet")) from None
-    from workers.outdir import output_file
+    from workers.storage.outdir import output_file
 
     with output_file(args.out, inputs=[Path(args.outdir) / "pairs.parquet"]) as tmp:  # not into a folder in use
         model.to_json(tmp, trained_on=str(args.outdir), split=args.split, n_pairs=int(len(dm.y)),
@@ -98,7 +98,7 @@ def evaluate(args) -> int:
                             allow_provenance_mismatch=args.allow_provenance_mismatch, seed=args.seed)
     except ProvenanceError as e:
         raise _provenance_error(e, f"model {args.model} vs table {Path(args.outdir) / 'pairs.parquet'}") from None
-    from workers.outdir import out_path, output_file
+    from workers.storage.outdir import out_path, output_file
 
     report = out_path(args.report) if args.report else Path(args.outdir) / f"report_{args.split}.md"
     with output_file(report, command="evaluate") as staged:  # the charts beside it go in with it
@@ -137,7 +137,7 @@ def predict(args) -> int:
         table = predict_pairs(model, pairs, split=args.split, allow_provenance_mismatch=args.allow_provenance_mismatch)
     except ProvenanceError as e:
         raise _provenance_error(e, f"model {args.model} vs table {Path(args.outdir) / 'pairs.parquet'}") from None
-    from workers.outdir import output_file
+    from workers.storage.outdir import output_file
 
     with output_file(args.out, inputs=[args.model, Path(args.outdir) / "pairs.parquet"]) as tmp:
         write_predictions(table, tmp)
@@ -155,9 +155,9 @@ def add_export(x: argparse.ArgumentParser) -> None:
 
 def export(args) -> int:
     from rubric.preference import read_output_table
-    from workers.export import write_table
+    from workers.jobs.export import write_table
 
-    from workers.outdir import output_file
+    from workers.storage.outdir import output_file
 
     table = read_output_table(args.outdir, args.table)
     with output_file(args.to, inputs=[Path(args.outdir) / f"{args.table}.parquet"]) as tmp:
@@ -183,11 +183,11 @@ def add_transfer(t: argparse.ArgumentParser) -> None:
 def transfer(args) -> int:
     from rubric.preference import transfer_markdown
     from rubric.scoring import preset_title
-    from workers.export import run_transfer
+    from workers.jobs.export import run_transfer
 
     result = run_transfer(args.train, args.eval, C=args.C, ties=args.ties, style=args.style, split=args.split,
                           n_boot=args.n_boot, seed=args.seed)
-    from workers.outdir import out_path, output_file
+    from workers.storage.outdir import out_path, output_file
 
     text = transfer_markdown(result, title=preset_title("Transfer of the preference model",
                                                         getattr(args, "preset", None)))
@@ -250,7 +250,7 @@ def analyze(args) -> int:
                             perturbed=parse_perturbed(args.perturbed), split=args.split, n_boot=args.n_boot,
                             seed=args.seed, allow_provenance_mismatch=args.allow_provenance_mismatch,
                             preset=getattr(args, "preset", None), judge_failures=args.judge_failures)
-    from workers.outdir import out_path, output_file
+    from workers.storage.outdir import out_path, output_file
 
     out = out_path(args.out)
     with output_file(out, command="analyze") as staged:  # the charts beside it go in with it

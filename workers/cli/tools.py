@@ -39,7 +39,7 @@ def add_encoder(en: argparse.ArgumentParser) -> None:
 
 
 def encoder(args) -> int:
-    from workers.encoder_job import run_encoder_job
+    from workers.jobs.encoder import run_encoder_job
 
     summary = run_encoder_job(args.outdir, out=args.out, head_dir=args.head, predictions=args.predictions,
                               encoder=args.encoder, device=args.device, batch_size=args.batch_size, C=args.C,
@@ -78,9 +78,9 @@ def add_perturb(pt: argparse.ArgumentParser) -> None:
 
 def perturb(args) -> int:
     from rubric.judging import word_budget
-    from workers.perturb_job import load_victim, run_perturb_job
+    from workers.jobs.perturb import load_victim, run_perturb_job
 
-    from workers.outdir import OutLock, out_path
+    from workers.storage.outdir import OutLock, out_path
 
     word_budget(1, args.budget)  # a bad --budget fails before the victim loads
     with OutLock(out_path(args.out).parent):  # a folder another command writes into: refused before the victim loads
@@ -108,7 +108,7 @@ def add_lfq(q: argparse.ArgumentParser) -> None:
 
 
 def lfq(args) -> int:
-    from workers.lfq_job import run_lfq_job
+    from workers.jobs.lfq import run_lfq_job
 
     run_lfq_job(args.input, args.format, args.out, config=scoring_config(args), reader_options=reader_options(args))
     return 0

@@ -3,7 +3,7 @@
 A protocol is one module that registers one :class:`ProtocolSpec`: its name, its options (a frozen
 dataclass, :class:`ProtocolOptions`: the CLI makes one flag per field, with the field's default,
 bounds and help, defined there once), how it runs (a job of ``workers.runner``, usually a judge kind,
-``workers.judge_job.JudgeKind``, with the protocol's page), and its section of the HTML report
+``workers.jobs.judge.JudgeKind``, with the protocol's page), and its section of the HTML report
 (``rubric.html_report.HtmlSection``, looked up by the manifest's ``protocol``). The CLI and the HTML
 report loop over :data:`PROTOCOLS`; nothing else names a protocol.
 
@@ -82,14 +82,14 @@ class ProtocolRun:
         fmt: ``--format`` (None when not given).
         out: the output folder.
         config: the engine settings.
-        judge: how the judge runs (``workers.judge_job.JudgeSettings`` keywords: mode, n_votes,
+        judge: how the judge runs (``workers.jobs.judge.JudgeSettings`` keywords: mode, n_votes,
             temperature, seed, max_reasoning_tokens).
         reader_options: the reader options of ``--format`` and the length limits.
         seed: the split, sampling and bootstrap seed.
         n_boot: bootstrap replicates of the report.
         progress: progress bars.
         command: the command line, quoted in the report.
-        ray: a ``workers.ray_pipeline.RayStep`` (its "llm" pool), or None for this process.
+        ray: a ``workers.cluster.pipeline.RayStep`` (its "llm" pool), or None for this process.
         force: write into a folder that is not an lfqa-rubric output.
         testing: keyword arguments for the job (tests: ``scorer``, ``scorer_factory``, ...).
     """

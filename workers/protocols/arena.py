@@ -4,7 +4,7 @@ orders, by the protocol's judge; win rates, Elo and Bradley-Terry ratings with C
 Its input is an annotation file plus one answers file per system; their join is written as
 ``OUT/arena_pairs.jsonl`` (lfqa_eval format: the system's answer is ``a``, the reference ``b``, the
 human label ``overall_preference``) and that file is the judge job's input, so its sha256 keys the
-store. The job is the judge job (:class:`ArenaKind`, a ``workers.judge_job.JudgeKind``): the same store,
+store. The job is the judge job (:class:`ArenaKind`, a ``workers.jobs.judge.JudgeKind``): the same store,
 resume rules, ``judgments.parquet``, rejects, manifest and Ray step; its page is the report.
 """
 
@@ -21,8 +21,8 @@ from rubric.errors import ConfigError, InputError
 from rubric.html_report import HtmlSection, plot_win_rates
 from rubric.protocols import (ARENA_PAIRS_FILE, ARENA_REASONING_VERSION, PROTOCOL_VERSIONS, HumanAgreement,
                               RatingInterval, WinRate)
-from workers.judge_job import JudgeKind, ProtocolPage, protocol_settings
-from workers.outdir import OutputFolder
+from workers.jobs.judge import JudgeKind, ProtocolPage, protocol_settings
+from workers.storage.outdir import OutputFolder
 from workers.protocols import ProtocolOptions, ProtocolRun, ProtocolSpec, option, register_protocol
 from workers.runner import prebuilt, run as run_job
 
@@ -109,13 +109,13 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
         seed: split and bootstrap seed.
         progress: progress bars.
         scorer: a prebuilt judge scorer (tests).
-        ray: a :class:`workers.ray_pipeline.RayStep`: judge on a Ray pool of judge actors.
-        scorer_factory: testing only (``workers.judge_job.JudgeKind``).
+        ray: a :class:`workers.cluster.pipeline.RayStep`: judge on a Ray pool of judge actors.
+        scorer_factory: testing only (``workers.jobs.judge.JudgeKind``).
         command: the command line, quoted in the report.
         reasoning_tokens: 0 reads the rating after an empty ``<thinking></thinking>``
             (``arena.pairwise.v1``); N > 0 has the judge write its own reasoning first, greedy, at most
             N tokens (``arena.pairwise_reasoning.v1``; N is its ``max_reasoning_tokens``, in the store key).
-        force: write into a folder that is not an lfqa-rubric output (``workers.outdir.OutputFolder``).
+        force: write into a folder that is not an lfqa-rubric output (``workers.storage.outdir.OutputFolder``).
 
     Raises:
         ConfigError: a system name is empty, repeated or contains ':'; ``reasoning_tokens`` < 0.

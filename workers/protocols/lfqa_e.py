@@ -1,7 +1,7 @@
 """LFQA-E (``judge --protocol lfqa-e``): the reference-based three-way judge (a / b / tie) on every pair, in
 both orders; accuracy and macro-F1 overall and by pair type, beside a rubric model when one is given.
 
-The job is the judge job (:class:`LfqaEKind`, a ``workers.judge_job.JudgeKind``) over pairs that carry a
+The job is the judge job (:class:`LfqaEKind`, a ``workers.jobs.judge.JudgeKind``) over pairs that carry a
 reference answer (graded WebGLM lists give their best ``groundK``; lfqa_eval/table inputs a
 ``reference`` field): the same store, resume rules, tables, manifest and Ray step; its page is the report.
 """
@@ -17,7 +17,7 @@ from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
 from rubric.html_report import HtmlSection
 from rubric.protocols import PROTOCOL_VERSIONS, PairTypeBreakdown
-from workers.judge_job import JudgeKind, ProtocolPage, protocol_settings
+from workers.jobs.judge import JudgeKind, ProtocolPage, protocol_settings
 from workers.protocols import ProtocolOptions, ProtocolRun, ProtocolSpec, option, register_protocol
 from workers.runner import prebuilt, run as run_job
 

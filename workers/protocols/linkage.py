@@ -1,5 +1,5 @@
 """LINKAGE (``judge --protocol linkage``): each graded answer ranked among its question's reference list,
-correlated per question with the grades. The job is ``workers.linkage_job``; this is its declaration:
+correlated per question with the grades. The job is ``workers.jobs.linkage``; this is its declaration:
 options, run and HTML section."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from rubric.errors import ConfigError
 from rubric.html_report import HtmlSection, plot_linkage
 from rubric.protocols import CREATE_REFERENCES_VERSIONS, LINKAGE_SYSTEMS, LinkageCorrelations, linkage_results
-from workers import linkage_job
+from workers.jobs import linkage as linkage_job
 from workers.protocols import ProtocolOptions, ProtocolRun, ProtocolSpec, option, register_protocol
 
 __all__ = ["LinkageOptions", "LinkageSection"]

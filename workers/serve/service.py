@@ -76,7 +76,7 @@ def load_model(settings: ServeSettings):
 
 def application(settings: ServeSettings, model=None):
     """The service's Serve application (not yet running): one scorer deployment per backend, the ingress."""
-    from workers.store import score_key
+    from workers.storage.store import score_key
     from workers.serve.deployments import RubricScorer, RubricService
 
     groups = _groups(settings.specs)
@@ -195,7 +195,7 @@ def start_service(settings: ServeSettings, *, signals: StopSignals | None = None
             started = True
             with signals.ray_starting() if signals is not None else nullcontext():
                 if settings.address is None:
-                    from workers.ray_pipeline import init_local_ray
+                    from workers.cluster.pipeline import init_local_ray
 
                     temp_dir = tempfile.mkdtemp(prefix="lfqa-ray-", dir="/tmp")  # known to the clean-up below
                     init_local_ray(num_cpus=settings.num_cpus, object_store_mb=256, temp_dir=temp_dir)

@@ -39,10 +39,10 @@ dies; the file's content (pid, host, start time, command) is only what the messa
 within one process (``arena`` writes its joined pairs, then runs the judge job into the same ``OUT``).
 """
 
-from workers.outdir._folder import OutputFolder, check_output_file, output_file
-from workers.outdir._lock import OutLock
-from workers.outdir._staging import Staging
-from workers.outdir._paths import (LOCK_FILE, TOOL, atomic_write_bytes, check_overlap, inside, is_scratch, make_dirs,
+from workers.storage.outdir._folder import OutputFolder, check_output_file, output_file
+from workers.storage.outdir._lock import OutLock
+from workers.storage.outdir._staging import Staging
+from workers.storage.outdir._paths import (LOCK_FILE, TOOL, atomic_write_bytes, check_overlap, inside, is_scratch, make_dirs,
                                    new_temp, no_link, out_path, remove_tree, replace)
 
 __all__ = ["LOCK_FILE", "TOOL", "OutLock", "OutputFolder", "Staging", "output_file", "check_output_file", "out_path",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from rubric.errors import BatchMismatchError, ConfigError
 from workers.runner import Unit
-from workers.store import decode_provenance
+from workers.storage.store import decode_provenance
 
 __all__ = ["ShardCollector"]
 

@@ -34,7 +34,7 @@ from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
 from rubric.scoring import Provenance, Score
 from rubric.scoring import RubricSpec
-from workers.outdir import atomic_write_bytes, inside, is_scratch, make_dirs, new_temp, no_link, remove_tree
+from workers.storage.outdir import atomic_write_bytes, inside, is_scratch, make_dirs, new_temp, no_link, remove_tree
 
 __all__ = ["NOT_SCORE_FIELDS", "score_key", "key_differences", "ShardStore", "encode_score", "decode_score",
            "encode_provenance", "decode_provenance", "atomic_write_bytes"]
@@ -128,7 +128,7 @@ class ShardStore:
 
     Args:
         root: the job's store folder (``OUT/scores``).
-        name: the shard's name (``workers.shards.safe_name``).
+        name: the shard's name (``workers.storage.shards.safe_name``).
         key: from :func:`score_key`.
 
     Raises:

@@ -23,7 +23,7 @@ def run_lfq_job(path: str | Path, fmt: str, out: str | Path, *, config: ScoringC
         ConfigError: ``out`` is the input, a link, or in a folder another command is writing into.
     """
     from models.backends import check_backends
-    from workers.outdir import output_file
+    from workers.storage.outdir import output_file
 
     # the table's folder is held from here on (a folder another command writes into is refused like score's)
     with output_file(out, inputs=[path]) as tmp:

@@ -1,4 +1,4 @@
-"""The writer's lock on a folder (``workers.outdir``'s module docstring says how it works)."""
+"""The writer's lock on a folder (``workers.storage.outdir``'s module docstring says how it works)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import ConfigError
-from workers.outdir._paths import LOCK_FILE, link_error, out_path
+from workers.storage.outdir._paths import LOCK_FILE, link_error, out_path
 
-log = logging.getLogger("workers.outdir")
+log = logging.getLogger("workers.storage.outdir")
 
 # resolved OUT -> (open lock fd, depth): a process that already holds OUT may enter it again
 _held: dict[str, list[int]] = {}

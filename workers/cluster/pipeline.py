@@ -8,9 +8,9 @@ LINKAGE)::
       built on the driver (judges and LINKAGE read their units for assembly anyway); a partial
       store's stored ids are left out, so only what is missing is sent
       -> [global dedupe: a hash shuffle by the kind's item key, so an item shared by units is scored once]
-      -> map_batches over one fixed-size pool of :class:`workers.actors.StageActor` per stage of the kind
+      -> map_batches over one fixed-size pool of :class:`workers.cluster.actors.StageActor` per stage of the kind
          (the score job: a pool per resource its rubrics' backends declared; judges and LINKAGE: the llm pool)
-      -> the driver appends each unit's rows to its store as they come (:class:`workers.collect.ShardCollector`),
+      -> the driver appends each unit's rows to its store as they come (:class:`workers.cluster.collect.ShardCollector`),
          a bounded buffer at a time, and finishes a store when its last item is in
 
 A unit's store is finished as soon as its last item comes back, so a killed job loses at most the
@@ -35,8 +35,8 @@ from typing import Any
 
 from rubric.errors import BatchMismatchError, ConfigError, InputError, RubricError
 from rubric.io import Block
-from workers.actors import StageActor
-from workers.collect import ShardCollector
+from workers.cluster.actors import StageActor
+from workers.cluster.collect import ShardCollector
 from workers.runner import JobKind, StepResult, Unit, work
 
 __all__ = ["PoolConfig", "RayStep", "NodeWatch", "init_local_ray", "ray_session", "add_pool_stage", "item_rows"]
@@ -234,7 +234,7 @@ def _resolve_gpus(pool: str, cfg: PoolConfig) -> float:
 
 def add_pool_stage(ds, kind: JobKind, pool: str, stage: Any, cfg: PoolConfig, *, batch_size: int,
                    drop_record: bool = False, fault_marker: str | None = None):
-    """``ds`` followed by one fixed-size :class:`workers.actors.StageActor` pool scoring ``stage`` of ``kind``.
+    """``ds`` followed by one fixed-size :class:`workers.cluster.actors.StageActor` pool scoring ``stage`` of ``kind``.
 
     Args:
         ds: a dataset of item rows (:func:`item_rows`).
@@ -244,7 +244,7 @@ def add_pool_stage(ds, kind: JobKind, pool: str, stage: Any, cfg: PoolConfig, *,
         cfg: the pool's settings.
         batch_size: items per Ray batch.
         drop_record: leave the item records out of the output (the last pool; the driver does not need them back).
-        fault_marker: testing only, see :class:`workers.actors.StageActor`.
+        fault_marker: testing only, see :class:`workers.cluster.actors.StageActor`.
 
     Raises:
         ConfigError: ``batches_in_flight > 1`` for a pool without an engine.
@@ -376,7 +376,7 @@ class RayStep:
             units' stores. A lost driver loses at most these (and the units in flight re-read); under
             global dedupe no unit is finished before the last batch, so this is what a resubmitted job
             finds stored.
-        fault_marker: testing only, see :class:`workers.actors.StageActor`.
+        fault_marker: testing only, see :class:`workers.cluster.actors.StageActor`.
     """
 
     pools: Mapping[str, PoolConfig] = field(default_factory=dict)

@@ -31,7 +31,7 @@ from rubric.protocols import LinkageQuestion
 from rubric.protocols import GENERATED_REFERENCES_FILE, LINKAGE_NOTES, references_lines
 from rubric.scoring import Provenance, Score
 from workers.runner import Assembled, FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
-from workers.outdir import no_link
+from workers.storage.outdir import no_link
 
 __all__ = ["GENERATED_REFERENCES_FILE", "LinkageSettings", "LinkageKind", "run_linkage_job", "linkage_rows",
            "LINKAGE_CHECKPOINT_ANSWERS"]
@@ -405,9 +405,9 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
         reference_generator: a prebuilt ``models.linkage_references.ReferenceGenerator`` (tests); with
             ``settings.references == "generated"`` default built on the scorer's engine.
         command: the command line, quoted in the report.
-        ray: a :class:`workers.ray_pipeline.RayStep` to score on a Ray pool of LINKAGE actors (its "llm" pool).
+        ray: a :class:`workers.cluster.pipeline.RayStep` to score on a Ray pool of LINKAGE actors (its "llm" pool).
         scorer_factory: testing only, see :class:`LinkageKind` (the backend check is skipped).
-        force: write into a folder that is not an lfqa-rubric output (``workers.outdir.OutputFolder``).
+        force: write into a folder that is not an lfqa-rubric output (``workers.storage.outdir.OutputFolder``).
 
     Returns:
         The manifest.

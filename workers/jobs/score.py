@@ -120,9 +120,9 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
         reader_options: passed to the reader of every input.
         seed: split seed.
         progress: show progress bars.
-        ray: a :class:`workers.ray_pipeline.RayStep` to score on Ray; default: in this process.
+        ray: a :class:`workers.cluster.pipeline.RayStep` to score on Ray; default: in this process.
         scorers: prebuilt scorers for the local step (tests; run as a ``models.scorer_set.ScorerSet``).
-        force: write into a folder that is not an lfqa-rubric output (``workers.outdir.OutputFolder``).
+        force: write into a folder that is not an lfqa-rubric output (``workers.storage.outdir.OutputFolder``).
 
     Returns:
         The manifest (also written to ``OUT/manifest.json``).

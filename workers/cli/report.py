@@ -21,10 +21,10 @@ def html_report(outputs, html, **kwargs):
 
     Each folder is read as one published snapshot (``rubric.html_report.report_html``), a protocol's
     output through the section its declaration gives (``workers.protocols.html_sections``); the page is
-    written through ``workers.outdir.output_file`` (an exclusive temp file beside it, never a link).
+    written through ``workers.storage.outdir.output_file`` (an exclusive temp file beside it, never a link).
     """
     from rubric.html_report import report_html
-    from workers.outdir import out_path, output_file
+    from workers.storage.outdir import out_path, output_file
     from workers.protocols import html_sections
 
     page = report_html(outputs, sections=html_sections(), **kwargs)

@@ -73,10 +73,10 @@ def run_encoder_job(outdir: str | Path, *, out: str | Path | None = None, head_d
         n_boot: question-clustered bootstrap replicates of the test CI.
         seed: bootstrap seed.
         progress: show progress bars.
-        force: write the head into a folder that is not an lfqa-rubric output (``workers.outdir.OutputFolder``).
+        force: write the head into a folder that is not an lfqa-rubric output (``workers.storage.outdir.OutputFolder``).
 
     The head folder is an output folder of its own (locked, ours or refused, published with a
-    manifest). The predictions are written through ``workers.outdir.output_file``; inside the score
+    manifest). The predictions are written through ``workers.storage.outdir.output_file``; inside the score
     folder they are recorded in its manifest (``added``): they are made from its tables, so the next
     score run there removes them instead of leaving them beside other tables. While the job writes into
     the score folder it holds that folder, so a score run cannot publish into it meanwhile (and this job
@@ -90,7 +90,7 @@ def run_encoder_job(outdir: str | Path, *, out: str | Path | None = None, head_d
         ConfigError: the training split has no a/b pairs, or ``C`` is invalid; an output folder is in use,
             not ours, or overlaps the inputs.
     """
-    from workers.outdir import OutLock, out_path
+    from workers.storage.outdir import OutLock, out_path
 
     outdir = out_path(outdir)
     head_folder = None if head_dir is not None else (out_path(out) if out is not None else outdir / "encoder")
@@ -112,7 +112,7 @@ def _encoder(outdir: Path, head_folder: Path | None, head_dir, pred_path: Path, 
                                 system_name)
     from rubric.preference import pairs_fingerprint, read_output_table, read_pairs
     from rubric.preference import evaluate_predictions
-    from workers.outdir import TOOL, OutputFolder, output_file
+    from workers.storage.outdir import TOOL, OutputFolder, output_file
 
     if isinstance(C, str) and C != "cv":
         raise ConfigError(f"'C' must be a number > 0 or 'cv', got {C!r}")

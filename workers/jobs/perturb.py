@@ -147,7 +147,7 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
         InputError: the input cannot be read, or the copy does not read back as expected.
     """
     from rubric.judging import ATTACKS, word_budget
-    from workers.outdir import out_path, output_file
+    from workers.storage.outdir import out_path, output_file
 
     if attack not in ATTACKS:
         raise ConfigError(f"unknown attack {attack!r}; known: {', '.join(ATTACKS)}")

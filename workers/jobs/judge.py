@@ -287,9 +287,9 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
         seed: split seed (the same as the score job's, so splits agree).
         progress: progress bars.
         scorer: a prebuilt judge scorer (tests); default: built here when a pair needs judging.
-        ray: a :class:`workers.ray_pipeline.RayStep` to judge on a Ray pool of judge actors (its "llm" pool).
+        ray: a :class:`workers.cluster.pipeline.RayStep` to judge on a Ray pool of judge actors (its "llm" pool).
         scorer_factory: testing only, see :class:`JudgeKind` (the backend check is skipped).
-        force: write into a folder that is not an lfqa-rubric output (``workers.outdir.OutputFolder``).
+        force: write into a folder that is not an lfqa-rubric output (``workers.storage.outdir.OutputFolder``).
 
     Returns:
         The manifest (also ``OUT/manifest.json``).

@@ -14,11 +14,11 @@ from typing import Any
 
 from rubric.errors import ConfigError, InputError
 from rubric.io import MANIFEST, PUBLISHING, is_uri, published_files, read_manifest
-from workers.outdir._lock import OutLock
-from workers.outdir._paths import (LOCK_FILE, TOOL, atomic_write_bytes, check_overlap, is_scratch, link_error,
+from workers.storage.outdir._lock import OutLock
+from workers.storage.outdir._paths import (LOCK_FILE, TOOL, atomic_write_bytes, check_overlap, is_scratch, link_error,
                                    lstat_or_none, make_dirs, new_temp, out_path, remove_scratch, remove_tree, replace)
 
-log = logging.getLogger("workers.outdir")
+log = logging.getLogger("workers.storage.outdir")
 
 
 def _marker_names(out: Path) -> set[str]:

@@ -3,7 +3,7 @@
 Paths are made and entered without following a link (:func:`make_dirs`, :func:`no_link`), temp files
 are created with ``O_EXCL | O_NOFOLLOW`` (:func:`new_temp`, :func:`atomic_write_bytes`), and every path
 deleted or renamed is checked to lie strictly inside its root first (:func:`inside`). The package's
-face is ``workers.outdir``.
+face is ``workers.storage.outdir``.
 """
 
 from __future__ import annotations

@@ -2,9 +2,9 @@
 
 A job kind never opens a file of its own: its assemble step hands its tables, rejects and report to
 the run's :class:`Staging` (``workers.runner.JobRun.output``), which writes each into the run's
-private staging folder inside ``OUT`` (made by :meth:`workers.outdir.OutputFolder.staging`), with an
+private staging folder inside ``OUT`` (made by :meth:`workers.storage.outdir.OutputFolder.staging`), with an
 exclusive create that never follows a link, under a name the kind declared (``JobKind.outputs``). The
-runner publishes what was staged with the manifest (:meth:`workers.outdir.OutputFolder.publish`).
+runner publishes what was staged with the manifest (:meth:`workers.storage.outdir.OutputFolder.publish`).
 """
 
 from __future__ import annotations
