@@ -1,7 +1,8 @@
 """LFQA-E (seed 002): three-way (A / B / tie) metrics and their breakdown by pair type.
 
-Pure: no model here. The judge's template is ``lfqa_e.reference_tie.v1`` (:mod:`rubric.protocols.templates`): the
-question's reference answer is shown with both answers, and a tie is offered.
+Pure: no model here. The judge's prompt is ``lfqa_e.reference_tie.v1``, declared here: the question's reference
+answer is shown with both answers, and a tie is offered (``answer_1`` / ``answer_2`` / ``answer_tie`` after the
+pre-fill ``answer_``).
 
 Metrics
     LFQA-E reports accuracy and macro-F1 over C = {A, B, tie} (its equations 1 and 2):
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rubric.errors import ConfigError
+from rubric.protocols.templates import declare_protocol_prompt
 from rubric.preference import question_bootstrap_weights
 from rubric.io import PairRecord
 
@@ -47,6 +49,13 @@ CLASSES: tuple[str, ...] = ("a", "b", "tie")
 #: The pair types of LFQA-E's breakdown.
 PAIR_TYPES: tuple[str, ...] = ("human-human", "human-model", "model-model")
 UNDECIDED_POLICIES: tuple[str, ...] = ("wrong", "drop")
+
+#: LFQA-E's reference-based three-way judge.
+JUDGE_VERSION = "lfqa_e.reference_tie.v1"
+declare_protocol_prompt(JUDGE_VERSION, protocol="lfqa_e", layout="pairwise",
+                        source="lfqa-rubric, after LFQA-E's annotation recipe (seed 002, Table 26)", prefill="answer_",
+                        tokens=("1", "2", "tie"), fields=("question", "reference", "answer_1", "answer_2"),
+                        verdicts=("1", "2", "tie"), verdict_format="answer_{}")
 
 
 def pair_type(answer_type_a: str, answer_type_b: str) -> str | None:

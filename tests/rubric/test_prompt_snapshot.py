@@ -19,7 +19,7 @@ from rubric.scoring import (
     FACTUALITY_VERSIONS, LAYOUTS, TEMPLATE_VERSIONS, EXTRACT_V2, EXTRACT_VERSION, VERIFY_V2, VERIFY_VERSION,
     extraction_template, factuality_template_hash, get_template, lfq_filter_template, verification_template,
 )
-from rubric.protocols import PROTOCOL_VERSIONS, get_protocol_template, protocol_judge, protocol_judge_versions
+from rubric.protocols import get_protocol_template, protocol_judge, protocol_judge_versions, protocol_versions
 
 SNAPSHOT = Path(__file__).with_name("prompt_snapshot.json")
 _VALUES = {"question": "Why is the sky blue?", "answer": "Rayleigh scattering.", "answer_1": "Because of air.",
@@ -59,13 +59,13 @@ def current() -> dict[str, dict[str, str]]:
     for v in FACTUALITY_VERSIONS:
         for ternary in (False, True):
             out[f"{v}@ternary={ternary}"] = {"hash": factuality_template_hash(ternary, version=v)}
-    for v in JUDGES.names():
+    for v in [v for v in JUDGES.names() if v.startswith("judge.")]:  # the paper's; the protocols' below
         s = JUDGES.get(v)
         q, a1, a2 = _VALUES["question"], _VALUES["answer_1"], _VALUES["answer_2"]
         out[v] = {"hash": s.template_hash, "render": _digest(s.render(q, a1, a2)),
                   "render_no_prefill": _digest(s.render(q, a1, a2, prefill=False)),
                   "tokens": "/".join(s.verdict_tokens), "tie": str(s.tie), "cot": str(s.cot)}
-    for v in PROTOCOL_VERSIONS:
+    for v in protocol_versions():
         t = get_protocol_template(v)
         out[f"protocol:{v}"] = {"hash": t.template_hash, "render": _digest(t.render(**_pick(t.fields))),
                                 "render_no_prefill": _digest(t.render(prefill=False, **_pick(t.fields)))}
