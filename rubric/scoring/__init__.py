@@ -23,11 +23,7 @@ from rubric.scoring.specs import (
 from rubric.scoring.scorer import (
     Score, Provenance, Scorer, ScoreSet, check_batch,
 )
-from rubric.scoring.presets import (
-    Preset, PAPER, CPU, PRESETS, get_preset, preset_rubric_versions, preset_judges, preset_tag, preset_title,
-    model_preset, table_problems, judge_settings_problems, PRESET_META_KEY,
-)
-from rubric.scoring.presets import model_preset_problems, model_preset_tag
+# geval registers the LLM rubrics, which the presets check
 from rubric.scoring.prompts import (
     ChatPrompt, PROMPTS_DIR, PROMPTS, PromptTemplate, declare_prompt, prompt_key, system_turn, DEFAULT_MIN_MASS,
     normalize_token, fold_token_probs, TokenReading, read_tokens, mass_reading,
@@ -36,6 +32,11 @@ from rubric.scoring.geval import (
     ParsedScore, Layout, LAYOUTS, DEFAULT_LOG_SCORE_TOL, LFQ_FILTER_VERSION, TEMPLATE_VERSIONS, get_template,
     lfq_filter_template, parse_score, expected_value, LFQDecision, parse_lfq,
 )
+from rubric.scoring.presets import (
+    Preset, PAPER, CPU, PRESETS, get_preset, preset_rubric_versions, preset_judges, preset_tag, preset_title,
+    model_preset, table_problems, judge_settings_problems, PRESET_META_KEY,
+)
+from rubric.scoring.presets import model_preset_problems, model_preset_tag
 from rubric.scoring.conciseness import (
     CONTENT_POS, WORD_LIKE_POS, lexical_density_counts, density_from_counts, lexical_density,
 )

@@ -35,6 +35,7 @@ from typing import Literal
 
 from rubric.errors import ConfigError, UnknownNameError
 from rubric.scoring.prompts import DEFAULT_MIN_MASS, PROMPTS, PromptTemplate, declare_prompt, prompt_key, read_tokens
+from rubric.scoring.specs import RUBRICS, RubricSpec
 
 __all__ = [
     "ParsedScore",
@@ -69,27 +70,40 @@ _VALUES_1_5 = (1.0, 2.0, 3.0, 4.0, 5.0)
 # variant, and "- Coherence:" without the space leaves ~3% mass on digits (ENGINE-NOTES). For
 # yes/no the pre-fill ends at the colon, because BPE vocabularies spell the word after a space as
 # one token (" yes", "Ġyes"); a trailing space would force an unnatural split.
-# version -> (rubric, pre-fill, score tokens, their values, extra PromptTemplate attributes)
-_DECLS: dict[str, tuple[str, str, tuple[str, ...], tuple[float, ...], dict]] = {
-    "coherence.geval.v1": ("coherence", "- Coherence: ", _DIGITS_1_5, _VALUES_1_5, {}),
-    "relevance.geval.v1": ("relevance", "- Relevance: ", _DIGITS_1_5, _VALUES_1_5, {}),
-    "fluency.geval.v1": ("fluency", "- Fluency (1-3): ", ("1", "2", "3"), (1.0, 2.0, 3.0), {}),
-    "completeness.geval.v1": ("completeness", "- Completeness: ", _DIGITS_1_5, _VALUES_1_5, {}),
-    "use_of_examples.yesno.v1": ("use_of_examples", "Answer:", _YES_NO, (1.0, 0.0), {}),
+_EXPECTED = "probability-weighted score"
+# An LLM rubric is one line: version -> (pre-fill, score tokens, their values, the rubric's description, extra
+# PromptTemplate attributes); its rubric spec (backend "llm", the raw range of its values) is registered with it.
+_DECLS: dict[str, tuple[str, tuple[str, ...], tuple[float, ...], str, dict]] = {
+    "coherence.geval.v1": ("- Coherence: ", _DIGITS_1_5, _VALUES_1_5, f"G-Eval coherence (1-5), {_EXPECTED}", {}),
+    "relevance.geval.v1": ("- Relevance: ", _DIGITS_1_5, _VALUES_1_5, f"G-Eval relevance (1-5), {_EXPECTED}", {}),
+    "fluency.geval.v1": ("- Fluency (1-3): ", ("1", "2", "3"), (1.0, 2.0, 3.0), f"G-Eval fluency (1-3), {_EXPECTED}",
+                         {}),
+    "completeness.geval.v1": ("- Completeness: ", _DIGITS_1_5, _VALUES_1_5,
+                              f"G-Eval-style completeness (1-5), {_EXPECTED}", {}),
+    "use_of_examples.yesno.v1": ("Answer:", _YES_NO, (1.0, 0.0),
+                                 "P(yes) / (P(yes) + P(no)) that the answer uses a concrete example", {}),
     # The LFQA-HP-1M reference prompt (zero_shot_example_detection.txt) verbatim and its binary outcome:
     # raw = 1 when P(yes) > P(no), else 0; the soft P(yes) / (P(yes) + P(no)) is the p_yes extra.
-    "use_of_examples.yesno.v2": ("use_of_examples", "Answer:", _YES_NO, (1.0, 0.0), {"decision_extra": "p_yes"}),
+    "use_of_examples.yesno.v2": ("Answer:", _YES_NO, (1.0, 0.0), "the LFQA-HP-1M reference prompt verbatim; 1 when "
+                                 "P(yes) > P(no), else 0 (the paper's binary outcome); the soft P(yes) in the p_yes "
+                                 "extra", {"decision_extra": "p_yes"}),
     # Not one of the paper's G-Eval prompts: the offline stand-in for the SubjECTive-QA classifier.
-    "specificity.geval.v1": ("specificity", "- Specificity: ", _DIGITS_1_5, _VALUES_1_5, {}),
-    LFQ_FILTER_VERSION: ("lfq_filter", "Answer:", _YES_NO, (1.0, 0.0), {"fields": ("question",)}),
+    "specificity.geval.v1": ("- Specificity: ", _DIGITS_1_5, _VALUES_1_5,
+                             f"G-Eval-style specificity (1-5), {_EXPECTED}", {}),
+    # not a rubric: no rubric spec
+    LFQ_FILTER_VERSION: ("Answer:", _YES_NO, (1.0, 0.0), "", {"fields": ("question",)}),
 }
 #: The layouts each version is offered in (the LFQ filter: the paper's only).
 _LAYOUTS_OF = {v: ("paper",) if v == LFQ_FILTER_VERSION else LAYOUTS for v in _DECLS}
 
-for _v, (_name, _prefill, _tokens, _values, _extra) in _DECLS.items():
+for _v, (_prefill, _tokens, _values, _description, _extra) in _DECLS.items():
+    _name = _v.split(".", 1)[0]
     for _layout in _LAYOUTS_OF[_v]:
         declare_prompt(_v, file=f"{_v}.{_layout}", layout=_layout, keyed_layout=True, name=_name, prefill=_prefill,
                        score_tokens=_tokens, score_values=_values, **_extra)
+    if _description:
+        RUBRICS.register(_v, RubricSpec(_name, _v, "llm", min(_values), max(_values), description=_description,
+                                        kind="binary" if _tokens == _YES_NO else "continuous"))
 
 #: Every template version, in a stable order (the LFQ filter is not a rubric but is listed here).
 TEMPLATE_VERSIONS: tuple[str, ...] = tuple(_DECLS)
