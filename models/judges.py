@@ -404,7 +404,8 @@ class JudgeScorer:
         q = pair.question
 
         def render(a: str, b: str) -> list[ChatPrompt]:
-            return [spec.render(q, a, b, prefill=with_prefill), spec.render(q, b, a, prefill=with_prefill)]
+            return [spec.render(q, a, b, prefill=with_prefill, reference=pair.reference),
+                    spec.render(q, b, a, prefill=with_prefill, reference=pair.reference)]
 
         limit = self.engine.max_context - self._reserve(spec)
         a, b, reason = pair.answer_a, pair.answer_b, None

@@ -1,14 +1,14 @@
-"""The neighbouring protocols on an engine: their pairwise judges (RAG-QA Arena, LFQA-E, LINKAGE's pairwise
-baseline) and LINKAGE's per-answer listwise and pointwise scorers.
+"""The neighbouring protocols on an engine: their pairwise judges (RAG-QA Arena's, LINKAGE's pairwise
+baseline, any protocol's pairwise prompt) and LINKAGE's per-answer listwise and pointwise scorers.
 
 Pairwise protocol judges
     :class:`ProtocolJudgeScorer` is :class:`models.judges.JudgeScorer` (both orders of every pair in
     one engine call, the same context policy, the same ``Score`` extras and order debiasing) with the
     protocol's own reading: the verdict tokens after the protocol's pre-fill (``[[`` then ``A``/``B``/``C``;
-    ``<rating>`` then ``1``/``2``/``0``; ``answer_`` then ``1``/``2``/``tie``) are mapped onto
-    ``1``/``2``/``tie`` by :func:`rubric.protocols.templates.pairwise_verdict_probs`, generated votes are read
-    by :func:`rubric.protocols.templates.parse_pairwise_verdict`, and a template that shows a reference answer
-    (``lfqa_e.reference_tie.v1``) gets the pair's ``reference``. The judge job builds it whenever a
+    ``<rating>`` then ``1``/``2``/``0``) are mapped onto ``1``/``2``/``tie`` by the prompt's ``verdicts``
+    (:func:`rubric.judging.verdict_probs`, as for every judge), generated votes are read in the prompt's
+    ``verdict_format`` by :func:`rubric.protocols.templates.parse_pairwise_verdict`, and a prompt that shows a
+    reference answer gets the pair's ``reference`` (as every judge does). The judge job builds it whenever a
     judge spec is a protocol's (:func:`protocol_scorer_factory`), so ``lfqa-rubric judge``, the Ray
     judge actors and ``judgments.parquet`` serve these judges unchanged. RAG-QA Arena in logprob mode
     reads the rating after an empty ``<thinking></thinking>`` (``arena.pairwise.v1``), or, with
@@ -46,7 +46,7 @@ from models.judges import _TAG_SLACK, JudgeScorer, _Unit, engine_call
 from models.llm.engine import Engine, TextSampler
 from rubric.errors import BatchMismatchError, ConfigError
 from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt
-from rubric.judging import ORDERS, JudgeSpec, VerdictProbs, pair_outcome, vote_probs
+from rubric.judging import ORDERS, JudgeSpec, VerdictProbs, pair_outcome, verdict_probs, vote_probs
 from rubric.protocols import (
     MAX_RANK_POSITIONS,
     RankScore,
@@ -63,11 +63,8 @@ from rubric.protocols import LinkageCandidate, LinkageQuestion
 from rubric.protocols import (EQ2_TEMPLATE, EQ3_TEMPLATE, LINKAGE_SYSTEM_TEMPLATES, LINKAGE_SYSTEMS,
                               PAIRWISE_CANDIDATES, PAIRWISE_REFERENCES, eq3_score, reference_outcome,
                               reference_weights)
-from rubric.protocols import ProtocolJudgeSpec, is_protocol_judge
-from rubric.protocols import (
-    ARENA_THINKING_PREFILL, arena_verdict_prefill, get_protocol_template, pairwise_verdict_probs,
-    parse_pairwise_verdict,
-)
+from rubric.protocols import is_protocol_judge
+from rubric.protocols import ARENA_THINKING_PREFILL, arena_verdict_prefill, get_protocol_template, parse_pairwise_verdict
 from rubric.io import PairRecord
 from rubric.scoring import Provenance, Score
 
@@ -86,26 +83,11 @@ log = logging.getLogger(__name__)
 
 # --- pairwise protocol judges --------------------------------------------------------------------
 
-class _WithReference:
-    """A protocol spec bound to one pair's reference answer, for ``JudgeScorer._fit``'s ``render(q, a, b)``."""
-
-    def __init__(self, spec: ProtocolJudgeSpec, reference: str | None) -> None:
-        self._spec = spec
-        self._reference = reference
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._spec, name)
-
-    def render(self, question: str, answer_1: str, answer_2: str, *, prefill: bool = True) -> ChatPrompt:
-        return self._spec.render(question, answer_1, answer_2, prefill=prefill, reference=self._reference)
-
-
 class ProtocolJudgeScorer(JudgeScorer):
     """:class:`models.judges.JudgeScorer` that also reads the neighbouring protocols' pairwise judges.
 
-    Takes :class:`rubric.judging.judges.JudgeSpec` and :class:`rubric.protocols.judges.ProtocolJudgeSpec`
-    alike (the paper's judges are read exactly as ``JudgeScorer`` reads them); arguments as
-    ``JudgeScorer``'s.
+    Takes the paper's judges and the protocols' alike (the paper's are read exactly as ``JudgeScorer``
+    reads them); arguments as ``JudgeScorer``'s.
     """
 
     def method(self, version: str) -> str:
@@ -120,14 +102,12 @@ class ProtocolJudgeScorer(JudgeScorer):
                       f"max_vote_tokens={self.max_vote_tokens}"]
             if self.prefill_votes:
                 parts.append(f"prefill={spec.prefill!r}")
-        if spec.reasons:  # type: ignore[attr-defined]
+        if spec.reasons:
             parts.append(f"max_reasoning_tokens={self.max_reasoning_tokens}")
         return ";".join(parts)
 
     def _reserve(self, spec: JudgeSpec) -> int:
-        if isinstance(spec, _WithReference):  # what _fit hands on for a protocol judge
-            spec = spec._spec  # type: ignore[assignment]
-        if not (is_protocol_judge(spec) and spec.reasons):  # type: ignore[attr-defined]
+        if not (is_protocol_judge(spec) and spec.reasons):
             return super()._reserve(spec)
         if self.mode == "vote":
             return self.max_vote_tokens + self.max_reasoning_tokens
@@ -151,22 +131,15 @@ class ProtocolJudgeScorer(JudgeScorer):
                 return None
         return prompt
 
-    def _fit(self, index: int, pair: PairRecord, spec: JudgeSpec) -> _Unit:
-        if not is_protocol_judge(spec):
-            return super()._fit(index, pair, spec)
-        unit = super()._fit(index, pair, _WithReference(spec, pair.reference))  # type: ignore[arg-type]
-        unit.spec = spec
-        return unit
-
     def _run_logprob(self, units: list[_Unit]) -> None:
         super()._run_logprob([u for u in units if not is_protocol_judge(u.spec)])
         ours = [(u, o) for u in units if is_protocol_judge(u.spec) for o in ORDERS]
         if not ours:
             return
-        reasoning = [(u, o) for u, o in ours if u.spec.reasons]  # type: ignore[attr-defined]
+        reasoning = [(u, o) for u, o in ours if u.spec.reasons]
         texts = self._generate([u.prompts[o] for u, o in reasoning], self.max_reasoning_tokens, 0.0, 1) \
             if reasoning else []
-        reads = [(u, o, u.prompts[o]) for u, o in ours if not u.spec.reasons]  # type: ignore[attr-defined]
+        reads = [(u, o, u.prompts[o]) for u, o in ours if not u.spec.reasons]
         for (u, o), text in zip(reasoning, texts):
             u.texts[o] = text  # type: ignore[assignment]
             prompt = self._verdict_prompt(u, o, text)  # type: ignore[arg-type]
@@ -176,14 +149,13 @@ class ProtocolJudgeScorer(JudgeScorer):
             return
         probs = self._score_tokens([p for _, _, p in reads])
         for (u, o, _), tp in zip(reads, probs):
-            u.probs[o] = pairwise_verdict_probs(tp, u.spec.protocol_template, min_mass=self.min_mass,  # type: ignore[attr-defined]
-                                                top_k=self.engine.top_k)
+            u.probs[o] = verdict_probs(tp, u.spec, min_mass=self.min_mass, top_k=self.engine.top_k)
 
     def _run_vote(self, units: list[_Unit]) -> None:
         super()._run_vote([u for u in units if not is_protocol_judge(u.spec)])
         ours = [(u, o) for u in units if is_protocol_judge(u.spec) for o in ORDERS]
         # a reasoning judge gets its own budget, so a short verdict is never padded out to a reasoning one
-        groups = [([(u, o) for u, o in ours if u.spec.reasons is r], budget)  # type: ignore[attr-defined]
+        groups = [([(u, o) for u, o in ours if u.spec.reasons is r], budget)
                   for r, budget in ((False, self.max_vote_tokens),
                                     (True, self.max_vote_tokens + self.max_reasoning_tokens))]
         for group, budget in groups:
@@ -195,7 +167,7 @@ class ProtocolJudgeScorer(JudgeScorer):
         for (u, o), texts in zip(ours, outs):
             samples = [texts] if isinstance(texts, str) else list(texts)
             samples = [u.prompts[o].prefill + t for t in samples]
-            parsed = [parse_pairwise_verdict(t, u.spec.protocol_template) for t in samples]  # type: ignore[attr-defined]
+            parsed = [parse_pairwise_verdict(t, u.spec.template) for t in samples]
             u.probs[o] = vote_probs(parsed, tie=True)
             u.votes[o] = ",".join(p.verdict or "?" for p in parsed)
             u.texts[o] = "\n---\n".join(samples)
@@ -463,8 +435,8 @@ class LinkageScorer:
 
     def _verdicts(self, res: dict[str, Any], spec) -> tuple[Any, Any]:
         if self.mode == "logprob":
-            return (pairwise_verdict_probs(res["ab"], spec, min_mass=self.min_mass, top_k=self.engine.top_k),
-                    pairwise_verdict_probs(res["ba"], spec, min_mass=self.min_mass, top_k=self.engine.top_k))
+            return (verdict_probs(res["ab"], spec, min_mass=self.min_mass, top_k=self.engine.top_k),
+                    verdict_probs(res["ba"], spec, min_mass=self.min_mass, top_k=self.engine.top_k))
         return (vote_probs([parse_pairwise_verdict(res["ab"], spec)], tie=True),
                 vote_probs([parse_pairwise_verdict(res["ba"], spec)], tie=True))
 

@@ -1,6 +1,6 @@
 """Pairwise LLM judges and what is done with them.
 
-``judges`` (judge specs and their registry; templates ``rubric/prompts/judge.*.j2``), ``verdicts``
+``judges`` (judge specs and their registry; their prompts ``rubric/prompts/judge.*.j2``), ``verdicts``
 (verdict parsing, verdict probabilities, position debiasing), ``judgments`` (the
 judgments.parquet schema), ``perturb``
 (character and synonym attacks on answers; ``perturb_victim``: the rubric model as victim;
@@ -11,7 +11,7 @@ This is the package's public face: other packages import from here, not from its
 
 from rubric.judging.judges import (
     JudgeSpec, JUDGES, JUDGE_NAMES, VERDICT_PREFILL, OUTPUT_TAG, ORDERS, Order, Verdict, get_judge,
-    resolve_judges, OTHER_JUDGES, register_judge_factory,
+    resolve_judges,
 )
 from rubric.judging.verdicts import (
     ParsedVerdict, VerdictProbs, PairOutcome, cot_verdict_prefill, parse_verdict, verdict_probs, vote_probs,
@@ -35,7 +35,7 @@ from rubric.judging.perturb_rewrite import (
 
 __all__ = [
     "JudgeSpec", "JUDGES", "JUDGE_NAMES", "VERDICT_PREFILL", "OUTPUT_TAG", "ORDERS", "Order", "Verdict",
-    "get_judge", "resolve_judges", "OTHER_JUDGES", "register_judge_factory", "ParsedVerdict", "VerdictProbs",
+    "get_judge", "resolve_judges", "ParsedVerdict", "VerdictProbs",
     "PairOutcome", "cot_verdict_prefill", "parse_verdict", "verdict_probs", "vote_probs", "to_original",
     "p_a", "debias", "debiased_decision", "pair_outcome", "JUDGMENTS_FILE", "JUDGMENT_COLUMNS",
     "NULLABLE_COLUMNS", "PAIR_COLUMNS", "DECISIONS", "MODES", "judgments_table", "validate_judgments",

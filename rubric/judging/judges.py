@@ -56,14 +56,13 @@ Order debiasing
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
 
 from rubric.errors import ConfigError, UnknownNameError
-from rubric.scoring import ChatPrompt, PromptTemplate, PROMPTS_DIR
+from rubric.scoring import ChatPrompt, PromptTemplate, declare_prompt
 from rubric.registry import Registry
 
 __all__ = [
@@ -77,8 +76,6 @@ __all__ = [
     "Verdict",
     "get_judge",
     "resolve_judges",
-    "OTHER_JUDGES",
-    "register_judge_factory",
 ]
 
 Order = Literal["ab", "ba"]
@@ -91,33 +88,50 @@ VERDICT_PREFILL = "answer_"
 #: The tag after which the CoT prompt asks for the verdict.
 OUTPUT_TAG = "### Output:"
 
-_PROMPTS = PROMPTS_DIR
 _REFERENCE = "LFQA-HP-1M reference code, prompt/"
 
 
 @dataclass(frozen=True)
 class JudgeSpec:
-    """One pairwise judge version: its template, whether it reasons first and whether it offers a tie.
+    """One pairwise judge: its prompt (a :class:`rubric.scoring.PromptTemplate`) and how it is run.
+
+    The prompt is the judge's identity (its version, template hash, verdict tokens and what they
+    mean); this only adds what the judge scorer does around it.
 
     Attributes:
-        name: the judge's short name, ``plain``, ``cot`` or ``rubrics``.
-        version: the versioned registry name, e.g. ``judge.plain.v1`` or ``judge.plain_tie.v1``.
-        tie: the template offers a tie (``answer_tie``).
-        cot: the judge reasons before its verdict (chain of thought).
-        source: where the prompt wording comes from.
-        template: the user-turn template with the verdict pre-fill and verdict tokens.
+        name: the judge's short name (``plain``, ``cot``, ``rubrics``; ``arena.pairwise`` for a protocol's).
+        template: the judge's prompt: pairwise, with ``verdicts`` for its score tokens.
+        cot: the judge reasons before its verdict (chain of thought, read after :data:`OUTPUT_TAG`).
+        reasons: the judge writes its own reasoning inside the pre-fill before its verdict is read (RAG-QA
+            Arena's ``<thinking>``: ``rubric.protocols.arena_verdict_prefill``).
     """
 
     name: str
-    version: str
-    tie: bool
-    cot: bool
-    source: str
     template: PromptTemplate = field(repr=False)
+    cot: bool = False
+    reasons: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.template.verdicts:
+            raise ConfigError(f"{self.template.version}: a judge's prompt needs verdicts for its score tokens")
+
+    @property
+    def version(self) -> str:
+        return self.template.version
+
+    @property
+    def source(self) -> str:
+        return self.template.source
+
+    @property
+    def tie(self) -> bool:
+        """The prompt offers a tie (``answer_tie``; ``[[C]]``, RAG-QA Arena's "not sure")."""
+        return "tie" in self.template.verdicts
 
     @property
     def verdict_tokens(self) -> tuple[str, ...]:
-        """The tokens read after the pre-fill: ``("1", "2")``, plus ``"tie"`` when a tie is offered."""
+        """The tokens read after the pre-fill: ``("1", "2")``, plus ``"tie"`` when a tie is offered (a
+        protocol's own: ``A``/``B``/``C``, ``1``/``2``/``0``)."""
         return self.template.score_tokens
 
     @property
@@ -126,42 +140,37 @@ class JudgeSpec:
 
     @property
     def template_hash(self) -> str:
-        """Short sha256 of the template's own hash, the CoT flag and the output tag (what the model sees)."""
-        h = hashlib.sha256()
-        for part in (self.template.template_hash, f"cot={self.cot}", OUTPUT_TAG):
-            h.update(part.encode("utf-8"))
-            h.update(b"\x00")
-        return h.hexdigest()[:12]
+        return self.template.template_hash
 
-    def render(self, question: str, answer_1: str, answer_2: str, *, prefill: bool = True) -> ChatPrompt:
+    @property
+    def needs_reference(self) -> bool:
+        """The prompt shows the pair's reference answer: a pair without one cannot be judged (a row error,
+        never an empty reference)."""
+        return "reference" in self.template.fields
+
+    def render(self, question: str, answer_1: str, answer_2: str, *, prefill: bool = True,
+               reference: str | None = None) -> ChatPrompt:
         """The prompt with ``answer_1`` shown first; ``prefill=False`` leaves the assistant turn empty.
 
+        Args:
+            reference: the pair's reference answer (used by a prompt that shows one).
+
         Raises:
-            ConfigError: the template failed to render.
+            ConfigError: the prompt needs a reference and none is given, or it failed to render.
         """
-        p = self.template.render(question=question, answer_1=answer_1, answer_2=answer_2)
-        return p if prefill else ChatPrompt(user=p.user, prefill="", system=p.system)
+        values: dict[str, object] = {"question": question, "answer_1": answer_1, "answer_2": answer_2}
+        if self.needs_reference:
+            if not isinstance(reference, str) or not reference.strip():
+                raise ConfigError(f"{self.version} shows the question's reference answer and this pair has none "
+                                  "(graded WebGLM lists give their best groundK; lfqa_eval/table inputs a "
+                                  "'reference' field)")
+            values["reference"] = reference
+        return self.template.render(prefill=prefill, **values)
 
 
-#: Every judge version, under its versioned name.
+#: Every judge, under its version: the paper's (here) and the neighbouring protocols' pairwise judges
+#: (registered by ``rubric.protocols`` when it is imported).
 JUDGES: Registry[JudgeSpec] = Registry("judge")
-#: Pairwise judges other rooms declare, version -> a factory of their spec: the neighbouring protocols'
-#: templates (``arena.pairwise.v1`` ...) register here when ``rubric.protocols`` is imported
-#: (:func:`register_judge_factory`), so this module needs nothing from them. Their spec has a
-#: JudgeSpec's fields and reads its verdicts with the protocol's own tokens.
-OTHER_JUDGES: Registry[Callable[[], object]] = Registry("judge")
-
-
-def register_judge_factory(version: str, factory: Callable[[], object]) -> None:
-    """Make ``version`` resolvable by :func:`resolve_judges`; ``factory()`` builds its spec.
-
-    Raises:
-        ConfigError: ``version`` is already a judge.
-    """
-    if version in JUDGES:
-        raise ConfigError(f"judge {version!r} is already registered")
-    OTHER_JUDGES.register(version, factory)
-
 
 _BASE: dict[str, tuple[str, bool]] = {
     "plain": ("LLMPairwiseJudgement.txt", False),
@@ -176,23 +185,17 @@ def _version(name: str, tie: bool) -> str:
     return f"judge.{name}{'_tie' if tie else ''}.v1"
 
 
-def _load(name: str, tie: bool) -> JudgeSpec:
-    version = _version(name, tie)
-    file, cot = _BASE[name]
-    text = (_PROMPTS / f"{version}.j2").read_text(encoding="utf-8")
-    tokens = ("1", "2", "tie") if tie else ("1", "2")
-    # score_values: the verdict's value as P(first answer shown is better), a tie counting half.
-    values = (1.0, 0.0, 0.5) if tie else (1.0, 0.0)
-    template = PromptTemplate(name=f"judge.{name}", version=version, layout="pairwise", text=text,
-                              prefill=VERDICT_PREFILL, score_tokens=tokens, score_values=values,
-                              fields=("question", "answer_1", "answer_2"))
-    source = _REFERENCE + file + (" (tie option added by lfqa-rubric)" if tie else "")
-    return JudgeSpec(name=name, version=version, tie=tie, cot=cot, source=source, template=template)
-
-
-for _n in JUDGE_NAMES:
-    for _t in (False, True):
-        JUDGES.register(_version(_n, _t), _load(_n, _t))
+for _n, (_file, _cot) in _BASE.items():
+    for _tie in (False, True):
+        _tokens = ("1", "2", "tie") if _tie else ("1", "2")
+        # score_values: the verdict's value as P(first answer shown is better), a tie counting half.
+        # hash_extra: the CoT flag and the output tag are part of what the model sees.
+        _prompt = declare_prompt(_version(_n, _tie), layout="pairwise", name=f"judge.{_n}", prefill=VERDICT_PREFILL,
+                                 score_tokens=_tokens, score_values=(1.0, 0.0, 0.5)[:len(_tokens)],
+                                 fields=("question", "answer_1", "answer_2"), verdicts=_tokens,
+                                 verdict_format="answer_{}", hash_extra=(f"cot={_cot}", OUTPUT_TAG),
+                                 source=_REFERENCE + _file + (" (tie option added by lfqa-rubric)" if _tie else ""))
+        JUDGES.register(_prompt.version, JudgeSpec(name=_n, template=_prompt, cot=_cot))
 
 
 @cache
@@ -209,10 +212,8 @@ def resolve_judges(names: str | Sequence[str], tie: bool = False) -> list[JudgeS
     """Turn ``"plain,cot,rubrics"`` into judge specs, in the order given.
 
     A short name takes the version with or without a tie option as ``tie`` says; a versioned name
-    (``judge.cot_tie.v1``) is taken as it is, and so is a neighbouring protocol's pairwise template
-    (``arena.pairwise.v1``, ``lfqa_e.reference_tie.v1``, ``linkage.pairwise.v1``: a
-    :class:`rubric.protocols.judges.ProtocolJudgeSpec`, registered by ``rubric.protocols`` in
-    :data:`OTHER_JUDGES`; import ``rubric.protocols`` before resolving one).
+    (``judge.cot_tie.v1``, or a neighbouring protocol's pairwise judge such as ``arena.pairwise.v1``,
+    registered when ``rubric.protocols`` is imported) is taken as it is.
 
     Args:
         names: short names or versions, as a list or one comma-separated string.
@@ -235,8 +236,6 @@ def resolve_judges(names: str | Sequence[str], tie: bool = False) -> list[JudgeS
             spec = JUDGES.get(_version(n, tie))
         elif n in JUDGES:
             spec = JUDGES.get(n)
-        elif n in OTHER_JUDGES:
-            spec = OTHER_JUDGES.get(n)()
         else:
             raise UnknownNameError(f"unknown judge {n!r}; known: {', '.join(JUDGE_NAMES)}; "
                                    f"versions: {', '.join(JUDGES.names())}")

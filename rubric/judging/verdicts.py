@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rubric.errors import ConfigError
-from rubric.scoring import DEFAULT_MIN_MASS, fold_token_probs
+from rubric.scoring import DEFAULT_MIN_MASS, PromptTemplate, read_tokens
 from rubric.judging.judges import JudgeSpec, ORDERS, OUTPUT_TAG, VERDICT_PREFILL, Verdict
 
 __all__ = ["ParsedVerdict", "VerdictProbs", "PairOutcome", "cot_verdict_prefill", "parse_verdict", "verdict_probs", "vote_probs", "to_original", "p_a", "debias", "debiased_decision", "pair_outcome"]
@@ -170,43 +170,44 @@ def _argmax(probs: Mapping[str, float]) -> str | None:
     return ranked[0][0]
 
 
-def verdict_probs(token_probs: Mapping[str, float], spec: JudgeSpec, *, min_mass: float = DEFAULT_MIN_MASS,
-                  top_k: int | None = None, logprobs: bool = False) -> VerdictProbs:
+def verdict_probs(token_probs: Mapping[str, float], spec: JudgeSpec | PromptTemplate, *,
+                  min_mass: float = DEFAULT_MIN_MASS, top_k: int | None = None, logprobs: bool = False) -> VerdictProbs:
     """One order's verdict probabilities from the first-token distribution after the pre-fill.
+
+    The prompt's own verdict tokens (``1``/``2``/``tie``; a protocol's ``A``/``B``/``C`` or ``1``/``2``/``0``)
+    are read by :func:`rubric.scoring.read_tokens`, mapped onto the verdicts ``1``/``2``/``tie`` and
+    renormalised over them.
 
     Args:
         token_probs: token string (as the tokenizer spells it) -> probability (or log-probability).
-        spec: the judge; gives the verdict tokens (``1``, ``2`` and maybe ``tie``).
+        spec: the judge, or a pairwise prompt (one with ``verdicts``).
         min_mass: below this mass on the verdict tokens the order is an error.
         top_k: how many tokens the engine looked at (None: the full distribution); for the message.
         logprobs: the values are log-probabilities.
 
     Returns:
-        A ``VerdictProbs``; never raises for a model that simply did not answer with a verdict.
+        A ``VerdictProbs`` (``ptie`` None when no tie is offered); never raises for a model that simply
+        did not answer with a verdict.
 
     Raises:
-        ConfigError: ``min_mass`` is not in [0, 1).
+        ConfigError: ``min_mass`` is not in [0, 1), or the prompt has no verdicts.
     """
-    if not 0.0 <= min_mass < 1.0:
-        raise ConfigError(f"'min_mass' must be in [0, 1), got {min_mass}")
-    where = "in the full distribution" if top_k is None else f"among top-{top_k}"
-    try:
-        folded = fold_token_probs(token_probs, spec.verdict_tokens, logprobs=logprobs)
-    except ValueError as e:
-        return VerdictProbs(None, None, None, 0.0, error=f"{spec.version}: {e}")
-    total = sum(folded.values())
-    mass = min(total, 1.0)  # two spellings of one token, rounding: a hair over 1 is possible
-    if total <= 0.0:
-        return VerdictProbs(None, None, None, 0.0, error=f"{spec.version}: no verdict token {where}")
-    probs = {t: p / total for t, p in folded.items()}
+    prompt = spec.template if isinstance(spec, JudgeSpec) else spec
+    if not prompt.verdicts:
+        raise ConfigError(f"{prompt.version} is a {prompt.layout} template, not a pairwise one")
+    r = read_tokens(token_probs, prompt.score_tokens, min_mass=min_mass, top_k=top_k, logprobs=logprobs,
+                    what="verdict token", label=f"{prompt.version}: ")
+    if r.mass <= 0.0:
+        return VerdictProbs(None, None, None, 0.0, error=r.error)
+    norm = r.normalised()
+    probs = {v: norm[t] for t, v in zip(prompt.score_tokens, prompt.verdicts)}
     p1, p2, ptie = probs["1"], probs["2"], probs.get("tie")
-    if mass < min_mass:
-        return VerdictProbs(p1, p2, ptie, mass, error=f"{spec.version}: no verdict token {where} "
-                            f"(mass {mass:.3g} < min_mass {min_mass:g})")
+    if r.error is not None:
+        return VerdictProbs(p1, p2, ptie, r.mass, error=r.error)
     verdict = _argmax(probs)
     if verdict is None:
-        return VerdictProbs(p1, p2, ptie, mass, error=f"{spec.version}: the top verdicts are equally likely")
-    return VerdictProbs(p1, p2, ptie, mass, verdict=verdict)  # type: ignore[arg-type]
+        return VerdictProbs(p1, p2, ptie, r.mass, error=f"{prompt.version}: the top verdicts are equally likely")
+    return VerdictProbs(p1, p2, ptie, r.mass, verdict=verdict)  # type: ignore[arg-type]
 
 
 def vote_probs(votes: Sequence[ParsedVerdict], *, tie: bool) -> VerdictProbs:

@@ -1,8 +1,8 @@
 """The neighbouring evaluation protocols: LINKAGE, RAG-QA Arena and LFQA-E.
 
-``templates`` (their prompt templates, ``rubric/prompts/{linkage,arena,lfqa_e}.*.j2``),
-``judges`` (their pairwise templates as judge specs; importing this package registers them
-with ``rubric.judging``), ``linkage`` (prompts, reading the judge, reference lists),
+``templates`` (how a protocol declares its prompts, ``rubric/prompts/<version>.j2``, and how their
+verdicts are read; each protocol's module declares its own, and importing this package registers them,
+the pairwise ones as judges in ``rubric.judging``), ``judges`` (the pairwise protocols' judges), ``linkage`` (prompts, reading the judge, reference lists),
 ``linkage_metric``, ``linkage_data``, ``linkage_references``, ``linkage_pairwise`` (LINKAGE's judge
 systems and its two pairwise baselines), ``arena``/``arena_data``, ``lfqa_e`` (statistics and
 readers), ``report`` (their report tables), ``pages`` (the prose of their ``report.md`` pages).
@@ -11,16 +11,14 @@ This is the package's public face: other packages import from here, not from its
 """
 
 from rubric.protocols.templates import (
-    ProtocolTemplate, PROTOCOL_TEMPLATES, PROTOCOL_VERSIONS, LINKAGE_PREFILL, ARENA_THINKING_PREFILL,
-    get_protocol_template, arena_verdict_prefill, ARENA_REASONING_VERSION, pairwise_verdict_probs,
-    parse_pairwise_verdict,
+    declare_protocol_prompt, protocol_versions, get_protocol_template, pairwise_verdict_probs, parse_pairwise_verdict,
 )
 from rubric.protocols.judges import (
-    PAIRWISE_PROTOCOLS, PROTOCOLS, ProtocolJudgeSpec, protocol_judge, is_protocol_judge,
+    protocol_judge, is_protocol_judge,
     protocol_judge_versions,
 )
 from rubric.protocols.linkage import (
-    MAX_RANK_POSITIONS, WEBGLM_REFERENCE_KEYS, RankScore, expected_rank, parse_rank, rank_score,
+    LINKAGE_PREFILL, MAX_RANK_POSITIONS, WEBGLM_REFERENCE_KEYS, RankScore, expected_rank, parse_rank, rank_score,
     expected_point_score, parse_point_score, format_reference_list, listwise_prompt, pointwise_prompt,
     pairwise_prompt, webglm_references, GradedAnswer, ReferenceSplit, graded_reference_split, references_above,
 )
@@ -40,15 +38,15 @@ from rubric.protocols.arena_data import (
     to_pair_records,
 )
 from rubric.protocols.arena import (
-    OUTCOMES, WINNERS, ELO_K, ELO_SCALE, ELO_BASE, ELO_INIT, WinRate, win_rates, Battle, battles_against,
+    ARENA_THINKING_PREFILL, ARENA_REASONING_VERSION, arena_verdict_prefill, OUTCOMES, WINNERS, ELO_K, ELO_SCALE, ELO_BASE, ELO_INIT, WinRate, win_rates, Battle, battles_against,
     online_elo, bradley_terry, RatingInterval, rating_intervals, HumanAgreement, human_agreement,
 )
 from rubric.protocols.lfqa_e import (
     CLASSES, PAIR_TYPES, UNDECIDED_POLICIES, pair_type, ThreeWayMetrics, three_way_metrics, PairTypeBreakdown,
-    breakdown_by_pair_type,
+    breakdown_by_pair_type, lfqa_e_tables, lfqa_e_page,
 )
 from rubric.protocols.report import (
-    linkage_results, linkage_table, arena_ratings, arena_tables, lfqa_e_tables, fmt_mean,
+    linkage_results, linkage_table, arena_ratings, arena_tables, fmt_mean, fmt_value,
 )
 
 from rubric.protocols.linkage_pairwise import (
@@ -57,15 +55,15 @@ from rubric.protocols.linkage_pairwise import (
 
 from rubric.protocols.pages import (
     LINKAGE_NOTES, GENERATED_REFERENCES_FILE, ARENA_PAIRS_FILE, references_lines, linkage_page, linkage_empty_page, arena_page,
-    lfqa_e_page,
+    command_lines,
 )
 
 __all__ = [
-    "LINKAGE_NOTES", "GENERATED_REFERENCES_FILE", "ARENA_PAIRS_FILE", "references_lines", "linkage_page", "linkage_empty_page", "arena_page", "lfqa_e_page",
-    "ProtocolTemplate", "PROTOCOL_TEMPLATES", "PROTOCOL_VERSIONS", "LINKAGE_PREFILL",
+    "LINKAGE_NOTES", "GENERATED_REFERENCES_FILE", "ARENA_PAIRS_FILE", "references_lines", "linkage_page", "linkage_empty_page", "arena_page", "command_lines",
+    "declare_protocol_prompt", "protocol_versions", "LINKAGE_PREFILL",
     "ARENA_THINKING_PREFILL", "get_protocol_template", "arena_verdict_prefill", "ARENA_REASONING_VERSION",
-    "pairwise_verdict_probs", "parse_pairwise_verdict", "PAIRWISE_PROTOCOLS", "PROTOCOLS",
-    "ProtocolJudgeSpec", "protocol_judge", "is_protocol_judge", "protocol_judge_versions",
+    "pairwise_verdict_probs", "parse_pairwise_verdict",
+    "protocol_judge", "is_protocol_judge", "protocol_judge_versions",
     "MAX_RANK_POSITIONS", "WEBGLM_REFERENCE_KEYS", "RankScore", "expected_rank", "parse_rank", "rank_score",
     "expected_point_score", "parse_point_score", "format_reference_list", "listwise_prompt",
     "pointwise_prompt", "pairwise_prompt", "webglm_references", "GradedAnswer", "ReferenceSplit",
@@ -80,5 +78,5 @@ __all__ = [
     "battles_against", "online_elo", "bradley_terry", "RatingInterval", "rating_intervals", "HumanAgreement",
     "human_agreement", "CLASSES", "PAIR_TYPES", "UNDECIDED_POLICIES", "pair_type", "ThreeWayMetrics",
     "three_way_metrics", "PairTypeBreakdown", "breakdown_by_pair_type", "linkage_results", "linkage_table",
-    "arena_ratings", "arena_tables", "lfqa_e_tables", "fmt_mean", 'PAIRWISE_CANDIDATES', 'PAIRWISE_REFERENCES', 'EQ2_TEMPLATE', 'EQ3_TEMPLATE', 'LINKAGE_SYSTEM_TEMPLATES', 'LINKAGE_SYSTEMS', 'OLD_SYSTEM_NAMES', 'reference_outcome', 'reference_weights', 'eq3_score'
+    "arena_ratings", "arena_tables", "fmt_mean", "fmt_value", "lfqa_e_tables", "lfqa_e_page", 'PAIRWISE_CANDIDATES', 'PAIRWISE_REFERENCES', 'EQ2_TEMPLATE', 'EQ3_TEMPLATE', 'LINKAGE_SYSTEM_TEMPLATES', 'LINKAGE_SYSTEMS', 'OLD_SYSTEM_NAMES', 'reference_outcome', 'reference_weights', 'eq3_score'
 ]

@@ -1,7 +1,10 @@
 """RAG-QA Arena's statistics: win rates against the reference, Elo / Bradley-Terry ratings, human agreement.
 
-Pure: no model here. The judge's template is ``arena.pairwise.v1`` (:mod:`rubric.protocols.templates`); the inputs
-come from :mod:`rubric.protocols.arena_data`.
+Pure: no model here. The judge's prompts are declared here: ``arena.pairwise.v1`` (1 / 2 / 0 = not sure, with the
+paper's in-context examples and its system turn; the rating is read after the pre-fill
+``<thinking></thinking>\n<rating>``) and ``arena.pairwise_reasoning.v1`` (the same prompt pre-filled with
+``<thinking>`` only: the judge writes its own reasoning, then the rating is read after
+:func:`arena_verdict_prefill`). The inputs come from :mod:`rubric.protocols.arena_data`.
 
 Outcomes
     A pair's outcome is ``a`` (the system's answer is better), ``b`` (the other answer, the LFRQA
@@ -40,8 +43,12 @@ import numpy as np
 from rubric.protocols.arena_data import REFERENCE_SYSTEM
 from rubric.errors import ConfigError
 from rubric.preference import ClusteredMean, clustered_mean, question_bootstrap_weights
+from rubric.protocols.templates import declare_protocol_prompt
 
 __all__ = [
+    "ARENA_THINKING_PREFILL",
+    "ARENA_REASONING_VERSION",
+    "arena_verdict_prefill",
     "OUTCOMES",
     "WINNERS",
     "ELO_K",
@@ -70,6 +77,34 @@ ELO_K = 4.0
 ELO_SCALE = 400.0
 ELO_BASE = 10.0
 ELO_INIT = 1000.0
+
+#: Where RAG-QA Arena's judge starts its reasoning (generation of the thinking, CoT mode).
+ARENA_THINKING_PREFILL = "<thinking>"
+_THINKING_END = "</thinking>"
+_RATING = "<rating>"
+#: RAG-QA Arena's judge that writes its own reasoning (pre-fill ``<thinking>``) before the rating is read.
+ARENA_REASONING_VERSION = "arena.pairwise_reasoning.v1"
+_SOURCE = "RAG-QA Arena (Han et al.), appendix Tables 13-15 and pairwise_lfrqa_examples.json"
+_JUDGE = dict(protocol="arena", layout="pairwise", tokens=("1", "2", "0"), fields=("question", "answer_1", "answer_2"),
+              verdicts=("1", "2", "tie"), verdict_format="<rating>{}</rating>", system=True, file="arena.pairwise.v1")
+declare_protocol_prompt("arena.pairwise.v1", source=_SOURCE, prefill=f"{ARENA_THINKING_PREFILL}{_THINKING_END}\n{_RATING}",
+                        **_JUDGE)  # type: ignore[arg-type]
+# the same prompt; the judge writes its own thinking after "<thinking>" before the rating is read
+# (arena_verdict_prefill closes it): models.protocols.ProtocolJudgeScorer generates it first
+declare_protocol_prompt(ARENA_REASONING_VERSION, source=_SOURCE + "; the judge's own reasoning first (lfqa-rubric)",
+                        prefill=ARENA_THINKING_PREFILL, reasons=True, **_JUDGE)  # type: ignore[arg-type]
+
+
+def arena_verdict_prefill(reasoning: str) -> str:
+    """The assistant pre-fill that reads RAG-QA Arena's rating after the judge's own reasoning.
+
+    The reasoning (generated after :data:`ARENA_THINKING_PREFILL`) is cut at its first ``</thinking>``
+    (a rating the model already wrote is replaced by the distribution read here) and closed:
+    ``"<thinking>REASONING</thinking>\\n<rating>"``. With no reasoning this is the template's own pre-fill.
+    """
+    kept = reasoning.split(_THINKING_END, 1)[0]
+    kept = kept.removeprefix(ARENA_THINKING_PREFILL).strip()
+    return f"{ARENA_THINKING_PREFILL}{kept}{_THINKING_END}\n{_RATING}"
 
 
 def _check_outcomes(outcomes: Sequence[str | None], what: str = "outcomes") -> None:

@@ -1,7 +1,8 @@
 """LFQA-E (seed 002): three-way (A / B / tie) metrics and their breakdown by pair type.
 
-Pure: no model here. The judge's template is ``lfqa_e.reference_tie.v1`` (:mod:`rubric.protocols.templates`): the
-question's reference answer is shown with both answers, and a tie is offered.
+Pure: no model here. The judge's prompt is ``lfqa_e.reference_tie.v1``, declared here: the question's reference
+answer is shown with both answers, and a tie is offered (``answer_1`` / ``answer_2`` / ``answer_tie`` after the
+pre-fill ``answer_``).
 
 Metrics
     LFQA-E reports accuracy and macro-F1 over C = {A, B, tie} (its equations 1 and 2):
@@ -22,14 +23,18 @@ Pair types
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rubric.errors import ConfigError
+from rubric.protocols.templates import declare_protocol_prompt
 from rubric.preference import question_bootstrap_weights
 from rubric.io import PairRecord
+from rubric.protocols.pages import command_lines
+from rubric.protocols.report import fmt_value
 
 __all__ = [
     "CLASSES",
@@ -40,6 +45,8 @@ __all__ = [
     "three_way_metrics",
     "PairTypeBreakdown",
     "breakdown_by_pair_type",
+    "lfqa_e_tables",
+    "lfqa_e_page",
 ]
 
 #: LFQA-E's classes, in our spelling (A = ``a``, B = ``b``).
@@ -47,6 +54,13 @@ CLASSES: tuple[str, ...] = ("a", "b", "tie")
 #: The pair types of LFQA-E's breakdown.
 PAIR_TYPES: tuple[str, ...] = ("human-human", "human-model", "model-model")
 UNDECIDED_POLICIES: tuple[str, ...] = ("wrong", "drop")
+
+#: LFQA-E's reference-based three-way judge.
+JUDGE_VERSION = "lfqa_e.reference_tie.v1"
+declare_protocol_prompt(JUDGE_VERSION, protocol="lfqa_e", layout="pairwise",
+                        source="lfqa-rubric, after LFQA-E's annotation recipe (seed 002, Table 26)", prefill="answer_",
+                        tokens=("1", "2", "tie"), fields=("question", "reference", "answer_1", "answer_2"),
+                        verdicts=("1", "2", "tie"), verdict_format="answer_{}")
 
 
 def pair_type(answer_type_a: str, answer_type_b: str) -> str | None:
@@ -217,3 +231,59 @@ def breakdown_by_pair_type(pairs: Sequence[PairRecord], decisions: Sequence[str 
             by_type[pt] = metrics(idx)
     unknown = sum(1 for p, t in zip(pairs, types) if t is None and p.label is not None)
     return PairTypeBreakdown(system=system, overall=overall, by_type=by_type, n_unknown_type=unknown)
+
+
+def lfqa_e_tables(pairs: Sequence[PairRecord], decisions: Mapping[str, Sequence[str | None]], *,
+                  n_boot: int = 1000, seed: int = 0, notes: Mapping[str, str] | None = None) -> str:
+    """LFQA-E's tables: accuracy and macro-F1 over {a, b, tie} per system, overall and by pair type.
+
+    Args:
+        pairs: the pairs with their human labels and answer types.
+        decisions: system -> its decision per pair (same order; None undecided, counted wrong).
+        n_boot: bootstrap replicates.
+        seed: their seed.
+        notes: system -> a note for the table (e.g. "in-sample").
+    """
+    notes = dict(notes or {})
+    labels = [p.label for p in pairs]
+    dist = {c: sum(1 for x in labels if x == c) for c in ("a", "b", "tie")}
+    out = [f"Labelled pairs: {sum(dist.values())} (a {dist['a']}, b {dist['b']}, tie {dist['tie']}); an undecided "
+           "pair counts as wrong.", "",
+           "| system | accuracy | macro-F1 | F1 a / b / tie | pairs | undecided | note |",
+           "|---|---|---|---|---|---|---|"]
+    breakdowns = {s: breakdown_by_pair_type(pairs, d, system=s, n_boot=n_boot, seed=seed) for s, d in decisions.items()}
+
+    def cell(m, key: str) -> str:
+        lo, hi = m.ci[key]
+        v = getattr(m, key)
+        return fmt_value(v) if math.isnan(lo) else f"{fmt_value(v)} [{fmt_value(lo)}, {fmt_value(hi)}]"
+
+    for s, b in breakdowns.items():
+        m = b.overall
+        out.append(f"| {s} | {cell(m, 'accuracy')} | {cell(m, 'macro_f1')} | "
+                   f"{' / '.join(fmt_value(m.f1[c]) for c in ('a', 'b', 'tie'))} | {m.n} | {m.n_undecided} | "
+                   f"{notes.get(s, '')} |")
+    out += ["", "By pair type (LFQA-E's breakdown; from answer_a_type / answer_b_type):", "",
+            "| system | pair type | accuracy | macro-F1 | pairs |", "|---|---|---|---|---|"]
+    any_type = False
+    for s, b in breakdowns.items():
+        for pt in PAIR_TYPES:
+            if pt in b.by_type:
+                any_type = True
+                m = b.by_type[pt]
+                out.append(f"| {s} | {pt} | {cell(m, 'accuracy')} | {cell(m, 'macro_f1')} | {m.n} |")
+        if b.n_unknown_type:
+            out.append(f"| {s} | unknown (an answer type is empty) | | | {b.n_unknown_type} |")
+    if not any_type:
+        out.append("")
+        out.append("No pair has both answer types: the breakdown is empty.")
+    return "\n".join(out)
+
+
+def lfqa_e_page(*, version: str, model: str, inputs: Sequence[str], fmt: str, n_pairs: int, command: str,
+                tables: str) -> str:
+    """LFQA-E's report: the judge, the inputs, accuracy and macro-F1 tables."""
+    return "\n".join([
+        "# LFQA-E: reference-based three-way judging (a / b / tie)", "",
+        f"Judge: {version} on {model}. Inputs: " + ", ".join(inputs) + f" ({fmt}); {n_pairs} pairs.", "",
+        *command_lines(command), tables, ""])

@@ -1,6 +1,7 @@
 """LINKAGE (seed 001): the listwise judge's score, its reference lists, its prompts and its metric.
 
-Pure: no model here. The templates are in :mod:`rubric.protocols.templates` (``linkage.*``).
+Pure: no model here. The listwise and pointwise prompts are declared here (``linkage.*``; the pairwise ones in
+:mod:`rubric.protocols.linkage_pairwise`, the reference-list one in :mod:`rubric.protocols.linkage_references`).
 
 Listwise score
     The candidate is placed into a list of reference answers ordered best first, and the judge answers
@@ -40,10 +41,13 @@ from dataclasses import dataclass, field
 
 from rubric.errors import ConfigError
 from rubric.io import RowError, check_text
-from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt, fold_token_probs, normalize_token
-from rubric.protocols.templates import ProtocolTemplate, get_protocol_template
+from rubric.scoring import (
+    DEFAULT_MIN_MASS, ChatPrompt, PromptTemplate, TokenReading, fold_token_probs, mass_reading, normalize_token, read_tokens,
+)
+from rubric.protocols.templates import declare_protocol_prompt, get_protocol_template
 
 __all__ = [
+    "LINKAGE_PREFILL",
     "MAX_RANK_POSITIONS",
     "WEBGLM_REFERENCE_KEYS",
     "RankScore",
@@ -72,6 +76,24 @@ WEBGLM_REFERENCE_KEYS: tuple[str, ...] = ("ground3", "ground2", "ground1", "grou
 _LISTWISE_V1 = "linkage.listwise.v1"
 _LISTWISE_N = "linkage.listwise_n.v1"
 
+#: LINKAGE's prompts ask for ``[[k]]`` (``[[A]]`` in the pairwise one): the next token is the verdict.
+LINKAGE_PREFILL = "[["
+SOURCE = "LINKAGE repo, prompt/"
+_DIGITS_0_10 = tuple(str(i) for i in range(11))
+_POINT = dict(protocol="linkage", layout="pointwise", prefill=LINKAGE_PREFILL, tokens=_DIGITS_0_10,
+              values=tuple(float(i) for i in range(11)))
+declare_protocol_prompt(_LISTWISE_V1, protocol="linkage", layout="listwise", source=SOURCE + "LINKAGE.txt",
+                        prefill=LINKAGE_PREFILL, tokens=tuple("12345"), values=(1.0, 2.0, 3.0, 4.0, 5.0),
+                        fields=("question", "references", "candidate"))
+declare_protocol_prompt(_LISTWISE_N, protocol="linkage", layout="listwise",
+                        source=SOURCE + "LINKAGE.txt (any list length, by lfqa-rubric)", prefill=LINKAGE_PREFILL,
+                        tokens=tuple("123456789"), values=tuple(float(i) for i in range(1, 10)),
+                        fields=("question", "references", "candidate", "n_references"))
+declare_protocol_prompt("linkage.point_no_ref.v1", source=SOURCE + "no_ref_point_score.txt",
+                        fields=("question", "candidate"), **_POINT)  # type: ignore[arg-type]
+declare_protocol_prompt("linkage.point_with_ref.v1", source=SOURCE + "with_ref_point_score.txt",
+                        fields=("question", "references", "candidate"), **_POINT)  # type: ignore[arg-type]
+
 
 # --- reading the judge ---------------------------------------------------------------------------
 
@@ -97,14 +119,12 @@ def _check_min_mass(min_mass: float) -> None:
         raise ConfigError(f"'min_mass' must be in [0, 1), got {min_mass}")
 
 
-def _expected(probs: Mapping[str, float], what: str, where: str, min_mass: float) -> RankScore:
-    mass = min(sum(probs.values()), 1.0)  # two spellings of one token: a hair over 1 is possible
-    if mass <= 0.0:
-        return RankScore(None, 0.0, probs, f"no {what} digit {where}")
-    if mass < min_mass:
-        return RankScore(None, mass, probs, f"no {what} digit {where} (mass {mass:.3g} < min_mass {min_mass:g})")
-    total = sum(probs.values())
-    return RankScore(sum(int(k) * p for k, p in probs.items()) / total, mass, probs)
+def _expected(r: TokenReading) -> RankScore:
+    """The expected value of a digit distribution (each digit's value is itself), or why there is none."""
+    if r.error is not None:
+        return RankScore(None, r.mass, r.probs, r.error)
+    total = sum(r.probs.values())
+    return RankScore(sum(int(k) * p for k, p in r.probs.items()) / total, r.mass, r.probs)
 
 
 def expected_rank(token_probs: Mapping[str, float], n_positions: int, *, min_mass: float = DEFAULT_MIN_MASS,
@@ -131,14 +151,9 @@ def expected_rank(token_probs: Mapping[str, float], n_positions: int, *, min_mas
     if isinstance(n_positions, bool) or not isinstance(n_positions, int) or not 2 <= n_positions <= MAX_RANK_POSITIONS:
         raise ConfigError(f"'n_positions' must be an integer in 2..{MAX_RANK_POSITIONS} (one digit token), "
                           f"got {n_positions!r}")
-    _check_min_mass(min_mass)
     tokens = tuple(str(k) for k in range(1, n_positions + 1))
-    where = "in the full distribution" if top_k is None else f"among top-{top_k}"
-    try:
-        probs = fold_token_probs(token_probs, tokens, logprobs=logprobs)
-    except ValueError as e:
-        return RankScore(None, 0.0, {}, str(e))
-    return _expected(probs, "rank", where, min_mass)
+    return _expected(read_tokens(token_probs, tokens, min_mass=min_mass, top_k=top_k, logprobs=logprobs,
+                                 what="rank digit"))
 
 
 # "[[3]]", "[[ 3 ]]"; any number, so that an out-of-range rank is reported rather than skipped
@@ -175,7 +190,6 @@ def rank_score(rank: float) -> float:
     return -float(rank)
 
 
-_TEN_DIGITS = tuple(str(i) for i in range(11))
 
 
 def expected_point_score(token_probs: Mapping[str, float], after_one: Mapping[str, float] | None = None, *,
@@ -204,9 +218,8 @@ def expected_point_score(token_probs: Mapping[str, float], after_one: Mapping[st
         ConfigError: ``min_mass`` is not in [0, 1).
     """
     _check_min_mass(min_mass)
-    where = "in the full distribution" if top_k is None else f"among top-{top_k}"
     try:
-        probs = fold_token_probs(token_probs, _TEN_DIGITS, logprobs=logprobs)
+        probs = fold_token_probs(token_probs, _DIGITS_0_10, logprobs=logprobs)
         if after_one is not None and probs["1"] > 0.0:
             zero = fold_token_probs(after_one, ("0",), logprobs=logprobs)["0"]
             close = 0.0
@@ -223,7 +236,7 @@ def expected_point_score(token_probs: Mapping[str, float], after_one: Mapping[st
             probs["10"] += ten
     except ValueError as e:
         return RankScore(None, 0.0, {}, str(e))
-    return _expected(probs, "score", where, min_mass)
+    return _expected(mass_reading(probs, min_mass=min_mass, top_k=top_k, what="score digit"))
 
 
 _SCORE_RE = re.compile(r"\[\[\s*(\d+(?:\.\d+)?)\s*\]\]")
@@ -263,9 +276,9 @@ def format_reference_list(references: Sequence[str]) -> str:
     return "".join(f"Answer {i}:{r}\n" for i, r in enumerate(refs, start=1))
 
 
-def _spec(version: str, kind: str) -> ProtocolTemplate:
+def _spec(version: str, kind: str) -> PromptTemplate:
     spec = get_protocol_template(version)
-    if spec.protocol != "linkage" or spec.kind != kind:
+    if spec.protocol != "linkage" or spec.layout != kind:
         raise ConfigError(f"{version} is not a LINKAGE {kind} template")
     return spec
 

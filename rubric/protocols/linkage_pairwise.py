@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rubric.errors import ConfigError
+from rubric.protocols.linkage import LINKAGE_PREFILL, SOURCE
+from rubric.protocols.templates import declare_protocol_prompt
 
 __all__ = ["PAIRWISE_CANDIDATES", "PAIRWISE_REFERENCES", "EQ2_TEMPLATE", "EQ3_TEMPLATE", "LINKAGE_SYSTEM_TEMPLATES",
            "LINKAGE_SYSTEMS", "OLD_SYSTEM_NAMES", "reference_outcome", "reference_weights", "eq3_score"]
@@ -35,6 +37,15 @@ EQ2_TEMPLATE = "linkage.pairwise.v1"
 #: The eq. 3 system (each candidate against each reference answer) and its template.
 PAIRWISE_REFERENCES = "pairwise_references"
 EQ3_TEMPLATE = "linkage.pairwise_reference.v1"
+
+_PAIRWISE = dict(protocol="linkage", layout="pairwise", prefill=LINKAGE_PREFILL, tokens=("A", "B", "C"),
+                 fields=("question", "answer_1", "answer_2"), verdicts=("1", "2", "tie"), verdict_format="[[{}]]",
+                 file=EQ2_TEMPLATE)
+declare_protocol_prompt(EQ2_TEMPLATE, source=SOURCE + "pairwise_comparison.txt", **_PAIRWISE)  # type: ignore[arg-type]
+# eq. 3: the same prompt, a candidate shown against one reference answer; its own version, so its rows and
+# store keys never mix with eq. 2's
+declare_protocol_prompt(EQ3_TEMPLATE, source=SOURCE + "pairwise_comparison.txt; eq. 3: a candidate against each "
+                        "reference answer", **_PAIRWISE)  # type: ignore[arg-type]
 
 #: LINKAGE's judge-based systems, in table order, and the template each reads.
 LINKAGE_SYSTEM_TEMPLATES: dict[str, str] = {

@@ -27,8 +27,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rubric.errors import ConfigError
-from rubric.scoring import ChatPrompt
-from rubric.protocols.templates import ProtocolTemplate, get_protocol_template
+from rubric.scoring import ChatPrompt, PromptTemplate
+from rubric.protocols.linkage import SOURCE
+from rubric.protocols.templates import declare_protocol_prompt, get_protocol_template
 
 __all__ = [
     "CREATE_REFERENCES_VERSION",
@@ -49,6 +50,16 @@ CREATE_REFERENCES_VERSIONS: tuple[str, ...] = (CREATE_REFERENCES_VERSION, "linka
 #: How many answers the prompt asks for (the list is the golden answer and these).
 N_GENERATED = 3
 
+# a generation prompt: its "tokens" are the labels the generated list is read by (parse_generated_references);
+# v2 pre-fills the assistant turn with "Answer1:": a small model that never starts the format by itself continues
+# it (the generation is read after the pre-fill)
+for _v, _prefill, _how in ((CREATE_REFERENCES_VERSIONS[0], "", ""),
+                           (CREATE_REFERENCES_VERSIONS[1], "Answer1:", "; the assistant turn pre-filled with "
+                                                                       "'Answer1:' (lfqa-rubric)")):
+    declare_protocol_prompt(_v, protocol="linkage", layout="generate", source=SOURCE + "create_multi_step_answer.txt"
+                            + _how, prefill=_prefill, tokens=("Answer1", "Answer2", "Answer3"), values=(1.0, 2.0, 3.0),
+                            fields=("question", "golden"), file=CREATE_REFERENCES_VERSION)
+
 # a label at the start of a line: "Answer1:", "Answer 2 -", "**Answer3:**", "- Answer 1)", "Output: Answer1:"
 _LABEL_RE = re.compile(r"^[ \t]*(?:Output\s*:\s*)?[*#>\-\s]*Answer[ \t]*(\d+)[ \t]*\**[ \t]*[:.)\-]\**",
                        re.IGNORECASE | re.MULTILINE)
@@ -67,7 +78,7 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def _spec(version: str = CREATE_REFERENCES_VERSION) -> ProtocolTemplate:
+def _spec(version: str = CREATE_REFERENCES_VERSION) -> PromptTemplate:
     if version not in CREATE_REFERENCES_VERSIONS:
         raise ConfigError(f"unknown reference generation template {version!r}; known: "
                           f"{', '.join(CREATE_REFERENCES_VERSIONS)}")

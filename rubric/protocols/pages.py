@@ -1,6 +1,6 @@
 """The neighbouring protocols' ``report.md`` pages: the prose around :mod:`rubric.protocols`'s tables.
 
-Pure text from counts the jobs pass in (``workers.jobs.linkage``, ``workers.protocol_job``); no file is
+Pure text from counts the jobs pass in (``workers.jobs.linkage``, ``workers.protocols``); no file is
 read or written here.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 __all__ = ["LINKAGE_NOTES", "GENERATED_REFERENCES_FILE", "ARENA_PAIRS_FILE", "references_lines", "linkage_page", "linkage_empty_page",
-           "arena_page", "lfqa_e_page"]
+           "arena_page", "command_lines"]
 
 #: The generated reference lists of a LINKAGE job (models.linkage_references.ReferenceCache).
 GENERATED_REFERENCES_FILE = "generated_references.jsonl"
@@ -33,7 +33,8 @@ LINKAGE_NOTES = {
 _GENERATION_COUNTS = ("questions", "generated_now", "from_cache", "failed", "answers_rejected")
 
 
-def _command(command: str) -> list[str]:
+def command_lines(command: str) -> list[str]:
+    """The report's line quoting the command, or none."""
     return [f"Command: `{command}`", ""] if command else []
 
 
@@ -63,7 +64,7 @@ def linkage_page(*, model: str, shards: Sequence[str], n_questions: int, n_candi
         f"Judge: {model}. Inputs: {', '.join(shards)}. Questions: {n_questions}, candidates: "
         f"{n_candidates}, rejected answers: {n_rejected}. Means over the questions "
         f"where a coefficient is defined, 95% CIs from {n_boot} question-bootstrap replicates.", "",
-        *_command(command), *references, table, "",
+        *command_lines(command), *references, table, "",
         "Errors by system: " + ", ".join(f"{s} {n}" for s, n in errors.items()), ""])
 
 
@@ -71,7 +72,7 @@ def linkage_empty_page(*, shards: Sequence[str], command: str, references: Seque
     """LINKAGE's report when no question got a reference list (the failed generations are the finding)."""
     return "\n".join([_LINKAGE_TITLE, "",
                       f"Inputs: {', '.join(shards)}. No question got a reference list, so nothing was scored.", "",
-                      *_command(command), *references])
+                      *command_lines(command), *references])
 
 
 def arena_page(*, version: str, model: str, mode: str, reasoning_tokens: int, annotations: str, n_questions: int,
@@ -84,13 +85,4 @@ def arena_page(*, version: str, model: str, mode: str, reasoning_tokens: int, an
            "`text`" if reasoning_tokens else "") + "). "
         f"Annotations: {annotations} ({n_questions} questions). Systems: "
         + ", ".join(f"{n} ({p})" for n, p in systems.items()) + ".", "",
-        *_command(command), tables, ""])
-
-
-def lfqa_e_page(*, version: str, model: str, inputs: Sequence[str], fmt: str, n_pairs: int, command: str,
-                tables: str) -> str:
-    """LFQA-E's report: the judge, the inputs, accuracy and macro-F1 tables."""
-    return "\n".join([
-        "# LFQA-E: reference-based three-way judging (a / b / tie)", "",
-        f"Judge: {version} on {model}. Inputs: " + ", ".join(inputs) + f" ({fmt}); {n_pairs} pairs.", "",
-        *_command(command), tables, ""])
+        *command_lines(command), tables, ""])

@@ -1,7 +1,8 @@
 """The neighbouring protocols' report tables (Markdown), from their output rows.
 
-Pure: no model here; every number comes from :mod:`rubric.protocols.linkage`, :mod:`rubric.protocols.arena` and
-:mod:`rubric.protocols.lfqa_e`. The ``lfqa-rubric judge --protocol`` job writes these into ``OUT/report.md``.
+Pure: no model here; every number comes from :mod:`rubric.protocols.linkage` and :mod:`rubric.protocols.arena`
+(a protocol whose statistics live in its own module has its tables there too). The ``lfqa-rubric judge
+--protocol`` job writes these into ``OUT/report.md``.
 
 - :func:`linkage_table`: LINKAGE's metric for every system on the same answers, one row per system
   (listwise, pointwise with and without references, pairwise, ROUGE-1/ROUGE-L and MiniLM similarity
@@ -9,7 +10,6 @@ Pure: no model here; every number comes from :mod:`rubric.protocols.linkage`, :m
   Spearman's rho and Pearson's r with question-bootstrap CIs, and how many questions were undefined.
 - :func:`arena_tables`: win and win+tie rate per system against the reference, Elo (online, Chatbot
   Arena's) and Bradley-Terry ratings with bootstrap CIs, agreement with human labels when present.
-- :func:`lfqa_e_tables`: accuracy and macro-F1 over {a, b, tie} per system, overall and by pair type.
 """
 
 from __future__ import annotations
@@ -20,15 +20,14 @@ from collections.abc import Mapping, Sequence
 from rubric.protocols.arena import Battle, RatingInterval, battles_against, human_agreement, rating_intervals, win_rates
 from rubric.protocols.arena_data import REFERENCE_SYSTEM
 from rubric.errors import ConfigError
-from rubric.protocols.lfqa_e import PAIR_TYPES, breakdown_by_pair_type
 from rubric.protocols.linkage_metric import LinkageCorrelations, linkage_correlations
 from rubric.preference import ClusteredMean
-from rubric.io import PairRecord
 
-__all__ = ["linkage_results", "linkage_table", "arena_ratings", "arena_tables", "lfqa_e_tables", "fmt_mean"]
+__all__ = ["linkage_results", "linkage_table", "arena_ratings", "arena_tables", "fmt_mean", "fmt_value"]
 
 
-def _f(x: float, digits: int = 3) -> str:
+def fmt_value(x: float, digits: int = 3) -> str:
+    """``0.412``, or ``n/a`` when undefined."""
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.{digits}f}"
 
 
@@ -38,8 +37,8 @@ def fmt_mean(m: ClusteredMean, digits: int = 3) -> str:
         return "n/a"
     lo, hi = m.ci
     if math.isnan(lo) or math.isnan(hi):
-        return _f(m.value, digits)
-    return f"{_f(m.value, digits)} [{_f(lo, digits)}, {_f(hi, digits)}]"
+        return fmt_value(m.value, digits)
+    return f"{fmt_value(m.value, digits)} [{fmt_value(lo, digits)}, {fmt_value(hi, digits)}]"
 
 
 def linkage_results(rows: Sequence[Mapping[str, object]], *, n_boot: int = 1000,
@@ -122,7 +121,7 @@ def arena_tables(systems: Sequence[str], outcomes: Sequence[str | None], questio
         ratings, failed_notes = arena_ratings(battles, n_boot=n_boot, seed=seed)
         for name, ivs in ratings.items():
             for iv in ivs:
-                cell = f"{iv.rating:.0f} [{_f(iv.ci[0], 0)}, {_f(iv.ci[1], 0)}]"
+                cell = f"{iv.rating:.0f} [{fmt_value(iv.ci[0], 0)}, {fmt_value(iv.ci[1], 0)}]"
                 rows.setdefault(iv.system, {"n": str(iv.n_battles)})[name] = cell
         order = sorted(rows, key=lambda s: -float(rows[s].get("Elo (online, K=4)", "nan").split(" ")[0]))
         out += ["| system | Elo (online, K=4) | Bradley-Terry | battles |", "|---|---|---|---|"]
@@ -133,54 +132,7 @@ def arena_tables(systems: Sequence[str], outcomes: Sequence[str | None], questio
     if humans is not None and any(h is not None for h in humans):
         ag = human_agreement(outcomes, humans)
         out += ["", "### Agreement with the human labels", "", "| pairs | accuracy | Cohen's κ | Pearson r |",
-                "|---|---|---|---|", f"| {ag.n} | {_f(ag.accuracy)} | {_f(ag.kappa)} | {_f(ag.pearson)} |"]
+                "|---|---|---|---|", f"| {ag.n} | {fmt_value(ag.accuracy)} | {fmt_value(ag.kappa)} | {fmt_value(ag.pearson)} |"]
     else:
         out += ["", "No human labels in the input: no agreement table."]
-    return "\n".join(out)
-
-
-def lfqa_e_tables(pairs: Sequence[PairRecord], decisions: Mapping[str, Sequence[str | None]], *,
-                  n_boot: int = 1000, seed: int = 0, notes: Mapping[str, str] | None = None) -> str:
-    """LFQA-E's tables: accuracy and macro-F1 over {a, b, tie} per system, overall and by pair type.
-
-    Args:
-        pairs: the pairs with their human labels and answer types.
-        decisions: system -> its decision per pair (same order; None undecided, counted wrong).
-        n_boot: bootstrap replicates.
-        seed: their seed.
-        notes: system -> a note for the table (e.g. "in-sample").
-    """
-    notes = dict(notes or {})
-    labels = [p.label for p in pairs]
-    dist = {c: sum(1 for x in labels if x == c) for c in ("a", "b", "tie")}
-    out = [f"Labelled pairs: {sum(dist.values())} (a {dist['a']}, b {dist['b']}, tie {dist['tie']}); an undecided "
-           "pair counts as wrong.", "",
-           "| system | accuracy | macro-F1 | F1 a / b / tie | pairs | undecided | note |",
-           "|---|---|---|---|---|---|---|"]
-    breakdowns = {s: breakdown_by_pair_type(pairs, d, system=s, n_boot=n_boot, seed=seed) for s, d in decisions.items()}
-
-    def cell(m, key: str) -> str:
-        lo, hi = m.ci[key]
-        v = getattr(m, key)
-        return _f(v) if math.isnan(lo) else f"{_f(v)} [{_f(lo)}, {_f(hi)}]"
-
-    for s, b in breakdowns.items():
-        m = b.overall
-        out.append(f"| {s} | {cell(m, 'accuracy')} | {cell(m, 'macro_f1')} | "
-                   f"{' / '.join(_f(m.f1[c]) for c in ('a', 'b', 'tie'))} | {m.n} | {m.n_undecided} | "
-                   f"{notes.get(s, '')} |")
-    out += ["", "By pair type (LFQA-E's breakdown; from answer_a_type / answer_b_type):", "",
-            "| system | pair type | accuracy | macro-F1 | pairs |", "|---|---|---|---|---|"]
-    any_type = False
-    for s, b in breakdowns.items():
-        for pt in PAIR_TYPES:
-            if pt in b.by_type:
-                any_type = True
-                m = b.by_type[pt]
-                out.append(f"| {s} | {pt} | {cell(m, 'accuracy')} | {cell(m, 'macro_f1')} | {m.n} |")
-        if b.n_unknown_type:
-            out.append(f"| {s} | unknown (an answer type is empty) | | | {b.n_unknown_type} |")
-    if not any_type:
-        out.append("")
-        out.append("No pair has both answer types: the breakdown is empty.")
     return "\n".join(out)

@@ -1,8 +1,9 @@
 """Rubric scoring: the rubric registry and its pure pieces (no model here).
 
 Versioned rubric specs and their raw ranges (``specs``), rescaling (``rescale``), the
-``Scorer`` protocol and ``Score``/``Provenance`` (``scorer``), G-Eval prompts and score-token
-parsing (``geval``; templates in ``rubric/prompts/``), and the formulas the CPU backends apply
+``Scorer`` protocol and ``Score``/``Provenance`` (``scorer``), every LLM prompt as one versioned
+spec in one registry and the one reader of score tokens (``prompts``; templates in ``rubric/prompts/``),
+G-Eval prompts and score parsing (``geval``), and the formulas the CPU backends apply
 (``conciseness``, ``grammar``, ``specificity``, ``claims``, ``signals``, ``cpu_profile``: the
 ``--preset cpu`` versions); ``presets`` (named
 configurations of every step, defined once: ``--preset paper``).
@@ -22,16 +23,20 @@ from rubric.scoring.specs import (
 from rubric.scoring.scorer import (
     Score, Provenance, Scorer, ScoreSet, check_batch,
 )
+# geval registers the LLM rubrics, which the presets check
+from rubric.scoring.prompts import (
+    ChatPrompt, PROMPTS_DIR, PROMPTS, PromptTemplate, declare_prompt, prompt_key, system_turn, DEFAULT_MIN_MASS,
+    normalize_token, fold_token_probs, TokenReading, read_tokens, mass_reading,
+)
+from rubric.scoring.geval import (
+    ParsedScore, Layout, LAYOUTS, DEFAULT_LOG_SCORE_TOL, LFQ_FILTER_VERSION, TEMPLATE_VERSIONS, get_template,
+    lfq_filter_template, parse_score, expected_value, LFQDecision, parse_lfq,
+)
 from rubric.scoring.presets import (
     Preset, PAPER, CPU, PRESETS, get_preset, preset_rubric_versions, preset_judges, preset_tag, preset_title,
     model_preset, table_problems, judge_settings_problems, PRESET_META_KEY,
 )
 from rubric.scoring.presets import model_preset_problems, model_preset_tag
-from rubric.scoring.geval import (
-    ChatPrompt, PROMPTS_DIR, PromptTemplate, ParsedScore, Layout, LAYOUTS, DEFAULT_MIN_MASS,
-    DEFAULT_LOG_SCORE_TOL, LFQ_FILTER_VERSION, TEMPLATE_VERSIONS, get_template, lfq_filter_template,
-    normalize_token, fold_token_probs, parse_score, LFQDecision, parse_lfq,
-)
 from rubric.scoring.conciseness import (
     CONTENT_POS, WORD_LIKE_POS, lexical_density_counts, density_from_counts, lexical_density,
 )
@@ -45,7 +50,7 @@ from rubric.scoring.specificity import (
 )
 from rubric.scoring.claims import (
     FACTUALITY_VERSION, EXTRACT_VERSION, VERIFY_VERSION, VERIFY_TERNARY_VERSION, NO_CLAIM_SENTINEL,
-    NO_CLAIMS_REASON, Verdict, TextTemplate, extraction_template, verification_template,
+    NO_CLAIMS_REASON, Verdict, extraction_template, verification_template,
     factuality_template_hash, sentence_context, extraction_prompts, parse_claims, EXTRACTION_STOP, claim_key,
     dedupe_claims, format_evidence, verification_prompt, VerdictReading, read_verdict, parse_verdict_text,
     ClaimScores, factuality_scores, CheckedClaim, claims_to_json, claims_from_json, claims_table,
@@ -76,14 +81,15 @@ __all__ = [
     "resolve_rubrics", "Score", "Provenance", "Scorer", "ScoreSet", "check_batch", "ChatPrompt",
     "PROMPTS_DIR", "PromptTemplate", "ParsedScore", "Layout", "LAYOUTS", "DEFAULT_MIN_MASS",
     "DEFAULT_LOG_SCORE_TOL", "LFQ_FILTER_VERSION", "TEMPLATE_VERSIONS", "get_template", "lfq_filter_template",
-    "normalize_token", "fold_token_probs", "parse_score", "LFQDecision", "parse_lfq", "CONTENT_POS",
+    "normalize_token", "fold_token_probs", "parse_score", "PROMPTS", "declare_prompt", "prompt_key", "system_turn",
+    "TokenReading", "read_tokens", "mass_reading", "expected_value", "LFQDecision", "parse_lfq", "CONTENT_POS",
     "WORD_LIKE_POS", "lexical_density_counts", "density_from_counts", "lexical_density", "grammar_score",
     "LANGUAGETOOL_COUNTED_ISSUE_TYPES", "languagetool_issue_type", "count_languagetool_matches",
     "HARPER_KIND_TO_LT_ISSUE_TYPE", "HARPER_COUNTED_KINDS", "count_harper_lints", "SUBJECTIVEQA_VERSION",
     "GEVAL_VERSION", "SUBJECTIVEQA_MODEL", "LABELS", "format_input", "latent_score", "ordinal_score_1_5",
     "combine_windows", "label_order", "window_spans", "FACTUALITY_VERSION", "EXTRACT_VERSION",
     "VERIFY_VERSION", "VERIFY_TERNARY_VERSION", "NO_CLAIM_SENTINEL", "NO_CLAIMS_REASON", "Verdict",
-    "TextTemplate", "extraction_template", "verification_template", "factuality_template_hash",
+    "extraction_template", "verification_template", "factuality_template_hash",
     "sentence_context", "extraction_prompts", "parse_claims", "EXTRACTION_STOP", "claim_key", "dedupe_claims",
     "format_evidence", "verification_prompt", "VerdictReading", "read_verdict", "parse_verdict_text",
     "ClaimScores", "factuality_scores", "CheckedClaim", "claims_to_json", "claims_from_json", "claims_table", 'FACTUALITY_V2', 'FACTUALITY_VERSIONS', 'count_no_claims',

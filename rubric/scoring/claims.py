@@ -34,14 +34,12 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from functools import cache
 from typing import TYPE_CHECKING, Literal
-
-from jinja2 import Environment, StrictUndefined, UndefinedError
 
 from rubric.config import DEFAULT_MAX_CLAIM_TOKENS
 from rubric.errors import ConfigError
-from rubric.scoring.geval import DEFAULT_MIN_MASS, PROMPTS_DIR, ChatPrompt, PromptTemplate, parse_score
+from rubric.scoring.geval import parse_score
+from rubric.scoring.prompts import DEFAULT_MIN_MASS, PROMPTS, ChatPrompt, PromptTemplate, declare_prompt
 from rubric.scoring.scorer import Score
 
 if TYPE_CHECKING:
@@ -65,7 +63,6 @@ __all__ = [
     "NO_CLAIM_SENTINEL",
     "NO_CLAIMS_REASON",
     "Verdict",
-    "TextTemplate",
     "extraction_template",
     "verification_template",
     "factuality_template_hash",
@@ -113,84 +110,44 @@ NO_CLAIMS_REASON = "no verifiable claims in the answer"
 
 Verdict = Literal["supported", "unsupported", "contradicted", "unverified"]
 
-_PROMPTS = PROMPTS_DIR
+_EXTRACT_FIELDS = ("question", "previous", "sentence", "following")
+# v2 reuses v1's wording; the version is in the template hash, so v2's stop rule and reading give a new hash
+for _v in (EXTRACT_VERSION, EXTRACT_V2):
+    declare_prompt(_v, file=EXTRACT_VERSION, name=_v.rsplit(".", 1)[0], fields=_EXTRACT_FIELDS,
+                   keep_trailing_newline=True)
+# The pre-fill ends at the colon so the next token is " yes"/" no" (one BPE token), as for
+# use_of_examples.yesno.v1. The value of each score token is its support (yes = 1, otherwise 0), so
+# parse_score's expected value is P(supported) among the candidates.
+_TERNARIES = {VERIFY_VERSION: VERIFY_TERNARY_VERSION, VERIFY_V2: VERIFY_TERNARY_V2}
+for _v, _t in _TERNARIES.items():
+    for _version, _tokens, _values in ((_v, ("yes", "no"), (1.0, 0.0)), (_t, ("yes", "no", "unknown"), (1.0, 0.0, 0.0))):
+        declare_prompt(_version, layout="plain", name="factuality", prefill="Answer:", score_tokens=_tokens,
+                       score_values=_values, fields=("claim", "evidence"))
 
 
-# --- templates -----------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class TextTemplate:
-    """A versioned prompt answered with free text (no score tokens), rendered with StrictUndefined."""
-
-    version: str
-    text: str
-    prefill: str = ""
-    fields: tuple[str, ...] = ()
-
-    @property
-    def template_hash(self) -> str:
-        h = hashlib.sha256()
-        for part in (self.version, self.text, self.prefill):
-            h.update(part.encode("utf-8"))
-            h.update(b"\x00")
-        return h.hexdigest()[:12]
-
-    def render(self, **values: str) -> ChatPrompt:
-        """Fill the template; a missing field is an error, never a blank.
-
-        Raises:
-            ConfigError: a field the template needs is missing.
-        """
-        try:
-            user = _env().from_string(self.text).render(**values)
-        except UndefinedError as e:
-            raise ConfigError(f"{self.version} needs fields {list(self.fields)}: {e}") from e
-        return ChatPrompt(user=user, prefill=self.prefill)
-
-
-@cache
-def _env() -> Environment:
-    return Environment(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True)
-
-
-@cache
-def extraction_template(version: str = EXTRACT_VERSION) -> TextTemplate:
+def extraction_template(version: str = EXTRACT_VERSION) -> PromptTemplate:
     """``factuality.extract.v1`` or ``.v2`` (the same prompt text): fields question, previous, sentence, following.
-
-    The version is in the template hash, so v2's stop rule and reading give a new hash.
 
     Raises:
         ConfigError: an unknown version.
     """
     if version not in (EXTRACT_VERSION, EXTRACT_V2):
         raise ConfigError(f"unknown extraction template {version!r}; known: {[EXTRACT_VERSION, EXTRACT_V2]}")
-    text = (_PROMPTS / f"{EXTRACT_VERSION}.j2").read_text(encoding="utf-8")
-    return TextTemplate(version, text, fields=("question", "previous", "sentence", "following"))
+    return PROMPTS.get(version)
 
 
-@cache
 def verification_template(ternary: bool = False, version: str = VERIFY_VERSION) -> PromptTemplate:
     """``factuality.verify.v1``/``.v2`` (yes/no) or ``factuality.verify_ternary.v1``/``.v2`` (yes/no/unknown).
 
     ``version`` names the binary template's version; ``ternary`` picks its ternary sibling. v2
-    asks the same question with the evidence before the claim. The value of each score token is
-    its support (yes = 1, otherwise 0), so ``parse_score``'s expected value is P(supported) among
-    the candidates.
+    asks the same question with the evidence before the claim.
 
     Raises:
         ConfigError: an unknown version.
     """
-    ternaries = {VERIFY_VERSION: VERIFY_TERNARY_VERSION, VERIFY_V2: VERIFY_TERNARY_V2}
-    if version not in ternaries:
-        raise ConfigError(f"unknown verification template {version!r}; known: {list(ternaries)}")
-    version = ternaries[version] if ternary else version
-    tokens = ("yes", "no", "unknown") if ternary else ("yes", "no")
-    values = (1.0, 0.0, 0.0) if ternary else (1.0, 0.0)
-    text = (_PROMPTS / f"{version}.j2").read_text(encoding="utf-8")
-    # The pre-fill ends at the colon so the next token is " yes"/" no" (one BPE token), as for
-    # use_of_examples.yesno.v1.
-    return PromptTemplate(name="factuality", version=version, layout="plain", text=text, prefill="Answer:",
-                          score_tokens=tokens, score_values=values, fields=("claim", "evidence"))
+    if version not in _TERNARIES:
+        raise ConfigError(f"unknown verification template {version!r}; known: {list(_TERNARIES)}")
+    return PROMPTS.get(_TERNARIES[version] if ternary else version)
 
 
 @dataclass(frozen=True)

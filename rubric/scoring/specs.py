@@ -74,24 +74,9 @@ _add(RubricSpec("grammar", "grammar.harper.v1", "harper", 1.0, 5.0,
                 description="5 - 4*errors/cap from the Harper offline grammar checker"))
 _add(RubricSpec("grammar", "grammar.languagetool.v1", "languagetool", 1.0, 5.0,
                 description="5 - 4*errors/cap from LanguageTool grammar-type matches"))
-_add(RubricSpec("coherence", "coherence.geval.v1", "llm", 1.0, 5.0,
-                description="G-Eval coherence (1-5), probability-weighted score"))
-_add(RubricSpec("relevance", "relevance.geval.v1", "llm", 1.0, 5.0,
-                description="G-Eval relevance (1-5), probability-weighted score"))
-_add(RubricSpec("fluency", "fluency.geval.v1", "llm", 1.0, 3.0,
-                description="G-Eval fluency (1-3), probability-weighted score"))
-_add(RubricSpec("completeness", "completeness.geval.v1", "llm", 1.0, 5.0,
-                description="G-Eval-style completeness (1-5), probability-weighted score"))
-_add(RubricSpec("use_of_examples", "use_of_examples.yesno.v1", "llm", 0.0, 1.0, kind="binary",
-                description="P(yes) / (P(yes) + P(no)) that the answer uses a concrete example"))
-_add(RubricSpec("use_of_examples", "use_of_examples.yesno.v2", "llm", 0.0, 1.0, kind="binary",
-                description="the LFQA-HP-1M reference prompt verbatim; 1 when P(yes) > P(no), else 0 (the "
-                            "paper's binary outcome); the soft P(yes) in the p_yes extra"))
-
+# the LLM rubrics (backend "llm") are declared with their prompts, in one line each: rubric/scoring/geval.py
 _add(RubricSpec("specificity", "specificity.subjectiveqa.v1", "subjectiveqa", 0.0, 1.0, kind="ordinal",
                 description="SubjECTive-QA SPECIFIC classifier: 0.5*p_neutral + p_high over 512-token windows"))
-_add(RubricSpec("specificity", "specificity.geval.v1", "llm", 1.0, 5.0,
-                description="G-Eval-style specificity (1-5), probability-weighted score"))
 _add(RubricSpec("factuality", "factuality.veriscore.v1", "factuality", 0.0, 1.0,
                 description="VeriScore-style: supported / extracted claims (precision); F1@K in extras"))
 _add(RubricSpec("factuality", "factuality.veriscore.v2", "factuality", 0.0, 1.0,

@@ -315,7 +315,7 @@ def test_vllm_claim_generator_keeps_order_and_counts_tokens():
 
     from models.factuality import VLLMClaimGenerator
     from rubric.scoring.claims import EXTRACTION_STOP
-    from rubric.scoring.geval import ChatPrompt
+    from rubric.scoring import ChatPrompt
 
     class FakeLLM:
         def generate(self, prompts, params, use_tqdm=False):

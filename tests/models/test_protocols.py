@@ -196,7 +196,7 @@ def _pair(a: str, b: str, ref: str | None = "REFTEXT here", pid: str = "p") -> P
 
 
 def test_arena_judge_reads_1_2_0_and_debiases():
-    spec = protocol_judge("arena")
+    spec = protocol_judge("arena.pairwise.v1")
     assert resolve_judges("arena.pairwise.v1")[0] == spec
     eng = FakeEngine()
     s = ProtocolJudgeScorer(eng, [spec])
@@ -213,7 +213,7 @@ def test_arena_judge_reads_1_2_0_and_debiases():
 
 
 def test_lfqa_e_judge_needs_the_reference():
-    spec = protocol_judge("lfqa-e")
+    spec = protocol_judge("lfqa_e.reference_tie.v1")
     s = ProtocolJudgeScorer(FakeEngine(), [spec])
     ok, none = s.judge_pairs([_pair("answer BEST", "answer POOR"), _pair("answer BEST", "answer POOR", ref=None)])
     assert ok[spec.version].extras["decision"] == "a"
@@ -221,7 +221,7 @@ def test_lfqa_e_judge_needs_the_reference():
 
 
 def test_protocol_vote_mode_parses_protocol_text():
-    spec = protocol_judge("arena")
+    spec = protocol_judge("arena.pairwise.v1")
     eng = FakeEngine(texts={"answer BEST": "<thinking>x</thinking>\n<rating>1</rating>"})
     s = ProtocolJudgeScorer(eng, [spec], mode="vote", n_votes=1)
     [got] = s.judge_pairs([_pair("answer BEST", "answer BEST too")])
@@ -351,7 +351,7 @@ class _Recording(FakeEngine):
 
 def test_arena_reasoning_judge_generates_then_reads_the_rating_after_its_reasoning():
     spec = resolve_judges("arena.pairwise_reasoning.v1")[0]
-    assert spec.reasons and not protocol_judge("arena").reasons
+    assert spec.reasons and not protocol_judge("arena.pairwise.v1").reasons
     eng = _Recording(texts={"Now compare": "  Answer one is fuller.</thinking>\n<rating>2</rating> more"})
     s = ProtocolJudgeScorer(eng, [spec], max_reasoning_tokens=40)
     [win, lose] = s.judge_pairs([_pair("answer BEST", "answer POOR"), _pair("answer POOR", "answer BEST")])
@@ -363,7 +363,7 @@ def test_arena_reasoning_judge_generates_then_reads_the_rating_after_its_reasoni
     assert got.extras["decision"] == "a" and lose["arena.pairwise_reasoning.v1"].extras["decision"] == "b"
     assert got.extras["text_ab"].startswith("  Answer one is fuller.</thinking>")  # the reasoning is kept
     assert "max_reasoning_tokens=40" in s.method("arena.pairwise_reasoning.v1")
-    assert "max_reasoning_tokens" not in ProtocolJudgeScorer(eng, [protocol_judge("arena")]).method(
+    assert "max_reasoning_tokens" not in ProtocolJudgeScorer(eng, [protocol_judge("arena.pairwise.v1")]).method(
         "arena.pairwise.v1")
 
 

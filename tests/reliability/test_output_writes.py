@@ -150,10 +150,10 @@ def test_every_job_kind_writes_only_through_the_output_folder(audited, tmp_path)
                         scorer=Counting(), reference_generator=_generator({}), progress=False)
     ann, files = _arena_files(tmp_path)
     run_arena_job(ann, files, outs / "arena", config=CONFIG, n_boot=20, progress=False,
-                  scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena")]),
+                  scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena.pairwise.v1")]),
                   answer_mapping="qid=qid,answer=answer,label=human")
     run_lfqa_e_job(graded, "graded", outs / "lfqa_e", config=CONFIG, n_boot=20, progress=False,
-                   scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("lfqa-e")]))
+                   scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("lfqa_e.reference_tie.v1")]))
     made = {d.name: set(json.loads((d / "manifest.json").read_text())["published"]) for d in outs.iterdir()}
     assert made["score"] >= {"answers.parquet", "pairs.parquet", "rejects.jsonl"}
     assert made["linkage_failed"] == {"rejects.jsonl", "report.md"} and "report.md" in made["arena"]

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from rubric.errors import ConfigError, UnknownNameError
-from rubric.scoring.geval import (
+from rubric.scoring import (
     DEFAULT_MIN_MASS,
     LAYOUTS,
     LFQ_FILTER_VERSION,

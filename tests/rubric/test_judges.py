@@ -16,14 +16,16 @@ from rubric.judging.verdicts import (
 REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference-prompts"
 PLAIN = get_judge("judge.plain.v1")
 PLAIN_TIE = get_judge("judge.plain_tie.v1")
+#: The paper's judges (importing rubric.protocols adds the protocols' pairwise judges to JUDGES).
+PAPER = sorted(v for v in JUDGES.names() if v.startswith("judge."))
 
 
 # --- registry and templates ----------------------------------------------------------------------
 
 def test_registry_snapshot():
-    assert JUDGES.names() == sorted(f"judge.{n}{t}.v1" for n in ("plain", "cot", "rubrics") for t in ("", "_tie"))
+    assert PAPER == sorted(f"judge.{n}{t}.v1" for n in ("plain", "cot", "rubrics") for t in ("", "_tie"))
     assert JUDGE_NAMES == ("plain", "cot", "rubrics")
-    for v in JUDGES:
+    for v in PAPER:
         spec = JUDGES.get(v)
         assert spec.version == v and spec.tie == v.endswith("_tie.v1") and spec.cot == (spec.name == "cot")
         assert spec.prefill == VERDICT_PREFILL
@@ -48,13 +50,13 @@ def test_resolve_judges():
 
 
 def test_template_hashes_are_distinct_and_stable():
-    hashes = {v: JUDGES.get(v).template_hash for v in JUDGES}
+    hashes = {v: JUDGES.get(v).template_hash for v in PAPER}
     assert len(set(hashes.values())) == len(hashes)
     assert all(len(h) == 12 and int(h, 16) >= 0 for h in hashes.values())
     assert PLAIN.template_hash == get_judge("judge.plain.v1").template_hash
 
 
-@pytest.mark.parametrize("version", sorted(JUDGES.names()))
+@pytest.mark.parametrize("version", PAPER)
 def test_render_puts_answers_in_order_and_names_the_source(version):
     spec = JUDGES.get(version)
     p = spec.render("Why is the sky blue?", "FIRST ANSWER", "SECOND ANSWER")

@@ -30,7 +30,7 @@ def test_prompt_matches_the_reference_file():
     p = create_references_prompt(Q, GOLD)
     assert p.user == ref and p.prefill == "" and p.system is None
     spec = get_protocol_template(CREATE_REFERENCES_VERSION)
-    assert (spec.protocol, spec.kind, spec.fields) == ("linkage", "generate", ("question", "golden"))
+    assert (spec.protocol, spec.layout, spec.fields) == ("linkage", "generate", ("question", "golden"))
     assert "create_multi_step_answer.txt" in spec.source
     with pytest.raises(ConfigError, match="golden answer is empty"):
         create_references_prompt(Q, "  ")

@@ -9,13 +9,12 @@ import pytest
 
 from rubric.errors import ConfigError, UnknownNameError
 from rubric.judging.verdicts import pair_outcome, vote_probs
-from rubric.protocols.templates import (
-    PROTOCOL_TEMPLATES,
-    PROTOCOL_VERSIONS,
+from rubric.protocols import (
     arena_verdict_prefill,
     get_protocol_template,
     pairwise_verdict_probs,
     parse_pairwise_verdict,
+    protocol_versions,
 )
 
 SHARED = Path(__file__).resolve().parents[3] / "shared"
@@ -43,12 +42,11 @@ EXPECTED = {
 
 def test_registry_snapshot():
     # an entry that vanishes or changes its pre-fill / tokens fails here
-    assert PROTOCOL_TEMPLATES.names() == sorted(EXPECTED)
-    assert PROTOCOL_VERSIONS == tuple(EXPECTED)
+    assert protocol_versions() == sorted(EXPECTED)
     hashes = set()
     for v, (protocol, kind, prefill, tokens) in EXPECTED.items():
         spec = get_protocol_template(v)
-        assert (spec.protocol, spec.kind, spec.prefill, spec.score_tokens) == (protocol, kind, prefill, tokens)
+        assert (spec.protocol, spec.layout, spec.prefill, spec.score_tokens) == (protocol, kind, prefill, tokens)
         assert len(spec.template_hash) == 12
         hashes.add(spec.template_hash)
     assert len(hashes) == len(EXPECTED)

@@ -8,7 +8,7 @@ import pytest
 
 from rubric.errors import ConfigError
 from rubric.io import FORMATS, INPUT_FORMATS, check_options, read_input
-from rubric.judging import JUDGES, OTHER_JUDGES, register_judge_factory, resolve_judges
+from rubric.judging import JUDGES, JudgeSpec, resolve_judges
 from rubric.preference import check_core_params, fit_core, restore_core
 
 
@@ -53,10 +53,12 @@ def test_the_format_registry_checks_names_and_options(tmp_path):
 def test_the_protocols_register_their_pairwise_judges():
     import rubric.protocols  # noqa: F401  (registers them)
 
-    assert "arena.pairwise.v1" in OTHER_JUDGES and "arena.pairwise.v1" not in JUDGES
-    spec = resolve_judges("arena.pairwise.v1,plain")[0]
+    assert "arena.pairwise.v1" in JUDGES and rubric.protocols.is_protocol_judge(JUDGES.get("arena.pairwise.v1"))
+    spec, plain = resolve_judges("arena.pairwise.v1,plain")
     assert spec.version == "arena.pairwise.v1" and rubric.protocols.is_protocol_judge(spec)
+    assert not rubric.protocols.is_protocol_judge(plain) and isinstance(spec, JudgeSpec)
     with pytest.raises(ConfigError, match="already registered"):
-        register_judge_factory("judge.plain.v1", lambda: None)
+        JUDGES.register("judge.plain.v1", plain)
     with pytest.raises(ConfigError, match="already registered"):
-        register_judge_factory("arena.pairwise.v1", lambda: None)
+        rubric.protocols.declare_protocol_prompt("arena.pairwise.v1", protocol="arena", layout="pairwise", source="",
+                                                 prefill="", tokens=("1", "2"), fields=(), verdicts=("1", "2"))

@@ -73,7 +73,7 @@ def test_format_input():
 def test_geval_template_renders(layout):
     from pathlib import Path
 
-    from rubric.scoring.geval import TEMPLATE_VERSIONS, PromptTemplate, get_template, parse_score
+    from rubric.scoring import TEMPLATE_VERSIONS, PromptTemplate, get_template, parse_score
 
     if "specificity.geval.v1" in TEMPLATE_VERSIONS:  # once registered in rubric.scoring.geval
         tmpl = get_template("specificity.geval.v1", layout)

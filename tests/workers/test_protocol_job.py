@@ -134,7 +134,7 @@ def _arena_files(tmp_path, n=4):
 def test_arena_job_win_rates_ratings_and_rejects(tmp_path):
     ann, files = _arena_files(tmp_path)
     out = tmp_path / "out"
-    scorer = ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena")])
+    scorer = ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena.pairwise.v1")])
     m = run_arena_job(ann, files, out, config=CONFIG, n_boot=50, scorer=scorer, progress=False,
                       answer_mapping="qid=qid,answer=answer,label=human")
     t = pq.read_table(out / "judgments.parquet").to_pydict()
@@ -172,7 +172,7 @@ def test_arena_job_with_the_judges_own_reasoning(tmp_path):
     assert "| worse | 0.000 [0.000, 0.000] | 0.000 [0.000, 0.000] | 4 | 0 |" in report
     # the option is in the store key: without it (or with another budget) the pairs are judged again
     again = run_arena_job(ann, files, out, config=CONFIG, n_boot=20, progress=False,
-                          scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena")]))
+                          scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena.pairwise.v1")]))
     assert again["inputs"][0]["status"] == "judged" and set(
         pq.read_table(out / "judgments.parquet").column("judge").to_pylist()) == {"arena.pairwise.v1"}
     other = run_arena_job(ann, files, out, config=CONFIG, n_boot=20, progress=False, reasoning_tokens=8,
@@ -185,7 +185,7 @@ def test_arena_job_with_the_judges_own_reasoning(tmp_path):
 def test_lfqa_e_job_three_way_report(tmp_path):
     src = _webglm(tmp_path)
     out = tmp_path / "out"
-    scorer = ProtocolJudgeScorer(FakeEngine(), [protocol_judge("lfqa-e")])
+    scorer = ProtocolJudgeScorer(FakeEngine(), [protocol_judge("lfqa_e.reference_tie.v1")])
     m = run_lfqa_e_job(src, "graded", out, config=CONFIG, n_boot=50, scorer=scorer, progress=False)
     report = (out / "report.md").read_text()
     assert "| lfqa_e.reference_tie.v1 | 1.000" in report  # the fake is always right; no tie label
@@ -452,7 +452,7 @@ def test_run_job_script_protocol_arena_on_ray_writes_the_single_process_judgment
     # the judgments made on Ray are the single-process job's
     run_arena_job(ann, files, tmp_path / "local", config=CONFIG, n_boot=20, progress=False,
                   answer_mapping="qid=qid,answer=answer,label=human",
-                  scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena")]))
+                  scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena.pairwise.v1")]))
     cols = ("pair_id", "order", "p_a", "p_tie", "decision", "p_a_debiased", "decision_debiased", "template_hash")
 
     def rows(folder):
@@ -470,7 +470,7 @@ def test_arena_report_and_rejects_are_published_with_the_judgments(tmp_path):
     ann, files = _arena_files(tmp_path)
     out = tmp_path / "out"
     m = run_arena_job(ann, files, out, config=CONFIG, n_boot=20, progress=False,
-                      scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena")]),
+                      scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena.pairwise.v1")]),
                       answer_mapping="qid=qid,answer=answer,label=human")
     published = json.loads((out / "manifest.json").read_text())["published"]
     assert set(published) == {"judgments.parquet", "rejects.jsonl", "report.md"}
@@ -492,7 +492,7 @@ def test_lfqa_e_table_counts_a_pair_rejected_as_a_duplicate_once(tmp_path):
     second.write_text("".join(json.dumps(pair(p, p)) + "\n" for p in ("p2", "p3")))  # p2 again: a reject
     out = tmp_path / "out"
     m = run_lfqa_e_job([first, second], "lfqa-eval", out, config=CONFIG, n_boot=20, progress=False,
-                       scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("lfqa-e")]))
+                       scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("lfqa_e.reference_tie.v1")]))
     assert m["counts"]["pairs"] == 3 and m["counts"]["rejected"] == 1
     assert "(lfqa-eval); 3 pairs." in (out / "report.md").read_text()
     from rubric.html_report import build_report  # the HTML page's table re-reads the inputs the same way

@@ -347,7 +347,7 @@ def test_arena_win_rates_and_ratings_equal_its_report(tmp_path):
     ann, files = _arena_files(tmp_path)
     out = tmp_path / "arena"
     run_arena_job(ann, files, out, config=ScoringConfig(batch_size=4), n_boot=1000, progress=False,
-                  scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena")]),
+                  scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena.pairwise.v1")]),
                   answer_mapping="qid=qid,answer=answer,label=human")
     html = tmp_path / "arena.html"
     assert main(["report", str(out), "--html", str(html)]) == 0
@@ -381,7 +381,7 @@ def test_lfqa_e_judge_row_equals_its_report(tmp_path):
 
     out = tmp_path / "lfqa_e"
     run_lfqa_e_job(_webglm(tmp_path, n=4), "graded", out, config=ScoringConfig(batch_size=4), n_boot=1000,
-                   progress=False, scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("lfqa-e")]))
+                   progress=False, scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("lfqa_e.reference_tie.v1")]))
     html = tmp_path / "lfqa_e.html"
     assert main(["report", str(out), "--html", str(html)]) == 0
     tables = parse(html.read_text(encoding="utf-8")).tables

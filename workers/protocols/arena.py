@@ -19,8 +19,7 @@ from typing import Any
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
 from rubric.html_report import HtmlSection, plot_win_rates
-from rubric.protocols import (ARENA_PAIRS_FILE, ARENA_REASONING_VERSION, PROTOCOL_VERSIONS, HumanAgreement,
-                              RatingInterval, WinRate)
+from rubric.protocols import ARENA_PAIRS_FILE, ARENA_REASONING_VERSION, HumanAgreement, RatingInterval, WinRate
 from workers.jobs.judge import JudgeKind, ProtocolPage, protocol_settings
 from workers.storage.outdir import OutputFolder
 from workers.protocols import ProtocolOptions, ProtocolRun, ProtocolSpec, option, register_protocol
@@ -30,7 +29,6 @@ __all__ = ["ArenaOptions", "ArenaKind", "ArenaSection", "run_arena_job", "JUDGE_
 
 #: The protocol's judge (``arena.pairwise.v1``; with reasoning tokens :data:`rubric.protocols.ARENA_REASONING_VERSION`).
 JUDGE_VERSION = "arena.pairwise.v1"
-assert JUDGE_VERSION in PROTOCOL_VERSIONS
 
 
 @dataclass(frozen=True)

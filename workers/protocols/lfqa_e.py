@@ -16,7 +16,7 @@ from typing import Any
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
 from rubric.html_report import HtmlSection
-from rubric.protocols import PROTOCOL_VERSIONS, PairTypeBreakdown
+from rubric.protocols import PairTypeBreakdown
 from workers.jobs.judge import JudgeKind, ProtocolPage, protocol_settings
 from workers.protocols import ProtocolOptions, ProtocolRun, ProtocolSpec, option, register_protocol
 from workers.runner import prebuilt, run as run_job
@@ -26,7 +26,6 @@ __all__ = ["LfqaEOptions", "LfqaEKind", "LfqaESection", "run_lfqa_e_job", "JUDGE
 NAME = "lfqa-e"
 #: The protocol's judge.
 JUDGE_VERSION = "lfqa_e.reference_tie.v1"
-assert JUDGE_VERSION in PROTOCOL_VERSIONS
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from rubric.scoring.geval import ChatPrompt, get_template, parse_score  # noqa: E402
+from rubric.scoring import ChatPrompt, get_template, parse_score  # noqa: E402
 from rubric.io.records import AnswerItem  # noqa: E402
 from tests.models.llm.conftest import TEST_CONTEXT  # noqa: E402
 from tests.models.test_specificity import SPEC, _text, tiny_model  # noqa: E402,F401  - the fixture too

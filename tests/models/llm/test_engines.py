@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.scoring.geval import ChatPrompt, get_template, parse_score
+from rubric.scoring import ChatPrompt, get_template, parse_score
 
 pytestmark = pytest.mark.slow
 
@@ -87,7 +87,7 @@ def test_backends_agree_on_score_token_probabilities(hf_engine, vllm_engine):
 def test_greedy_generate_agrees_across_backends(hf_engine, vllm_engine):
     """Claim extraction generates text: both engines continue the same pre-filled prompts greedily,
     in input order, and (fp32, same weights) produce the same words."""
-    from rubric.scoring.geval import ChatPrompt
+    from rubric.scoring import ChatPrompt
 
     prompts = [ChatPrompt(user="List two facts about the Moon, one per line.", prefill="- "),
                ChatPrompt(user="Name a primary colour.", prefill="")]

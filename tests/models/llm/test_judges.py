@@ -9,7 +9,7 @@ from models.judges import EXTRAS_KEYS, JudgeScorer
 from models.llm.engine import TextSampler
 from models.llm.scorer import TRUNCATION_MARKER
 from rubric.errors import BatchMismatchError, ConfigError, EngineError
-from rubric.scoring.geval import ChatPrompt
+from rubric.scoring import ChatPrompt
 from rubric.judging.judges import get_judge, resolve_judges
 from rubric.io.records import PairRecord
 

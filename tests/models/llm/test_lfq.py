@@ -6,7 +6,7 @@ import pytest
 
 from models.llm.lfq import classify_questions
 from rubric.errors import BatchMismatchError, EngineError
-from rubric.scoring.geval import lfq_filter_template
+from rubric.scoring import lfq_filter_template
 
 
 class FakeEngine:

@@ -47,7 +47,7 @@ def test_lfqa_e_and_linkage_pairwise_judges_on_the_embedded_judge(vllm_engine, w
     q = webglm_question[0]
     a, b = q.candidates[0].text, q.candidates[1].text
     pair = PairRecord(pair_id="p", question=q.question, answer_a=a, answer_b=b, label="a", reference=q.references[0])
-    specs = [protocol_judge("lfqa-e"), protocol_judge("linkage-pairwise")]
+    specs = [protocol_judge("lfqa_e.reference_tie.v1"), protocol_judge("linkage.pairwise.v1")]
     [got] = ProtocolJudgeScorer(vllm_engine, specs).judge_pairs([pair])
     for version, s in got.items():
         assert s.error is None, (version, s.error)

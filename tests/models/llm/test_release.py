@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rubric.scoring.geval import ChatPrompt
+from rubric.scoring import ChatPrompt
 
 
 def test_released_engines_let_the_model_go(smollm2_path):

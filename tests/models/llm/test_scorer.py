@@ -6,7 +6,7 @@ import pytest
 
 from models.llm.scorer import TRUNCATION_MARKER, LLMRubricScorer
 from rubric.errors import ConfigError, EngineError
-from rubric.scoring.geval import ChatPrompt
+from rubric.scoring import ChatPrompt
 from rubric.io.records import AnswerItem
 from rubric.scoring.scorer import Scorer, check_batch
 from rubric.scoring.specs import RUBRICS, resolve_rubrics
