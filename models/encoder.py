@@ -34,6 +34,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 
 from rubric.preference import check_core_params, fit_core, restore_core
+from rubric.config import check_range
 from rubric.errors import BackendUnavailableError, ConfigError, InputError, ProvenanceError
 
 __all__ = ["DEFAULT_ENCODER", "HEAD_FORMAT", "HEAD_WEIGHTS", "HEAD_JSON", "system_name", "pair_text",
@@ -119,10 +120,8 @@ class SentenceEncoder:
 
     def __init__(self, model: str | None = None, *, device: str | None = None, batch_size: int = 32,
                  cache_size: int = 50_000) -> None:
-        if batch_size < 1:
-            raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
-        if cache_size < 0:
-            raise ConfigError(f"'cache_size' must be >= 0, got {cache_size}")
+        check_range("batch_size", batch_size, low=1)
+        check_range("cache_size", cache_size, low=0)
         t0 = time.perf_counter()
         from models.signals import sentence_encoder
 

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from rubric.config import check_range
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError, InputError
 from rubric.io import AnswerItem
 
@@ -70,8 +71,7 @@ def split_passages(docs: Iterable[str], passage_words: int = 120) -> list[str]:
     Raises:
         ConfigError: ``passage_words`` < 1.
     """
-    if passage_words < 1:
-        raise ConfigError(f"'passage_words' must be >= 1, got {passage_words}")
+    check_range("passage_words", passage_words, low=1)
     out: list[str] = []
     for doc in docs:
         if not isinstance(doc, str):
@@ -84,8 +84,7 @@ def split_passages(docs: Iterable[str], passage_words: int = 120) -> list[str]:
 
 
 def _check_k(k: int) -> None:
-    if k < 1:
-        raise ConfigError(f"'k' must be >= 1, got {k}")
+    check_range("k", k, low=1)
 
 
 @functools.cache
@@ -193,8 +192,7 @@ class AttachedDocs:
     name = "attached"
 
     def __init__(self, *, passage_words: int = 120) -> None:
-        if passage_words < 1:
-            raise ConfigError(f"'passage_words' must be >= 1, got {passage_words}")
+        check_range("passage_words", passage_words, low=1)
         _bm25_class()  # fail now, not on the first answer, when rank_bm25 is missing
         self.passage_words = passage_words
 
@@ -394,8 +392,7 @@ class SerperSearch:
         if not key or not key.strip():
             raise ConfigError(f"SerperSearch needs an API key: set ${self.ENV_KEY} or pass api_key=; web search is "
                               "off by default (use attached documents or a local BM25 corpus instead)")
-        if timeout <= 0:
-            raise ConfigError(f"'timeout' must be > 0, got {timeout}")
+        check_range("timeout", timeout, above=0)
         self._key = key.strip()
         self.endpoint = endpoint
         self.timeout = timeout

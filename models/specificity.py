@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from models.single_spec import SingleSpecScorer
+from rubric.config import check_range
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError
 from rubric.io import AnswerItem
 from rubric.scoring import Provenance, Score, ScoreSet
@@ -52,12 +53,9 @@ class SubjectiveQAScorer(SingleSpecScorer):
     def __init__(self, specs: tuple[RubricSpec, ...], *, model: str = SUBJECTIVEQA_MODEL, revision: str | None = None,
                  device: str | None = None, batch_size: int = 16, max_length: int = 512, stride: int = 128) -> None:
         self._serve(specs, SUBJECTIVEQA_VERSION, by_version=True)
-        if batch_size < 1:
-            raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
-        if max_length < 8:
-            raise ConfigError(f"'max_length' must be >= 8, got {max_length}")
-        if stride < 0:
-            raise ConfigError(f"'stride' must be >= 0, got {stride}")
+        check_range("batch_size", batch_size, low=1)
+        check_range("max_length", max_length, low=8)
+        check_range("stride", stride, low=0)
         try:
             import torch
             from transformers import AutoModelForSequenceClassification, AutoTokenizer

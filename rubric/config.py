@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
 from rubric.errors import ConfigError
 
 __all__ = ["ScoringConfig", "DEFAULT_MAX_ANSWER_CHARS", "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_MAX_PAIRS_PER_QUESTION",
-           "DEFAULT_SPECIFICITY_MODEL", "DEFAULT_MAX_CLAIM_TOKENS", "DEFAULT_SPLIT_FRACTIONS", "check_split_fractions"]
+           "DEFAULT_SPECIFICITY_MODEL", "DEFAULT_MAX_CLAIM_TOKENS", "DEFAULT_SPLIT_FRACTIONS", "check_split_fractions",
+           "check_range"]
 
 # Each default is defined here once; the readers, the CLI and the jobs read it from here.
 #: Answers longer than this are rejected at read time.
@@ -23,6 +25,36 @@ DEFAULT_SPECIFICITY_MODEL: str = "gtfintechlab/SubjECTiveQA-SPECIFIC"
 DEFAULT_MAX_CLAIM_TOKENS: int = 256
 #: Train, dev and test shares of the question-level split jobs assign when the input has none (``--split-fractions``).
 DEFAULT_SPLIT_FRACTIONS: tuple[float, float, float] = (0.70, 0.15, 0.15)
+
+
+def check_range(name: str, value: Any, *, low: float | None = None, high: float | None = None,
+                above: float | None = None, optional: bool = False, integer: bool = False) -> Any:
+    """``value`` if it is a number within the bounds; ConfigError otherwise, in one message format.
+
+    Args:
+        name: the setting as the user names it, quoted in the message.
+        value: the value to check.
+        low, high: inclusive bounds; above: an exclusive lower bound (``value > above``).
+        optional: None passes.
+        integer: only a Python int passes (not a bool, not a float); otherwise any real number does (a bool
+            too, as Python counts it one). NaN is outside every bound.
+
+    Raises:
+        ConfigError: "'NAME' must be [an integer ]BOUND[ or None], got VALUE", BOUND being ">= LOW", "> ABOVE",
+            "<= HIGH" or "in LOW..HIGH".
+    """
+    if value is None and optional:
+        return value
+    typed = isinstance(value, int) and not isinstance(value, bool) if integer else isinstance(value, numbers.Real)
+    if typed and (low is None or value >= low) and (above is None or value > above) and (high is None or value <= high):
+        return value
+    if low is not None and high is not None:
+        bound = f"in {low}..{high}"
+    else:
+        bound = " and ".join(f"{op} {b}" for op, b in ((">=", low), (">", above), ("<=", high)) if b is not None)
+    shown = repr(value) if isinstance(value, str) else value
+    raise ConfigError(f"'{name}' must be {'an integer ' if integer else ''}{bound}{' or None' if optional else ''}, "
+                      f"got {shown}")
 
 
 def check_split_fractions(fractions) -> tuple[float, float, float]:
@@ -100,24 +132,13 @@ class ScoringConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "split_fractions", check_split_fractions(self.split_fractions))
-        if self.batch_size < 1:
-            raise ConfigError(f"'batch_size' must be >= 1, got {self.batch_size}")
-        if self.max_answer_chars < 1:
-            raise ConfigError(f"'max_answer_chars' must be >= 1, got {self.max_answer_chars}")
-        if self.max_question_chars < 1:
-            raise ConfigError(f"'max_question_chars' must be >= 1, got {self.max_question_chars}")
-        if self.languagetool_threads < 1:
-            raise ConfigError(f"'languagetool_threads' must be >= 1, got {self.languagetool_threads}")
-        if self.factuality_k < 1 or self.factuality_f1_k < 1:
-            raise ConfigError(f"'factuality_k' and 'factuality_f1_k' must be >= 1, got {self.factuality_k}, {self.factuality_f1_k}")
-        if self.factuality_max_claim_tokens < 1:
-            raise ConfigError(f"'factuality_max_claim_tokens' must be >= 1, got {self.factuality_max_claim_tokens}")
+        for name in ("batch_size", "max_answer_chars", "max_question_chars", "languagetool_threads", "factuality_k",
+                     "factuality_f1_k", "factuality_max_claim_tokens", "llm_logprobs_k"):
+            check_range(name, getattr(self, name), low=1)
         if self.rescale not in ("declared", "fitted"):
             raise ConfigError(f"'rescale' must be 'declared' or 'fitted', got {self.rescale!r}")
         if self.llm_layout not in ("paper", "answer_first"):
             raise ConfigError(f"'llm_layout' must be 'paper' or 'answer_first', got {self.llm_layout!r}")
-        if self.llm_logprobs_k < 1:
-            raise ConfigError(f"'llm_logprobs_k' must be >= 1, got {self.llm_logprobs_k}")
         if not 0.0 <= self.llm_min_mass < 1.0:
             raise ConfigError(f"'llm_min_mass' must be in [0, 1), got {self.llm_min_mass}")
         if self.llm_backend not in ("vllm", "transformers"):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rubric.config import check_range
 from rubric.errors import ConfigError
 from rubric.preference import METRICS, MetricRow, question_bootstrap_weights
 
@@ -123,8 +124,7 @@ def metric_row(system: str, y_true, y_pred, *, groups, n_boot: int = 1000, seed:
     if not len(y) == len(p) == len(groups):
         raise ConfigError(f"y_true, y_pred and groups must have one entry per pair, got lengths {len(y)}, {len(p)} "
                           f"and {len(groups)}")
-    if n_boot < 1:
-        raise ConfigError(f"'n_boot' must be >= 1, got {n_boot}")
+    check_range("n_boot", n_boot, low=1)
     nan_ci = {m: (float("nan"), float("nan")) for m in METRICS}
     if not y:
         return MetricRow(system=system, n=0, n_questions=0, values={m: float("nan") for m in METRICS}, ci=nan_ci)
@@ -164,8 +164,7 @@ def paired_metric_deltas(y_true, pred_base, pred_other, *, groups, n_boot: int =
     if not len(y) == len(b) == len(o) == len(groups):
         raise ConfigError(f"y_true, pred_base, pred_other and groups must have one entry per pair, got lengths "
                           f"{len(y)}, {len(b)}, {len(o)} and {len(groups)}")
-    if n_boot < 1:
-        raise ConfigError(f"'n_boot' must be >= 1, got {n_boot}")
+    check_range("n_boot", n_boot, low=1)
     nan = float("nan")
     if not y:
         return {m: MetricDelta(m, nan, nan, nan, (nan, nan), nan, (nan, nan)) for m in METRICS}

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rubric.config import check_range
 from rubric.errors import ConfigError, InputError
 from rubric.io.records import PairRecord, Reject
 from rubric.io.fields import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHARS, ReadResult, check_max_chars, label_table
@@ -173,8 +174,8 @@ def plan_blocks(path: str | Path, fmt: str, *, block_rows: int = BLOCK_ROWS, blo
             except that a Parquet or JSONL file that cannot be planned returns None, so that the
             whole-file read reports it exactly as before.
     """
-    if block_rows < 1 or block_bytes < 1:
-        raise ConfigError(f"'block_rows' and 'block_bytes' must be >= 1, got {block_rows}, {block_bytes}")
+    check_range("block_rows", block_rows, low=1)
+    check_range("block_bytes", block_bytes, low=1)
     if fmt == "hf":
         split = options.get("split") or DEFAULT_HF_SPLIT
         root = Path(str(path))

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rubric.config import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHARS
+from rubric.config import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHARS, check_range
 from rubric.errors import ConfigError
 from rubric.io.records import LABELS, PairRecord, Reject
 
@@ -260,8 +260,7 @@ def _docs(rec: Mapping[str, Any], name: str | None) -> tuple[str, ...]:
 def check_max_chars(max_answer_chars: int, max_question_chars: int = DEFAULT_MAX_QUESTION_CHARS) -> None:
     """Raise ConfigError unless both length limits are integers >= 1."""
     for name, value in (("max_answer_chars", max_answer_chars), ("max_question_chars", max_question_chars)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"'{name}' must be an integer >= 1, got {value!r}")
+        check_range(name, value, low=1, integer=True)
 
 
 def _as_int(value: Any) -> int | None:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rubric.config import DEFAULT_MAX_PAIRS_PER_QUESTION
-from rubric.errors import ConfigError, InputError
+from rubric.config import DEFAULT_MAX_PAIRS_PER_QUESTION, check_range
+from rubric.errors import InputError
 from rubric.io.records import PairRecord, Reject, content_id, question_id
 from rubric.io.fields import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHARS, ReadResult, RowError, _as_int, _has_bad_bytes, _meta, check_max_chars, text_field
 from rubric.io.files import RepeatedKeys, _ObjectHook, _loads, _read_text, check_path
@@ -225,12 +225,8 @@ def read_graded(
         ConfigError: an option is out of range.
     """
     check_max_chars(max_answer_chars, max_question_chars)
-    if (isinstance(max_pairs_per_question, bool) or not isinstance(max_pairs_per_question, int)
-            or max_pairs_per_question < 1):
-        raise ConfigError(f"'max_pairs_per_question' must be an integer >= 1, got {max_pairs_per_question!r}")
-    if max_questions is not None and (isinstance(max_questions, bool) or not isinstance(max_questions, int)
-                                      or max_questions < 1):
-        raise ConfigError(f"'max_questions' must be an integer >= 1 or None, got {max_questions!r}")
+    check_range("max_pairs_per_question", max_pairs_per_question, low=1, integer=True)
+    check_range("max_questions", max_questions, low=1, integer=True, optional=True)
     p, questions = load_graded(path, include_references)
     questions = questions[:max_questions]
     src = str(p)

@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
+from rubric.config import check_range
 from rubric.errors import ConfigError
 
 __all__ = ["check_core_params", "fit_core", "restore_core"]
@@ -25,8 +26,7 @@ def check_core_params(C: object, max_iter: object) -> None:
     """Raise ConfigError unless ``C`` is a number > 0 and ``max_iter`` an integer >= 1."""
     if isinstance(C, bool) or not isinstance(C, numbers.Real) or not C > 0:
         raise ConfigError(f"'C' must be a number > 0, got {C!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        raise ConfigError(f"'max_iter' must be an integer >= 1, got {max_iter!r}")
+    check_range("max_iter", max_iter, low=1, integer=True)
 
 
 def fit_core(X: np.ndarray, y: np.ndarray, *, C: float, max_iter: int) -> tuple[StandardScaler, LogisticRegression]:

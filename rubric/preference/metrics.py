@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.metrics import accuracy_score, f1_score, precision_score, recall_score
 
+from rubric.config import check_range
 from rubric.errors import ConfigError
 
 __all__ = ["METRICS", "MetricRow", "evaluate_predictions", "question_bootstrap_weights", "ClusteredMean",
@@ -107,8 +108,7 @@ def evaluate_predictions(system: str, y_true, y_pred, *, groups, n_boot: int = 1
     if not len(y_true) == len(y_pred) == len(groups):
         raise ConfigError(f"y_true, y_pred and groups must have one entry per pair, got lengths "
                           f"{len(y_true)}, {len(y_pred)} and {len(groups)}")
-    if n_boot < 1:
-        raise ConfigError(f"'n_boot' must be >= 1, got {n_boot}")
+    check_range("n_boot", n_boot, low=1)
     n = len(y_true)
     nan_ci = {m: (float("nan"), float("nan")) for m in METRICS}
     if n == 0:
@@ -178,8 +178,7 @@ def clustered_mean(values, *, groups, n_boot: int = 1000, seed: int = 0) -> Clus
     if len(values) != len(groups):
         raise ConfigError(f"values and groups must have one entry per pair, got lengths {len(values)} and "
                           f"{len(groups)}")
-    if n_boot < 1:
-        raise ConfigError(f"'n_boot' must be >= 1, got {n_boot}")
+    check_range("n_boot", n_boot, low=1)
     n = len(values)
     if n == 0:
         return ClusteredMean(float("nan"), (float("nan"), float("nan")), 0, 0)
@@ -273,8 +272,7 @@ def reliability_bins(y_true, p_a, *, n_bins: int = 10) -> list[ReliabilityBin]:
     Raises:
         ConfigError: as :func:`brier_score`, or ``n_bins < 1``.
     """
-    if n_bins < 1:
-        raise ConfigError(f"'n_bins' must be >= 1, got {n_bins}")
+    check_range("n_bins", n_bins, low=1)
     o, p = _binary_outcome(y_true, p_a)
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     idx = np.clip(np.floor(p * n_bins).astype(int), 0, n_bins - 1)

@@ -30,6 +30,7 @@ from sklearn.base import clone
 from sklearn.metrics import log_loss
 from sklearn.model_selection import GroupKFold
 
+from rubric.config import check_range
 from rubric.errors import ConfigError
 from rubric.preference.metrics import (ClusteredMean, ReliabilityBin, brier_score, clustered_mean, paired_accuracy_delta,
                             reliability_bins)
@@ -64,8 +65,7 @@ def question_folds(groups, *, n_splits: int = 5) -> list[tuple[np.ndarray, np.nd
     """
     groups = np.asarray(groups, dtype=object).astype(str)
     n_q = len(set(groups))
-    if n_splits < 2:
-        raise ConfigError(f"'n_splits' must be >= 2, got {n_splits}")
+    check_range("n_splits", n_splits, low=2)
     if n_q < 2:
         raise ConfigError(f"cross-validation over questions needs at least 2 questions, got {n_q}")
     k = min(n_splits, n_q)
@@ -302,8 +302,7 @@ def bootstrap_weight_cis(model: PreferenceModel, X, y, groups, *, n_boot: int = 
     Raises:
         ConfigError: ``n_boot < 1``, a three-way model, or fewer than 2 replicates could be fitted.
     """
-    if n_boot < 1:
-        raise ConfigError(f"'n_boot' must be >= 1, got {n_boot}")
+    check_range("n_boot", n_boot, low=1)
     if list(model.classes_) != ["a", "b"]:
         raise ConfigError("weight CIs are defined for the binary a/b model")
     X = np.asarray(X, dtype=float)

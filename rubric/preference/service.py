@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rubric.config import ScoringConfig
-from rubric.errors import ConfigError, InputError, LimitError
+from rubric.config import ScoringConfig, check_range
+from rubric.errors import InputError, LimitError
 from rubric.io import read_item
 from rubric.io import AnswerItem, PairRecord, Reject, content_id
 from rubric.scoring import Provenance, Score
@@ -57,13 +57,9 @@ class ServiceLimits:
 
     def __post_init__(self) -> None:
         for name in ("max_body_bytes", "max_items", "max_answer_chars", "max_question_chars"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"'{name}' must be an integer >= 1, got {value!r}")
-        if not (isinstance(self.request_timeout_s, (int, float)) and self.request_timeout_s > 0):
-            raise ConfigError(f"'request_timeout_s' must be > 0, got {self.request_timeout_s!r}")
-        if isinstance(self.cache_answers, bool) or not isinstance(self.cache_answers, int) or self.cache_answers < 0:
-            raise ConfigError(f"'cache_answers' must be an integer >= 0, got {self.cache_answers!r}")
+            check_range(name, getattr(self, name), low=1, integer=True)
+        check_range("request_timeout_s", self.request_timeout_s, above=0)
+        check_range("cache_answers", self.cache_answers, low=0, integer=True)
 
 
 def check_body_size(n_bytes: int, limits: ServiceLimits) -> None:

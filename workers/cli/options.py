@@ -16,7 +16,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from rubric.config import ScoringConfig, check_split_fractions
+from rubric.config import ScoringConfig, check_range, check_split_fractions
 from rubric.errors import ConfigError, RubricError
 from rubric.io import FORMATS, parse_label_values, parse_mapping, read_graded
 
@@ -331,8 +331,7 @@ def pools_from_args(args) -> dict:
     """The pool settings (``workers.cluster.pipeline.PoolConfig`` by pool) named by :func:`add_ray_args`'s options."""
     from workers.cluster.pipeline import PoolConfig
 
-    if args.tensor_parallel < 1:
-        raise ConfigError(f"'--tensor-parallel' must be >= 1, got {args.tensor_parallel}")
+    check_range("--tensor-parallel", args.tensor_parallel, low=1)
     common = {"batch_size": args.ray_batch_size, "max_restarts": args.max_restarts,
               "max_task_retries": args.max_task_retries}
     llm_gpus = args.gpus_per_llm_actor

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rubric.errors import ConfigError
+from rubric.config import check_range
 from workers.runner import check_results
 from workers.storage.store import encode_provenance, encode_score
 
@@ -58,8 +58,7 @@ class StageActor:
 
     def __init__(self, kind_type: type, kind_args: Mapping[str, Any], stage: Any = None, *, drop_record: bool = False,
                  fault_marker: str | None = None, batches_in_flight: int = 1) -> None:
-        if batches_in_flight < 1:
-            raise ConfigError(f"'batches_in_flight' must be >= 1, got {batches_in_flight}")
+        check_range("batches_in_flight", batches_in_flight, low=1)
         self.kind = kind_type(**kind_args)
         self._drop = drop_record
         self._fault_marker = fault_marker

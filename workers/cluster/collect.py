@@ -14,6 +14,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from rubric.config import check_range
 from rubric.errors import BatchMismatchError, ConfigError
 from workers.runner import Unit
 from workers.storage.store import decode_provenance
@@ -45,8 +46,7 @@ class ShardCollector:
     """
 
     def __init__(self, shards: Mapping[int, Unit], rubrics: Sequence[str], *, flush_rows: int = 50_000) -> None:
-        if flush_rows < 1:
-            raise ConfigError(f"'flush_rows' must be >= 1, got {flush_rows}")
+        check_range("flush_rows", flush_rows, low=1)
         self._shards = shards
         self._rubrics = list(rubrics)
         self._flush_rows = flush_rows

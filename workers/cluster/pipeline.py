@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rubric.config import check_range
 from rubric.errors import BatchMismatchError, ConfigError, InputError, RubricError
 from rubric.io import Block
 from workers.cluster.actors import StageActor
@@ -78,21 +79,16 @@ class PoolConfig:
     batches_in_flight: int = 1
 
     def __post_init__(self) -> None:
-        if self.size < 1:
-            raise ConfigError(f"'size' must be >= 1, got {self.size}")
-        if self.num_cpus < 0:
-            raise ConfigError(f"'num_cpus' must be >= 0, got {self.num_cpus}")
-        if self.num_gpus is not None and self.num_gpus < 0:
-            raise ConfigError(f"'num_gpus' must be >= 0 or None, got {self.num_gpus}")
-        if self.batch_size is not None and self.batch_size < 1:
-            raise ConfigError(f"'batch_size' must be >= 1, got {self.batch_size}")
+        check_range("size", self.size, low=1)
+        check_range("num_cpus", self.num_cpus, low=0)
+        check_range("num_gpus", self.num_gpus, low=0, optional=True)
+        check_range("batch_size", self.batch_size, low=1, optional=True)
         if self.max_restarts < 0:
             raise ConfigError(f"'max_restarts' must be >= 0 (bounded retries), got {self.max_restarts}")
         if self.max_task_retries < -1:
             raise ConfigError(f"'max_task_retries' must be >= 0, or -1 (while the actor can be restarted), got "
                               f"{self.max_task_retries}")
-        if self.batches_in_flight < 1:
-            raise ConfigError(f"'batches_in_flight' must be >= 1, got {self.batches_in_flight}")
+        check_range("batches_in_flight", self.batches_in_flight, low=1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -388,10 +384,8 @@ class RayStep:
     fault_marker: str | None = None
 
     def __post_init__(self) -> None:
-        if self.read_concurrency is not None and self.read_concurrency < 1:
-            raise ConfigError(f"'read_concurrency' must be >= 1 or None, got {self.read_concurrency}")
-        if self.flush_rows < 1:
-            raise ConfigError(f"'flush_rows' must be >= 1, got {self.flush_rows}")
+        check_range("read_concurrency", self.read_concurrency, low=1, optional=True)
+        check_range("flush_rows", self.flush_rows, low=1)
 
     def pool(self, name: str) -> PoolConfig:
         return self.pools.get(name) or PoolConfig()

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rubric.tables import JobInput, combine_inputs, job_splits
-from rubric.config import ScoringConfig
+from rubric.config import ScoringConfig, check_range
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.tables import word_count
 from rubric.io import PairRecord, read_whole
@@ -59,12 +59,9 @@ class JudgeSettings:
                  temperature: float = 0.0, seed: int = 0, max_reasoning_tokens: int = 256) -> None:
         if mode not in ("logprob", "vote"):
             raise ConfigError(f"'mode' must be 'logprob' or 'vote', got {mode!r}")
-        if n_votes < 1:
-            raise ConfigError(f"'n_votes' must be >= 1, got {n_votes}")
-        if temperature < 0:
-            raise ConfigError(f"'temperature' must be >= 0, got {temperature}")
-        if max_reasoning_tokens < 1:
-            raise ConfigError(f"'max_reasoning_tokens' must be >= 1, got {max_reasoning_tokens}")
+        check_range("n_votes", n_votes, low=1)
+        check_range("temperature", temperature, low=0)
+        check_range("max_reasoning_tokens", max_reasoning_tokens, low=1)
         import rubric.protocols  # noqa: F401  (registers the protocols' pairwise judges)
         from rubric.judging import resolve_judges
 

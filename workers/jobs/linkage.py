@@ -25,7 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rubric.config import ScoringConfig
+from rubric.config import ScoringConfig, check_range
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.protocols import LinkageQuestion
 from rubric.protocols import GENERATED_REFERENCES_FILE, LINKAGE_NOTES, references_lines
@@ -78,9 +78,7 @@ class LinkageSettings:
             raise ConfigError(f"'mode' must be 'logprob' or 'parse', got {mode!r}")
         if references not in ("data", "generated"):
             raise ConfigError(f"'references' must be 'data' or 'generated', got {references!r}")
-        if (isinstance(reference_max_tokens, bool) or not isinstance(reference_max_tokens, int)
-                or not 1 <= reference_max_tokens <= 4096):
-            raise ConfigError(f"'reference_max_tokens' must be an integer in 1..4096, got {reference_max_tokens!r}")
+        check_range("reference_max_tokens", reference_max_tokens, low=1, high=4096, integer=True)
         self.systems, self.mode, self.max_pairwise_candidates = systems, mode, max_pairwise_candidates
         reference_template = reference_template or CREATE_REFERENCES_VERSION
         if reference_template not in CREATE_REFERENCES_VERSIONS:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rubric.config import ScoringConfig
+from rubric.config import ScoringConfig, check_range
 from rubric.errors import ConfigError
 from rubric.preference import ServiceLimits
 from rubric.scoring import RubricSpec
@@ -63,13 +63,9 @@ class ServeSettings:
         if self.config.rescale != "declared":
             raise ConfigError("serve rescales by each rubric's declared range; 'rescale' must be 'declared', "
                               f"got {self.config.rescale!r}")
-        if not 0 < self.port < 65536:
-            raise ConfigError(f"'port' must be in 1..65535, got {self.port}")
-        if self.replicas < 1:
-            raise ConfigError(f"'replicas' must be >= 1, got {self.replicas}")
-        if not self.replica_cpus > 0:
-            raise ConfigError(f"'replica_cpus' must be > 0, got {self.replica_cpus}")
-        if not 0 <= self.batch_wait_s <= 10:
-            raise ConfigError(f"'batch_wait_s' must be in [0, 10], got {self.batch_wait_s}")
+        check_range("port", self.port, low=1, high=65535)
+        check_range("replicas", self.replicas, low=1)
+        check_range("replica_cpus", self.replica_cpus, above=0)
+        check_range("batch_wait_s", self.batch_wait_s, low=0, high=10)
         if self.token is not None and not self.token.strip():
             raise ConfigError("'token' must not be empty (leave it out for no token)")
