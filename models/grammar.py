@@ -20,7 +20,8 @@ from importlib import metadata
 from typing import Any
 
 from models.single_spec import SingleSpecScorer
-from rubric.errors import BackendUnavailableError, ConfigError, EngineError
+from rubric.config import check_range
+from rubric.errors import BackendUnavailableError, EngineError
 from rubric.scoring import count_harper_lints, count_languagetool_matches, grammar_score
 from rubric.io import AnswerItem
 from rubric.scoring import Provenance, Score, ScoreSet
@@ -145,8 +146,7 @@ class LanguageToolGrammarScorer(SingleSpecScorer):
     def __init__(self, specs: tuple[RubricSpec, ...], *, url: str | None = None, threads: int = 2,
                  language: str = "en-US") -> None:
         self._serve(specs, LANGUAGETOOL_VERSION)
-        if threads < 1:
-            raise ConfigError(f"'threads' must be >= 1, got {threads}")
+        check_range("threads", threads, low=1)
         self.threads = threads
         self.language = language
         self.url = url or os.environ.get(LANGUAGETOOL_URL_ENV) or None

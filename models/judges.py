@@ -40,6 +40,7 @@ from typing import Any
 
 from models.llm.engine import Engine, TextSampler
 from models.llm.scorer import LLMRubricScorer
+from rubric.config import check_range
 from rubric.errors import BatchMismatchError, ConfigError, EngineError, RubricError
 from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt
 from rubric.judging import (
@@ -197,17 +198,13 @@ class JudgeScorer:
             raise ConfigError(f"'mode' must be one of {list(MODES)}, got {mode!r}")
         for name, val in (("n_votes", n_votes), ("max_reasoning_tokens", max_reasoning_tokens),
                           ("max_vote_tokens", max_vote_tokens), ("max_text_chars", max_text_chars)):
-            if isinstance(val, bool) or not isinstance(val, int) or val < 1:
-                raise ConfigError(f"'{name}' must be an integer >= 1, got {val!r}")
+            check_range(name, val, low=1, integer=True)
         if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature >= 0):
             raise ConfigError(f"'temperature' must be a finite number >= 0, got {temperature!r}")
         if mode == "logprob" and temperature != 0:
             raise ConfigError(f"'temperature' applies to mode='vote'; mode='logprob' reads the verdict "
                               f"distribution and takes temperature=0, got {temperature}")
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise ConfigError(f"'seed' must be an integer >= 0, got {seed!r}")
-        if not 0.0 <= min_mass < 1.0:
-            raise ConfigError(f"'min_mass' must be in [0, 1), got {min_mass}")
+        check_range("seed", seed, low=0, integer=True), check_range("min_mass", min_mass, low=0, below=1)
         needs_text = mode == "vote" or any(s.cot for s in specs)
         if needs_text and not isinstance(engine, TextSampler):
             raise ConfigError(f"{type(engine).__name__} cannot generate text, which mode={mode!r} with judges "

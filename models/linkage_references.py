@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from models.llm.engine import Engine, TextSampler
+from rubric.config import check_range
 from rubric.errors import ConfigError, EngineError, RubricError
 from rubric.protocols import (
     CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS, GeneratedReferences, create_references_prompt,
@@ -134,8 +135,7 @@ class ReferenceGenerator:
                               f"{', '.join(CREATE_REFERENCES_VERSIONS)}")
         if not isinstance(engine, TextSampler):
             raise ConfigError(f"{type(engine).__name__} cannot generate text, which generated references need")
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 1 <= max_tokens <= 4096:
-            raise ConfigError(f"'max_tokens' must be an integer in 1..4096, got {max_tokens!r}")
+        check_range("max_tokens", max_tokens, low=1, high=4096, integer=True)
         self.engine = engine
         self.max_tokens = max_tokens
         self.n_answers = n_answers

@@ -44,6 +44,7 @@ from typing import Any
 
 from models.judges import _TAG_SLACK, JudgeScorer, _Unit, engine_call
 from models.llm.engine import Engine, TextSampler
+from rubric.config import check_range
 from rubric.errors import BatchMismatchError, ConfigError
 from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt
 from rubric.judging import ORDERS, JudgeSpec, VerdictProbs, pair_outcome, verdict_probs, vote_probs
@@ -65,7 +66,6 @@ from rubric.protocols import (EQ2_TEMPLATE, EQ3_TEMPLATE, LINKAGE_SYSTEM_TEMPLAT
                               reference_weights)
 from rubric.protocols import is_protocol_judge
 from rubric.protocols import ARENA_THINKING_PREFILL, arena_verdict_prefill, get_protocol_template, parse_pairwise_verdict
-from rubric.io import PairRecord
 from rubric.scoring import Provenance, Score
 
 __all__ = [
@@ -243,11 +243,8 @@ class LinkageScorer:
             raise ConfigError(f"'mode' must be one of {list(LINKAGE_MODES)}, got {mode!r}")
         if mode == "parse" and not isinstance(engine, TextSampler):
             raise ConfigError(f"{type(engine).__name__} cannot generate text, which mode='parse' needs")
-        if not 0.0 <= min_mass < 1.0:
-            raise ConfigError(f"'min_mass' must be in [0, 1), got {min_mass}")
-        if isinstance(max_pairwise_candidates, bool) or not isinstance(max_pairwise_candidates, int) \
-                or max_pairwise_candidates < 2:
-            raise ConfigError(f"'max_pairwise_candidates' must be an integer >= 2, got {max_pairwise_candidates!r}")
+        check_range("min_mass", min_mass, low=0, below=1)
+        check_range("max_pairwise_candidates", max_pairwise_candidates, low=2, integer=True)
         self.engine = engine
         self.systems = systems
         self.mode = mode

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from models.single_spec import SingleSpecScorer
+from rubric.config import check_range
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem
 from rubric.scoring import Provenance, Score, ScoreSet
@@ -260,8 +261,7 @@ class MiniLMSimilarityScorer:
         got = [s.version for s in specs]
         if not specs or any(allowed.get(s.version) != s for s in specs) or len(set(got)) != len(got):
             raise ConfigError(f"MiniLMSimilarityScorer serves one or both of {sorted(allowed)}, got {got}")
-        if batch_size < 1:
-            raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
+        check_range("batch_size", batch_size, low=1)
         self.specs: tuple[RubricSpec, ...] = tuple(specs)
         self.batch_size = batch_size
         folder = minilm_folder()

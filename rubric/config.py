@@ -28,30 +28,35 @@ DEFAULT_SPLIT_FRACTIONS: tuple[float, float, float] = (0.70, 0.15, 0.15)
 
 
 def check_range(name: str, value: Any, *, low: float | None = None, high: float | None = None,
-                above: float | None = None, optional: bool = False, integer: bool = False) -> Any:
+                above: float | None = None, below: float | None = None, optional: bool = False,
+                integer: bool = False) -> Any:
     """``value`` if it is a number within the bounds; ConfigError otherwise, in one message format.
 
     Args:
         name: the setting as the user names it, quoted in the message.
         value: the value to check.
-        low, high: inclusive bounds; above: an exclusive lower bound (``value > above``).
+        low, high: inclusive bounds; above, below: exclusive ones (``value > above``, ``value < below``).
         optional: None passes.
         integer: only a Python int passes (not a bool, not a float); otherwise any real number does (a bool
             too, as Python counts it one). NaN is outside every bound.
 
     Raises:
         ConfigError: "'NAME' must be [an integer ]BOUND[ or None], got VALUE", BOUND being ">= LOW", "> ABOVE",
-            "<= HIGH" or "in LOW..HIGH".
+            "<= HIGH", "< BELOW", "in LOW..HIGH" or "in [LOW, BELOW)".
     """
     if value is None and optional:
         return value
     typed = isinstance(value, int) and not isinstance(value, bool) if integer else isinstance(value, numbers.Real)
-    if typed and (low is None or value >= low) and (above is None or value > above) and (high is None or value <= high):
+    if typed and ((low is None or value >= low) and (above is None or value > above)
+                  and (high is None or value <= high) and (below is None or value < below)):
         return value
     if low is not None and high is not None:
-        bound = f"in {low}..{high}"
+        bound = f"in {low:g}..{high:g}"
+    elif low is not None and below is not None and above is None and high is None:
+        bound = f"in [{low:g}, {below:g})"
     else:
-        bound = " and ".join(f"{op} {b}" for op, b in ((">=", low), (">", above), ("<=", high)) if b is not None)
+        bound = " and ".join(f"{op} {b:g}" for op, b in ((">=", low), (">", above), ("<=", high), ("<", below))
+                             if b is not None)
     shown = repr(value) if isinstance(value, str) else value
     raise ConfigError(f"'{name}' must be {'an integer ' if integer else ''}{bound}{' or None' if optional else ''}, "
                       f"got {shown}")

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from rubric.config import check_range
 from rubric.errors import ConfigError
 from rubric.scoring import ChatPrompt
 
@@ -119,12 +120,10 @@ def check_sampling(max_tokens: int, temperature: float, n: int, seed: int | None
     Raises:
         ConfigError: an argument is out of range, e.g. "'n' must be >= 1, got 0".
     """
-    if max_tokens < 1:
-        raise ConfigError(f"'max_tokens' must be >= 1, got {max_tokens}")
+    check_range("max_tokens", max_tokens, low=1)
     if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature >= 0.0):
         raise ConfigError(f"'temperature' must be a finite number >= 0, got {temperature!r}")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ConfigError(f"'n' must be an integer >= 1, got {n!r}")
+    check_range("n", n, low=1, integer=True)
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise ConfigError(f"'seed' must be None or an integer >= 0, got {seed!r}")
 
@@ -207,8 +206,7 @@ class TokenizerMixin:
         """Prompt ids, refusing (ConfigError) any prompt that leaves no room for ``new_tokens``."""
         from rubric.errors import ConfigError
 
-        if new_tokens < 1:
-            raise ConfigError(f"'max_tokens' must be >= 1, got {new_tokens}")
+        check_range("max_tokens", new_tokens, low=1)
         ids = [self.prompt_ids(p) for p in prompts]
         for i, x in enumerate(ids):
             if len(x) + new_tokens > self.max_context:

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from models.llm.engine import Completion, TokenizerMixin, check_chat_template, check_sampling, check_stop_rule
-from rubric.errors import BackendUnavailableError, ConfigError, EngineError
+from rubric.config import check_range
+from rubric.errors import BackendUnavailableError, EngineError
 from rubric.scoring import ChatPrompt
 
 __all__ = ["TransformersEngine"]
@@ -49,12 +50,8 @@ class TransformersEngine(TokenizerMixin):
                  max_context: int | None = None, device: str | None = None, dtype: str | None = None,
                  batch_size: int = 8, max_batch_tokens: int = 8192,
                  prompt_lookup_num_tokens: int | None = None) -> None:
-        if prompt_lookup_num_tokens is not None and prompt_lookup_num_tokens < 1:
-            raise ConfigError(f"'prompt_lookup_num_tokens' must be >= 1, got {prompt_lookup_num_tokens}")
-        if batch_size < 1:
-            raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
-        if max_batch_tokens < 1:
-            raise ConfigError(f"'max_batch_tokens' must be >= 1, got {max_batch_tokens}")
+        check_range("prompt_lookup_num_tokens", prompt_lookup_num_tokens, low=1, optional=True)
+        check_range("batch_size", batch_size, low=1), check_range("max_batch_tokens", max_batch_tokens, low=1)
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from models.llm.engine import Engine
 from models.llm.engines_cache import build_engine
-from rubric.config import ScoringConfig
+from rubric.config import ScoringConfig, check_range
 from rubric.errors import ConfigError, EngineError, RubricError
 from rubric.scoring import DEFAULT_MIN_MASS, LAYOUTS, ChatPrompt, PromptTemplate, get_template, parse_score
 from rubric.io import AnswerItem
@@ -63,8 +63,7 @@ class LLMRubricScorer:
             raise ConfigError("LLMRubricScorer needs at least one rubric spec")
         if layout not in LAYOUTS:
             raise ConfigError(f"'layout' must be one of {list(LAYOUTS)}, got {layout!r}")
-        if not 0.0 <= min_mass < 1.0:
-            raise ConfigError(f"'min_mass' must be in [0, 1), got {min_mass}")
+        check_range("min_mass", min_mass, low=0, below=1)
         for s in specs:
             if s.backend != "llm":
                 raise ConfigError(f"{s.version} has backend {s.backend!r}; LLMRubricScorer serves 'llm' rubrics")

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from models.llm.engine import Completion, TokenizerMixin, check_chat_template, check_sampling, check_stop_rule
+from rubric.config import check_range
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError
 from rubric.scoring import ChatPrompt
 
@@ -89,8 +90,7 @@ class VLLMEngine(TokenizerMixin):
     def __init__(self, model_path: str, *, model_id: str | None = None, revision: str | None = None,
                  load_revision: str | None = None,
                  max_context: int | None = None, logprobs_k: int = DEFAULT_LOGPROBS_K, **engine_kwargs: Any) -> None:
-        if logprobs_k < 1:
-            raise ConfigError(f"'logprobs_k' must be >= 1, got {logprobs_k}")
+        check_range("logprobs_k", logprobs_k, low=1)
         on_gpu = _cuda_available()
         if not on_gpu:
             for k, v in CPU_ENV_DEFAULTS.items():

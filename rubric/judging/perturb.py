@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 
+from rubric.config import check_range
 from rubric.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -122,8 +123,7 @@ def word_budget(n_words: int, budget: float) -> int:
     """
     if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget <= 1:
         raise ConfigError(f"'budget' must be a fraction in (0, 1], got {budget!r}")
-    if n_words < 0:
-        raise ConfigError(f"'n_words' must be >= 0, got {n_words}")
+    check_range("n_words", n_words, low=0)
     return math.ceil(round(budget * n_words, 9))
 
 
@@ -227,8 +227,7 @@ def synonym_candidates(word: str, source: SynonymSource, *, max_candidates: int 
     Returns:
         Distinct candidates, best first, none equal to ``word``.
     """
-    if max_candidates < 1:
-        raise ConfigError(f"'max_candidates' must be >= 1, got {max_candidates}")
+    check_range("max_candidates", max_candidates, low=1)
     low = word.lower()
     if low in stopwords:
         return []

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rubric.config import check_range
 from rubric.errors import BatchMismatchError, ConfigError, ProvenanceError
 from rubric.io import AnswerItem, PairRecord, content_id
 from rubric.scoring import FittedMinMax
@@ -80,8 +81,7 @@ class RubricVictim:
             raise ConfigError("the victim must be a binary a/b preference model")
         if [s.name for s in specs] != list(model.features_):
             raise ConfigError(f"specs {[s.name for s in specs]} are not the model's features {model.features_}")
-        if batch_size < 1:
-            raise ConfigError(f"'batch_size' must be >= 1, got {batch_size}")
+        check_range("batch_size", batch_size, low=1)
         mine = {s.name: rubric_provenance(provenance[s.name], s, fitted) for s in specs}
         if model.provenance is not None:
             diffs = provenance_differences(model.provenance, mine, list(model.features_))

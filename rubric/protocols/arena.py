@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rubric.protocols.arena_data import REFERENCE_SYSTEM
+from rubric.config import check_range
 from rubric.errors import ConfigError
 from rubric.preference import ClusteredMean, clustered_mean, question_bootstrap_weights
 from rubric.protocols.templates import declare_protocol_prompt
@@ -379,8 +380,7 @@ def rating_intervals(battles: Sequence[Battle], *, method: str = "bt", unit: str
         raise ConfigError(f"'method' must be 'bt' or 'online', got {method!r}")
     if unit not in ("battle", "question"):
         raise ConfigError(f"'unit' must be 'battle' or 'question', got {unit!r}")
-    if n_boot < 1:
-        raise ConfigError(f"'n_boot' must be >= 1, got {n_boot}")
+    check_range("n_boot", n_boot, low=1)
     if not battles:
         raise ConfigError("no battles")
     systems, ia, ib, w = _index(battles)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from rubric.config import check_range
 from rubric.errors import ConfigError
 from rubric.protocols.templates import declare_protocol_prompt
 from rubric.preference import question_bootstrap_weights
@@ -147,8 +148,7 @@ def three_way_metrics(y_true: Sequence[str | None], y_pred: Sequence[str | None]
                           f"{len(y_true)}, {len(y_pred)} and {len(groups)}")
     if undecided not in UNDECIDED_POLICIES:
         raise ConfigError(f"'undecided' must be one of {list(UNDECIDED_POLICIES)}, got {undecided!r}")
-    if n_boot < 1:
-        raise ConfigError(f"'n_boot' must be >= 1, got {n_boot}")
+    check_range("n_boot", n_boot, low=1)
     for name, seq in (("labels", y_true), ("decisions", y_pred)):
         bad = sorted({str(v) for v in seq if v is not None and v not in CLASSES})
         if bad:

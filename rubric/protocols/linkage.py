@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 
+from rubric.config import check_range
 from rubric.errors import ConfigError
 from rubric.io import RowError, check_text
 from rubric.scoring import (
@@ -115,8 +116,7 @@ class RankScore:
 
 
 def _check_min_mass(min_mass: float) -> None:
-    if not 0.0 <= min_mass < 1.0:
-        raise ConfigError(f"'min_mass' must be in [0, 1), got {min_mass}")
+    check_range("min_mass", min_mass, low=0, below=1)
 
 
 def _expected(r: TokenReading) -> RankScore:
@@ -173,8 +173,7 @@ def parse_rank(text: str, n_positions: int) -> RankScore:
     Returns:
         A :class:`RankScore` with the rank as its value and mass 1, or an error.
     """
-    if isinstance(n_positions, bool) or not isinstance(n_positions, int) or n_positions < 2:
-        raise ConfigError(f"'n_positions' must be an integer >= 2, got {n_positions!r}")
+    check_range("n_positions", n_positions, low=2, integer=True)
     m = _RANK_RE.search(text or "")
     if m is None:
         snip = " ".join((text or "").split())[:60]
@@ -440,9 +439,7 @@ def graded_reference_split(answers: Sequence[GradedAnswer], *, max_references: i
     Raises:
         ConfigError: ``max_references`` is not an integer in 1..8.
     """
-    if isinstance(max_references, bool) or not isinstance(max_references, int) \
-            or not 1 <= max_references <= MAX_RANK_POSITIONS - 1:
-        raise ConfigError(f"'max_references' must be an integer in 1..{MAX_RANK_POSITIONS - 1}, got {max_references!r}")
+    check_range("max_references", max_references, low=1, high=MAX_RANK_POSITIONS - 1, integer=True)
     kept, skipped = _unique(answers)
     grades = sorted({a.grade for a in kept}, reverse=True)
     if len(grades) < 2:

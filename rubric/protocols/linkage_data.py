@@ -30,6 +30,7 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rubric.config import check_range
 from rubric.errors import ConfigError
 from rubric.protocols.linkage import WEBGLM_REFERENCE_KEYS, GradedAnswer, graded_reference_split, webglm_references
 from rubric.io import (
@@ -124,8 +125,7 @@ class LinkageRead:
 
 
 def _positive(name: str, value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"'{name}' must be an integer >= 1 or None, got {value!r}")
+    check_range(name, value, low=1, optional=True, integer=True)
 
 
 def read_linkage(path: str | Path, *, max_questions: int | None = None, max_answers_per_question: int | None = None,

@@ -26,6 +26,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from rubric.config import check_range
 from rubric.errors import ConfigError
 from rubric.scoring import ChatPrompt, PromptTemplate
 from rubric.protocols.linkage import SOURCE
@@ -153,8 +154,7 @@ def parse_generated_references(text: str, golden: str, *, question: str, n_answe
     Raises:
         ConfigError: ``n_answers`` is not in 1..8 (a listwise rank is one digit), or ``golden`` is empty.
     """
-    if isinstance(n_answers, bool) or not isinstance(n_answers, int) or not 1 <= n_answers <= 8:
-        raise ConfigError(f"'n_answers' must be an integer in 1..8, got {n_answers!r}")
+    check_range("n_answers", n_answers, low=1, high=8, integer=True)
     if not isinstance(golden, str) or not golden.strip():
         raise ConfigError("the golden answer is empty")
     where = f"question {_snip(question)!r}: generated reference list"

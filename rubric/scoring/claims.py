@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Literal
 
-from rubric.config import DEFAULT_MAX_CLAIM_TOKENS
+from rubric.config import DEFAULT_MAX_CLAIM_TOKENS, check_range
 from rubric.errors import ConfigError
 from rubric.scoring.geval import parse_score
 from rubric.scoring.prompts import DEFAULT_MIN_MASS, PROMPTS, ChatPrompt, PromptTemplate, declare_prompt
@@ -212,8 +212,7 @@ def sentence_context(sentences: Sequence[str], i: int, *, n_before: int = 3, n_a
     """
     if not 0 <= i < len(sentences):
         raise ConfigError(f"sentence index {i} is out of range for {len(sentences)} sentences")
-    if n_before < 0 or n_after < 0:
-        raise ConfigError(f"'n_before' and 'n_after' must be >= 0, got {n_before}, {n_after}")
+    check_range("n_before", n_before, low=0), check_range("n_after", n_after, low=0)
     return {
         "previous": " ".join(s.strip() for s in sentences[max(0, i - n_before):i]),
         "sentence": sentences[i].strip(),
@@ -322,8 +321,7 @@ def format_evidence(passages: Sequence[str], max_chars: int = 1200) -> str:
     Raises:
         ConfigError: ``max_chars`` < 1.
     """
-    if max_chars < 1:
-        raise ConfigError(f"'max_chars' must be >= 1, got {max_chars}")
+    check_range("max_chars", max_chars, low=1)
     return "\n\n".join(f"[{i}] {_clip(p, max_chars)}" for i, p in enumerate(passages, 1))
 
 
@@ -352,8 +350,7 @@ def sentence_evidence(evidence: Sequence[Sequence[str]], sentence_of: Sequence[i
     Raises:
         ConfigError: ``k`` < 1, or the two sequences differ in length.
     """
-    if k < 1:
-        raise ConfigError(f"'k' must be >= 1, got {k}")
+    check_range("k", k, low=1)
     if len(evidence) != len(sentence_of):
         raise ConfigError(f"{len(evidence)} evidence lists for {len(sentence_of)} claims")
     members: dict[int, list[int]] = {}
@@ -466,8 +463,7 @@ def factuality_scores(n_supported: int, n_claims: int, k: int = 10) -> ClaimScor
     Raises:
         ConfigError: negative counts, more supported than claims, or ``k`` < 1.
     """
-    if k < 1:
-        raise ConfigError(f"'k' must be >= 1, got {k}")
+    check_range("k", k, low=1)
     if n_claims < 0 or n_supported < 0 or n_supported > n_claims:
         raise ConfigError(f"need 0 <= n_supported <= n_claims, got {n_supported} / {n_claims}")
     if n_claims == 0:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rubric.errors import ConfigError
+from rubric.config import check_range
 
 __all__ = [
     "grammar_score",
@@ -39,8 +39,7 @@ def grammar_score(n_errors: int, text: str) -> float:
     Raises:
         ConfigError: ``n_errors`` is negative.
     """
-    if n_errors < 0:
-        raise ConfigError(f"'n_errors' must be >= 0, got {n_errors}")
+    check_range("n_errors", n_errors, low=0)
     words = max(1, len(text.split()))
     cap = 5.0 * max(1.0, words / 100.0)
     score = 5.0 - 4.0 * min(cap, float(n_errors)) / cap

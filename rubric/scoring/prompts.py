@@ -25,6 +25,7 @@ from pathlib import Path
 
 from jinja2 import Environment, StrictUndefined, TemplateError, UndefinedError
 
+from rubric.config import check_range
 from rubric.errors import ConfigError
 from rubric.registry import Registry
 
@@ -309,8 +310,7 @@ def read_tokens(token_probs: Mapping[str, float], tokens: Sequence[str], *, min_
     Raises:
         ConfigError: ``min_mass`` is not in [0, 1).
     """
-    if not 0.0 <= min_mass < 1.0:
-        raise ConfigError(f"'min_mass' must be in [0, 1), got {min_mass}")
+    check_range("min_mass", min_mass, low=0, below=1)
     try:
         probs = fold_token_probs(token_probs, tokens, logprobs=logprobs)
     except ValueError as e:

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from rubric.config import check_range
 from rubric.errors import ConfigError
 
 __all__ = ["LENGTH_WORD_CAP", "LENGTH_RAW_MAX", "whitespace_words", "length_raw", "row_cosine"]
@@ -50,8 +51,7 @@ def length_raw(n_words: int) -> float:
     Raises:
         ConfigError: ``n_words`` is negative.
     """
-    if n_words < 0:
-        raise ConfigError(f"'n_words' must be >= 0, got {n_words}")
+    check_range("n_words", n_words, low=0)
     return math.log1p(min(n_words, LENGTH_WORD_CAP))
 
 

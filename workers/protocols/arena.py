@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rubric.config import ScoringConfig
+from rubric.config import ScoringConfig, check_range
 from rubric.errors import ConfigError, InputError
 from rubric.html_report import HtmlSection, plot_win_rates
 from rubric.protocols import ARENA_PAIRS_FILE, ARENA_REASONING_VERSION, HumanAgreement, RatingInterval, WinRate
@@ -127,10 +127,8 @@ def run_arena_job(annotations: str | Path, systems: Mapping[str, str | Path], ou
         for name in systems:
             if ":" in name:
                 raise ConfigError(f"system name {name!r} must not contain ':' (pair ids are SYSTEM:QID)")
-        if max_questions is not None and max_questions < 1:
-            raise ConfigError(f"'max_questions' must be >= 1, got {max_questions}")
-        if isinstance(reasoning_tokens, bool) or not isinstance(reasoning_tokens, int) or reasoning_tokens < 0:
-            raise ConfigError(f"'reasoning_tokens' must be an integer >= 0, got {reasoning_tokens!r}")
+        check_range("max_questions", max_questions, low=1, optional=True)
+        check_range("reasoning_tokens", reasoning_tokens, low=0, integer=True)
         joined, questions, rejects = _join(annotations, systems, folder, max_questions=max_questions,
                                            answer_mapping=answer_mapping)
         context = ArenaContext(joined, questions, rejects, str(annotations), {n: str(p) for n, p in systems.items()},
