@@ -90,7 +90,7 @@ def test_a_toy_protocols_flags_are_its_own_and_bounded(toy, tmp_path, capsys):
     src = _write(tmp_path / "in.jsonl", _records()[:3])
     base = ["judge", str(src), "--format", "lfqa-hp", "--out", str(tmp_path / "o"), "--quiet"]
     assert main([*base, "--protocol", "toy", "--toy-margin", "2"]) == 2
-    assert "--toy-margin must be in 0..1, got 2.0" in capsys.readouterr().err
+    assert "'--toy-margin' must be in 0..1, got 2.0" in capsys.readouterr().err
     assert main([*base, "--toy-margin", "0.2"]) == 2  # without --protocol toy
     assert "--toy-margin applies to --protocol toy, not the pairwise judges" in capsys.readouterr().err
     assert main([*base, "--protocol", "toy", "--systems", "a=b"]) == 2  # another protocol's flag

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rubric.config import ScoringConfig
+from rubric.config import ScoringConfig, check_range
 from rubric.errors import ConfigError
 from rubric.registry import Registry
 
@@ -67,10 +67,8 @@ class ProtocolOptions:
             flag = "--" + f.name.replace("_", "-")
             if choices and value not in choices:
                 raise ConfigError(f"{flag} must be one of {', '.join(choices)}, got {value!r}")
-            if (low is not None and value < low) or (high is not None and value > high):
-                span = f"in {low:g}..{high:g}" if low is not None and high is not None else (
-                    f">= {low:g}" if low is not None else f"<= {high:g}")
-                raise ConfigError(f"{flag} must be {span}, got {value!r}")
+            if low is not None or high is not None:
+                check_range(flag, value, low=low, high=high)
 
 
 @dataclass
