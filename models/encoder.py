@@ -15,7 +15,7 @@ numbers per answer, not hundreds of embedding dimensions) and a cheap victim for
 - :class:`PreferenceHead` is a scikit-learn estimator; it is saved as ``head.safetensors`` (coef,
   intercept, scaler mean and scale, float64) beside ``head.json`` (format, parameters, the encoder's
   id and revision, how it was trained). No pickle.
-- :class:`EncoderVictim` puts the two together behind ``p_a(triples)`` for ``rubric.judging.perturb``.
+- :class:`EncoderVictim` puts the two together behind ``p_a(triples)`` for ``rubric.perturbation.attacks``.
 """
 
 from __future__ import annotations
@@ -414,7 +414,7 @@ def _plain(o):
 
 
 class EncoderVictim:
-    """The encoder baseline behind the ``rubric.judging.perturb.Victim`` interface.
+    """The encoder baseline behind the ``rubric.perturbation.attacks.Victim`` interface.
 
     Each probe embeds only the answers it has not seen (the encoder caches by word pieces), so a
     leave-one-out probe of one word costs one forward pass of one answer.

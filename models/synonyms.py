@@ -1,4 +1,4 @@
-"""Offline synonym sources for the TextFooler-style attack (``rubric.judging.perturb``).
+"""Offline synonym sources for the TextFooler-style attack (``rubric.perturbation.attacks``).
 
 Primary source: **WordNet 3.0**, read straight from its database files (``index.<pos>`` and
 ``data.<pos>``), which Debian's ``wordnet-base`` package installs in ``/usr/share/wordnet``
@@ -13,7 +13,7 @@ the attacked input itself), used when the WordNet files are not installed, or wh
 finds related words rather than synonyms ("hot" -> "cold" can be close), so it is the weaker
 source; ``min_similarity`` keeps only close neighbours.
 
-Both return lower-case candidates best first; ``rubric.judging.perturb.synonym_candidates`` filters them
+Both return lower-case candidates best first; ``rubric.perturbation.attacks.synonym_candidates`` filters them
 (the word itself, forms of its stem, stopwords, anything that is not one word).
 """
 

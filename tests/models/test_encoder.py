@@ -276,7 +276,7 @@ def _short_input(path: Path, n: int = 12, n_words: int = 28) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize("attack", ["deepwordbug", "textfooler"])
 def test_encoder_and_perturb_commands_end_to_end(tmp_path, attack, capsys):
-    from rubric.judging.perturb import word_budget, words
+    from rubric.perturbation.attacks import word_budget, words
     from rubric.io import read_lfqa_hp
     from workers.cli import main
 
@@ -344,7 +344,7 @@ def test_perturb_against_the_rubric_model(tmp_path, capsys):
 def test_perturb_job_on_a_graded_list_changes_each_answer_once(tmp_path):
     """A graded answer sits in several pairs: the copy holds one text per answer, and every pair's final
     P(label) is measured on the texts the copy holds."""
-    from rubric.judging.perturb import word_budget, words
+    from rubric.perturbation.attacks import word_budget, words
     from rubric.io import read_graded
     from tests.rubric.test_perturb import LexiconVictim
     from workers.jobs.perturb import changes_path, run_perturb_job

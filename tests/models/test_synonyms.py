@@ -9,7 +9,7 @@ import pytest
 import models.synonyms as syn
 from models.synonyms import EmbeddingNeighbours, WordNetSynonyms, build_synonyms, wordnet_dir
 from rubric.errors import BackendUnavailableError, ConfigError
-from rubric.judging.perturb import synonym_candidates, words
+from rubric.perturbation.attacks import synonym_candidates, words
 
 LICENCE = "  1 This software and database is being provided to you, the LICENSEE, by Princeton University\n"
 

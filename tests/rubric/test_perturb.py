@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rubric.errors import ConfigError, ProvenanceError
-from rubric.judging import (ATTACKS, STOPWORDS, RubricVictim, Word, attack_pair, char_edits, decide, match_case,
+from rubric.perturbation import (ATTACKS, STOPWORDS, RubricVictim, Word, attack_pair, char_edits, decide, match_case,
                             p_label, replace_words, rewrite_input, rubric_victim_specs, same_stem,
                             synonym_candidates, word_budget, word_importance, words)
 from rubric.io import read_input

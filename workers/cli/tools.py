@@ -77,7 +77,7 @@ def add_perturb(pt: argparse.ArgumentParser) -> None:
 
 
 def perturb(args) -> int:
-    from rubric.judging import word_budget
+    from rubric.perturbation import word_budget
     from workers.jobs.perturb import load_victim, run_perturb_job
 
     from workers.storage.outdir import OutLock, out_path

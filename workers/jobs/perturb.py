@@ -2,13 +2,13 @@
 
 One straight line: read the input (``rubric.io.readers``) -> its splits, as a single-input score job
 with the same seed assigns them (``rubric.tables.assemble.job_splits``) -> load the victim -> attack each
-pair of the chosen split (``rubric.judging.perturb.attack_pair``) -> the victim's P(label) on the final texts
--> write the copy in the input's own format (``rubric.judging.perturb_rewrite.rewrite_input``), read it back with the
+pair of the chosen split (``rubric.perturbation.attacks.attack_pair``) -> the victim's P(label) on the final texts
+-> write the copy in the input's own format (``rubric.perturbation.rewrite.rewrite_input``), read it back with the
 same reader and check it (same rows, ids, labels; only answers changed) -> ``FILE.changes.jsonl``.
 
 The victim is a folder written by ``lfqa-rubric encoder`` (``head.json``: the encoder baseline) or a
 rubric preference model (``model.json``, or a folder holding one) whose rubrics are re-scored for
-every probe with the backends that made them; see ``rubric.judging.perturb`` for what that costs.
+every probe with the backends that made them; see ``rubric.perturbation.attacks`` for what that costs.
 
 In a graded list one answer sits in several pairs. An answer changed while attacking one pair keeps
 that text in every pair and is not changed again, so the copy holds one text per answer.
@@ -102,7 +102,7 @@ def load_victim(path: str | Path, *, device: str | None = None, batch_size: int 
         raise ConfigError(f"victim {str(path)!r} is neither an encoder head folder ({HEAD_JSON}) nor a preference "
                           "model (model.json, or a folder holding one)")
     from rubric.config import ScoringConfig
-    from rubric.judging import RubricVictim, rubric_victim_specs
+    from rubric.perturbation import RubricVictim, rubric_victim_specs
     from rubric.preference import PreferenceModel
 
     model = PreferenceModel.from_json(model_json)
@@ -146,7 +146,7 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
         ConfigError: a bad attack, split or budget, or an output path that cannot keep the input's ids.
         InputError: the input cannot be read, or the copy does not read back as expected.
     """
-    from rubric.judging import ATTACKS, word_budget
+    from rubric.perturbation import ATTACKS, word_budget
     from workers.storage.outdir import out_path, output_file
 
     if attack not in ATTACKS:
@@ -170,7 +170,7 @@ def _attack(input_path, fmt: str, *, attack: str, victim, out: Path, copy: Path,
     from tqdm import tqdm
 
     from rubric.tables import job_splits
-    from rubric.judging import attack_pair, decide, p_label, rewrite_input, words
+    from rubric.perturbation import attack_pair, decide, p_label, rewrite_input, words
     from rubric.io import read_input
 
     options = dict(reader_options or {})

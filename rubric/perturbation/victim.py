@@ -1,4 +1,4 @@
-"""The rubric preference model as a victim of the attacks in :mod:`rubric.judging.perturb`: each probe re-scores one
+"""The rubric preference model as a victim of the attacks in :mod:`rubric.perturbation.attacks`: each probe re-scores one
 answer with every rubric of the model (cheap CPU rubrics only; see that module's docstring)."""
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ words in all needs ``n`` leave-one-out probes plus up to 4 (deepwordbug) or ``ma
 such as conciseness (spaCy) and grammar (Harper, ~0.3 s per answer); LLM rubrics would need an
 LLM call per probe.
 
-:mod:`rubric.judging.perturb_victim` holds :class:`RubricVictim`; :mod:`rubric.judging.perturb_rewrite`
+:mod:`rubric.perturbation.victim` holds :class:`RubricVictim`; :mod:`rubric.perturbation.rewrite`
 rewrites an input file with perturbed answers, in its own format (``rewrite_input``): same records,
 same ids and labels, only answer texts changed.
 """
