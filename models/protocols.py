@@ -137,8 +137,8 @@ class ProtocolJudgeScorer(JudgeScorer):
         if not ours:
             return
         reasoning = [(u, o) for u, o in ours if u.spec.reasons]
-        texts = self._generate([u.prompts[o] for u, o in reasoning], self.max_reasoning_tokens, 0.0, 1) \
-            if reasoning else []
+        texts = (self._generate([u.prompts[o] for u, o in reasoning], self.max_reasoning_tokens, 0.0, 1)
+                 if reasoning else [])
         reads = [(u, o, u.prompts[o]) for u, o in ours if not u.spec.reasons]
         for (u, o), text in zip(reasoning, texts):
             u.texts[o] = text  # type: ignore[assignment]
@@ -395,8 +395,8 @@ class LinkageScorer:
             if system == "listwise":
                 n_pos = len(q.references) + 1
                 got = rs[0].result
-                rank = expected_rank(got, n_pos, min_mass=self.min_mass, top_k=self.engine.top_k) \
-                    if self.mode == "logprob" else parse_rank(got, n_pos)
+                rank = (expected_rank(got, n_pos, min_mass=self.min_mass, top_k=self.engine.top_k)
+                        if self.mode == "logprob" else parse_rank(got, n_pos))
                 out[system] = _score(rank, _TEMPLATE_OF[system], lambda v: rank_score(v), rank=True)
             else:
                 point = next(r for r in rs if r.what == "point").result
