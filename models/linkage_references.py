@@ -29,15 +29,13 @@ from rubric.protocols import (
     CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS, GeneratedReferences, create_references_prompt,
     generated_text, generation_key, golden_sha256, parse_generated_references,
 )
-from rubric.protocols import get_protocol_template
+from rubric.protocols import REFERENCE_MAX_TOKENS, REFERENCE_MAX_TOKENS_LIMIT, get_protocol_template
 
-__all__ = ["DEFAULT_REFERENCE_MAX_TOKENS", "ReferenceRequest", "ReferenceResult", "ReferenceCache",
+__all__ = ["ReferenceRequest", "ReferenceResult", "ReferenceCache",
            "ReferenceGenerator"]
 
 log = logging.getLogger(__name__)
 
-#: LINKAGE's own generation cap (``max_tokens=512`` in its vLLM sampling parameters).
-DEFAULT_REFERENCE_MAX_TOKENS = 512
 
 
 @dataclass(frozen=True)
@@ -128,14 +126,14 @@ class ReferenceGenerator:
         ConfigError: the engine cannot generate, or a setting is out of range.
     """
 
-    def __init__(self, engine: Engine, *, max_tokens: int = DEFAULT_REFERENCE_MAX_TOKENS, n_answers: int = 3,
+    def __init__(self, engine: Engine, *, max_tokens: int = REFERENCE_MAX_TOKENS, n_answers: int = 3,
                  version: str = CREATE_REFERENCES_VERSION) -> None:
         if version not in CREATE_REFERENCES_VERSIONS:
             raise ConfigError(f"unknown reference generation template {version!r}; known: "
                               f"{', '.join(CREATE_REFERENCES_VERSIONS)}")
         if not isinstance(engine, TextSampler):
             raise ConfigError(f"{type(engine).__name__} cannot generate text, which generated references need")
-        check_range("max_tokens", max_tokens, low=1, high=4096, integer=True)
+        check_range("max_tokens", max_tokens, low=1, high=REFERENCE_MAX_TOKENS_LIMIT, integer=True)
         self.engine = engine
         self.max_tokens = max_tokens
         self.n_answers = n_answers

@@ -26,7 +26,8 @@ from rubric.protocols.linkage_metric import (
     QuestionCorrelation, LinkageCorrelations, question_correlation, linkage_correlations,
 )
 from rubric.protocols.linkage_references import (
-    CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS, N_GENERATED, generated_text, GeneratedReferences,
+    CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS, N_GENERATED, REFERENCE_MAX_TOKENS, REFERENCE_MAX_TOKENS_LIMIT,
+    generated_text, GeneratedReferences,
     create_references_prompt, parse_generated_references, golden_sha256, generation_key,
 )
 from rubric.protocols.linkage_data import (
@@ -69,7 +70,7 @@ __all__ = [
     "pointwise_prompt", "pairwise_prompt", "webglm_references", "GradedAnswer", "ReferenceSplit",
     "graded_reference_split", "references_above", "QuestionCorrelation", "LinkageCorrelations",
     "question_correlation", "linkage_correlations", "CREATE_REFERENCES_VERSION", "CREATE_REFERENCES_VERSIONS",
-    "N_GENERATED", "generated_text", "GeneratedReferences", "create_references_prompt",
+    "N_GENERATED", "REFERENCE_MAX_TOKENS", "REFERENCE_MAX_TOKENS_LIMIT", "generated_text", "GeneratedReferences", "create_references_prompt",
     "parse_generated_references", "golden_sha256", "generation_key", "REFERENCE_SOURCES", "LinkageCandidate",
     "LinkageQuestion", "LinkageRead", "read_linkage", "REFERENCE_SYSTEM", "ANSWER_FIELDS",
     "DEFAULT_OUTCOME_VALUES", "ArenaQuestion", "ArenaQuestions", "SystemAnswer", "ArenaAnswers", "ArenaPair",

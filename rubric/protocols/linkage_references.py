@@ -33,6 +33,7 @@ from rubric.protocols.linkage import SOURCE
 from rubric.protocols.templates import declare_protocol_prompt, get_protocol_template
 
 __all__ = [
+    "REFERENCE_MAX_TOKENS", "REFERENCE_MAX_TOKENS_LIMIT",
     "CREATE_REFERENCES_VERSION",
     "CREATE_REFERENCES_VERSIONS",
     "N_GENERATED",
@@ -50,6 +51,10 @@ CREATE_REFERENCES_VERSION = "linkage.create_multi_step_answer.v1"
 CREATE_REFERENCES_VERSIONS: tuple[str, ...] = (CREATE_REFERENCES_VERSION, "linkage.create_multi_step_answer.v2")
 #: How many answers the prompt asks for (the list is the golden answer and these).
 N_GENERATED = 3
+#: New tokens per generated list: LINKAGE's own cap (``max_tokens=512`` in its vLLM sampling parameters),
+#: and the most a run may ask for.
+REFERENCE_MAX_TOKENS = 512
+REFERENCE_MAX_TOKENS_LIMIT = 4096
 
 # a generation prompt: its "tokens" are the labels the generated list is read by (parse_generated_references);
 # v2 pre-fills the assistant turn with "Answer1:": a small model that never starts the format by itself continues

@@ -28,7 +28,8 @@ from typing import Any
 from rubric.config import ScoringConfig, check_range
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.protocols import LinkageQuestion
-from rubric.protocols import GENERATED_REFERENCES_FILE, LINKAGE_NOTES, references_lines
+from rubric.protocols import (GENERATED_REFERENCES_FILE, LINKAGE_NOTES, REFERENCE_MAX_TOKENS,
+                              REFERENCE_MAX_TOKENS_LIMIT, references_lines)
 from rubric.scoring import Provenance, Score
 from workers.runner import Assembled, FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
 from workers.storage.outdir import no_link
@@ -61,7 +62,7 @@ class LinkageSettings:
 
     def __init__(self, systems: Sequence[str] | str | None = None, *, mode: str = "logprob",
                  max_pairwise_candidates: int = 12, references: str = "data",
-                 reference_max_tokens: int = 512, reference_template: str | None = None) -> None:
+                 reference_max_tokens: int = REFERENCE_MAX_TOKENS, reference_template: str | None = None) -> None:
         from rubric.protocols import (CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS, LINKAGE_SYSTEM_TEMPLATES,
                                       LINKAGE_SYSTEMS, OLD_SYSTEM_NAMES, get_protocol_template)
 
@@ -78,7 +79,7 @@ class LinkageSettings:
             raise ConfigError(f"'mode' must be 'logprob' or 'parse', got {mode!r}")
         if references not in ("data", "generated"):
             raise ConfigError(f"'references' must be 'data' or 'generated', got {references!r}")
-        check_range("reference_max_tokens", reference_max_tokens, low=1, high=4096, integer=True)
+        check_range("reference_max_tokens", reference_max_tokens, low=1, high=REFERENCE_MAX_TOKENS_LIMIT, integer=True)
         self.systems, self.mode, self.max_pairwise_candidates = systems, mode, max_pairwise_candidates
         reference_template = reference_template or CREATE_REFERENCES_VERSION
         if reference_template not in CREATE_REFERENCES_VERSIONS:
