@@ -92,8 +92,9 @@ def test_v2_verification_prompts_of_a_sentence_share_their_prefix_in_the_cache(v
 # The n-gram engine runs in a child process: vLLM's n-gram proposer imports numba (llvmlite), after which
 # vLLM 0.32 cannot build another engine in the same process (its kernel re-binding scan,
 # vllm/triton_utils/dispatcher.py, fails on an llvmlite object: "'_lib_fn_wrapper' object has no attribute
-# 'get'"), which broke every later engine test of the session. The suite's engine is released first: one
-# vLLM engine at a time (two set the suite's peak memory).
+# 'get'"), which broke every later engine test of the session. The suite's engine stays built in this process:
+# releasing it here made the next module build it again beside the transformers engine, which set the
+# pytest process's peak memory (LFQA_TEST_RSS=1); the child's engine is its own process's.
 _NGRAM_CHILD = """
 import json, sys
 from dataclasses import replace
@@ -123,12 +124,10 @@ def test_vllm_ngram_speculation_gives_the_greedy_claims(vllm_engine):
     from pathlib import Path
 
     from models.llm.engine import Completion
-    from models.llm.engines_cache import release_engines
 
     prompts = extraction_prompts(QUESTION, SENTENCES)
     plain = vllm_engine.complete(prompts, BUDGET, stop=EXTRACTION_STOP)
     early = vllm_engine.complete(prompts + [REPEATING], BUDGET, stop=EXTRACTION_STOP, stop_rule=LOOP_RULE)
-    release_engines()
     root = Path(__file__).resolve().parents[3]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
     run = subprocess.run([sys.executable, "-c", _NGRAM_CHILD], cwd=root, env=env, capture_output=True, text=True,
