@@ -141,29 +141,27 @@ def shard_sha256(shard: str, fmt: str | None = None, options: Mapping[str, Any] 
         InputError: the file cannot be read.
     """
     h = hashlib.sha256()
-    if fmt == "hf":
-        root = Path(shard)
-        try:
-            for f in hf_files(shard, (options or {}).get("split") or "train"):
-                h.update(str(f.relative_to(root) if root.is_dir() else f.name).encode() + b"\x00")
-                with open(f, "rb") as fh:
-                    while chunk := fh.read(COPY_CHUNK):
-                        h.update(chunk)
-        except OSError as e:
-            raise InputError(f"cannot read {shard!r}: {e}") from e
-        return h.hexdigest()
+
+    def feed(f) -> None:
+        while chunk := f.read(COPY_CHUNK):
+            h.update(chunk)
+
     try:
-        if is_uri(shard):
+        if fmt == "hf":
+            root = Path(shard)
+            for name in hf_files(shard, (options or {}).get("split") or "train"):
+                h.update(str(name.relative_to(root) if root.is_dir() else name.name).encode() + b"\x00")
+                with open(name, "rb") as f:
+                    feed(f)
+        elif is_uri(shard):
             import pyarrow.fs as pafs
 
             fs, path = pafs.FileSystem.from_uri(shard)
             with fs.open_input_stream(path) as f:
-                while chunk := f.read(COPY_CHUNK):
-                    h.update(chunk)
+                feed(f)
         else:
             with open(shard, "rb") as f:
-                while chunk := f.read(COPY_CHUNK):
-                    h.update(chunk)
+                feed(f)
     except OSError as e:
         raise InputError(f"cannot read {shard!r}: {e}") from e
     return h.hexdigest()
