@@ -89,7 +89,6 @@ class ProtocolRun:
         command: the command line, quoted in the report.
         ray: a ``workers.cluster.pipeline.RayStep`` (its "llm" pool), or None for this process.
         force: write into a folder that is not an lfqa-rubric output.
-        testing: keyword arguments for the job (tests: ``scorer``, ``scorer_factory``, ...).
     """
 
     inputs: list[str | Path]
@@ -104,7 +103,6 @@ class ProtocolRun:
     command: str = ""
     ray: Any = None
     force: bool = False
-    testing: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

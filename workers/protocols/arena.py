@@ -199,7 +199,7 @@ def run(r: ProtocolRun, o: ArenaOptions) -> dict:
     return run_arena_job(r.inputs[0], _systems(o.systems), r.out, config=r.config, judge_kwargs=r.judge,
                          max_questions=o.max_questions, answer_mapping=o.answer_map, n_boot=r.n_boot, seed=r.seed,
                          progress=r.progress, command=r.command, ray=r.ray, reasoning_tokens=o.reasoning_tokens,
-                         force=r.force, **r.testing)
+                         force=r.force)
 
 
 @dataclass(frozen=True)

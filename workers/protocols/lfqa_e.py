@@ -122,7 +122,7 @@ def run(r: ProtocolRun, o: LfqaEOptions) -> dict:
         reader["max_questions"] = o.max_questions
     return run_lfqa_e_job(r.inputs, r.fmt, r.out, config=r.config, judge_kwargs=r.judge, reader_options=reader,
                           rubric_scores=o.rubric_scores, rubric_model=o.rubric_model, n_boot=r.n_boot, seed=r.seed,
-                          progress=r.progress, command=r.command, ray=r.ray, force=r.force, **r.testing)
+                          progress=r.progress, command=r.command, ray=r.ray, force=r.force)
 
 
 @dataclass(frozen=True)

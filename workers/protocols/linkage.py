@@ -53,8 +53,7 @@ def run(r: ProtocolRun, o: LinkageOptions) -> dict:
         reference_template=o.reference_template)
     return linkage_job.run_linkage_job(r.inputs, r.out, config=r.config, settings=settings, reader_options=reader,
                                        signals=not o.no_signals, rubric_scores=o.rubric_scores, n_boot=r.n_boot,
-                                       seed=r.seed, progress=r.progress, command=r.command, ray=r.ray, force=r.force,
-                                       **r.testing)
+                                       seed=r.seed, progress=r.progress, command=r.command, ray=r.ray, force=r.force)
 
 
 @dataclass(frozen=True)
