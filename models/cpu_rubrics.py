@@ -39,12 +39,12 @@ from rubric.scoring import (
     EXAMPLE_CUE_V2, FLUENCY_HARPER_KINDS, QUESTION_TERM_POS, RUBRICS, Provenance, RubricSpec, Score, ScoreSet,
     coherence_score, coherence_v2, completeness_score, completeness_v2, concreteness, count_fluency_lints,
     distinct_sentences, example_cues, example_cues_v2, fluency_score, novelty, relevance_score, relevance_v2,
-    sentence_information, soft_recall, support_score, term_coverage,
+    sentence_information, soft_recall, support_score, term_coverage, term_weight,
 )
 
 __all__ = ["CPUProfileScorer", "CPUUnit", "CPURow", "CPU_UNITS", "HarperFluencyScorer", "prefer_passive_omp",
            "OMP_WAIT_POLICY", "CPU_TEXT_VERSIONS", "EMBEDDING_VERSIONS", "PARSE_VERSIONS", "MAX_EVIDENCE_SENTENCES",
-           "MAX_EVIDENCE_CHARS", "SPACY_EXCLUDE"]
+           "MAX_EVIDENCE_CHARS", "SPACY_EXCLUDE", "WORDFREQ_VERSIONS"]
 
 log = logging.getLogger(__name__)
 
@@ -148,13 +148,17 @@ class CPURow:
     evidence_cut: bool = False
     reference: list[str] = field(default_factory=list)
     R: np.ndarray | None = None
+    weights: Callable[[str], float] | None = None
     _info: tuple[list[int], np.ndarray] | None = None
 
     def information(self) -> tuple[list[int], np.ndarray]:
-        """The distinct sentences and what each says about the question (relevance and completeness v2 share it)."""
+        """The distinct sentences and what each says about the question (relevance and completeness v2 share it),
+        novelty weighted by each term's information (``weights``)."""
         if self._info is None:
             keep = distinct_sentences(self.S)
-            nov = [novelty(self.answer.sentence_terms[i], self.question.terms) for i in keep]
+            terms = {t for i in keep for t in self.answer.sentence_terms[i]} | self.question.terms
+            w = {t: self.weights(t) for t in terms}
+            nov = [novelty(self.answer.sentence_terms[i], self.question.terms, w) for i in keep]
             self._info = keep, sentence_information(self.q, self.S[keep], nov)
         return self._info
 
@@ -167,7 +171,7 @@ class CPUUnit:
         version: the registered version (``rubric.scoring.RUBRICS``).
         needs: of "parse" (the answer's spaCy parse), "embed" (sentence embeddings; implies "parse" and the
             question's parse), "evidence" (reference and the answer's documents), "reference" (the question's
-            reference alone).
+            reference alone), "wordfreq" (terms' information weights, :func:`rubric.scoring.term_weight`).
         model: "minilm" (MiniLM + spaCy), "spacy" or a regex pattern (its hash is the template hash).
         score: the formula over a :class:`CPURow` (a text item's row; for a regex unit only ``item`` is set).
     """
@@ -245,6 +249,7 @@ def _v2_factuality(r: CPURow) -> Score:
 
 
 _EMBED = frozenset({"parse", "embed"})
+_INFORMATION = _EMBED | {"wordfreq"}
 
 #: The versions :class:`CPUProfileScorer` serves, one unit each.
 CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
@@ -254,9 +259,9 @@ CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
     CPUUnit(CPU_FACTUALITY_VERSION, _EMBED | {"evidence"}, "minilm", _v1_factuality),
     CPUUnit(CPU_SPECIFICITY_VERSION, frozenset({"parse"}), "spacy", _specificity),
     CPUUnit(CPU_EXAMPLES_VERSION, frozenset(), EXAMPLE_CUE.pattern, _cues(example_cues)),
-    CPUUnit(CPU_RELEVANCE_V2, _EMBED, "minilm", _v2_relevance),
+    CPUUnit(CPU_RELEVANCE_V2, _INFORMATION, "minilm", _v2_relevance),
     CPUUnit(CPU_COHERENCE_V2, _EMBED, "minilm", _v2_coherence),
-    CPUUnit(CPU_COMPLETENESS_V2, _EMBED, "minilm", _v2_completeness),
+    CPUUnit(CPU_COMPLETENESS_V2, _INFORMATION, "minilm", _v2_completeness),
     CPUUnit(CPU_COMPLETENESS_REFERENCE, _EMBED | {"reference"}, "minilm", _reference_completeness),
     CPUUnit(CPU_FACTUALITY_V2, _EMBED | {"reference"}, "minilm", _v2_factuality),
     CPUUnit(CPU_EXAMPLES_V2, frozenset(), EXAMPLE_CUE_V2.pattern, _cues(example_cues_v2)),
@@ -267,6 +272,8 @@ CPU_TEXT_VERSIONS: tuple[str, ...] = tuple(CPU_UNITS)
 EMBEDDING_VERSIONS: frozenset[str] = frozenset(v for v, u in CPU_UNITS.items() if "embed" in u.needs)
 #: Versions that read the spaCy parse of the answer.
 PARSE_VERSIONS: frozenset[str] = frozenset(v for v, u in CPU_UNITS.items() if "parse" in u.needs)
+#: Versions that read wordfreq's frequencies.
+WORDFREQ_VERSIONS: frozenset[str] = frozenset(v for v, u in CPU_UNITS.items() if "wordfreq" in u.needs)
 
 
 class CPUProfileScorer:
@@ -302,6 +309,9 @@ class CPUProfileScorer:
         if "embed" in self._needs:
             self.encoder = _load_minilm(device)
             self._minilm_revision = _minilm_revision()
+        self._weights = self._wordfreq_revision = None
+        if "wordfreq" in self._needs:
+            self._weights, self._wordfreq_revision = _term_weights()
         log.info("CPU profile scorer (%s) ready in %.2f s", ", ".join(got), time.perf_counter() - t0)
 
     # --- provenance -----------------------------------------------------------------------------
@@ -316,9 +326,10 @@ class CPUProfileScorer:
         if unit.model == "minilm":
             from models.signals import MINILM_MODEL_ID
 
+            words = f"; {self._wordfreq_revision}" if "wordfreq" in unit.needs else ""
             return Provenance(rubric_version=unit.version, backend="cpu_text",
-                              model_id=f"{MINILM_MODEL_ID} + {spacy_id}",
-                              model_revision=f"{self._minilm_revision}; {spacy_id}=={spacy_version}")
+                              model_id=f"{MINILM_MODEL_ID} + {spacy_id}" + (" + wordfreq" if words else ""),
+                              model_revision=f"{self._minilm_revision}; {spacy_id}=={spacy_version}{words}")
         if unit.model == "spacy":
             return Provenance(rubric_version=unit.version, backend="cpu_text", model_id=spacy_id,
                               model_revision=spacy_version)
@@ -390,6 +401,7 @@ class CPUProfileScorer:
         for i in live:
             r = rows[i]
             r.question = questions[items[i].question]
+            r.weights = self._weights
             ev = [s for t in texts[i] for s in evidence[t[:MAX_EVIDENCE_CHARS]].sentences]
             r.evidence_cut = len(ev) > MAX_EVIDENCE_SENTENCES or any(cut[t] for t in texts[i])
             r.evidence = ev[:MAX_EVIDENCE_SENTENCES] if "evidence" in self._needs else []
@@ -453,6 +465,25 @@ def _load_minilm(device: str | None):
     from models.signals import minilm_folder, sentence_encoder
 
     return sentence_encoder(str(minilm_folder()), device)
+
+
+def _term_weights() -> tuple[Callable[[str], float], str]:
+    """Each term's information weight (``term_weight`` of its English Zipf frequency), cached, and wordfreq's version.
+
+    Raises:
+        BackendUnavailableError: wordfreq is not installed.
+    """
+    try:
+        from wordfreq import zipf_frequency
+    except ImportError as e:
+        raise BackendUnavailableError("relevance.minilm.v2 and completeness.coverage.v2 need wordfreq: pip install "
+                                      "wordfreq==3.1.1 (or install the [cpu] extra)") from e
+
+    @functools.lru_cache(maxsize=1 << 16)
+    def weight(term: str) -> float:
+        return term_weight(zipf_frequency(term, "en"))
+
+    return weight, f"wordfreq=={importlib.metadata.version('wordfreq')}"
 
 
 def _minilm_revision() -> str:

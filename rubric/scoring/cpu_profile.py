@@ -37,8 +37,10 @@ has the tables). Each answers a way the first could be fooled:
 
 - relevance (``relevance.minilm.v2``): restating the question is not answering it. Each distinct sentence
   (``distinct_sentences``: a sentence whose cosine with an earlier one is >= ``REPEAT_COS`` says it again) is
-  worth its cosine with the question (floored at 0) times its *novelty*, the share of its content lemmas the
-  question does not contain (``sentence_information``); relevance is the mean over the distinct sentences.
+  worth its cosine with the question (floored at 0) times its *novelty*, the share of its content lemmas' information
+  that the question does not contain (``sentence_information``; a lemma's information is its surprisal in general
+  English, ``term_weight`` of its wordfreq frequency, so "people" or "situation" count for less than
+  "refrigerant"); relevance is the mean over the distinct sentences.
   An echo of the question scores ~0; a repeated sentence changes nothing.
 - completeness (``completeness.coverage.v2``, reference-free like the paper's framework): how much the
   answer says about the question, ``1 - prod(1 - information)`` over the distinct sentences: each new
@@ -63,7 +65,7 @@ the functions divide by norms anyway where a mean is taken.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -78,7 +80,7 @@ __all__ = [
     "support_score", "concreteness", "example_cues", "count_fluency_lints", "fluency_score",
     "CPU_RELEVANCE_V2", "CPU_COHERENCE_V2", "CPU_COMPLETENESS_V2", "CPU_COMPLETENESS_REFERENCE", "CPU_FACTUALITY_V2",
     "CPU_EXAMPLES_V2", "REPEAT_COS", "EXAMPLE_CUE_V2", "distinct_sentences", "novelty", "sentence_information",
-    "relevance_v2", "completeness_v2", "coherence_v2", "example_cues_v2",
+    "relevance_v2", "completeness_v2", "coherence_v2", "example_cues_v2", "ZIPF_TOP", "MIN_TERM_WEIGHT", "term_weight",
 ]
 
 CPU_RELEVANCE_VERSION = "relevance.minilm.v1"
@@ -99,6 +101,11 @@ CPU_EXAMPLES_V2 = "use_of_examples.cues.v2"
 #: MiniLM, paraphrases sit above it and adjacent sentences of real answers below it (0.46-0.62 on a heat
 #: pump answer; the question restated four ways: 0.87-0.91).
 REPEAT_COS = 0.85
+
+#: The Zipf frequency of the commonest English words (wordfreq's scale tops out near 7.7 for "the"), and the
+#: least weight a term gets (:func:`term_weight`).
+ZIPF_TOP = 8.0
+MIN_TERM_WEIGHT = 0.5
 
 #: factuality.support.v1 of an answer with no evidence to check it against: it abstains.
 FACTUALITY_NO_EVIDENCE = 0.5
@@ -257,12 +264,23 @@ def distinct_sentences(sentences: np.ndarray) -> list[int]:
     return kept
 
 
-def novelty(sentence_terms: Iterable[str], question_terms: Iterable[str]) -> float:
-    """The share of a sentence's content terms that the question does not contain; 0.0 without terms."""
+def term_weight(zipf: float) -> float:
+    """A word's information weight from its Zipf frequency (log10 of uses per billion words, wordfreq's scale):
+    ``ZIPF_TOP - zipf`` (its surprisal in log10 units, up to a constant), at least ``MIN_TERM_WEIGHT``. "people"
+    (6.25) weighs 1.75, "refrigerant" (2.66) 5.34; a word the list does not know (0) weighs ``ZIPF_TOP``."""
+    return max(MIN_TERM_WEIGHT, ZIPF_TOP - float(zipf))
+
+
+def novelty(sentence_terms: Iterable[str], question_terms: Iterable[str],
+            weights: Mapping[str, float] | None = None) -> float:
+    """The share of a sentence's content terms (weighted by ``weights``, 1 each when None) that the question
+    does not contain; 0.0 without terms."""
     terms = set(sentence_terms)
     if not terms:
         return 0.0
-    return len(terms - set(question_terms)) / len(terms)
+    w = (lambda t: 1.0) if weights is None else weights.__getitem__
+    new = terms - set(question_terms)
+    return sum(w(t) for t in new) / sum(w(t) for t in terms)
 
 
 def sentence_information(question: np.ndarray, sentences: np.ndarray, novelties: Iterable[float]) -> np.ndarray:

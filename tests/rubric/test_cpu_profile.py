@@ -15,7 +15,8 @@ from rubric.scoring import (
     PAPER_RUBRICS, PRESETS, RUBRICS, centroid, coherence_score, completeness_score, concreteness,
     count_fluency_lints, example_cues, fluency_score, grammar_score, relevance_score, soft_recall, support_score,
     term_coverage, REPEAT_COS, ABSTAIN_PREFIX, Score, is_abstention, distinct_sentences, novelty,
-    sentence_information, relevance_v2, completeness_v2, coherence_v2, example_cues_v2,
+    sentence_information, relevance_v2, completeness_v2, coherence_v2, example_cues_v2, term_weight, ZIPF_TOP,
+    MIN_TERM_WEIGHT,
 )
 
 R2 = 1 / math.sqrt(2)
@@ -162,6 +163,16 @@ def test_distinct_sentences_drop_what_repeats_an_earlier_one():
 ])
 def test_novelty_is_the_share_of_terms_the_question_lacks(sentence, question, want):
     assert novelty(sentence, question) == pytest.approx(want)
+
+
+def test_novelty_weighs_each_term_by_its_information():
+    w = {"people": term_weight(6.25), "wonder": term_weight(4.93), "sigmet": term_weight(0.0)}
+    assert w["sigmet"] == ZIPF_TOP and w["people"] == pytest.approx(1.75)
+    assert term_weight(9.0) == MIN_TERM_WEIGHT
+    # "sigmet is something people wonder about": the question's rare word outweighs two common new ones
+    got = novelty({"sigmet", "people", "wonder"}, {"sigmet", "definition"}, w)
+    assert got == pytest.approx((1.75 + 3.07) / (8.0 + 1.75 + 3.07))
+    assert got < novelty({"sigmet", "people", "wonder"}, {"sigmet", "definition"})
 
 
 def test_information_is_cosine_times_novelty_and_refuses_bad_novelties():
