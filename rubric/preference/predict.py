@@ -136,7 +136,7 @@ def predict_pairs(model: PreferenceModel, pairs: pa.Table, *, split: str | None 
             if isinstance(fitted, dict) else None,
             "sample": {"kind": status.kind, "n_overlap": status.n_overlap, "note": status.note}}
     if status.in_sample:
-        log.warning("%s", status.note)
+        log.info("%s", status.note)
     if meta["n_unscored"]:
         log.warning("%d of %d pairs have no prediction (a rubric value is missing): see the error column",
                     meta["n_unscored"], n)

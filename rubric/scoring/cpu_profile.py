@@ -280,7 +280,9 @@ def novelty(sentence_terms: Iterable[str], question_terms: Iterable[str],
         return 0.0
     w = (lambda t: 1.0) if weights is None else weights.__getitem__
     new = terms - set(question_terms)
-    return sum(w(t) for t in new) / sum(w(t) for t in terms)
+    if new == terms:  # exactly 1: the two sums below may differ in their last bit when taken in another order
+        return 1.0
+    return min(1.0, sum(w(t) for t in new) / sum(w(t) for t in terms))
 
 
 def sentence_information(question: np.ndarray, sentences: np.ndarray, novelties: Iterable[float]) -> np.ndarray:

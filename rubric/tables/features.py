@@ -389,8 +389,13 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
                 break
             for r in constant:
                 value = diffs[r][labeled[0]]
-                excluded[r] = (f"constant on the {split or 'all'} split (every difference is {value:g}): "
-                               "nothing to learn")
+                a_r = pairs.column(f"a_{r}").to_pylist()
+                if all(a_r[i] is None for i in labeled):  # a difference 0 with no value: both answers abstained
+                    excluded[r] = (f"every answer of the {split or 'all'} split's pairs abstained (the rubric had "
+                                   f"nothing to judge; the reasons are in the {r}_error column of answers.parquet)")
+                else:
+                    excluded[r] = (f"constant on the {split or 'all'} split (every difference is {value:g}): "
+                                   "nothing to learn")
                 log.warning("rubric %s left out: %s", r, excluded[r])
             use = [r for r in use if r not in constant]
             kept, n_missing, n_ties, n_unlabeled = kept_rows(use)

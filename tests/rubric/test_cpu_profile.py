@@ -235,3 +235,10 @@ def test_example_cues_v2_on_the_hand_labelled_sample():
                                   "This is not an example of good design.", "Some say you should wait."])
 def test_example_cues_v2_is_not_fooled_by_what_fooled_v1(text):
     assert example_cues(text) and not example_cues_v2(text)
+
+
+def test_novelty_of_a_sentence_with_only_new_terms_is_exactly_one():
+    # the weighted sums of the same terms taken in two orders can differ in the last bit
+    w = {f"t{i}": 0.1 * (i + 1) + 1e-9 * i for i in range(40)}
+    assert novelty(set(w), {"q"}, w) == 1.0
+    assert 0.0 <= novelty(set(w), {"t3"}, w) <= 1.0
