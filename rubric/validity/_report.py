@@ -78,8 +78,9 @@ def validity_page(table: ValidityTable, *, inputs: Sequence[str], seed: int, fam
     if failing:
         parts.append("\n## Failing examples\n")
         for r in failing:
-            parts.append(f"### {r.version} under {r.family} ({EXPECT_WORDS[r.expectation]}): {r.fails} of "
-                         f"{r.n - r.missing} fail\n")
+            ties = f", {r.ties} tie" if r.expectation == "lower" and r.ties else ""
+            parts.append(f"### {r.version} under {r.family} ({EXPECT_WORDS[r.expectation]}): of {r.n - r.missing} "
+                         f"pairs scored, {r.fails} fail{ties}\n")
             parts.append("| question | original | perturbed | scores (original \u2192 perturbed) |")
             parts.append("|---|---|---|---|")
             for o in r.examples:

@@ -104,7 +104,7 @@ class ValidityRow:
         pass_rate: passes / (n - missing); nan when nothing was scored on both sides.
         ci: its question-clustered bootstrap 95% CI; (nan, nan) with fewer than two questions.
         n_questions: questions among the scored pairs.
-        examples: a few failing pairs, the worst first.
+        examples: a few pairs that did not pass (a fail, or a tie where the copy should be lower), the worst first.
     """
 
     rubric: str

@@ -30,7 +30,8 @@ def add_validate(p: argparse.ArgumentParser) -> None:
                    help="write into an existing folder that is not an lfqa-rubric output folder (as score --force)")
     p.add_argument("--families", default=None,
                    help="comma-separated families (default: all): " + ", ".join(family_names()))
-    p.add_argument("--max-questions", type=int, default=None,
+    # its own dest: reader_options reads ``max_questions`` as the graded reader's slice; this one cuts any format
+    p.add_argument("--max-questions", type=int, default=None, dest="first_questions", metavar="N",
                    help="only the answers of the first N questions of each input (any format)")
     p.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE,
                    help=f"largest |perturbed - original| raw-score difference read as a tie (default "
@@ -46,7 +47,7 @@ def validate(args) -> int:
 
     kind = ValidateKind(args.format, reader_options(args), resolve_rubrics(args.rubrics), scoring_config(args),
                         seed=args.seed, families=args.families, tolerance=args.tolerance,
-                        max_questions=args.max_questions, n_boot=args.n_boot)
+                        max_questions=args.first_questions, n_boot=args.n_boot)
     run(kind, args.inputs, args.out, progress=not args.quiet, force=args.force)
     shown = read_validity(args.out, n_boot=args.n_boot, seed=args.seed)
     sys.stdout.write(table_markdown(shown["table"]))
