@@ -38,7 +38,9 @@ def test_validate_prints_the_table_writes_its_report_and_reuses_the_store(tmp_pa
     assert "No selected family checks length.words.v1." in printed
     v = manifest["validity"]
     assert manifest["kind"] == "validate" and v["seed"] == 0 and v["max_questions"] == 6
-    assert v["families"][:3] == ["shuffle", "repeat", "splice"] and v["tolerance"] == 1e-4
+    # by default the families that check one of the rubrics
+    assert v["families"] == ["shuffle", "filler", "agreement", "typos", "drop_function_words"]
+    assert v["tolerance"] == 1e-4
     assert v["rubrics"] == {"conciseness": "conciseness.lexical_density.v1", "grammar": "grammar.harper.v1",
                             "length": "length.words.v1"}
     assert manifest["counts"]["questions"] == 6
@@ -87,6 +89,8 @@ def test_families_and_tolerance_are_the_users(tmp_path, capsys):
     (["--families", "echo,nope"], "unknown validity family 'nope'"),
     (["--tolerance", "-1"], "'tolerance'"),
     (["--max-questions", "0"], "'max_questions'"),
+    (["--families", "echo,filler"], "--families echo: checks none of the rubrics conciseness, grammar"),
+    (["--rubrics", "length"], "no family checks any of the rubrics length"),
 ])
 def test_bad_options_are_one_line(argv, msg, tmp_path, capsys):
     assert main(["validate", SAMPLE, "--format", "lfqa-hp", "--out", str(tmp_path / "o"), *argv]) == 2

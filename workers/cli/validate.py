@@ -18,7 +18,7 @@ VALIDATE_HELP = ("score minimal pairs (an answer and a copy that changes one qua
 
 
 def add_validate(p: argparse.ArgumentParser) -> None:
-    from rubric.validity import DEFAULT_TOLERANCE, family_names
+    from rubric.validity import DEFAULT_TOLERANCE, FAMILIES, family_names
     from workers.jobs.validate import N_BOOT
 
     add_input_args(p)
@@ -29,7 +29,8 @@ def add_validate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true",
                    help="write into an existing folder that is not an lfqa-rubric output folder (as score --force)")
     p.add_argument("--families", default=None,
-                   help="comma-separated families (default: all): " + ", ".join(family_names()))
+                   help="comma-separated families (default: every family that checks one of the rubrics): "
+                        + "; ".join(f"{f} ({', '.join(FAMILIES.get(f).expect)})" for f in family_names()))
     # its own dest: reader_options reads ``max_questions`` as the graded reader's slice; this one cuts any format
     p.add_argument("--max-questions", type=int, default=None, dest="first_questions", metavar="N",
                    help="only the answers of the first N questions of each input (any format)")

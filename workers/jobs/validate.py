@@ -35,12 +35,33 @@ log = logging.getLogger(__name__)
 N_BOOT = 1000
 
 
+def _checking(families: list[str], rubrics: Sequence[str], *, given: bool) -> list[str]:
+    """The families with an expectation for at least one of ``rubrics``: by default, the others are left out (their
+    copies would be scored for nothing); a given one that checks none of them is an error.
+
+    Raises:
+        ConfigError: a given family checks none of the rubrics, or no family checks any.
+    """
+    from rubric.errors import ConfigError
+    from rubric.validity import FAMILIES
+
+    idle = [f for f in families if not set(FAMILIES.get(f).expect) & set(rubrics)]
+    if given and idle:
+        raise ConfigError(f"--families {', '.join(idle)}: checks none of the rubrics {', '.join(rubrics)} (each "
+                          "family's rubrics: lfqa-rubric validate --help, or report.md's family table)")
+    chosen = [f for f in families if f not in idle]
+    if not chosen:
+        raise ConfigError(f"no family checks any of the rubrics {', '.join(rubrics)}")
+    return chosen
+
+
 class ValidateKind(ScoreKind):
     """The validate job: items are the originals and perturbed copies of a unit's answers, one score per rubric.
 
     Args:
         fmt, options: the input format and reader options; specs: the rubric versions; config: scoring settings;
-        seed: the perturbations' seed (and the bootstrap's); families: family names (None: all);
+        seed: the perturbations' seed (and the bootstrap's); families: family names (None: every family with an
+        expectation for one of the rubrics);
         tolerance: the tie tolerance on raw scores; max_questions: only the first N questions of each input;
         n_boot: bootstrap replicates.
     """
@@ -58,7 +79,7 @@ class ValidateKind(ScoreKind):
         check_range("n_boot", n_boot, low=1)
         if max_questions is not None:
             check_range("max_questions", max_questions, low=1)
-        self.families = resolve_families(families)
+        self.families = _checking(resolve_families(families), self.names, given=families is not None)
         self.tolerance, self.max_questions, self.n_boot = float(tolerance), max_questions, n_boot
         self.key_fields = {**self.key_fields, "validity": {"families": self.families, "seed": seed,
                                                           "max_questions": max_questions}}
