@@ -63,8 +63,8 @@ def folder_kinds(folder: str | Path) -> list[str]:
     elif (folder / "judgments.parquet").is_file():
         kinds.append("judge")
     if not kinds:
-        raise InputError(f"{folder} holds no pairs.parquet, judgments.parquet, protocol or validate output: give "
-                         "the folder a score, judge, protocol or validate command wrote")
+        raise InputError(f"{folder} holds no pairs.parquet, judgments.parquet or protocol output, nor a validate "
+                         "run's: give the folder a score, judge, protocol or validate command wrote")
     return kinds
 
 
