@@ -7,7 +7,9 @@ from importlib import resources
 import pyarrow.parquet as pq
 import pytest
 
+from rubric.config import ScoringConfig
 from rubric.io import content_id
+from rubric.scoring import Provenance, Score, resolve_rubrics
 from rubric.validity import read_validity
 from workers.cli import build_parser, main
 from workers.cli.presets import apply_preset
@@ -16,13 +18,7 @@ SAMPLE = str(resources.files("rubric") / "data" / "sample_pairs.jsonl")
 CHEAP = ["--rubrics", "conciseness,grammar,length", "--quiet"]
 
 
-@pytest.fixture(scope="module")
-def validated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("validated")
-    return out
-
-
-def _run(out, *extra, capsys=None):
+def _run(out, *extra):
     code = main(["validate", SAMPLE, "--format", "lfqa-hp", *CHEAP, "--out", str(out), "--n-boot", "200", *extra])
     assert code == 0
     return json.loads((out / "manifest.json").read_text())
@@ -132,3 +128,29 @@ def test_the_llm_rubrics_run_through_the_same_check(tmp_path, capsys):
     rows = pq.read_table(out / "validity_pairs.parquet").to_pylist()
     assert rows and all(r["outcome"] in ("pass", "tie", "fail") for r in rows)  # every side scored
     assert all(1.0 <= r["original_score"] <= 5.0 for r in rows)
+
+
+class _Fake:
+    """A conciseness scorer: the answer's length, and a failed score for answers with filler (a missing side)."""
+
+    specs = tuple(resolve_rubrics("conciseness"))
+
+    def provenance(self, r):
+        return Provenance("conciseness.lexical_density.v1", "fake")
+
+    def score_batch(self, items):
+        return [{"conciseness": Score.failed("no") if "worth keeping in mind" in it.answer or "In other words" in
+                 it.answer else Score.ok(len(it.answer) / 1e4)} for it in items]
+
+
+def test_a_failed_score_is_missing_not_a_fail(tmp_path):
+    from workers.jobs.validate import run_validate_job
+
+    out = tmp_path / "v"
+    m = run_validate_job(SAMPLE, "lfqa-hp", list(_Fake.specs), out, config=ScoringConfig(batch_size=8),
+                         progress=False, scorers=[_Fake()], n_boot=20, families=["filler", "shuffle"])
+    rows = {r.family: r for r in read_validity(out, n_boot=20)["table"].rows}
+    filler, shuffle = rows["filler"], rows["shuffle"]
+    assert filler.missing > 0 and filler.passes == 0 and filler.fails == filler.n - filler.missing > 0  # longer
+    assert (shuffle.missing, shuffle.passes, shuffle.fails) == (0, shuffle.n, 0)  # the same length: a tie
+    assert m["rubrics"]["conciseness"]["backend"] == "fake"

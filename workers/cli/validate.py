@@ -43,13 +43,12 @@ def add_validate(p: argparse.ArgumentParser) -> None:
 def validate(args) -> int:
     from rubric.scoring import resolve_rubrics
     from rubric.validity import read_validity, table_markdown
-    from workers.jobs.validate import ValidateKind
-    from workers.runner import run
+    from workers.jobs.validate import run_validate_job
 
-    kind = ValidateKind(args.format, reader_options(args), resolve_rubrics(args.rubrics), scoring_config(args),
-                        seed=args.seed, families=args.families, tolerance=args.tolerance,
-                        max_questions=args.first_questions, n_boot=args.n_boot)
-    run(kind, args.inputs, args.out, progress=not args.quiet, force=args.force)
+    run_validate_job(args.inputs, args.format, resolve_rubrics(args.rubrics), args.out, config=scoring_config(args),
+                     reader_options=reader_options(args), seed=args.seed, families=args.families,
+                     tolerance=args.tolerance, max_questions=args.first_questions, n_boot=args.n_boot,
+                     progress=not args.quiet, force=args.force)
     shown = read_validity(args.out, n_boot=args.n_boot, seed=args.seed)
     sys.stdout.write(table_markdown(shown["table"]))
     log.info("the table, the families and failing examples: %s/report.md", args.out)

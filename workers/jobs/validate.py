@@ -27,7 +27,7 @@ from rubric.validity import (DEFAULT_TOLERANCE, OUTCOMES_FILE, REPORT_FILE, SUMM
 from workers.jobs.score import ScoreKind
 from workers.runner import Assembled, JobRun, RunScores
 
-__all__ = ["ValidateKind", "N_BOOT"]
+__all__ = ["ValidateKind", "run_validate_job", "N_BOOT"]
 
 log = logging.getLogger(__name__)
 
@@ -135,3 +135,29 @@ class ValidateKind(ScoreKind):
                           "counts": {"minimal_pairs": len(pairs), "answers": len(lookup),
                                      "questions": len({p.question_id for p in pairs})}},
                          per_input=per_input, job={"answers_scored_now": job.step.scored})
+
+
+def run_validate_job(inputs, fmt: str, specs: Sequence[RubricSpec], out, *, config: ScoringConfig,
+                     reader_options: Mapping[str, Any] | None = None, seed: int = 0,
+                     families: Sequence[str] | None = None, tolerance: float = DEFAULT_TOLERANCE,
+                     max_questions: int | None = None, n_boot: int = N_BOOT, progress: bool = True, scorers=None,
+                     force: bool = False) -> dict:
+    """Score the minimal pairs of every input and write the validity table (see the module docstring).
+
+    Args:
+        inputs: files, folders, globs or URIs (one unit each); fmt: their format; specs: the rubric versions.
+        out: the output folder; config: scoring settings; reader_options: passed to the reader.
+        seed, families, tolerance, max_questions, n_boot: as :class:`ValidateKind`.
+        scorers: prebuilt scorers (tests; run as a ``models.scorer_set.ScorerSet``, the backend check skipped).
+        force: write into a folder that is not an lfqa-rubric output.
+
+    Returns:
+        The manifest (also ``OUT/manifest.json``).
+    """
+    from models.scorer_set import ScorerSet
+    from workers.runner import run
+
+    kind = ValidateKind(fmt, dict(reader_options or {}), list(specs), config, seed, families=families,
+                        tolerance=tolerance, max_questions=max_questions, n_boot=n_boot)
+    return run(kind, inputs, out, progress=progress, force=force, check=scorers is None,
+               scorer=None if scorers is None else ScorerSet(scorers, config.batch_size))
