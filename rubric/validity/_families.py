@@ -25,7 +25,7 @@ from types import MappingProxyType
 from rubric.errors import ConfigError
 from rubric.perturbation import STOPWORDS, char_edits, match_case, replace_words, words
 from rubric.registry import Registry
-from rubric.validity._text import join, main_noun_phrase, names, numbers, question_body, split_sentences
+from rubric.validity._text import insert_after, join, main_noun_phrase, names, numbers, question_body, split_sentences
 
 __all__ = ["Row", "Family", "FAMILIES", "EXPECTATIONS", "family_names", "EXAMPLE_CUE"]
 
@@ -132,8 +132,7 @@ def _repeat(row: Row, rng: random.Random, others: Sequence[Row]) -> str | None:
     if not split.sentences:
         return None
     i = rng.randrange(len(split.sentences))
-    sents = list(split.sentences)
-    return join(split, sents[:i + 1] + [sents[i]] + sents[i + 1:]) if len(sents) > 1 else sents[0] + " " + sents[0]
+    return insert_after(split, i, split.sentences[i])
 
 
 def _other(row: Row, rng: random.Random, others: Sequence[Row]) -> Row | None:
@@ -156,9 +155,7 @@ def _splice(row: Row, rng: random.Random, others: Sequence[Row]) -> str | None:
         return None
     foreign = [s for s in split_sentences(other.answer).sentences if len(s.split()) >= 4] or \
         list(split_sentences(other.answer).sentences)
-    sents = list(split.sentences)
-    middle = len(sents) // 2
-    return join(split, sents[:middle] + [rng.choice(foreign)] + sents[middle:])
+    return insert_after(split, len(split.sentences) // 2 - 1, rng.choice(foreign))
 
 
 # --- relevance -------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from rubric.perturbation import STOPWORDS
 
-__all__ = ["Split", "split_sentences", "join", "main_noun_phrase", "NUMBER", "names", "numbers", "question_body"]
+__all__ = ["Split", "split_sentences", "join", "insert_after", "main_noun_phrase", "NUMBER", "names", "numbers", "question_body"]
 
 # A sentence ends at . ! ? (closing quotes or brackets after it) followed by whitespace, or at a newline.
 _END = re.compile(r"(?<=[.!?])[\"')\]\u201d\u2019]*\s+|\s*\n\s*")
@@ -94,6 +94,22 @@ def join(split: Split, sentences: list[str] | tuple[str, ...] | None = None) -> 
         parts.append(s)
         if i < len(sents) - 1:
             parts.append(seps[i])
+    parts.append(split.tail)
+    return "".join(parts)
+
+
+def insert_after(split: Split, i: int, sentence: str) -> str:
+    """The text of ``split`` with ``sentence`` right after sentence ``i``, one space between them; every other
+    separator stays where it was (a paragraph break after sentence ``i`` now follows the inserted one)."""
+    sents = list(split.sentences)
+    seps = list(split.seps)
+    parts = [split.head]
+    for k, s in enumerate(sents):
+        parts.append(s)
+        if k == i:
+            parts.extend([" ", sentence])
+        if k < len(seps):
+            parts.append(seps[k])
     parts.append(split.tail)
     return "".join(parts)
 

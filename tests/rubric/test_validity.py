@@ -326,3 +326,12 @@ def test_the_ci_clusters_questions():
     assert r.pass_rate == pytest.approx(20 / 24) and r.n_questions == 5
     assert r.ci[0] < 0.5 < r.ci[1]  # a pair bootstrap would give a narrow interval around 0.83
     assert np.isfinite(r.ci).all()
+
+
+def test_an_inserted_sentence_keeps_the_layout():
+    text = "Intro here.\n\n1. First step.\n2. Second step."
+    out = build("repeat", row(answer=text), seed=2)
+    assert out.count("\n") == text.count("\n")
+    assert any(out == t for t in ("Intro here. Intro here.\n\n1. First step.\n2. Second step.",
+                                  "Intro here.\n\n1. First step. 1. First step.\n2. Second step.",
+                                  "Intro here.\n\n1. First step.\n2. Second step. 2. Second step."))
