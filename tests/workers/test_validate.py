@@ -154,3 +154,22 @@ def test_a_failed_score_is_missing_not_a_fail(tmp_path):
     assert filler.missing > 0 and filler.passes == 0 and filler.fails == filler.n - filler.missing > 0  # longer
     assert (shuffle.missing, shuffle.passes, shuffle.fails) == (0, shuffle.n, 0)  # the same length: a tie
     assert m["rubrics"]["conciseness"]["backend"] == "fake"
+
+
+def test_copies_made_otherwise_are_scored_again_not_missing(tmp_path, monkeypatch):
+    """A family's rule changed in a later release makes other copies from the same input and seed: the store,
+    keyed by the items, is not taken as done."""
+    import rubric.validity._families as families
+    from workers.jobs.validate import run_validate_job
+
+    def run():
+        return run_validate_job(SAMPLE, "lfqa-hp", list(_Fake.specs), tmp_path / "v", config=ScoringConfig(),
+                                progress=False, scorers=[_Fake()], n_boot=20, families=["filler"], max_questions=3)
+
+    first = run()
+    assert run()["job"]["answers_scored_now"] == 0
+    monkeypatch.setattr(families, "_FILLER", ("That is all.", "Nothing more to add.", "Thanks for asking."))
+    again = run()
+    assert again["job"]["answers_scored_now"] > 0 and again["inputs"][0]["status"] == "scored"
+    (row,) = read_validity(tmp_path / "v", n_boot=20)["table"].rows
+    assert row.missing == 0 and row.n == first["validity"]["pairs_by_family"]["filler"]

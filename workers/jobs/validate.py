@@ -8,8 +8,8 @@
 
 The line is :func:`workers.runner.run`'s; :class:`ValidateKind` is the score job's kind with other work
 items (originals and copies, stored by answer id as the score job stores answers) and another assemble
-step. The store key holds the seed, the families and ``--max-questions``: a changed one changes the
-items, so the unit is scored again; the same run again reuses every score.
+step. The store key holds the seed, the families, ``--max-questions`` and a digest of the items' ids: a
+changed one changes the items, so the unit is scored again; the same run again reuses every score.
 """
 
 from __future__ import annotations
@@ -99,6 +99,15 @@ class ValidateKind(ScoreKind):
                 answers = [a for a in answers if question_id(a.question) in set(keep)]
             self._pairs[uri] = (minimal_pairs(answers, self.families, self.seed), len(read.rejects))
         return self._pairs[uri]
+
+    def unit_key(self, uri: str) -> Mapping[str, Any]:
+        """The store key names the items themselves (a digest of their ids): copies made otherwise (another
+        seed, other families, a family's rule changed in a later release) never find a store "done" that lacks
+        their scores."""
+        import hashlib
+
+        ids = sorted({it.answer_id for it in pair_items(self.pairs(uri)[0])})
+        return {**self.key_fields, "items": hashlib.sha256("\n".join(ids).encode()).hexdigest()[:16]}
 
     def work_items(self, uri: str, block) -> tuple[list, list[list[str]]]:
         items = pair_items(self.pairs(uri)[0])
