@@ -38,8 +38,8 @@ def _fixed(preset: Preset, command: str) -> dict[str, object]:
                   "tie": preset.tie, "split_fractions": preset.split_fractions},
         "analyze": {"split": preset.eval_split},
         "transfer": {"split": preset.eval_split, "C": preset.C, "ties": preset.ties, "style": preset.style},
-        # the preset's rubric versions, scored as score scores them (the selection below)
-        "validate": {"llm_layout": preset.llm_layout, "rescale": preset.rescale},
+        # the preset's rubric versions (the selection below) and prompt layout; raw scores are compared: no rescaling
+        "validate": {"llm_layout": preset.llm_layout},
     }[command]
 
 
