@@ -19,9 +19,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rubric.config import ScoringConfig, check_range
+from rubric.errors import ConfigError
 from rubric.io import explode, question_id, read_whole
 from rubric.scoring import RubricSpec
-from rubric.validity import (DEFAULT_TOLERANCE, OUTCOMES_FILE, REPORT_FILE, SUMMARY_FILE, VALIDATE_KIND,
+from rubric.validity import (DEFAULT_TOLERANCE, FAMILIES, OUTCOMES_FILE, REPORT_FILE, SUMMARY_FILE, VALIDATE_KIND,
                              MinimalPair, minimal_pairs, outcomes, outcomes_table, pair_items, resolve_families,
                              summary_of, summary_table, validity_page)
 from workers.jobs.score import ScoreKind
@@ -42,9 +43,6 @@ def _checking(families: list[str], rubrics: Sequence[str], *, given: bool) -> li
     Raises:
         ConfigError: a given family checks none of the rubrics, or no family checks any.
     """
-    from rubric.errors import ConfigError
-    from rubric.validity import FAMILIES
-
     idle = [f for f in families if not set(FAMILIES.get(f).expect) & set(rubrics)]
     if given and idle:
         raise ConfigError(f"--families {', '.join(idle)}: checks none of the rubrics {', '.join(rubrics)} (each "
