@@ -280,7 +280,11 @@ def _check_cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> lis
 
 
 def _check_harper_fluency(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
-    return _need("harper", "fluency.harper.v1", "pip install harper-py==0.2.0 (or install the [cpu] extra)")
+    why = ", ".join(s.version for s in specs) or "fluency.harper.v1"
+    problems = _need("harper", why, "pip install harper-py==0.2.0 (or install the [cpu] extra)")
+    if any(s.version == "fluency.harper.v2" for s in specs):
+        problems += _need("wordfreq", why, "pip install wordfreq==3.1.1 (or install the [cpu] extra)")
+    return problems
 
 
 def _check_factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:

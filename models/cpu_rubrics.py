@@ -35,11 +35,12 @@ from rubric.io import AnswerItem
 from rubric.scoring import (
     CONCRETE_POS, CPU_COHERENCE_V2, CPU_COHERENCE_VERSION, CPU_COMPLETENESS_REFERENCE, CPU_COMPLETENESS_V2,
     CPU_COMPLETENESS_VERSION, CPU_EXAMPLES_V2, CPU_EXAMPLES_VERSION, CPU_FACTUALITY_V2, CPU_FACTUALITY_VERSION,
-    CPU_FLUENCY_VERSION, CPU_RELEVANCE_V2, CPU_RELEVANCE_VERSION, CPU_SPECIFICITY_VERSION, EXAMPLE_CUE,
+    CPU_FLUENCY_V2, CPU_FLUENCY_VERSION, CPU_RELEVANCE_V2, CPU_RELEVANCE_VERSION, CPU_SPECIFICITY_VERSION, EXAMPLE_CUE,
     EXAMPLE_CUE_V2, FLUENCY_HARPER_KINDS, QUESTION_TERM_POS, RUBRICS, Provenance, RubricSpec, Score, ScoreSet,
     coherence_score, coherence_v2, completeness_score, completeness_v2, concreteness, count_fluency_lints,
     distinct_sentences, example_cues, example_cues_v2, fluency_score, novelty, relevance_score, relevance_v2,
-    sentence_information, soft_recall, support_score, term_coverage, term_weight,
+    sentence_information, soft_recall, support_score, term_coverage, term_weight, UNKNOWN_WORD_ZIPF,
+    count_fluency_lints_v2,
 )
 
 __all__ = ["CPUProfileScorer", "CPUUnit", "CPURow", "CPU_UNITS", "HarperFluencyScorer", "prefer_passive_omp",
@@ -155,7 +156,7 @@ class CPURow:
         """The distinct sentences and what each says about the question (relevance and completeness v2 share it),
         novelty weighted by each term's information (``weights``)."""
         if self._info is None:
-            keep = distinct_sentences(self.S)
+            keep = distinct_sentences(self.S, self.answer.sentences)
             terms = {t for i in keep for t in self.answer.sentence_terms[i]} | self.question.terms
             w = {t: self.weights(t) for t in terms}
             nov = [novelty(self.answer.sentence_terms[i], self.question.terms, w) for i in keep]
@@ -228,7 +229,8 @@ def _v2_completeness(r: CPURow) -> Score:
 
 
 def _v2_coherence(r: CPURow) -> Score:
-    got = coherence_v2(r.S)
+    w = {t: r.weights(t) for ts in r.answer.sentence_terms for t in ts}
+    got = coherence_v2(r.S, r.answer.sentences, r.answer.sentence_terms, w)
     n = len(r.answer.sentences)
     if got is None:
         return Score.abstain("one sentence: no link between sentences to judge", n_sentences=n)
@@ -260,7 +262,7 @@ CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
     CPUUnit(CPU_SPECIFICITY_VERSION, frozenset({"parse"}), "spacy", _specificity),
     CPUUnit(CPU_EXAMPLES_VERSION, frozenset(), EXAMPLE_CUE.pattern, _cues(example_cues)),
     CPUUnit(CPU_RELEVANCE_V2, _INFORMATION, "minilm", _v2_relevance),
-    CPUUnit(CPU_COHERENCE_V2, _EMBED, "minilm", _v2_coherence),
+    CPUUnit(CPU_COHERENCE_V2, _INFORMATION, "minilm", _v2_coherence),
     CPUUnit(CPU_COMPLETENESS_V2, _INFORMATION, "minilm", _v2_completeness),
     CPUUnit(CPU_COMPLETENESS_REFERENCE, _EMBED | {"reference"}, "minilm", _reference_completeness),
     CPUUnit(CPU_FACTUALITY_V2, _EMBED | {"reference"}, "minilm", _v2_factuality),
@@ -467,8 +469,8 @@ def _load_minilm(device: str | None):
     return sentence_encoder(str(minilm_folder()), device)
 
 
-def _term_weights() -> tuple[Callable[[str], float], str]:
-    """Each term's information weight (``term_weight`` of its English Zipf frequency), cached, and wordfreq's version.
+def _zipf_frequency() -> tuple[Callable[[str], float], str]:
+    """A word's English Zipf frequency (wordfreq), cached, and wordfreq's version.
 
     Raises:
         BackendUnavailableError: wordfreq is not installed.
@@ -476,14 +478,20 @@ def _term_weights() -> tuple[Callable[[str], float], str]:
     try:
         from wordfreq import zipf_frequency
     except ImportError as e:
-        raise BackendUnavailableError("relevance.minilm.v2 and completeness.coverage.v2 need wordfreq: pip install "
-                                      "wordfreq==3.1.1 (or install the [cpu] extra)") from e
+        raise BackendUnavailableError(f"{', '.join(sorted(WORDFREQ_VERSIONS | {CPU_FLUENCY_V2}))} need wordfreq: "
+                                      "pip install wordfreq==3.1.1 (or install the [cpu] extra)") from e
 
     @functools.lru_cache(maxsize=1 << 16)
-    def weight(term: str) -> float:
-        return term_weight(zipf_frequency(term, "en"))
+    def zipf(word: str) -> float:
+        return zipf_frequency(word, "en")
 
-    return weight, f"wordfreq=={importlib.metadata.version('wordfreq')}"
+    return zipf, f"wordfreq=={importlib.metadata.version('wordfreq')}"
+
+
+def _term_weights() -> tuple[Callable[[str], float], str]:
+    """Each term's information weight (``term_weight`` of its English Zipf frequency) and wordfreq's version."""
+    zipf, version = _zipf_frequency()
+    return (lambda term: term_weight(zipf(term))), version
 
 
 def _minilm_revision() -> str:
@@ -496,24 +504,32 @@ def _minilm_revision() -> str:
 
 
 class HarperFluencyScorer(SingleSpecScorer):
-    """``fluency.harper.v1``: Harper's findings of the kinds in ``FLUENCY_HARPER_KINDS``, scored 1-5.
+    """``fluency.harper.v1`` (Harper's findings of the kinds in ``FLUENCY_HARPER_KINDS``) or ``fluency.harper.v2``
+    (those plus the spelling findings on words general English hardly uses, ``count_fluency_lints_v2``), scored 1-5.
 
     Args:
-        specs: exactly ``(RUBRICS.get("fluency.harper.v1"),)``.
+        specs: exactly one of ``(RUBRICS.get("fluency.harper.v1"),)``, ``(RUBRICS.get("fluency.harper.v2"),)``.
 
     Raises:
         ConfigError: wrong specs.
-        BackendUnavailableError: harper-py is not installed.
+        BackendUnavailableError: harper-py (or, for v2, wordfreq) is not installed.
     """
 
     def __init__(self, specs: tuple[RubricSpec, ...]) -> None:
-        self._serve(specs, CPU_FLUENCY_VERSION)
+        version = specs[0].version if len(specs) == 1 and specs[0].version == CPU_FLUENCY_V2 else CPU_FLUENCY_VERSION
+        self._serve(specs, version)
         from models.grammar import HARPER_LANGUAGE, harper_linter
 
         self._language = HARPER_LANGUAGE
         self._linter = harper_linter()
         self._revision = importlib.metadata.version("harper-py")
-        self._kinds_hash = hashlib.sha256(",".join(sorted(FLUENCY_HARPER_KINDS)).encode()).hexdigest()[:12]
+        rule = ",".join(sorted(FLUENCY_HARPER_KINDS))
+        self._zipf = None
+        if version == CPU_FLUENCY_V2:
+            self._zipf, words = _zipf_frequency()
+            self._revision += f"; {words}"
+            rule += f";Spelling<{UNKNOWN_WORD_ZIPF}"
+        self._kinds_hash = hashlib.sha256(rule.encode()).hexdigest()[:12]
 
     def provenance(self, rubric: str) -> Provenance:
         return self._provenance(rubric, backend="harper_fluency", model_id="harper-py", model_revision=self._revision,
@@ -528,11 +544,15 @@ class HarperFluencyScorer(SingleSpecScorer):
                 out.append(Score.failed(bad))
                 continue
             try:
-                kinds = [lint.lint_kind for lint in self._linter.lint(it.answer, language=self._language)]
+                lints = self._linter.lint(it.answer, language=self._language)
+                kinds = [lint.lint_kind for lint in lints]
+                spelling = ([self._zipf(lint.problem_text.strip().lower()) for lint in lints
+                             if lint.lint_kind == "Spelling"] if self._zipf else [])
             except Exception as e:  # noqa: BLE001 - recorded on the row, the batch goes on
                 out.append(Score.failed(f"harper failed: {type(e).__name__}: {e}"))
                 continue
-            n = count_fluency_lints(kinds)
+            n = count_fluency_lints_v2(kinds, spelling) if self._zipf else count_fluency_lints(kinds)
+            extras = {"n_unknown_words": n - count_fluency_lints(kinds)} if self._zipf else {}
             out.append(Score.ok(fluency_score(n, it.answer), n_errors=n, n_lints=len(kinds),
-                                n_words=len(it.answer.split())))
+                                n_words=len(it.answer.split()), **extras))
         return self._score_sets(out)

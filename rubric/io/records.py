@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Literal
 
+from rubric.errors import InputError
+
 __all__ = ["Label", "LABELS", "PairRecord", "AnswerItem", "Reject", "content_id", "question_id", "explode"]
 
 Label = Literal["a", "b", "tie"]
@@ -115,11 +117,34 @@ def _escape_surrogates(text: str) -> str:
     return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def _refuse_self_references(pairs: list[PairRecord]) -> None:
+    """Answers to score whose reference is one of the pair's own answers would be read against themselves by every
+    reference-reading rubric: refused in one line. (A judge protocol may pair an answer with the reference on
+    purpose, RAG-QA Arena does: this is the scoring path's rule, not the readers'.)
+
+    Raises:
+        InputError: a pair's reference equals its answer_a or answer_b (whitespace-normalised).
+    """
+    bad = []
+    for p in pairs:
+        if p.reference is None:
+            continue
+        ref = " ".join(p.reference.split())
+        bad += [(p, side) for side, ans in (("answer_a", p.answer_a), ("answer_b", p.answer_b))
+                if ref == " ".join(ans.split())]
+    if bad:
+        p, side = bad[0]
+        raise InputError(f"{len(bad)} pair(s) have a reference answer equal to one of their answers, e.g. pair "
+                         f"{p.pair_id!r} (row {p.row}): its reference is its {side}; a compared answer cannot be its "
+                         "own reference (map another column to reference, or none)")
+
+
 def explode(pairs: list[PairRecord]) -> list[AnswerItem]:
     """Unique answers of ``pairs`` in first-seen order; an answer shared by many pairs appears once.
 
     Documents and the reference answer attached to an answer are taken from its first occurrence.
     """
+    _refuse_self_references(pairs)
     seen: dict[str, AnswerItem] = {}
     for p in pairs:
         for aid, ans, docs in ((p.answer_id_a, p.answer_a, p.docs_a), (p.answer_id_b, p.answer_b, p.docs_b)):

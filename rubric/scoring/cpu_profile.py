@@ -36,7 +36,8 @@ The second versions (issue 44: a rubric means its name; ``lfqa-rubric validate``
 has the tables). Each answers a way the first could be fooled:
 
 - relevance (``relevance.minilm.v2``): restating the question is not answering it. Each distinct sentence
-  (``distinct_sentences``: a sentence whose cosine with an earlier one is >= ``REPEAT_COS`` says it again) is
+  (``distinct_sentences``: a sentence whose cosine with an earlier one is >= ``REPEAT_COS``, or whose words are a
+  run of an earlier one's, says it again) is
   worth its cosine with the question (floored at 0) times its *novelty*, the share of its content lemmas' information
   that the question does not contain (``sentence_information``; a lemma's information is its surprisal in general
   English, ``term_weight`` of its wordfreq frequency, so "people" or "situation" count for less than
@@ -48,11 +49,16 @@ has the tables). Each answers a way the first could be fooled:
   ``completeness.reference.v1`` is the reference-reading variant, opt-in: the reference's sentence recall
   alone; it abstains on a question without a reference (it never becomes another definition).
 - coherence (``coherence.minilm.v2``): links between adjacent sentences of the answer only (the question
-  is no unit): each link is their cosine (floored at 0), and a link into a sentence that repeats an earlier
-  one is 0 (it adds no step). With fewer than two sentences there is no link: the rubric abstains.
+  is no unit): each link is their cosine (floored at 0) times the later sentence's novelty against the earlier
+  one (weighted as relevance's): a step is coherent when it is related to what came before and adds to it, so
+  sentences that keep restating a topic link weakly; a link into a sentence that repeats an earlier one is 0.
+  With fewer than two sentences there is no link: the rubric abstains.
 - factuality (``factuality.support.v2``): the answer's sentences against evidence both answers of a pair
   share, the question's reference answer; documents attached to one answer are that answer's sources, not
   shared evidence. Without a reference it abstains, so no answer is "checked" against nothing.
+- fluency (``fluency.harper.v2``): v1's findings plus Harper's spelling findings on words general English
+  hardly uses (``UNKNOWN_WORD_ZIPF``): v1 left every spelling finding out (on web answers most are names and
+  technical terms), so it could not see a typo.
 - use_of_examples (``use_of_examples.cues.v2``): ``EXAMPLE_CUE_V2``, the cues that introduce an example,
   without "I suppose", "I can't imagine", a negated "example" ("there is no example") or a bare
   "example(s)"; precision and recall on the hand-labelled sentences of tests/rubric/data/example_cues.jsonl
@@ -65,7 +71,7 @@ the functions divide by norms anyway where a mean is taken.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -81,6 +87,7 @@ __all__ = [
     "CPU_RELEVANCE_V2", "CPU_COHERENCE_V2", "CPU_COMPLETENESS_V2", "CPU_COMPLETENESS_REFERENCE", "CPU_FACTUALITY_V2",
     "CPU_EXAMPLES_V2", "REPEAT_COS", "EXAMPLE_CUE_V2", "distinct_sentences", "novelty", "sentence_information",
     "relevance_v2", "completeness_v2", "coherence_v2", "example_cues_v2", "ZIPF_TOP", "MIN_TERM_WEIGHT", "term_weight",
+    "CPU_FLUENCY_V2", "UNKNOWN_WORD_ZIPF", "count_fluency_lints_v2", "repeated_sentences",
 ]
 
 CPU_RELEVANCE_VERSION = "relevance.minilm.v1"
@@ -96,6 +103,13 @@ CPU_COMPLETENESS_V2 = "completeness.coverage.v2"
 CPU_COMPLETENESS_REFERENCE = "completeness.reference.v1"
 CPU_FACTUALITY_V2 = "factuality.support.v2"
 CPU_EXAMPLES_V2 = "use_of_examples.cues.v2"
+CPU_FLUENCY_V2 = "fluency.harper.v2"
+
+#: fluency.harper.v2 counts a Harper spelling finding only on a word general English hardly uses: a Zipf
+#: frequency (wordfreq) below this. Typos made by character edits land at 0-1.2 ("thgih" 0, "approch" 1.2);
+#: technical terms and names sit above ("subducted" 1.91, "tenderloin" 2.58, "skincare" 3.32), and so do the
+#: commonest misspellings ("recieve" 2.75, "teh" 3.04), which wordfreq has seen often enough to list.
+UNKNOWN_WORD_ZIPF = 1.5
 
 #: Cosine at or above which a sentence says again what an earlier sentence of the same answer said. On
 #: MiniLM, paraphrases sit above it and adjacent sentences of real answers below it (0.46-0.62 on a heat
@@ -249,19 +263,46 @@ def count_fluency_lints(kinds: Iterable[str]) -> int:
     return sum(1 for k in kinds if k in FLUENCY_HARPER_KINDS)
 
 
+def count_fluency_lints_v2(kinds: Iterable[str], spelling_zipfs: Iterable[float]) -> int:
+    """fluency.harper.v2's count: v1's (``count_fluency_lints``) plus the spelling findings whose word's Zipf
+    frequency is below ``UNKNOWN_WORD_ZIPF`` (``spelling_zipfs``: one per Spelling finding)."""
+    return count_fluency_lints(kinds) + sum(1 for z in spelling_zipfs if z < UNKNOWN_WORD_ZIPF)
+
+
 def fluency_score(n_errors: int, text: str) -> float:
     """fluency.harper.v1: grammar's error-rate score (1-5) of the fluency findings."""
     return grammar_score(n_errors, text)
 
 
-def distinct_sentences(sentences: np.ndarray) -> list[int]:
-    """Indices of the sentences that do not repeat an earlier one (cosine < ``REPEAT_COS`` with every kept one)."""
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(re.findall(r"\w+", text.lower()))
+
+
+def _inside(part: tuple[str, ...], whole: tuple[str, ...]) -> bool:
+    n = len(part)
+    return 0 < n <= len(whole) and any(whole[i:i + n] == part for i in range(len(whole) - n + 1))
+
+
+def repeated_sentences(sentences: np.ndarray, texts: Iterable[str] | None = None) -> list[bool]:
+    """For each sentence, whether it says again what an earlier one said: cosine >= ``REPEAT_COS`` with it, or
+    (given the ``texts``) its words a run of the earlier sentence's words. The second catches a repeat that the
+    sentence splitter cut differently (a list item glued to the sentence before it, then said again alone)."""
     s = _unit(_rows(sentences, "sentence embeddings"))
-    kept: list[int] = []
+    words = [_words(t) for t in texts] if texts is not None else None
+    if words is not None and len(words) != len(s):
+        raise ConfigError(f"need one text per sentence ({len(s)}), got {len(words)}")
+    out = []
     for i in range(len(s)):
-        if not kept or float((s[kept] @ s[i]).max()) < REPEAT_COS:
-            kept.append(i)
-    return kept
+        same = i > 0 and float((s[:i] @ s[i]).max()) >= REPEAT_COS
+        if not same and words is not None:
+            same = any(_inside(words[i], words[j]) for j in range(i))
+        out.append(same)
+    return out
+
+
+def distinct_sentences(sentences: np.ndarray, texts: Iterable[str] | None = None) -> list[int]:
+    """Indices of the sentences that do not repeat an earlier one (:func:`repeated_sentences`)."""
+    return [i for i, rep in enumerate(repeated_sentences(sentences, texts)) if not rep]
 
 
 def term_weight(zipf: float) -> float:
@@ -309,25 +350,32 @@ def completeness_v2(information: np.ndarray) -> float:
     return float(1.0 - np.prod(1.0 - info))
 
 
-def coherence_v2(sentences: np.ndarray) -> tuple[float, float, int] | None:
+def coherence_v2(sentences: np.ndarray, texts: Iterable[str] | None = None,
+                 terms: Sequence[Iterable[str]] | None = None,
+                 weights: Mapping[str, float] | None = None) -> tuple[float, float, int] | None:
     """coherence.minilm.v2: ``(mean link, least link, repeated sentences)`` over adjacent sentences, or None
     with fewer than two sentences (no link to judge: the rubric abstains).
 
-    A link is the two sentences' cosine floored at 0; a link into a sentence that repeats an earlier one
-    (cosine >= ``REPEAT_COS``) is 0.
+    A link is the two sentences' cosine floored at 0 times the later one's novelty against the earlier one
+    (given ``terms``, each sentence's content terms, weighted by ``weights``: the share of what it says that the
+    sentence before did not say): a coherent step is related to what came before *and* adds to it (the given-new
+    contract), so a sentence that only restates the topic links weakly. A link into a sentence that repeats an
+    earlier one (:func:`repeated_sentences`) is 0.
     """
     s = _unit(_rows(sentences, "sentence embeddings"))
     if len(s) < 2:
         return None
-    sims = np.clip(s @ s.T, -1.0, 1.0)
-    links, repeats = [], 0
+    if terms is not None and len(terms) != len(s):
+        raise ConfigError(f"need one term set per sentence ({len(s)}), got {len(terms)}")
+    repeated = repeated_sentences(s, texts)
+    links = []
     for i in range(1, len(s)):
-        if float(sims[i, :i].max()) >= REPEAT_COS:
-            repeats += 1
+        if repeated[i]:
             links.append(0.0)
-        else:
-            links.append(max(float(sims[i - 1, i]), 0.0))
-    return float(np.mean(links)), float(np.min(links)), repeats
+            continue
+        link = max(float(np.clip(s[i - 1] @ s[i], -1.0, 1.0)), 0.0)
+        links.append(link if terms is None else link * novelty(terms[i], terms[i - 1], weights))
+    return float(np.mean(links)), float(np.min(links)), sum(repeated)
 
 
 def example_cues_v2(text: str) -> list[str]:

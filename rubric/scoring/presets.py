@@ -133,7 +133,7 @@ CPU = Preset(
     rubric_versions=_frozen({
         "specificity": "specificity.concrete.v1",
         "grammar": "grammar.harper.v1",
-        "fluency": "fluency.harper.v1",
+        "fluency": "fluency.harper.v2",
         "completeness": "completeness.coverage.v2",
         "coherence": "coherence.minilm.v2",
         "relevance": "relevance.minilm.v2",

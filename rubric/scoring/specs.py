@@ -114,8 +114,9 @@ _add(RubricSpec("relevance", "relevance.minilm.v2", "cpu_text", 0.0, 1.0,
                             "0) times the share of the sentence's content lemmas the question lacks: restating the "
                             "question is not answering it"))
 _add(RubricSpec("coherence", "coherence.minilm.v2", "cpu_text", 0.0, 1.0,
-                description="mean MiniLM cosine of adjacent answer sentences (floored at 0; no question link), a link "
-                            "into a repeated sentence counting 0; abstains with fewer than two sentences"))
+                description="mean over adjacent answer sentences of their MiniLM cosine (floored at 0; no question "
+                            "link) times the later one's share of new information; a link into a repeated sentence "
+                            "counts 0; abstains with fewer than two sentences"))
 _add(RubricSpec("completeness", "completeness.coverage.v2", "cpu_text", 0.0, 1.0,
                 description="reference-free: 1 - prod(1 - information) over the answer's distinct sentences, a "
                             "sentence's information being relevance.minilm.v2's"))
@@ -125,6 +126,9 @@ _add(RubricSpec("completeness", "completeness.reference.v1", "cpu_text", 0.0, 1.
 _add(RubricSpec("factuality", "factuality.support.v2", "cpu_text", 0.0, 1.0,
                 description="mean best MiniLM cosine of each answer sentence with the question's reference answer's "
                             "sentences (evidence both answers share); abstains without a reference"))
+_add(RubricSpec("fluency", "fluency.harper.v2", "harper_fluency", 1.0, 5.0,
+                description="as fluency.harper.v1, plus Harper's spelling findings on words general English hardly "
+                            "uses (wordfreq Zipf < 1.5): typos count, names and technical terms do not"))
 _add(RubricSpec("use_of_examples", "use_of_examples.cues.v2", "cpu_text", 0.0, 1.0, kind="binary",
                 description="1 when an example cue introduces an example (for example, such as, imagine you, an "
                             "example of, ...; no negated or first-person cue), else 0"))

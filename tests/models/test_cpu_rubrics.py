@@ -195,3 +195,20 @@ def test_provenance_names_the_models(cpu_scorers):
     assert "all-MiniLM-L6-v2" in prov["relevance"].model_id and "3.8.0" in prov["relevance"].model_revision
     assert prov["specificity"].model_revision == "3.8.0"
     assert prov["use_of_examples"].template_hash and prov["fluency"].template_hash
+
+
+def test_fluency_v2_counts_a_typo_that_v1_could_not_see():
+    from models.cpu_rubrics import HarperFluencyScorer
+
+    clean = ("Rosewater is a gentle ingredient that can be added to many skincare routines. The approach works "
+             "well for most people, and it is easy to follow every day.")
+    typos = clean.replace("ingredient", "ingredicnt").replace("approach", "approch")
+    got = {}
+    for v in ("fluency.harper.v1", "fluency.harper.v2"):
+        scorer = HarperFluencyScorer((RUBRICS.get(v),))
+        got[v] = [r["fluency"] for r in scorer.score_batch([AnswerItem("c", Q, clean), AnswerItem("t", Q, typos)])]
+    assert got["fluency.harper.v1"][0].raw == got["fluency.harper.v1"][1].raw == 5.0  # v1 leaves spelling out
+    assert got["fluency.harper.v2"][0].raw == 5.0 and got["fluency.harper.v2"][1].raw < 5.0
+    assert got["fluency.harper.v2"][1].extras["n_unknown_words"] == 2
+    # "skincare" and "Rosewater" are words general English uses: no finding counted on the clean text
+    assert got["fluency.harper.v2"][0].extras["n_unknown_words"] == 0

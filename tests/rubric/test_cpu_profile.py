@@ -242,3 +242,14 @@ def test_novelty_of_a_sentence_with_only_new_terms_is_exactly_one():
     w = {f"t{i}": 0.1 * (i + 1) + 1e-9 * i for i in range(40)}
     assert novelty(set(w), {"q"}, w) == 1.0
     assert 0.0 <= novelty(set(w), {"t3"}, w) <= 1.0
+
+
+def test_a_repeat_the_splitter_cut_differently_is_still_a_repeat():
+    # "3. Heat the pan." glued to the sentence before it, then said again alone: far apart as embeddings, but its
+    # words are a run of the earlier sentence's
+    texts = ["Season it. 3. Heat the pan over medium heat.", "3. Heat the pan over medium heat.", "Serve it hot."]
+    emb = _unit_rows(0, 60, 120)
+    assert distinct_sentences(emb, texts) == [0, 2] and distinct_sentences(emb) == [0, 1, 2]
+    assert coherence_v2(emb, texts)[2] == 1
+    with pytest.raises(ConfigError):
+        distinct_sentences(emb, texts[:2])
