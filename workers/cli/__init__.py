@@ -67,6 +67,8 @@ COMMANDS: list[Command] = [
                       "output folders", report_cmd.add_report, report_cmd.report),
     Command("serve", serve.SERVE_HELP, serve.add_serve, serve.serve),
     Command("rubrics", "list the registered rubric versions", tools.add_rubrics, tools.rubrics),
+    Command("protocols", "list the protocols of judge --protocol, and the plugins left out and why", tools.add_protocols,
+            tools.protocols),
 ]
 
 
