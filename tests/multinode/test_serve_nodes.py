@@ -240,7 +240,7 @@ def test_serve_deploy_of_the_shipped_config(job_cluster, tmp_path):
             assert time.monotonic() < deadline, "not ready in 400 s"
             time.sleep(1)
         item = {"question": "Why is the sky blue?", "answer": "Air scatters blue light more than red light."}
-        status, body = _post(url, {"items": [item]})
+        status, body, _ = _post(url, {"items": [item]})
         assert status == 200 and set(body["results"][0]["scores"]) == {"conciseness", "coherence"}, body
         assert _post(url, {"items": [item]}, token=None)[0] == 401
     finally:
