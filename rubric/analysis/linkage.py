@@ -66,18 +66,13 @@ def read_linkage_rows(path: str | Path) -> list[dict]:
         InputError: the file is missing, unreadable or lacks a column; or a folder given is not one
             run's complete set (``rubric.io.check_published``).
     """
-    import pyarrow.parquet as pq
-
-    from rubric.io import check_published
+    from rubric.io import check_published, read_parquet
 
     path = file = Path(path)
     if path.is_dir():
         check_published(path)
         file = path / LINKAGE_FILE
-    try:
-        table = pq.read_table(file)
-    except Exception as e:  # pyarrow raises several types for a missing or damaged file
-        raise InputError(f"cannot read {file} (missing, damaged or not Parquet): {e}") from None
+    table = read_parquet(file, message=f"cannot read {file} (missing, damaged or not Parquet)")
     missing = [c for c in LINKAGE_COLUMNS if c not in table.column_names]
     if missing:
         raise InputError(f"{file} is not a LINKAGE table: no column(s) {missing}")

@@ -154,12 +154,9 @@ def _check_preset(preset_name: str, inputs: Sequence[str | Path], loaded: "Loade
 
 
 def _read_parquet(path: Path) -> pa.Table:
-    import pyarrow.parquet as pq
+    from rubric.io import read_parquet
 
-    try:
-        return pq.read_table(path)
-    except Exception as e:  # pyarrow raises several types for a damaged file
-        raise InputError(f"cannot read {path} (damaged or not Parquet): {e}") from None
+    return read_parquet(path)
 
 
 def load_inputs(paths: Sequence[str | Path], *, model: str | Path | None = None, predictions: Sequence[str | Path] = (),

@@ -21,7 +21,7 @@ from rubric.io.fields import (
     SPLIT_VALUES, text_field, check_text, check_max_chars, label_table, label_key, read_item,
 )
 from rubric.io.files import (
-    check_path, load_records, kind_of, RepeatedKeys,
+    check_path, load_records, kind_of, RepeatedKeys, read_parquet, open_parquet,
 )
 from rubric.io.mapping import (
     TABLE_FIELDS, parse_mapping, parse_label_values, mapping_entries, check_mapping, check_mapped_columns,
@@ -56,7 +56,8 @@ __all__ = [
     "Label", "LABELS", "PairRecord", "AnswerItem", "Reject", "content_id", "question_id", "explode", "SPLITS",
     "assign_splits", "split_questions", "ReadResult", "RowError", "DEFAULT_MAX_ANSWER_CHARS",
     "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_LABEL_VALUES", "SPLIT_VALUES", "text_field", "check_text", "check_max_chars",
-    "label_table", "label_key", "read_item", "check_path", "load_records", "kind_of", "RepeatedKeys", "TABLE_FIELDS",
+    "label_table", "label_key", "read_item", "check_path", "load_records", "kind_of", "RepeatedKeys", "read_parquet",
+    "open_parquet", "TABLE_FIELDS",
     "parse_mapping", "parse_label_values", "mapping_entries", "check_mapping", "check_mapped_columns",
     "InputFormat", "INPUT_FORMATS", "register_format", "format_names", "input_format", "check_options",
     "TABLE_OPTIONS", "read_lfqa_hp", "read_lfqa_eval", "read_table", "WEBGLM_REFERENCE_GRADES",

@@ -14,7 +14,7 @@ from rubric.config import check_range
 from rubric.errors import ConfigError, InputError
 from rubric.io.records import PairRecord, Reject
 from rubric.io.fields import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHARS, ReadResult, check_max_chars, label_table
-from rubric.io.files import _HEAD_BYTES, _check_encoding, _iter_jsonl, check_path
+from rubric.io.files import _HEAD_BYTES, _check_encoding, _iter_jsonl, check_path, open_parquet
 from rubric.io.formats import check_options
 from rubric.io.hub import DEFAULT_HF_SPLIT, _hf_builder, _hf_parquet_files, _is_saved_dataset, hf_name, open_hf_dataset
 from rubric.io.mapping import check_mapped_columns, check_mapping, parse_mapping
@@ -105,13 +105,7 @@ def _group_row_groups(md, block_rows: int, first_row: int, index: int, part: str
 
 
 def _parquet_metadata(p: Path):
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.ParquetFile(p).metadata
-    except (pa.ArrowException, OSError, ValueError) as e:
-        raise InputError(f"cannot read Parquet file {str(p)!r} (truncated or corrupt?): {e}") from e
+    return open_parquet(p, lambda pf: pf.metadata, message=f"cannot read Parquet file {str(p)!r} (truncated or corrupt?)")
 
 
 def _is_blank(line: bytes) -> bool:
@@ -220,13 +214,8 @@ def plan_blocks(path: str | Path, fmt: str, *, block_rows: int = BLOCK_ROWS, blo
 
 def _block_records(p: Path, kind: str, block: Block) -> list[Any]:
     if block.kind == "parquet":
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        try:
-            return pq.ParquetFile(p).read_row_groups(range(block.start, block.stop)).to_pylist()
-        except (pa.ArrowException, OSError, ValueError) as e:
-            raise InputError(f"cannot read Parquet file {str(p)!r} (truncated or corrupt?): {e}") from e
+        return open_parquet(p, lambda pf: pf.read_row_groups(range(block.start, block.stop)),
+                        message=f"cannot read Parquet file {str(p)!r} (truncated or corrupt?)").to_pylist()
     if block.kind == "jsonl":
         try:
             with p.open("rb") as f:

@@ -14,7 +14,7 @@ from typing import Any
 from rubric.errors import InputError
 from rubric.io.fields import RowError
 
-__all__ = ["check_path", "load_records", "kind_of", "RepeatedKeys"]
+__all__ = ["check_path", "load_records", "kind_of", "RepeatedKeys", "read_parquet", "open_parquet"]
 
 logger = logging.getLogger(__name__)
 
@@ -208,16 +208,35 @@ def _load_json_records(p: Path) -> list[Any]:
     return [rec for _, _, rec in _iter_jsonl(text)]
 
 
+def open_parquet(path: str | Path, read, *, message: str | None = None):
+    """``read(pyarrow.parquet.ParquetFile)`` of ``path``, opened once: every read of the file goes through
+    that one open file. (pyarrow given a path opens it more than once, so a file replaced by rename in
+    between, as a publish replaces a table, was read half from each and called damaged.)
+
+    Raises:
+        InputError: the file cannot be opened or read as Parquet: ``message`` (default: it names the file,
+            "damaged or not Parquet"), then pyarrow's reason.
+    """
+    import pyarrow.parquet as pq
+
+    try:
+        with open(path, "rb") as f:
+            return read(pq.ParquetFile(f))
+    except Exception as e:  # pyarrow raises several types for a missing or damaged file
+        raise InputError(f"{message or f'cannot read {path} (damaged or not Parquet)'}: {e}") from None
+
+
+def read_parquet(path: str | Path, *, columns: list[str] | None = None, message: str | None = None) -> Any:
+    """A whole Parquet table (a ``pyarrow.Table``), read through one open file (:func:`open_parquet`).
+
+    Raises:
+        InputError: the file cannot be opened or read as Parquet.
+    """
+    return open_parquet(path, lambda pf: pf.read(columns=columns), message=message)
+
+
 def _load_parquet(p: Path) -> list[Any]:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError as e:  # pragma: no cover - pyarrow is a core dependency
-        raise InputError(f"reading Parquet needs pyarrow (pip install pyarrow): {e}") from e
-    try:
-        return pq.read_table(p).to_pylist()
-    except (pa.ArrowException, OSError, ValueError) as e:
-        raise InputError(f"cannot read Parquet file {str(p)!r} (truncated or corrupt?): {e}") from e
+    return read_parquet(p, message=f"cannot read Parquet file {str(p)!r} (truncated or corrupt?)").to_pylist()
 
 
 def _load_csv(p: Path) -> list[Any]:

@@ -347,7 +347,8 @@ def read_graded_labels(
                 skipped += 1
                 continue
             # the first answer with a text keeps its grade, as in read_graded
-            out.setdefault(content_id(gq.question, text), (question_id(gq.question), grade))
+            # keyed as the pairs' answers are: with the reference read_graded attaches to them
+            out.setdefault(content_id(gq.question, text, (), gq.reference), (question_id(gq.question), grade))
     if skipped:
         logger.warning("%d graded answers of %s skipped (read_graded reports why)", skipped, path)
     return out

@@ -29,9 +29,17 @@ def question_id(question: str) -> str:
     return _hash(" ".join(question.split()))
 
 
-def content_id(question: str, answer: str) -> str:
-    """Stable id of a (question, answer) item: the same answer to the same question is scored once."""
-    return _hash(question, answer)
+def content_id(question: str, answer: str, docs: tuple[str, ...] | list[str] = (), reference: str | None = None) -> str:
+    """Stable id of an answer to score: of everything its scores read, so the same id is scored once and
+    two answers that could score differently never share one (the batch job and the service alike).
+
+    The question and the answer; and, when there are any, its evidence documents and the question's
+    reference answer (a factuality or reference-overlap rubric reads them). An answer with neither keeps
+    the id of its (question, answer) alone, as before documents and references counted.
+    """
+    if not docs and reference is None:
+        return _hash(question, answer)
+    return _hash(question, answer, "\x00docs", *docs, "\x00reference", "" if reference is None else "\x01" + reference)
 
 
 @dataclass(frozen=True)
@@ -71,11 +79,11 @@ class PairRecord:
 
     @property
     def answer_id_a(self) -> str:
-        return content_id(self.question, self.answer_a)
+        return content_id(self.question, self.answer_a, self.docs_a, self.reference)
 
     @property
     def answer_id_b(self) -> str:
-        return content_id(self.question, self.answer_b)
+        return content_id(self.question, self.answer_b, self.docs_b, self.reference)
 
 
 @dataclass(frozen=True)
@@ -142,7 +150,8 @@ def _refuse_self_references(pairs: list[PairRecord]) -> None:
 def explode(pairs: list[PairRecord]) -> list[AnswerItem]:
     """Unique answers of ``pairs`` in first-seen order; an answer shared by many pairs appears once.
 
-    Documents and the reference answer attached to an answer are taken from its first occurrence.
+    An answer is unique by everything its scores read (:func:`content_id`): the same (question, answer)
+    with other documents or another reference is another answer, scored with its own.
     """
     _refuse_self_references(pairs)
     seen: dict[str, AnswerItem] = {}

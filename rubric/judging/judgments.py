@@ -224,18 +224,13 @@ def read_judgments(out_dir: str | Path) -> pa.Table:
         InputError: the file is absent, not Parquet (damaged), or breaks the schema; the message names
             the file. Or the folder is not one run's complete set (``rubric.io.check_published``).
     """
-    import pyarrow.parquet as pq
-
-    from rubric.io import check_published
+    from rubric.io import check_published, read_parquet
 
     path = Path(out_dir) / JUDGMENTS_FILE
     if not path.is_file():
         raise InputError(f"{path} not found: run 'lfqa-rubric judge ... --out {out_dir}' first")
     check_published(out_dir)
-    try:
-        table = pq.read_table(path)
-    except Exception as e:  # pyarrow raises several types for a damaged file
-        raise InputError(f"cannot read {path} (damaged or not Parquet): {e}") from None
+    table = read_parquet(path)  # through one open file
     try:
         return validate_judgments(table)
     except ConfigError as e:

@@ -69,19 +69,14 @@ def read_output_table(out_dir: str | Path, table: str = "pairs") -> pa.Table:
 
     Both job paths (single process and Ray) write the same layout: one table per job.
     """
-    import pyarrow.parquet as pq
-
-    from rubric.io import check_published
+    from rubric.io import check_published, read_parquet
 
     out = Path(out_dir)
     path = out / f"{table}.parquet"
     if not path.is_file():
         raise InputError(f"{path} not found: run 'lfqa-rubric score ... --out {out_dir}' first")
     check_published(out)
-    try:
-        return pq.read_table(path)
-    except Exception as e:  # pyarrow raises several types for a damaged file
-        raise InputError(f"cannot read {path} (damaged or not Parquet): {e}") from None
+    return read_parquet(path)  # through one open file: a publish renaming a new table in cannot mix two
 
 
 def read_pairs(out_dir: str | Path) -> pa.Table:

@@ -16,7 +16,6 @@ records) and preferences by :func:`rubric.preference.predict_pairs` over
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -96,8 +95,8 @@ def answer_item(rec: Any, limits: ServiceLimits) -> AnswerItem | Reject:
                     max_question_chars=limits.max_question_chars)
     if isinstance(got, Reject):
         return got
-    return AnswerItem(answer_id=content_id(got["question"], got["answer"]), question=got["question"],
-                      answer=got["answer"], docs=got["docs"], reference=got["reference"])
+    return AnswerItem(answer_id=content_id(got["question"], got["answer"], got["docs"], got["reference"]),
+                      question=got["question"], answer=got["answer"], docs=got["docs"], reference=got["reference"])
 
 
 def preference_pair(rec: Any, index: int, limits: ServiceLimits) -> PairRecord | Reject:
@@ -113,19 +112,13 @@ def preference_pair(rec: Any, index: int, limits: ServiceLimits) -> PairRecord |
 
 
 def cache_key(item: AnswerItem) -> str:
-    """What an answer's scores depend on besides the scorers: question, answer, documents, reference.
+    """What an answer's scores depend on besides the scorers: its id, made of its question, answer,
+    documents and reference (``rubric.io.content_id``, the batch job's deduplication key too).
 
     The scorers' part (rubric versions, score-changing config) is the store's key
     (``workers.storage.store.score_key``), fixed for one server.
     """
-    h = hashlib.sha256(item.answer_id.encode())
-    for doc in item.docs:
-        h.update(b"\x00d")
-        h.update(doc.encode("utf-8", "surrogatepass"))
-    if item.reference is not None:
-        h.update(b"\x00r")
-        h.update(item.reference.encode("utf-8", "surrogatepass"))
-    return h.hexdigest()
+    return content_id(item.question, item.answer, item.docs, item.reference)
 
 
 def _json_number(x: Any) -> Any:

@@ -58,7 +58,7 @@ class LinkageCandidate:
     """One answer to place: its id, text and graded label (the label never reaches a prompt).
 
     Attributes:
-        answer_id: ``content_id(question, text)``, as everywhere.
+        answer_id: ``content_id(question, text, (), reference)``, as ``read_graded``'s answers of that file.
         text: the answer.
         label: its integer grade, higher is better.
         key: its key in the file (list index or docid).
@@ -263,7 +263,10 @@ def read_linkage(path: str | Path, *, max_questions: int | None = None, max_answ
         questions.append(LinkageQuestion(
             question_id=question_id(gq.question), question=gq.question, references=references_t, index=gq.index,
             golden=golden,
-            candidates=tuple(LinkageCandidate(answer_id=content_id(gq.question, a.text), text=a.text, label=a.grade,
+            # the id a score job over the same graded file gives the answer (its reference included), so
+            # --rubric-scores finds it
+            candidates=tuple(LinkageCandidate(answer_id=content_id(gq.question, a.text, (), gq.reference),
+                                              text=a.text, label=a.grade,
                                               key=a.key, system=m) for a, m in cands)))
     result = LinkageRead(questions=questions, rejects=rejects, rows_in=rows_in, n_references=n_refs,
                          n_capped=n_capped, source_file=src)

@@ -51,7 +51,7 @@ def rows_of(items: Iterable[AnswerItem | Row]) -> list[Row]:
     for it in items:
         if isinstance(it, Row):
             row = it if it.answer_id else Row(it.question_id, it.question, it.answer, it.reference, it.docs,
-                                               content_id(it.question, it.answer))
+                                               content_id(it.question, it.answer, it.docs, it.reference))
         else:
             row = Row(question_id(it.question), it.question, it.answer, it.reference, tuple(it.docs), it.answer_id)
         out.setdefault(row.answer_id, row)
@@ -100,7 +100,7 @@ def minimal_pairs(items: Iterable[AnswerItem | Row], families: str | Sequence[st
             if text is None or not text.strip() or text == row.answer:
                 continue
             out.append(MinimalPair(fam.name, tuple(fam.expect.items()), row.question_id, row.question, row.answer,
-                                   text, row.answer_id, content_id(row.question, text), seed, row.reference,
+                                   text, row.answer_id, content_id(row.question, text, row.docs, row.reference), seed, row.reference,
                                    row.docs))
     return out
 

@@ -1,12 +1,17 @@
 """The service with its replicas on two worker nodes under a steady loopback load; one node removed (SIGKILL).
 
-Every deployment has 2 replicas (scorers and the ingress), spread over the two worker nodes; the proxy
-and Serve's controller are on the head. Four clients send one-answer requests (the cache is off, so
-each is scored) until well after the node is gone. What is counted: responses that are not 200
-(failed), 200 responses whose answer id or scores differ from that answer's first response (wrong),
-scorer calls the ingress sent again (``retried``), and when the last failure came. The bound the
-docs state: no wrong answer, at most one failed request per client (the requests in flight on an
-ingress replica of the lost node), none after recovery; tokenless requests are refused throughout.
+Every deployment has 2 replicas (scorers and the ingress); the proxy and Serve's controller are on the
+head. Four clients send one-answer requests (the cache is off, so each is scored) until well after the
+node is gone. What is counted: responses that are not 200 (failed), 200 responses whose answer id or
+scores differ from that answer's first response (wrong), scorer calls the ingress sent again
+(``retried``), and when the last failure came. The bound the docs state: no wrong answer, at most one
+failed request per client (the requests in flight on an ingress replica of the lost node), none after
+recovery, and never a bare 500: a request lost with its ingress replica is answered 503 with Retry-After
+and a body saying why (``workers.serve.proxy``). Tokenless requests are refused throughout.
+
+Two removals: a node chosen for its scorer replicas (the ingress may be anywhere, the head included),
+and a node chosen because it holds an ingress replica (the ingress kept off the head for the test), so a
+request lost with its ingress is exercised, not left to where Serve happened to place it.
 """
 
 from __future__ import annotations
@@ -32,18 +37,19 @@ TOKEN = "multinode-token"
 CLIENTS = 4
 
 
-def _post(url: str, body: dict, token: str | None = TOKEN) -> tuple[int, dict | str]:
+def _post(url: str, body: dict, token: str | None = TOKEN) -> tuple[int, dict | str, str | None]:
+    """(status, body, the Retry-After header) of one POST to /v1/score."""
     headers = {"Content-Type": "application/json"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
     req = urllib.request.Request(url + "/v1/score", data=json.dumps(body).encode(), headers=headers, method="POST")
     try:
         with urllib.request.urlopen(req, timeout=200) as r:
-            return r.status, json.loads(r.read())
+            return r.status, json.loads(r.read()), r.headers.get("Retry-After")
     except urllib.error.HTTPError as e:
-        return e.code, e.read().decode("utf-8", "replace")[:300]
+        return e.code, e.read().decode("utf-8", "replace")[:300], e.headers.get("Retry-After")
     except OSError as e:
-        return 0, f"{type(e).__name__}: {e}"
+        return 0, f"{type(e).__name__}: {e}", None
 
 
 def _get(url: str, path: str) -> int:
@@ -74,7 +80,8 @@ class Load:
 
     def __init__(self, url: str, items: list[dict], *, max_requests: int = 2000) -> None:
         self.url, self.items, self.max_requests = url, items, max_requests
-        self.log: list[tuple[float, int, dict | str, int]] = []  # (time, status, body, item index)
+        # (monotonic time the answer came, status, body, item index, Retry-After)
+        self.log: list[tuple[float, int, dict | str, int, str | None]] = []
         self.unauth: list[int] = []
         self._n = 0
         self._lock = threading.Lock()
@@ -88,9 +95,9 @@ class Load:
                     return
                 k, self._n = self._n, self._n + 1
             i = k % len(self.items)
-            status, body = _post(self.url, {"items": [self.items[i]]})
+            status, body, retry_after = _post(self.url, {"items": [self.items[i]]})
             with self._lock:
-                self.log.append((time.monotonic(), status, body, i))
+                self.log.append((time.monotonic(), status, body, i, retry_after))
             if k % 10 == 0:
                 self.unauth.append(_post(self.url, {"items": [self.items[i]]}, token=None)[0])
 
@@ -100,7 +107,7 @@ class Load:
         return self
 
     def ok(self) -> int:
-        return sum(1 for _, s, _, _ in self.log if s == 200)
+        return sum(1 for _, s, *_ in self.log if s == 200)
 
     def stop(self) -> None:
         self._stop.set()
@@ -108,7 +115,9 @@ class Load:
             t.join(timeout=300)
 
 
-def test_node_removed_under_load_no_wrong_answer_failures_bounded(cluster):
+def _remove_a_node_under_load(cluster, choose) -> dict:
+    """Start the service, load it, remove the worker node ``choose(replicas per worker node)`` picks (its
+    index), keep the load on until it has recovered; what happened, checked against the stated bound."""
     from workers.serve import ServeSettings, start_service
 
     recs = [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").split("\n") if line.strip()]
@@ -126,13 +135,15 @@ def test_node_removed_under_load_no_wrong_answer_failures_bounded(cluster):
         while load.ok() < 20:
             assert time.monotonic() < deadline and len(load.log) < 200, load.log[-5:]
             time.sleep(0.1)
-        on_lost = _replicas_on(cluster.worker_node_ids()[0])
+        placed = [_replicas_on(n) for n in cluster.worker_node_ids()]
+        index = choose(placed)
+        on_lost = placed[index]
         removed_at = time.monotonic()
-        remove_s = cluster.remove_worker(0)
+        remove_s = cluster.remove_worker(index)
         # keep the load on until 30 s after the removal and 20 answers after the last failure
         while time.monotonic() < deadline:
-            fails = [t for t, s, _, _ in load.log if s != 200]
-            after = [s for t, s, _, _ in load.log if t > (fails[-1] if fails else removed_at)]
+            fails = [t for t, s, *_ in load.log if s != 200]
+            after = [s for t, s, *_ in load.log if t > (fails[-1] if fails else removed_at)]
             if time.monotonic() > removed_at + 30 and len(after) >= 20:
                 break
             time.sleep(0.2)
@@ -146,9 +157,9 @@ def test_node_removed_under_load_no_wrong_answer_failures_bounded(cluster):
 
     first: dict[int, dict] = {}
     wrong, failed, retried = [], [], 0
-    for t, status, body, i in load.log:
+    for t, status, body, i, retry_after in load.log:
         if status != 200:
-            failed.append((round(t - removed_at, 1), status, body))
+            failed.append((t - removed_at, status, body, retry_after))  # unrounded: compared below
             continue
         (res,) = body["results"]
         retried += body["retried"]
@@ -157,19 +168,47 @@ def test_node_removed_under_load_no_wrong_answer_failures_bounded(cluster):
                 or abs(res["scores"]["coherence"] - ref["scores"]["coherence"]) > LLM_BATCH_NOISE:
             wrong.append((i, res, ref))
     before = sum(1 for t, *_ in load.log if t <= removed_at)
+    shown = [(round(t, 1), s, b, r) for t, s, b, r in failed[:5]]  # rounded for the message only
     summary = (f"server start {start_s:.1f} s, node removal {remove_s:.1f} s; replicas on the lost node {on_lost}; "
-               f"{len(load.log)} requests ({before} before the removal), {len(failed)} failed {failed[:5]}, "
+               f"{len(load.log)} requests ({before} before the removal), {len(failed)} failed {shown}, "
                f"{len(wrong)} wrong, {retried} scorer calls retried; /readyz {ready_after} when the load stopped, "
                f"200 again {ready_again_s:.1f} s after the removal")
     print(summary)
-    # the lost node held replicas of both scorer deployments (spread over the workers)
-    assert on_lost.get("scorer-llm", 0) >= 1 and on_lost.get("scorer-spacy", 0) >= 1, summary
     assert not wrong, summary
     assert len(failed) <= CLIENTS, summary
+    # never a bare 500: a request lost with its ingress is a 503 that says so and when to send it again
+    assert all(s == 503 for _, s, _, _ in failed), summary
+    lost = [f for f in failed if "lost with the service replica" in str(f[2])]
+    assert all(r is not None and int(r) >= 1 for _, _, _, r in lost), summary
     last_failure = max((t for t, *_ in failed), default=0.0)
-    assert all(s == 200 for t, s, _, _ in load.log if t - removed_at > last_failure), summary
+    assert all(s == 200 for t, s, *_ in load.log if t - removed_at > last_failure), summary
     assert set(load.unauth) == {401}, (load.unauth, summary)
     assert len(load.log) - before >= 20, summary
+    return {"on_lost": on_lost, "failed": failed, "lost": lost, "summary": summary}
+
+
+def test_node_removed_under_load_no_wrong_answer_failures_bounded(cluster):
+    got = _remove_a_node_under_load(cluster, lambda placed: 0)
+    # the lost node held replicas of both scorer deployments (spread over the workers)
+    assert got["on_lost"].get("scorer-llm", 0) >= 1 and got["on_lost"].get("scorer-spacy", 0) >= 1, got["summary"]
+
+
+def test_the_ingress_replicas_node_removed_under_load_is_a_503_with_retry_after(cluster, monkeypatch):
+    """The node removed is one that holds an ingress replica: the requests in flight there are lost with it
+    and answered 503 + Retry-After by the proxy; the rest are served by the other ingress replica."""
+    from workers.serve import INGRESS, deployments
+
+    # the ingress on the worker nodes only (it takes no CPU, so Serve may place it on the head otherwise)
+    monkeypatch.setattr(deployments, "RubricService", deployments.RubricService.options(
+        ray_actor_options={"num_cpus": 0, "resources": {"lfqa_worker": 0.01}}))
+
+    def holding_an_ingress(placed):
+        with_one = [k for k, p in enumerate(placed) if p.get(INGRESS, 0) == 1]
+        return (with_one or [k for k, p in enumerate(placed) if p.get(INGRESS, 0)])[0]
+
+    got = _remove_a_node_under_load(cluster, holding_an_ingress)
+    assert got["on_lost"].get(INGRESS, 0) >= 1, got["summary"]
+    assert got["lost"], got["summary"]  # a request was in flight there, and it was told to come again
 
 
 def test_serve_deploy_of_the_shipped_config(job_cluster, tmp_path):
@@ -201,7 +240,7 @@ def test_serve_deploy_of_the_shipped_config(job_cluster, tmp_path):
             assert time.monotonic() < deadline, "not ready in 400 s"
             time.sleep(1)
         item = {"question": "Why is the sky blue?", "answer": "Air scatters blue light more than red light."}
-        status, body = _post(url, {"items": [item]})
+        status, body, _ = _post(url, {"items": [item]})
         assert status == 200 and set(body["results"][0]["scores"]) == {"conciseness", "coherence"}, body
         assert _post(url, {"items": [item]}, token=None)[0] == 401
     finally:

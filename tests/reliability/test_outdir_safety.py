@@ -24,6 +24,7 @@ from rubric.errors import ConfigError
 from rubric.io import check_published
 from tests.reliability.test_job import LengthScorer, _records, _run, _write
 from workers.cli import main
+from workers.storage.outdir import STAGING_MARK
 
 LOCK = ".lfqa-rubric.lock"
 
@@ -241,15 +242,20 @@ def test_out_tilde_is_the_home_folder_never_a_folder_named_tilde(tmp_path, monke
 def test_scratch_files_of_killed_runs_go_with_the_next_run(tmp_path):
     out = _ours(tmp_path, 2)
     planted = [out / "scores" / ".run-scores-999999.sqlite", out / "scores" / ".merged-scores-999999.sqlite",
-               out / ".staging-999999" / "pairs.parquet", out / "scores" / "in2" / ".part-00009.parquet.tmp-999999",
+               out / ".staging-999999" / "pairs.parquet", out / ".staging-999999" / STAGING_MARK,
+               out / "scores" / "in2" / ".part-00009.parquet.tmp-999999",
                out / ".manifest.json.tmp-999999", out / ".tmp-999999-0a1b2c3d-pairs.parquet"]
     for p in planted:
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("left by a killed run")
-    (out / "notes.tmp-1").write_text("a user's file: not one of our scratch names")
+    # a user's files at names like our scratch: no run of ours provably made them, so they stay
+    users = [out / "notes.tmp-1", out / ".staging-1" / "notes.txt", out / ".draft.tmp-2024"]
+    for p in users:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("a user's file")
     _run(tmp_path / "in2.jsonl", out, LengthScorer())
     assert [p for p in planted if p.exists()] == [] and not (out / ".staging-999999").exists()
-    assert (out / "notes.tmp-1").is_file()
+    assert all(p.read_text() == "a user's file" for p in users)
 
 
 # --- the HTML report reads one snapshot --------------------------------------------------------------------
@@ -305,7 +311,7 @@ def test_commands_into_a_folder_another_command_holds_are_refused(tmp_path, caps
 
 def test_a_file_made_from_a_runs_tables_goes_with_that_run(tmp_path):
     """``encoder``'s predictions in a score folder are recorded in its manifest and removed by its next run."""
-    from workers.storage.outdir import output_file
+    from workers.storage.outdir import STAGING_MARK, output_file
 
     out = _ours(tmp_path)
     with output_file(out / "encoder_predictions.parquet", register=True) as tmp:

@@ -44,7 +44,10 @@ def test_items_are_checked_as_the_readers_check_rows():
     from rubric.preference import answer_item, preference_pair
 
     ok = answer_item({"question": "Why?", "answer": "Because.", "docs": ["a doc", " "], "reference": " "}, LIMITS)
-    assert ok == AnswerItem(content_id("Why?", "Because."), "Why?", "Because.", docs=("a doc",), reference=None)
+    # its id is of everything its scores read: the documents too (the batch job's id of the same row)
+    assert ok == AnswerItem(content_id("Why?", "Because.", ("a doc",)), "Why?", "Because.", docs=("a doc",),
+                            reference=None)
+    assert ok.answer_id != content_id("Why?", "Because.")
     assert answer_item({"question": "Why?", "answer": "x" * 3001}, LIMITS) == Reject(
         row=None, field="answer", reason="field 'answer' is 3,001 characters long, over the limit of 3,000 "
                                          "(raise it with --max-answer-chars / max_answer_chars)")
@@ -113,8 +116,13 @@ def _request(url: str, path: str, body: object | None = None, token: str | None 
 
 @pytest.mark.slow
 def test_vectors_equal_the_batch_jobs_and_repeats_come_from_the_cache(server, batch):
+    from rubric.io import explode, read_lfqa_hp
+
     answers = pq.read_table(batch / "answers.parquet").to_pylist()
-    items = [{"question": a["question"], "answer": a["answer"]} for a in answers]
+    # each answer as the batch job read it, its documents included: the service gives it the batch job's id
+    read = {it.answer_id: it for it in explode(read_lfqa_hp(SAMPLE).pairs)}
+    items = [{"question": a["question"], "answer": a["answer"], "docs": list(read[a["answer_id"]].docs)}
+             for a in answers]
     chunks = [items[i:i + 9] for i in range(0, len(items), 9)]
     with ThreadPoolExecutor(len(chunks)) as pool:  # concurrent clients: their answers share engine batches
         replies = list(pool.map(lambda c: _request(server, "/v1/score", {"items": c}), chunks))

@@ -68,6 +68,8 @@ COMMANDS: list[Command] = [
     Command("serve", serve.SERVE_HELP, serve.add_serve, serve.serve),
     Command("rubrics", "list the registered rubric versions", tools.add_rubrics, tools.rubrics),
     Command("validate", validate.VALIDATE_HELP, validate.add_validate, validate.validate),
+    Command("protocols", "list the protocols of judge --protocol, and the plugins left out and why", tools.add_protocols,
+            tools.protocols),
 ]
 
 

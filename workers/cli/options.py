@@ -151,9 +151,10 @@ def add_protocol_args(p: argparse.ArgumentParser) -> None:
     import typing
     from dataclasses import fields
 
-    from workers.protocols import load_protocols
+    from workers.protocols import leave_out_clashing, option_kind
 
-    protocols = load_protocols()
+    # a plugin protocol whose flag is one of this command's is left out, with its line (workers.protocols)
+    protocols = leave_out_clashing({*p._option_string_actions, "--protocol", "--n-boot"})
     g = p.add_argument_group("protocols (docs/protocols.md)")
     g.add_argument("--protocol", choices=protocols.names(), default=None,
                    help="; ".join(f"{n}: {protocols.get(n).help}" for n in protocols)
@@ -164,10 +165,7 @@ def add_protocol_args(p: argparse.ArgumentParser) -> None:
         for f in fields(protocols.get(name).options):
             uses.setdefault(f.name, []).append((name, f, hints[f.name]))
     for option, used in uses.items():
-        kinds = {_flag_kind(hint) for _, _, hint in used}
-        if len(kinds) > 1:
-            raise ConfigError(f"protocols {', '.join(n for n, _, _ in used)} declare --{option} with different types")
-        kind = kinds.pop()
+        kind = option_kind(used[0][2])  # one type per flag: checked when each protocol registered
         meta = used[0][1].metadata
         kw: dict[str, Any] = {"action": "store_true"} if kind is bool else (
             {"nargs": "+", "type": str} if kind is list else {"type": kind})
@@ -182,20 +180,6 @@ def add_protocol_args(p: argparse.ArgumentParser) -> None:
 
 #: Where a protocol option's value lands in the parsed arguments (``args.protocol_<field>``).
 PROTOCOL_DEST = "protocol_"
-
-
-def _flag_kind(hint: Any) -> type:
-    """bool, list (of str), int, float or str: how a protocol option field is given on the command line."""
-    import types
-    import typing
-
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        hint = next(a for a in typing.get_args(hint) if a is not type(None))
-    if typing.get_origin(hint) is list:
-        return list
-    if hint in (bool, int, float, str):
-        return hint
-    raise ConfigError(f"a protocol option must be a bool, int, float, str or list[str], not {hint}")
 
 
 def protocol_options(args, protocol: str | None) -> tuple[Any, list[str]]:

@@ -1,5 +1,5 @@
 """``encoder`` (the trained-encoder baseline), ``perturb`` (attacks), ``lfq`` (the long-form question filter)
-and ``rubrics`` (the registry)."""
+``rubrics`` (the registry) and ``protocols`` (the protocols loaded, and the plugins left out)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import sys
 
 from workers.cli.options import C_value, add_input_args, add_scoring_args, reader_options, scoring_config
 
-__all__ = ["add_encoder", "encoder", "add_perturb", "perturb", "add_lfq", "lfq", "add_rubrics", "rubrics"]
+__all__ = ["add_encoder", "encoder", "add_perturb", "perturb", "add_lfq", "lfq", "add_rubrics", "rubrics", "add_protocols",
+           "protocols"]
 
 log = logging.getLogger("lfqa_rubric")
 
@@ -129,5 +130,31 @@ def rubrics(args) -> int:
         s = RUBRICS.get(name)
         kind = "extra signal" if s.extra_signal else "rubric"
         lines.append(f"| {name} | {s.backend} | {s.raw_min:g} to {s.raw_max:.4g} | {defaults.get(name, '')} | {kind} |")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def add_protocols(r: argparse.ArgumentParser) -> None:
+    """No options."""
+
+
+def protocols(args) -> int:
+    """The protocols ``judge --protocol`` runs (where each comes from, its flags), then every plugin left out
+    and why. The judge command's parser is built first, as every command builds it, so a plugin whose flag
+    clashes with the command's is listed as left out here too."""
+    from workers.protocols import LEFT_OUT, SOURCES, load_protocols, option_flag
+
+    from dataclasses import fields
+
+    loaded = load_protocols()
+    lines = ["| protocol | from | flags | help |", "|---|---|---|---|"]
+    for name in loaded:
+        spec = loaded.get(name)
+        flags = " ".join(option_flag(f.name) for f in fields(spec.options))
+        lines.append(f"| {name} | {SOURCES.get(name, 'built-in')} | {flags} | {spec.help} |")
+    if LEFT_OUT:
+        lines += ["", f"left out ({len(LEFT_OUT)}):"] + [f"- {x.line()}" for x in LEFT_OUT]
+    else:
+        lines += ["", "left out: none"]
     sys.stdout.write("\n".join(lines) + "\n")
     return 0

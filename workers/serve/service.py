@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from rubric.errors import ConfigError
 from rubric.scoring import RubricSpec
+from workers.serve.proxy import PROXY_CALLBACK, PROXY_CALLBACK_ENV
 from workers.serve.settings import APP_NAME, INGRESS, ServeSettings
 
 __all__ = ["Service", "start_service", "application", "load_model", "replica_plan", "Stopped", "StopSignals"]
@@ -206,10 +207,13 @@ def start_service(settings: ServeSettings, *, signals: StopSignals | None = None
                     ray.init(address=settings.address, **ray_logging(None))
         _check_plan(settings)
         # the proxy's own end-to-end timeout is a backstop behind the ingress's, which says what happened;
-        # one proxy, on the head node: on a cluster of one machine several would share one port
+        # one proxy, on the head node: on a cluster of one machine several would share one port. The
+        # proxy answers a request lost with its ingress replica 503 + Retry-After (workers.serve.proxy):
+        # the controller's environment names the middleware, and the proxies it starts inherit it
         serve.start(proxy_location="HeadOnly",
                     http_options={"host": settings.host, "port": settings.port,
-                                  "request_timeout_s": settings.limits.request_timeout_s + 30})
+                                  "request_timeout_s": settings.limits.request_timeout_s + 30},
+                    controller_options={"runtime_env": {"env_vars": {PROXY_CALLBACK_ENV: PROXY_CALLBACK}}})
         serve.run(application(settings, model), name=APP_NAME, route_prefix="/")
         service = Service(url=f"http://{settings.host}:{settings.port}", started_ray=started, temp_dir=temp_dir,
                           groups=list(_groups(settings.specs).values()))

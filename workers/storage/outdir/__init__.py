@@ -13,14 +13,20 @@ SQLite refuses a file that is not one of its databases; so do we):
      "lfqa-rubric"``) and our own leftovers (score stores with their ``key.json``, the lock, scratch
      files, an interrupted publish's files, the kind's own files). ``force=True`` writes into it anyway
      and logs which of its files it replaces; no other file of it is touched;
-  4. removes the scratch files of killed runs (``.run-scores-<pid>.sqlite``, ``.staging-<pid>``, temp
-     files), in a folder of ours only;
+  4. removes the scratch files of killed runs (``.run-scores-<pid>.sqlite``, ``.staging-<pid>`` holding
+     our mark, temp files of our names), in a folder of ours only: what it cannot prove a run of ours
+     left stays (``our_scratch``);
   5. refuses another command's output (the manifest lists a file outside ``outputs``) and a file named
      like one of ``outputs`` that no earlier run of ours published (it would be replaced), unless forced.
 
   :meth:`OutputFolder.staging` gives a fresh staging folder; :meth:`OutputFolder.publish` moves the
   staged files in between a marker (:data:`rubric.io.PUBLISHING`, written first, naming them) and
   ``manifest.json`` (written last, every file's size), removing only files the previous manifest listed.
+  Every name it replaces or removes is checked first, before the marker: a published name is a regular
+  file of the size the previous manifest records (or one an interrupted publish was moving); a folder
+  there, or a file of another size, is the user's: the run refuses in one line and nothing moves.
+  A write that fails (a full disk) is one line naming ``OUT`` and the error; nothing is half-published
+  (readers refuse a folder whose publish marker is still there).
   ``rubric.io.check_published`` is what readers call.
 - :func:`output_file` (fit, predict, export, lfq, perturb, report --html, the encoder's predictions, the
   demo's pages): one file the user named, written to an exclusive temp file beside it and renamed, under
@@ -42,9 +48,10 @@ within one process (``arena`` writes its joined pairs, then runs the judge job i
 from workers.storage.outdir._folder import OutputFolder, check_output_file, output_file
 from workers.storage.outdir._lock import OutLock
 from workers.storage.outdir._staging import Staging
-from workers.storage.outdir._paths import (LOCK_FILE, TOOL, atomic_write_bytes, check_overlap, inside, is_scratch, make_dirs,
-                                   new_temp, no_link, out_path, remove_tree, replace)
+from workers.storage.outdir._paths import (LOCK_FILE, STAGING_MARK, TOOL, atomic_write_bytes, check_overlap, expand_user,
+                                           inside, is_scratch, make_dirs, new_temp, no_link, our_scratch, out_path,
+                                           remove_tree, replace)
 
 __all__ = ["LOCK_FILE", "TOOL", "OutLock", "OutputFolder", "Staging", "output_file", "check_output_file", "out_path",
            "check_overlap", "inside", "remove_tree", "replace", "atomic_write_bytes", "new_temp", "make_dirs", "no_link",
-           "is_scratch"]
+           "is_scratch", "our_scratch", "STAGING_MARK", "expand_user"]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
+import sqlite3
 import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -15,8 +17,9 @@ from typing import Any
 from rubric.errors import ConfigError, InputError
 from rubric.io import MANIFEST, PUBLISHING, is_uri, published_files, read_manifest
 from workers.storage.outdir._lock import OutLock
-from workers.storage.outdir._paths import (LOCK_FILE, TOOL, atomic_write_bytes, check_overlap, is_scratch, link_error,
-                                   lstat_or_none, make_dirs, new_temp, out_path, remove_scratch, remove_tree, replace)
+from workers.storage.outdir._paths import (LOCK_FILE, STAGING_MARK, TOOL, atomic_write_bytes, check_overlap, is_scratch,
+                                           link_error, lstat_or_none, make_dirs, new_temp, our_scratch, out_path,
+                                           remove_scratch, remove_tree, replace)
 
 log = logging.getLogger("workers.storage.outdir")
 
@@ -32,14 +35,14 @@ def _marker_names(out: Path) -> set[str]:
 
 
 def _is_store(path: Path) -> bool:
-    """A score store root of ours: a real folder whose entries are scratch files or folders each holding
-    a ``key.json`` (or empty: a store made and not yet keyed)."""
+    """A score store root of ours: a real folder whose entries are scratch files of ours or folders each
+    holding a ``key.json`` (or empty: a store made and not yet keyed)."""
     st = lstat_or_none(path)
     if st is None or not stat.S_ISDIR(st.st_mode):
         return False
     with os.scandir(path) as entries:
         for e in entries:
-            if is_scratch(e.name) and not e.is_symlink():
+            if our_scratch(path, e.name):
                 continue
             if e.is_symlink() or not e.is_dir():
                 return False
@@ -92,9 +95,12 @@ class OutputFolder:
             raise
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, exc, tb) -> None:
         if self._lock is not None:
             self._lock.release()
+        failed = _write_failure(self.path, exc)
+        if failed is not None:
+            raise failed from exc
 
     def _manifest(self) -> dict:
         try:
@@ -108,10 +114,14 @@ class OutputFolder:
         if name in (LOCK_FILE, PUBLISHING) or name in marked:
             return True
         if is_scratch(name):
-            return not path.is_symlink()
+            return our_scratch(self.path, name, self._known())
         if name in self.own:
             return path.is_file() and not path.is_symlink()
         return name in self.stores and _is_store(path)
+
+    def _known(self) -> set[str]:
+        """The names of this command's files in OUT (an older ``.<name>.tmp-<pid>`` of one is ours)."""
+        return {*self.outputs, *self.own, MANIFEST}
 
     def _take(self) -> None:
         """Ours or refused (unless forced); then our killed runs' scratch files go."""
@@ -132,7 +142,7 @@ class OutputFolder:
                             "files stay as they are", self.path)
                 return
         for folder in [self.path, *(self.path / s for s in self.stores if _is_store(self.path / s))]:
-            removed = remove_scratch(folder)
+            removed = remove_scratch(folder, self._known())
             if folder != self.path:
                 with os.scandir(folder) as entries:
                     units = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
@@ -164,6 +174,29 @@ class OutputFolder:
                         "replaced", self.path, ", ".join(clash))
         self._replace |= set(clash)
 
+    def _check_ours(self, replacing: Sequence[str], removing: Sequence[str]) -> None:
+        """Refuse, before anything moves, a name this publish replaces or removes that holds what no run of
+        ours wrote: a folder (or anything but a file or a link) anywhere; a file of another size than the
+        previous manifest records (an interrupted publish's names and ``--force``'s replaced files apart)."""
+        recorded = published_files(self.previous)
+        marked = _marker_names(self.path)
+        for name in [*replacing, *removing]:
+            path = self.path / name
+            st = lstat_or_none(path)
+            if st is None:
+                continue
+            if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+                raise ConfigError(f"{path} is a folder (or another non-file) where a run of ours published a file: "
+                                  "lfqa-rubric never deletes what it did not write; move it away and run the job "
+                                  "again (nothing was published; the scores are kept)")
+            if stat.S_ISLNK(st.st_mode) or name in marked or name in self._replace:
+                continue
+            size = recorded.get(name)
+            if isinstance(size, int) and not isinstance(size, bool) and size != st.st_size:
+                raise ConfigError(f"{path} is not the file a run of ours published there ({st.st_size} bytes; "
+                                  f"{MANIFEST} records {size}): lfqa-rubric never deletes what it did not write; "
+                                  "move it away and run the job again (nothing was published; the scores are kept)")
+
     # --- inside the folder ---
     def dir(self, name: str) -> Path:
         """The folder ``OUT/name`` (made if missing), never through a link."""
@@ -175,8 +208,12 @@ class OutputFolder:
         st = lstat_or_none(path)
         if st is not None and stat.S_ISLNK(st.st_mode):
             raise link_error(path, "our staging folder")
+        if st is not None and not our_scratch(self.path, path.name):
+            raise ConfigError(f"{path} is where this run stages its files, and no run of ours made it (it lacks "
+                              f"our {STAGING_MARK}): move it away (nothing in it was touched)")
         remove_tree(self.path, path)
         os.mkdir(path)
+        atomic_write_bytes(path / STAGING_MARK, str(os.getpid()).encode())
         return path
 
     def remove(self, path: str | Path) -> None:
@@ -200,7 +237,9 @@ class OutputFolder:
                 ``added`` files too: they were made from that run's tables); no other file is.
 
         Raises:
-            ConfigError: a file that is not ours appeared at a staged name, or a link stands there.
+            ConfigError: a file that is not ours appeared at a staged name, or a link stands there, or a name
+                this run replaces or removes holds what no run of ours wrote there (a folder, a file of
+                another size than the previous manifest records); nothing is moved or removed then.
         """
         out = self.path
         for name in staged:
@@ -213,10 +252,11 @@ class OutputFolder:
             if name not in self._published and name not in self._replace:
                 raise ConfigError(f"{dest} appeared while the job ran and no run of ours published it; move it away "
                                   "and run the job again (the scores are kept)")
+        gone = sorted(self._published - set(staged) - {MANIFEST})
+        self._check_ours([n for n in staged if Path(staged[n]) != out / n], gone)
         replaced = sorted(n for n in staged if n in self._replace and os.path.lexists(out / n))
         if replaced:
             log.warning("--force: replacing %s in %s (files lfqa-rubric did not write)", ", ".join(replaced), out)
-        gone = sorted(self._published - set(staged) - {MANIFEST})
         atomic_write_bytes(out / PUBLISHING, json.dumps({"pid": os.getpid(), "started": time.time(),
                                                          "names": sorted({*staged, *gone})}).encode())
         sizes: dict[str, int] = {}
@@ -230,6 +270,18 @@ class OutputFolder:
                                                       default=str).encode())
         (out / PUBLISHING).unlink()
         self.previous, self._published = dict(manifest, published=sizes), set(sizes)
+
+
+def _write_failure(out: Path, exc: BaseException | None) -> BaseException | None:
+    """A write that failed inside ``out`` (a full disk in a scratch database, a Parquet writer or a rename) as
+    one line naming ``out`` and the error; None for any other outcome (raised as it is)."""
+    if isinstance(exc, sqlite3.OperationalError) and ("disk" in str(exc) or "I/O" in str(exc)):
+        return OSError(errno.ENOSPC if "full" in str(exc) else errno.EIO,
+                       f"a scratch database of the run could not be written ({exc}) in", str(out))
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.EFBIG) \
+            and not exc.filename:
+        return OSError(exc.errno, f"{exc.strerror or exc} while writing into", str(out))
+    return None
 
 
 def check_output_file(dest: str | Path, *, register: bool = False) -> dict:

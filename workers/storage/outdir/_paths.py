@@ -26,14 +26,44 @@ LOCK_FILE = ".lfqa-rubric.lock"
 TOOL = "lfqa-rubric"
 
 # Names our runs use for scratch: a staging folder, the on-disk score lookups, temp files (ours, and the
-# older ``.<name>.tmp-<pid>``). A killed run leaves them; the next one to take the folder removes them.
+# older ``.<name>.tmp-<pid>``). A killed run leaves them; the next one to take the folder removes them,
+# when it can prove they are ours (:func:`our_scratch`).
 _SCRATCH = re.compile(r"^\.(staging-\d+|(run|merged)-scores-\d+\.sqlite(-journal|-wal|-shm)?|tmp-\d+-[0-9a-f]+-.+"
                       r"|.+\.tmp-\d+)$", re.S)
+_STAGING = re.compile(r"^\.staging-\d+$")
+_OLD_TEMP = re.compile(r"^\.(.+)\.tmp-\d+$", re.S)
+# the files of ours an older ``.<name>.tmp-<pid>`` temp file was written for, besides a command's outputs
+_OWN_NAMES = re.compile(r"^(manifest\.json|key\.json|done\.json|part-\d+\.parquet)$")
+
+#: The file our staging folder holds from its first moment: a ``.staging-<pid>`` folder without it is not ours.
+STAGING_MARK = ".lfqa-rubric-staging"
 
 
 def is_scratch(name: str) -> bool:
-    """Whether ``name`` is one of our runs' scratch names (removed by the next run that takes the folder)."""
+    """Whether ``name`` is one of our runs' scratch names (never a name a user may give an output)."""
     return _SCRATCH.match(name) is not None
+
+
+def our_scratch(folder: str | Path, name: str, known: Iterable[str] = ()) -> bool:
+    """Whether ``folder/name`` is scratch that a run of ours provably left, so the next run may remove it: a
+    scratch name (:func:`is_scratch`), not a link; a staging folder holding our :data:`STAGING_MARK`; an
+    older ``.<name>.tmp-<pid>`` temp file only for a ``name`` of ours (``known``: the command's files, or a
+    manifest's or a store's). A user's ``.staging-1/notes.txt`` or ``.draft.tmp-2024`` is not."""
+    if not is_scratch(name):
+        return False
+    path = Path(folder) / name
+    st = lstat_or_none(path)
+    if st is None or stat.S_ISLNK(st.st_mode):
+        return False
+    if _STAGING.match(name):
+        if not stat.S_ISDIR(st.st_mode):
+            return False
+        mark = lstat_or_none(path / STAGING_MARK)
+        return mark is not None and stat.S_ISREG(mark.st_mode)
+    old = _OLD_TEMP.match(name)
+    if old and not name.startswith(".tmp-"):
+        return stat.S_ISREG(st.st_mode) and (old.group(1) in set(known) or _OWN_NAMES.match(old.group(1)) is not None)
+    return True
 
 
 def out_path(path: str | Path) -> Path:
@@ -46,11 +76,20 @@ def out_path(path: str | Path) -> Path:
     text = os.fspath(path)
     if not str(text).strip():
         raise ConfigError("an output path is empty")
-    p = Path(text).expanduser()
-    if p.parts and p.parts[0].startswith("~"):
-        raise ConfigError(f"output path {str(text)!r}: {p.parts[0]!r} names no user whose home folder it could be; "
+    p = expand_user(text)
+    if p is None or (p.parts and p.parts[0].startswith("~")):
+        first = Path(text).parts[0]
+        raise ConfigError(f"output path {str(text)!r}: {first!r} names no user whose home folder it could be; "
                           "give the folder itself")
     return p
+
+
+def expand_user(path: str | Path) -> Path | None:
+    """``path`` with a leading ``~`` or ``~user`` expanded; None when there is no such user (or no home)."""
+    try:
+        return Path(path).expanduser()
+    except RuntimeError:  # pathlib: "Could not determine home directory"
+        return None
 
 
 def link_error(path: Path, what: str) -> ConfigError:
@@ -187,10 +226,13 @@ def check_overlap(inputs: Iterable[str | Path], out: str | Path, *, own: Iterabl
         s = os.fspath(raw)
         if is_uri(str(s)):
             continue
-        found = glob.glob(str(Path(s).expanduser())) if any(c in str(s) for c in "*?[") else [s]
+        expanded = expand_user(s)
+        if expanded is None:  # ~nosuchuser: nothing there to overlap (the reader says it is missing)
+            continue
+        found = glob.glob(str(expanded)) if any(c in str(s) for c in "*?[") else [s]
         for given in found:
-            p = Path(given).expanduser()
-            if not os.path.exists(p):
+            p = expand_user(given)
+            if p is None or not os.path.exists(p):
                 continue
             r = p.resolve()
             why = None
@@ -205,17 +247,19 @@ def check_overlap(inputs: Iterable[str | Path], out: str | Path, *, own: Iterabl
                                   "folder apart from the inputs (nothing was read or written)")
 
 
-def remove_scratch(folder: Path) -> list[str]:
-    """Remove the scratch files (:func:`is_scratch`) directly in ``folder``, a folder of ours that the caller
-    holds; a link at a scratch name is left (it is not ours; using that name is refused). Returns their names."""
+def remove_scratch(folder: Path, known: Iterable[str] = ()) -> list[str]:
+    """Remove the scratch files a run of ours provably left (:func:`our_scratch`, with ``known`` names) directly
+    in ``folder``, a folder of ours that the caller holds; anything else at a scratch name is left (a link, a
+    user's ``.staging-1/``: not ours; using that name is refused). Returns their names."""
     removed = []
     try:
         with os.scandir(folder) as it:
             entries = list(it)
     except OSError:
         return removed
+    known = set(known)
     for e in entries:
-        if is_scratch(e.name) and not e.is_symlink():
+        if our_scratch(folder, e.name, known):
             remove_tree(folder, e.path)
             removed.append(e.name)
     return removed
