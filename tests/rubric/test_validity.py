@@ -230,7 +230,7 @@ def test_minimal_pairs_are_seeded_and_record_what_they_are():
     assert minimal_pairs(ITEMS, seed=4) != a
     for p in a:
         assert p.perturbed != p.original and p.seed == 3
-        assert p.perturbed_id == content_id(p.question, p.perturbed) and p.question_id == question_id(p.question)
+        assert p.perturbed_id == content_id(p.question, p.perturbed, p.docs, p.reference) and p.question_id == question_id(p.question)
         assert dict(p.expect) == CONTRACT[p.family] and set(p.rubrics) == set(CONTRACT[p.family])
     assert {p.family for p in a if p.original == EXAMPLE} >= {"drop_example", "shuffle"}
     assert "drop_example" not in {p.family for p in a if p.original == ANSWER}

@@ -46,7 +46,10 @@ def test_validate_prints_the_table_writes_its_report_and_reuses_the_store(tmp_pa
     rows = pq.read_table(out / "validity_pairs.parquet").to_pylist()
     assert {r["family"] for r in rows} >= {"shuffle", "filler", "agreement", "typos"}
     for r in rows:
-        assert r["perturbed_id"] == content_id(r["question"], r["perturbed"]) and r["perturbed"] != r["original"]
+        # keyed like any answer: by its text and what its scores read (the original's documents, when it has some)
+        assert r["perturbed_id"] != r["original_id"] and r["perturbed"] != r["original"]
+        assert r["perturbed_id"] == content_id(r["question"], r["perturbed"]) or r["original_id"] != content_id(
+            r["question"], r["original"])
         assert r["seed"] == 0
     filler = [r for r in rows if r["family"] == "filler"]
     assert filler and all(r["passed"] and r["difference"] < 0 for r in filler)  # filler lowers lexical density
