@@ -7,8 +7,8 @@ import logging
 import sys
 from importlib import resources
 
-from workers.cli.options import (add_input_args, add_out_args, add_ray_args, add_scoring_args, ray_step,
-                                 score_kind)
+from workers.cli.options import (add_budget_args, add_input_args, add_out_args, add_ray_args, add_scoring_args,
+                                 budget_exit, ray_step, score_kind)
 
 __all__ = ["add_score", "score", "add_demo", "demo", "demo_rubrics", "DEMO_RUBRICS", "DEMO_PROFILE_LINES"]
 
@@ -33,15 +33,17 @@ def add_score(p: argparse.ArgumentParser) -> None:
     add_out_args(p, "output folder: a new or empty one, or one an earlier lfqa-rubric score run wrote")
     add_scoring_args(p, "conciseness,grammar")
     p.add_argument("--ray", action="store_true", help="run the Ray Data pipeline (local Ray or $RAY_ADDRESS; docs/ray.md)")
+    add_budget_args(p, retry=True)
     add_ray_args(p)
 
 
 def score(args) -> int:
+    """Exit status 0, or 3 when a rubric is over the failure budget (the run published; ``--max-failed``)."""
     from workers.runner import run
 
-    run(score_kind(args, ray=args.ray), args.inputs, args.out, progress=not args.quiet,
-        step=ray_step(args) if args.ray else None, force=args.force)
-    return 0
+    return budget_exit(lambda: run(score_kind(args, ray=args.ray), args.inputs, args.out, progress=not args.quiet,
+                                   step=ray_step(args) if args.ray else None, force=args.force,
+                                   retry_failed=getattr(args, "retry_failed", False)))
 
 
 #: The demo's claim-extraction budget (the job's default is ``DEFAULT_MAX_CLAIM_TOKENS``, 256): on the
