@@ -34,7 +34,7 @@ from rubric.tables.files import FileSink, TableFiles
 from rubric.tables.answer_tables import InputUnit, AnswerTables, write_answer_tables, ANSWER_TABLE_FILES
 from rubric.tables.costs import (
     COST_FILE, COST_COLUMNS, TOKEN_KEYS, DEFAULT_MAX_FAILED, CostRow, cost_table, cost_summary, over_budget,
-    budget_lines, GPUS, MODEL_PARAMETERS, roofline_estimate, cost_markdown, check_max_failed,
+    budget_lines, GPUS, MODEL_PARAMETERS, roofline_estimate, cost_markdown, check_max_failed, budget_refusal,
 )
 
 __all__ = [
@@ -49,4 +49,5 @@ __all__ = [
     "assemble_stream", "TableFiles", "FileSink", "InputUnit", "AnswerTables", "write_answer_tables", "ANSWER_TABLE_FILES",
     "COST_FILE", "COST_COLUMNS", "TOKEN_KEYS", "DEFAULT_MAX_FAILED", "CostRow", "cost_table", "cost_summary",
     "over_budget", "budget_lines", "GPUS", "MODEL_PARAMETERS", "roofline_estimate", "cost_markdown", "check_max_failed",
+    "budget_refusal",
 ]

@@ -29,7 +29,7 @@ from rubric.errors import ConfigError
 
 __all__ = ["COST_FILE", "COST_COLUMNS", "TOKEN_KEYS", "DEFAULT_MAX_FAILED", "CostRow", "cost_table",
            "cost_summary", "over_budget", "budget_lines", "GPUS", "MODEL_PARAMETERS", "roofline_estimate",
-           "cost_markdown", "check_max_failed"]
+           "cost_markdown", "check_max_failed", "budget_refusal"]
 
 #: The per-row cost table's file in a job's output folder.
 COST_FILE = "costs.parquet"
@@ -155,6 +155,21 @@ def budget_lines(over: Mapping[str, Mapping[str, Any]], max_failed: float, what:
         lines.append(f"{what} {n}: {e['failed']} of {e['rows']} rows failed ({e['failed_fraction']:.1%}, over the "
                      f"--max-failed budget of {max_failed:.1%}); commonest: {why}")
     return lines
+
+
+def budget_refusal(cost: Mapping[str, Any] | None, used: Sequence[str], where: str) -> str | None:
+    """Why a model must not be fitted on a table whose run had ``used`` rubrics over its failure budget (one
+    line), or None. ``cost``: the run's manifest ``cost`` (None: a run from before the budget existed)."""
+    if not cost:
+        return None
+    over = [n for n in cost.get("over_budget", []) if n in used]
+    if not over:
+        return None
+    per = cost.get("per_name", {})
+    what = ", ".join(f"{n} ({per[n]['failed']} of {per[n]['rows']} rows failed)" if n in per else n for n in over)
+    return (f"{where}: {what} over the run's failure budget of {cost.get('max_failed', DEFAULT_MAX_FAILED):.1%}; "
+            "re-score the failed cells (score ... --retry-failed), leave the rubric out (--features), or fit anyway "
+            "(--allow-over-budget)")
 
 
 # --- the roofline estimate (docs/ray.md, "Against the prefill roofline") ---------------------------

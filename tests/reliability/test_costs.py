@@ -201,3 +201,47 @@ def test_the_roofline_estimate_is_docs_ray_arithmetic_and_labelled():
 def test_max_failed_must_be_a_fraction(value):
     with pytest.raises(ConfigError, match="'max_failed' must be a fraction"):
         check_max_failed(value)
+
+
+def _cli_scorer(monkeypatch, *scorers):
+    from models.scorer_set import ScorerSet
+    from workers.jobs.score import ScoreKind
+
+    monkeypatch.setattr(ScoreKind, "check", lambda self: None)
+    monkeypatch.setattr(ScoreKind, "scorer", lambda self, stage=None: ScorerSet(list(scorers), 4))
+
+
+def test_the_commands_exit_3_over_budget_retry_and_fit_refuses_until_told(tmp_path, monkeypatch, capsys):
+    from workers.cli import main
+
+    src = _input(tmp_path)
+    bad, ids = _chosen_third(src, tmp_path)
+    out = tmp_path / "out"
+    argv = ["score", str(src), "--format", "lfqa-hp", "--rubrics", "conciseness,length", "--out", str(out), "--quiet"]
+    _cli_scorer(monkeypatch, TokenScorer(CONCISE, bad), TokenScorer(LENGTH))
+    assert main(argv) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"lfqa-rubric: over budget: rubric conciseness: {len(bad)} of {len(ids)} rows failed "
+                       f"({len(bad) / len(ids):.1%}, over the --max-failed budget of 5.0%); "
+                       f"commonest: ValueError ({len(bad)})")
+    model = str(tmp_path / "model.json")
+    assert main(["fit", str(out), "--out", model, "--split", "all", "--weight-boot", "0"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"lfqa-rubric: error: {out}: conciseness ({len(bad)} of {len(ids)} rows failed) over the run's failure budget "
+        "of 5.0%; re-score the failed cells (score ... --retry-failed), leave the rubric out (--features), or fit "
+        "anyway (--allow-over-budget)")
+    assert main(["fit", str(out), "--out", model, "--split", "all", "--weight-boot", "0", "--features", "length"]) == 0
+    assert main(["fit", str(out), "--out", model, "--split", "all", "--weight-boot", "0", "--allow-over-budget"]) == 0
+    healthy = TokenScorer(CONCISE)
+    _cli_scorer(monkeypatch, healthy, TokenScorer(LENGTH))
+    assert main([*argv, "--retry-failed"]) == 0
+    assert sorted(healthy.scored) == sorted(bad)
+    assert main(["fit", str(out), "--out", model, "--split", "all", "--weight-boot", "0"]) == 0
+
+
+def test_max_failed_flag_refuses_a_value_outside_0_1(capsys):
+    from workers.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["score", "x.jsonl", "--format", "lfqa-hp", "--out", "o", "--max-failed", "1.5"])
+    assert e.value.code == 2 and "a fraction between 0 and 1" in capsys.readouterr().err

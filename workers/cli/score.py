@@ -79,6 +79,21 @@ def demo_rubrics(names: str) -> tuple[str, bool]:
     return ",".join(versions), set(versions) <= set(CPU.rubric_versions.values())
 
 
+def _append_cost(out) -> None:
+    """The score run's cost section (``rubric.tables.cost_markdown``) at the end of ``OUT/report.md``."""
+    from rubric.io import read_manifest
+    from rubric.tables import cost_markdown
+    from workers.storage.outdir import output_file
+
+    cost = (read_manifest(out) or {}).get("cost")
+    if not cost:
+        return
+    text = (out / "report.md").read_text(encoding="utf-8")
+    with output_file(out / "report.md") as tmp:
+        tmp.write_text(text.rstrip("\n") + "\n\n" + cost_markdown(cost, max_failed=cost.get("max_failed")),
+                       encoding="utf-8")
+
+
 def demo(args) -> int:
     from rubric.preference import (PreferenceModel, evaluate_model, predict_pairs, read_output_table, read_pairs,
                                    readable_view, write_predictions, write_report)
@@ -107,6 +122,7 @@ def demo(args) -> int:
     # unreliable. That is the honest result; reporting every pair would present in-sample numbers.
     ev = evaluate_model(model, pairs, split="test", n_boot=1000, seed=int(args.seed))
     write_report(ev, model, out / "report.md")
+    _append_cost(out)
     first = ev.rows[0]
     log.info("held-out check: %s accuracy %.3f on %d test pairs of %d questions (too few for a meaningful CI; "
              "the baselines and the ablation are in %s)", first.system, first.values.get("accuracy", float("nan")),
