@@ -83,10 +83,12 @@ def cost_table(rows: Iterable[CostRow]):
     return pa.table({c: pa.array(v, types[c]) for c, v in cols.items()})
 
 
-def _reason(error: str) -> str:
-    # the reason's kind, not its row-specific details: "ValueError: bad row 17" -> "ValueError"
-    head = error.split(":", 1)[0].strip()
-    return head if head and len(head) <= 60 else error[:60]
+def _reason(error: str, name: str) -> str:
+    # the reason's kind, not its row-specific details: "ValueError: bad row 17" -> "ValueError";
+    # a judge's "judge.plain.v1: no parseable vote in 3: no verdict in '...'" -> "no parseable vote in 3"
+    text = error[len(name) + 2:] if error.startswith(f"{name}: ") else error
+    head = text.split(":", 1)[0].strip()
+    return head if head and len(head) <= 80 else text[:80]
 
 
 def cost_summary(rows: Iterable[CostRow], names: Sequence[str], *, models: Mapping[str, str] | None = None) -> dict:
@@ -117,7 +119,7 @@ def cost_summary(rows: Iterable[CostRow], names: Sequence[str], *, models: Mappi
         e["reused" if r.reused else "scored_now"] += 1
         if r.error is not None:
             e["failed"] += 1
-            reasons[r.name][_reason(r.error)] += 1
+            reasons[r.name][_reason(r.error, r.name)] += 1
         for k in TOKEN_KEYS:
             v = r.cost.get(k)
             if v is not None:
