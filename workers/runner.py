@@ -596,7 +596,7 @@ def _assemble(job: JobRun) -> dict:
     job.folder.publish(job.output.files, manifest)
     log.info("cost per 1,000 rows (manifest.json 'cost'%s): %s", f", {COST_FILE}" if COST_FILE in kind.outputs else "",
              "; ".join(f"{n}: {e['rows']} rows ({e['reused']} reused, {e['failed']} failed), "
-                       f"{e['per_1000']['seconds'] or 0:.3g} s"
+                       f"{e['per_1000']['seconds'] or 0:,.1f} s"
                        + ("" if e["per_1000"]["prompt_tokens"] is None else
                           f", {e['per_1000']['prompt_tokens']:,.0f} prompt tokens") for n, e in cost["per_name"].items()))
     if done.failed:
