@@ -33,7 +33,7 @@ from rubric.config import ScoringConfig
 from rubric.errors import BatchMismatchError, ConfigError, FailureBudgetError, InputError
 from rubric.io import Block, record_from_json, record_json
 from rubric.scoring import Provenance, Score
-from rubric.tables import (COST_FILE, DEFAULT_MAX_FAILED, budget_lines, check_max_failed, cost_summary,
+from rubric.tables import (COST_FILE, DEFAULT_MAX_FAILED, budget_lines, check_max_failed, cost_line, cost_summary,
                            cost_table, over_budget)
 from workers.storage.shards import plan_inputs, shard_sha256
 from workers.storage.outdir import OutputFolder, Staging
@@ -595,10 +595,7 @@ def _assemble(job: JobRun) -> dict:
     }
     job.folder.publish(job.output.files, manifest)
     log.info("cost per 1,000 rows (manifest.json 'cost'%s): %s", f", {COST_FILE}" if COST_FILE in kind.outputs else "",
-             "; ".join(f"{n}: {e['rows']} rows ({e['reused']} reused, {e['failed']} failed), "
-                       f"{e['per_1000']['seconds'] or 0:,.1f} s"
-                       + ("" if e["per_1000"]["prompt_tokens"] is None else
-                          f", {e['per_1000']['prompt_tokens']:,.0f} prompt tokens") for n, e in cost["per_name"].items()))
+             cost_line(cost))
     if done.failed:
         raise InputError(done.failed)
     if over:

@@ -35,6 +35,7 @@ from rubric.tables.answer_tables import InputUnit, AnswerTables, write_answer_ta
 from rubric.tables.costs import (
     COST_FILE, COST_COLUMNS, TOKEN_KEYS, DEFAULT_MAX_FAILED, CostRow, cost_table, cost_summary, over_budget,
     budget_lines, GPUS, MODEL_PARAMETERS, roofline_estimate, cost_markdown, check_max_failed, budget_refusal,
+    cost_line,
 )
 
 __all__ = [
@@ -49,5 +50,5 @@ __all__ = [
     "assemble_stream", "TableFiles", "FileSink", "InputUnit", "AnswerTables", "write_answer_tables", "ANSWER_TABLE_FILES",
     "COST_FILE", "COST_COLUMNS", "TOKEN_KEYS", "DEFAULT_MAX_FAILED", "CostRow", "cost_table", "cost_summary",
     "over_budget", "budget_lines", "GPUS", "MODEL_PARAMETERS", "roofline_estimate", "cost_markdown", "check_max_failed",
-    "budget_refusal",
+    "budget_refusal", "cost_line",
 ]

@@ -29,7 +29,7 @@ from rubric.errors import ConfigError
 
 __all__ = ["COST_FILE", "COST_COLUMNS", "TOKEN_KEYS", "DEFAULT_MAX_FAILED", "CostRow", "cost_table",
            "cost_summary", "over_budget", "budget_lines", "GPUS", "MODEL_PARAMETERS", "roofline_estimate",
-           "cost_markdown", "check_max_failed", "budget_refusal"]
+           "cost_markdown", "check_max_failed", "budget_refusal", "cost_line"]
 
 #: The per-row cost table's file in a job's output folder.
 COST_FILE = "costs.parquet"
@@ -142,6 +142,14 @@ def cost_summary(rows: Iterable[CostRow], names: Sequence[str], *, models: Mappi
             "how": ("tokens as the engine counted them; seconds: each batch's engine seconds shared over its rows "
                     "in proportion to the tokens computed (evenly where none were counted); reused rows keep the "
                     "cost they had when they were made; per_1000 = sums x 1000 / rows")}
+
+
+def cost_line(cost: Mapping[str, Any]) -> str:
+    """A run's cost per 1,000 rows in one log line (per name: rows, reused, failed, seconds, prompt tokens)."""
+    return "; ".join(f"{n}: {e['rows']} rows ({e['reused']} reused, {e['failed']} failed), "
+                     f"{e['per_1000']['seconds'] or 0:,.1f} s"
+                     + ("" if e["per_1000"]["prompt_tokens"] is None else
+                        f", {e['per_1000']['prompt_tokens']:,.0f} prompt tokens") for n, e in cost["per_name"].items())
 
 
 def over_budget(summary: Mapping[str, Any], max_failed: float) -> dict[str, dict]:

@@ -2,7 +2,7 @@
 reused, the failure budget, and ``--retry-failed`` re-scoring exactly the failed cells.
 
 The scorers are deterministic fakes injected through the job function (as in test_job.py), so a failure can
-be put on chosen rows; the real engines' token counts are checked in tests/workers/test_cli.py.
+be put on chosen rows; the real engines' token counts are checked in tests/models/llm/test_usage.py.
 """
 
 import json
