@@ -49,6 +49,7 @@ class EvaluatorRow:
     prompt_tokens_per_1000: float | None
     generated_tokens_per_1000: float | None
     cost_from: str
+    over_budget: bool = False  # its run had it (a judge, or a rubric of the model's run) over the failure budget
 
     @property
     def failure_rate(self) -> float:
@@ -61,23 +62,25 @@ def _sum(values: Sequence[float | None]) -> float | None:
 
 
 def _run_cost(system, costs: Mapping[str, RunCost],
-              model_run: str | None) -> tuple[float | None, float | None, float | None, str]:
-    """Seconds, prompt and generated tokens per 1,000 pairs for ``system``, and the run they came from."""
+              model_run: str | None) -> tuple[float | None, float | None, float | None, str, bool]:
+    """Seconds, prompt and generated tokens per 1,000 pairs for ``system``, the run they came from, and
+    whether that run had the system over its failure budget."""
     if system.kind == "LLM judge":
         for source, rc in costs.items():
             e = rc.cost.get("per_name", {}).get(system.judge)
             if e is not None and system.source.startswith(source):
                 p = e["per_1000"]
-                return p["seconds"], p["prompt_tokens"], p["generated_tokens"], source
-        return None, None, None, ""
+                over = system.judge in rc.cost.get("over_budget", [])
+                return p["seconds"], p["prompt_tokens"], p["generated_tokens"], source, over
+        return None, None, None, "", False
     rc = costs.get(model_run) if model_run is not None else None  # the score run of the model's pairs table
     per = rc.cost.get("per_name", {}) if rc is not None else {}
     if not per or not rc.n_pairs:  # type: ignore[union-attr]
-        return None, None, None, ""
+        return None, None, None, "", False
     scale = 1000.0 / rc.n_pairs  # type: ignore[union-attr]
     total = [_sum([e[k] for e in per.values()]) for k in ("seconds", "prompt_tokens", "generated_tokens")]
     sec, prompt, gen = (None if t is None else t * scale for t in total)
-    return sec, prompt, gen, rc.source  # type: ignore[union-attr]
+    return sec, prompt, gen, rc.source, bool(rc.cost.get("over_budget"))  # type: ignore[union-attr]
 
 
 def evaluator_rows(comparison, costs: Mapping[str, RunCost], split_pair_ids: Sequence[str],
@@ -97,9 +100,9 @@ def evaluator_rows(comparison, costs: Mapping[str, RunCost], split_pair_ids: Seq
             continue
         given = {p for p in (*s.decisions, *s.failures, *s.undecided) if p in in_split}
         failed = sum(1 for p in s.failures if p in in_split)
-        sec, prompt, gen, source = _run_cost(s, costs, model_run)
+        sec, prompt, gen, source, over = _run_cost(s, costs, model_run)
         rows.append(EvaluatorRow(system=s.label_on(comparison.question_ids), kind=s.kind, n=r.n,
                                  accuracy=r.values["accuracy"], ci=tuple(r.ci["accuracy"]), n_given=len(given),
                                  n_failed=failed, seconds_per_1000=sec, prompt_tokens_per_1000=prompt,
-                                 generated_tokens_per_1000=gen, cost_from=source))
+                                 generated_tokens_per_1000=gen, cost_from=source, over_budget=over))
     return rows

@@ -129,7 +129,8 @@ def _evaluators(a: Analysis) -> list[str]:
            "|---|---|---:|---:|---:|---:|---:|"]
     for e in a.evaluators:
         rate = "n/a" if not e.n_given else f"{e.n_failed} of {e.n_given} ({e.failure_rate:.1%})"
-        out.append(f"| {e.system} | {e.kind} | {e.n} | {_with_ci(e.accuracy, e.ci)} | {rate} | "
+        mark = " **(over its run's failure budget)**" if e.over_budget else ""
+        out.append(f"| {e.system}{mark} | {e.kind} | {e.n} | {_with_ci(e.accuracy, e.ci)} | {rate} | "
                    f"{_tokens(e.prompt_tokens_per_1000)} | {_tokens(e.generated_tokens_per_1000)} |")
     return out + [""]
 

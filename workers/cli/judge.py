@@ -99,6 +99,7 @@ def add_ray_job(p: argparse.ArgumentParser) -> None:
                    help="comma-separated LLM judges (plain, cot, rubrics or versions): judge the pairs in both "
                         "orders instead of scoring rubrics")
     add_judge_args(j)
+    add_budget_args(p, retry=False)
     add_protocol_args(p)
     add_ray_args(p)
 
@@ -116,11 +117,11 @@ def ray_job(args, argv: list[str]) -> int:
     if args.judges:
         from workers.jobs.judge import run_judge_job
 
-        run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=config,
-                      reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray,
-                      force=args.force)
-        return 0
+        return budget_exit(lambda: run_judge_job(
+            args.inputs, args.format, judge_settings(args), args.out, config=config,
+            reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray, force=args.force,
+            max_failed=args.max_failed))
     from workers.runner import run
 
-    run(score_kind(args, ray=True), args.inputs, args.out, progress=not args.quiet, step=ray, force=args.force)
-    return 0
+    return budget_exit(lambda: run(score_kind(args, ray=True), args.inputs, args.out, progress=not args.quiet,
+                                   step=ray, force=args.force))
