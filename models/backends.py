@@ -265,11 +265,13 @@ def _check_minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[
 
 
 def _check_cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
-    from models.cpu_rubrics import EMBEDDING_VERSIONS, PARSE_VERSIONS  # constants only: no torch, no spaCy
+    from models.cpu_rubrics import EMBEDDING_VERSIONS, PARSE_VERSIONS, WORDFREQ_VERSIONS  # constants only
 
     versions = {s.version for s in specs}
     why = ", ".join(sorted(versions)) or "the cpu_text backend"
     problems = _spacy_problems(config, why) if versions & PARSE_VERSIONS or not versions else []
+    if versions & WORDFREQ_VERSIONS or not versions:
+        problems += _need("wordfreq", why, "pip install wordfreq==3.1.1 (or install the [cpu] extra)")
     if versions & EMBEDDING_VERSIONS or not versions:
         from models.signals import minilm_problems
 

@@ -1,13 +1,14 @@
 """The CPU rubric profile's scorers (``--preset cpu``): one spaCy parse and one MiniLM encode per batch,
-shared by every rubric that needs them, and Harper's fluency findings.
+shared by every rubric version that needs them, and Harper's fluency findings.
 
-:class:`CPUProfileScorer` (backend ``cpu_text``) serves any of relevance.minilm.v1, coherence.minilm.v1,
-completeness.coverage.v1, factuality.support.v1, specificity.concrete.v1 and use_of_examples.cues.v1.
-For a batch it parses each distinct answer once (sentences, POS, lemmas, entities), each distinct
-question and evidence text once, embeds each distinct sentence once (answers' sentences, questions,
-evidence sentences: one ``encode`` call), and applies the formulas of
-:mod:`rubric.scoring.cpu_profile`. A rubric that needs no embedding (specificity, use_of_examples)
-loads no encoder; use_of_examples alone loads nothing at all.
+:class:`CPUProfileScorer` (backend ``cpu_text``) serves the versions in :data:`CPU_UNITS`. For a batch it
+parses each distinct answer once (sentences, each sentence's content lemmas, POS, entities), each distinct
+question and evidence text once, embeds each distinct sentence once (answers', questions', evidence's: one
+``encode`` call), and hands each item's :class:`CPURow` to the units it serves. A unit is one rubric version:
+what it needs from the shared pass (the parse, the embeddings, the question, the evidence it reads), how its
+provenance reads, and its formula (``rubric.scoring.cpu_profile``). A new CPU version is one :class:`CPUUnit`
+and its registry line (``rubric/scoring/specs.py``); nothing in the scorer branches on version names. A
+version that needs no embedding loads no encoder; use_of_examples alone loads nothing at all.
 
 :class:`HarperFluencyScorer` (backend ``harper_fluency``) is fluency.harper.v1.
 """
@@ -21,7 +22,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,30 +33,29 @@ from models.text import load_spacy, pipeline_id
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem
 from rubric.scoring import (
-    CONCRETE_POS, CPU_COHERENCE_VERSION, CPU_COMPLETENESS_VERSION, CPU_EXAMPLES_VERSION, CPU_FACTUALITY_VERSION,
-    CPU_FLUENCY_VERSION, CPU_RELEVANCE_VERSION, CPU_SPECIFICITY_VERSION, EXAMPLE_CUE, FLUENCY_HARPER_KINDS,
-    QUESTION_TERM_POS, RUBRICS, Provenance, RubricSpec, Score, ScoreSet, coherence_score, completeness_score,
-    concreteness, count_fluency_lints, example_cues, fluency_score, relevance_score, soft_recall, support_score,
-    term_coverage,
+    CONCRETE_POS, CPU_COHERENCE_V2, CPU_COHERENCE_VERSION, CPU_COMPLETENESS_REFERENCE, CPU_COMPLETENESS_V2,
+    CPU_COMPLETENESS_VERSION, CPU_EXAMPLES_V2, CPU_EXAMPLES_VERSION, CPU_FACTUALITY_V2, CPU_FACTUALITY_VERSION,
+    CPU_FLUENCY_VERSION, CPU_RELEVANCE_V2, CPU_RELEVANCE_VERSION, CPU_SPECIFICITY_VERSION, EXAMPLE_CUE,
+    EXAMPLE_CUE_V2, FLUENCY_HARPER_KINDS, QUESTION_TERM_POS, RUBRICS, Provenance, RubricSpec, Score, ScoreSet,
+    coherence_score, coherence_v2, completeness_score, completeness_v2, concreteness, count_fluency_lints,
+    distinct_sentences, example_cues, example_cues_v2, fluency_score, novelty, relevance_score, relevance_v2,
+    sentence_information, soft_recall, support_score, term_coverage, term_weight,
 )
 
-__all__ = ["CPUProfileScorer", "HarperFluencyScorer", "prefer_passive_omp", "OMP_WAIT_POLICY", "CPU_TEXT_VERSIONS", "EMBEDDING_VERSIONS", "PARSE_VERSIONS",
-           "MAX_EVIDENCE_SENTENCES", "SPACY_EXCLUDE"]
+__all__ = ["CPUProfileScorer", "CPUUnit", "CPURow", "CPU_UNITS", "HarperFluencyScorer", "prefer_passive_omp",
+           "OMP_WAIT_POLICY", "CPU_TEXT_VERSIONS", "EMBEDDING_VERSIONS", "PARSE_VERSIONS", "MAX_EVIDENCE_SENTENCES",
+           "MAX_EVIDENCE_CHARS", "SPACY_EXCLUDE", "WORDFREQ_VERSIONS"]
 
 log = logging.getLogger(__name__)
-
-#: The versions :class:`CPUProfileScorer` serves.
-CPU_TEXT_VERSIONS: tuple[str, ...] = (CPU_RELEVANCE_VERSION, CPU_COHERENCE_VERSION, CPU_COMPLETENESS_VERSION,
-                                      CPU_FACTUALITY_VERSION, CPU_SPECIFICITY_VERSION, CPU_EXAMPLES_VERSION)
-#: Those among them that read sentence embeddings.
-EMBEDDING_VERSIONS: frozenset[str] = frozenset({CPU_RELEVANCE_VERSION, CPU_COHERENCE_VERSION,
-                                                CPU_COMPLETENESS_VERSION, CPU_FACTUALITY_VERSION})
-#: Versions that read the spaCy parse of the answer.
-PARSE_VERSIONS = EMBEDDING_VERSIONS | {CPU_SPECIFICITY_VERSION}
 
 #: Evidence sentences kept per answer (reference first, then attached documents, in order): a bound
 #: on one answer's cost; ``evidence_truncated`` in factuality's extras says when it cut.
 MAX_EVIDENCE_SENTENCES = 200
+
+#: Characters of one evidence text parsed at most: the sentence cap applied before the parse, so an
+#: 8,000-sentence reference is not parsed and embedded whole to keep 200 sentences (a generous 500 characters
+#: per kept sentence; a text cut here also sets ``evidence_truncated``).
+MAX_EVIDENCE_CHARS = 500 * MAX_EVIDENCE_SENTENCES
 
 #: spaCy components not loaded: the parser (sentences come from the faster ``senter``, which is
 #: enabled instead). NER stays (specificity's entities), the lemmatizer too (completeness's terms).
@@ -74,6 +74,7 @@ class _Parsed:
     sentences: list[str]
     terms: set[str] = field(default_factory=set)  # content lemmas (questions)
     lemmas: set[str] = field(default_factory=set)  # every lemma and lower-cased form (answers)
+    sentence_terms: list[set[str]] = field(default_factory=list)  # each sentence's content lemmas (answers)
     n_words: int = 0
     n_concrete: int = 0
     n_entities: int = 0
@@ -83,22 +84,32 @@ def _word_like(tok: Any) -> bool:
     return tok.is_alpha or tok.like_num or tok.pos_ == "NUM"
 
 
+def _content_terms(tokens) -> set[str]:
+    """Content lemmas: nouns, proper nouns, verbs, adjectives and numbers that are not stop words."""
+    return {t.lemma_.lower() for t in tokens
+            if t.pos_ in QUESTION_TERM_POS and not t.is_stop and (t.is_alpha or t.like_num)}
+
+
+def _kept_sents(doc: Any) -> list:
+    return [s for s in doc.sents if any(c.isalnum() for c in s.text)]
+
+
 def _parse_answer(doc: Any) -> _Parsed:
     words = [t for t in doc if _word_like(t)]
     concrete = sum(1 for t in words if t.ent_type_ or t.pos_ in CONCRETE_POS or t.like_num)
     lemmas = {t.lemma_.lower() for t in doc} | {t.lower_ for t in doc}
-    return _Parsed(sentences=_sentences(doc), lemmas=lemmas, n_words=len(words), n_concrete=concrete,
+    sents = _kept_sents(doc)
+    return _Parsed(sentences=[s.text.strip() for s in sents], lemmas=lemmas,
+                   sentence_terms=[_content_terms(s) for s in sents], n_words=len(words), n_concrete=concrete,
                    n_entities=len(doc.ents))
 
 
 def _parse_question(doc: Any) -> _Parsed:
-    terms = {t.lemma_.lower() for t in doc
-             if t.pos_ in QUESTION_TERM_POS and not t.is_stop and (t.is_alpha or t.like_num)}
-    return _Parsed(sentences=[doc.text.strip()], terms=terms)
+    return _Parsed(sentences=[doc.text.strip()], terms=_content_terms(doc))
 
 
 def _sentences(doc: Any) -> list[str]:
-    return [s.text.strip() for s in doc.sents if any(c.isalnum() for c in s.text)]
+    return [s.text.strip() for s in _kept_sents(doc)]
 
 
 def _text_problem(value: Any, what: str) -> str | None:
@@ -107,6 +118,162 @@ def _text_problem(value: Any, what: str) -> str | None:
     if not any(c.isalnum() for c in value):
         return f"{what} has no letter or digit: nothing to score"
     return None
+
+
+def _has_text(value: Any) -> bool:
+    return isinstance(value, str) and any(c.isalnum() for c in value)
+
+
+@dataclass
+class CPURow:
+    """What the shared pass gives one item's units.
+
+    Attributes:
+        item: the answer item.
+        answer: its parse (sentences, each one's content lemmas, counts).
+        question: the question's parse (its content lemmas); None when no unit needs the question.
+        S / q: the answer's sentence embeddings and the question's (None without embeddings).
+        evidence / E: the evidence sentences a "evidence" unit reads (reference, then the answer's documents;
+            at most ``MAX_EVIDENCE_SENTENCES``) and their embeddings; ``evidence_cut`` when a cap cut them.
+        reference / R: the question's reference answer's sentences and embeddings (a "reference" unit's).
+    """
+
+    item: AnswerItem
+    answer: _Parsed
+    question: _Parsed | None = None
+    S: np.ndarray | None = None
+    q: np.ndarray | None = None
+    evidence: list[str] = field(default_factory=list)
+    E: np.ndarray | None = None
+    evidence_cut: bool = False
+    reference: list[str] = field(default_factory=list)
+    R: np.ndarray | None = None
+    weights: Callable[[str], float] | None = None
+    _info: tuple[list[int], np.ndarray] | None = None
+
+    def information(self) -> tuple[list[int], np.ndarray]:
+        """The distinct sentences and what each says about the question (relevance and completeness v2 share it),
+        novelty weighted by each term's information (``weights``)."""
+        if self._info is None:
+            keep = distinct_sentences(self.S)
+            terms = {t for i in keep for t in self.answer.sentence_terms[i]} | self.question.terms
+            w = {t: self.weights(t) for t in terms}
+            nov = [novelty(self.answer.sentence_terms[i], self.question.terms, w) for i in keep]
+            self._info = keep, sentence_information(self.q, self.S[keep], nov)
+        return self._info
+
+
+@dataclass(frozen=True)
+class CPUUnit:
+    """One CPU rubric version: what it needs of the shared pass, how its provenance reads, its formula.
+
+    Attributes:
+        version: the registered version (``rubric.scoring.RUBRICS``).
+        needs: of "parse" (the answer's spaCy parse), "embed" (sentence embeddings; implies "parse" and the
+            question's parse), "evidence" (reference and the answer's documents), "reference" (the question's
+            reference alone), "wordfreq" (terms' information weights, :func:`rubric.scoring.term_weight`).
+        model: "minilm" (MiniLM + spaCy), "spacy" or a regex pattern (its hash is the template hash).
+        score: the formula over a :class:`CPURow` (a text item's row; for a regex unit only ``item`` is set).
+    """
+
+    version: str
+    needs: frozenset[str]
+    model: str
+    score: Callable[[CPURow], Score]
+
+
+def _v1_relevance(r: CPURow) -> Score:
+    return Score.ok(relevance_score(r.q, r.S), n_sentences=len(r.answer.sentences))
+
+
+def _v1_coherence(r: CPURow) -> Score:
+    mean, least = coherence_score(r.q, r.S)
+    return Score.ok(mean, n_sentences=len(r.answer.sentences), min_link=least)
+
+
+def _v1_completeness(r: CPURow) -> Score:
+    # v1 reads the reference when the data has one (two definitions under one name: kept for old tables)
+    ref = r.reference if r.evidence else []
+    cov = term_coverage(r.question.terms, r.answer.lemmas)
+    rec = soft_recall(r.R, r.S) if ref else None
+    return Score.ok(completeness_score(cov, rec), question_coverage=cov, reference_recall=rec,
+                    n_question_terms=len(r.question.terms))
+
+
+def _v1_factuality(r: CPURow) -> Score:
+    return Score.ok(support_score(r.S, r.E), n_evidence=len(r.evidence), evidence_truncated=r.evidence_cut)
+
+
+def _specificity(r: CPURow) -> Score:
+    a = r.answer
+    return Score.ok(concreteness(a.n_concrete, a.n_words), n_concrete=a.n_concrete, n_words=a.n_words,
+                    n_entities=a.n_entities)
+
+
+def _cues(read: Callable[[str], list[str]]) -> Callable[[CPURow], Score]:
+    def score(r: CPURow) -> Score:
+        cues = read(r.item.answer)
+        return Score.ok(1.0 if cues else 0.0, n_cues=len(cues), cues=", ".join(dict.fromkeys(cues)))
+    return score
+
+
+def _v2_relevance(r: CPURow) -> Score:
+    keep, info = r.information()
+    return Score.ok(relevance_v2(info), n_sentences=len(r.answer.sentences), n_distinct=len(keep))
+
+
+def _v2_completeness(r: CPURow) -> Score:
+    keep, info = r.information()
+    return Score.ok(completeness_v2(info), n_sentences=len(r.answer.sentences), n_distinct=len(keep))
+
+
+def _v2_coherence(r: CPURow) -> Score:
+    got = coherence_v2(r.S)
+    n = len(r.answer.sentences)
+    if got is None:
+        return Score.abstain("one sentence: no link between sentences to judge", n_sentences=n)
+    mean, least, repeats = got
+    return Score.ok(mean, n_sentences=n, min_link=least, n_repeated=repeats)
+
+
+def _reference_completeness(r: CPURow) -> Score:
+    if not r.reference:
+        return Score.abstain("no reference answer for this question", n_reference=0)
+    return Score.ok(soft_recall(r.R, r.S), n_reference=len(r.reference), evidence_truncated=r.evidence_cut)
+
+
+def _v2_factuality(r: CPURow) -> Score:
+    if not r.reference:
+        return Score.abstain("no evidence both answers share (the question has no reference answer)", n_evidence=0)
+    return Score.ok(soft_recall(r.S, r.R), n_evidence=len(r.reference), evidence_truncated=r.evidence_cut)
+
+
+_EMBED = frozenset({"parse", "embed"})
+_INFORMATION = _EMBED | {"wordfreq"}
+
+#: The versions :class:`CPUProfileScorer` serves, one unit each.
+CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
+    CPUUnit(CPU_RELEVANCE_VERSION, _EMBED, "minilm", _v1_relevance),
+    CPUUnit(CPU_COHERENCE_VERSION, _EMBED, "minilm", _v1_coherence),
+    CPUUnit(CPU_COMPLETENESS_VERSION, _EMBED | {"evidence", "reference"}, "minilm", _v1_completeness),
+    CPUUnit(CPU_FACTUALITY_VERSION, _EMBED | {"evidence"}, "minilm", _v1_factuality),
+    CPUUnit(CPU_SPECIFICITY_VERSION, frozenset({"parse"}), "spacy", _specificity),
+    CPUUnit(CPU_EXAMPLES_VERSION, frozenset(), EXAMPLE_CUE.pattern, _cues(example_cues)),
+    CPUUnit(CPU_RELEVANCE_V2, _INFORMATION, "minilm", _v2_relevance),
+    CPUUnit(CPU_COHERENCE_V2, _EMBED, "minilm", _v2_coherence),
+    CPUUnit(CPU_COMPLETENESS_V2, _INFORMATION, "minilm", _v2_completeness),
+    CPUUnit(CPU_COMPLETENESS_REFERENCE, _EMBED | {"reference"}, "minilm", _reference_completeness),
+    CPUUnit(CPU_FACTUALITY_V2, _EMBED | {"reference"}, "minilm", _v2_factuality),
+    CPUUnit(CPU_EXAMPLES_V2, frozenset(), EXAMPLE_CUE_V2.pattern, _cues(example_cues_v2)),
+)}
+#: The versions :class:`CPUProfileScorer` serves.
+CPU_TEXT_VERSIONS: tuple[str, ...] = tuple(CPU_UNITS)
+#: Those among them that read sentence embeddings.
+EMBEDDING_VERSIONS: frozenset[str] = frozenset(v for v, u in CPU_UNITS.items() if "embed" in u.needs)
+#: Versions that read the spaCy parse of the answer.
+PARSE_VERSIONS: frozenset[str] = frozenset(v for v, u in CPU_UNITS.items() if "parse" in u.needs)
+#: Versions that read wordfreq's frequencies.
+WORDFREQ_VERSIONS: frozenset[str] = frozenset(v for v, u in CPU_UNITS.items() if "wordfreq" in u.needs)
 
 
 class CPUProfileScorer:
@@ -126,80 +293,76 @@ class CPUProfileScorer:
                  device: str | None = None) -> None:
         got = [s.version for s in specs]
         if not specs or len(set(got)) != len(got) or any(
-                s.version not in CPU_TEXT_VERSIONS or RUBRICS.get(s.version) != s for s in specs):
+                s.version not in CPU_UNITS or RUBRICS.get(s.version) != s for s in specs):
             raise ConfigError(f"CPUProfileScorer serves some of {list(CPU_TEXT_VERSIONS)}, each once; got {got}")
         self.specs: tuple[RubricSpec, ...] = tuple(specs)
-        self._versions = {s.version for s in specs}
+        self._units = [(s.name, CPU_UNITS[s.version]) for s in specs]
+        self._needs = frozenset().union(*(u.needs for _, u in self._units))
         t0 = time.perf_counter()
         self.nlp = None
         self._spacy_id = ("", "")
-        if self._versions & PARSE_VERSIONS:
+        if "parse" in self._needs:
             self.nlp = profile_pipeline(spacy_model)
             self._spacy_id = pipeline_id(self.nlp)
         self.encoder = None
         self._minilm_revision = ""
-        if self._versions & EMBEDDING_VERSIONS:
+        if "embed" in self._needs:
             self.encoder = _load_minilm(device)
             self._minilm_revision = _minilm_revision()
-        self._cue_hash = hashlib.sha256(EXAMPLE_CUE.pattern.encode()).hexdigest()[:12]
+        self._weights = self._wordfreq_revision = None
+        if "wordfreq" in self._needs:
+            self._weights, self._wordfreq_revision = _term_weights()
         log.info("CPU profile scorer (%s) ready in %.2f s", ", ".join(got), time.perf_counter() - t0)
 
     # --- provenance -----------------------------------------------------------------------------
 
     def provenance(self, rubric: str) -> Provenance:
         """How ``rubric`` is made: the models it reads and their versions."""
-        spec = next((s for s in self.specs if s.name == rubric), None)
-        if spec is None:
+        unit = next((u for name, u in self._units if name == rubric), None)
+        if unit is None:
             raise UnknownNameError(f"CPUProfileScorer has no rubric {rubric!r}; it serves "
                                    f"{', '.join(s.name for s in self.specs)}")
         spacy_id, spacy_version = self._spacy_id
-        if spec.version in EMBEDDING_VERSIONS:
+        if unit.model == "minilm":
             from models.signals import MINILM_MODEL_ID
 
-            return Provenance(rubric_version=spec.version, backend="cpu_text",
-                              model_id=f"{MINILM_MODEL_ID} + {spacy_id}",
-                              model_revision=f"{self._minilm_revision}; {spacy_id}=={spacy_version}")
-        if spec.version == CPU_SPECIFICITY_VERSION:
-            return Provenance(rubric_version=spec.version, backend="cpu_text", model_id=spacy_id,
+            words = f"; {self._wordfreq_revision}" if "wordfreq" in unit.needs else ""
+            return Provenance(rubric_version=unit.version, backend="cpu_text",
+                              model_id=f"{MINILM_MODEL_ID} + {spacy_id}" + (" + wordfreq" if words else ""),
+                              model_revision=f"{self._minilm_revision}; {spacy_id}=={spacy_version}{words}")
+        if unit.model == "spacy":
+            return Provenance(rubric_version=unit.version, backend="cpu_text", model_id=spacy_id,
                               model_revision=spacy_version)
-        return Provenance(rubric_version=spec.version, backend="cpu_text", model_id="regex",
-                          template_hash=self._cue_hash)
+        return Provenance(rubric_version=unit.version, backend="cpu_text", model_id="regex",
+                          template_hash=hashlib.sha256(unit.model.encode()).hexdigest()[:12])
 
     # --- scoring --------------------------------------------------------------------------------
 
     def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
         """One ``{rubric: Score}`` per item for the served rubrics, in order."""
         out: list[dict[str, Score]] = [{} for _ in items]
-        ok: list[int] = []  # items whose answer can be scored
+        rows: dict[int, CPURow] = {}
+        ok = []
         for i, it in enumerate(items):
             bad = _text_problem(it.answer, "answer")
             if bad is None:
                 ok.append(i)
             else:
                 out[i] = {s.name: Score.failed(bad) for s in self.specs}
-        if CPU_EXAMPLES_VERSION in self._versions:
-            for i in ok:
-                cues = example_cues(items[i].answer)
-                out[i]["use_of_examples"] = Score.ok(1.0 if cues else 0.0, n_cues=len(cues),
-                                                     cues=", ".join(dict.fromkeys(cues)))
-        if not ok or not self._versions & PARSE_VERSIONS:
-            return out
-        answers = self._parse([items[i].answer for i in ok], _parse_answer)
-        if CPU_SPECIFICITY_VERSION in self._versions:
-            for i in ok:
-                a = answers[items[i].answer]
-                out[i]["specificity"] = Score.ok(concreteness(a.n_concrete, a.n_words), n_concrete=a.n_concrete,
-                                                 n_words=a.n_words, n_entities=a.n_entities)
-        if self._versions & EMBEDDING_VERSIONS:
-            embedded = []
-            for i in ok:
-                bad = _text_problem(items[i].question, "question")
-                if bad is None:
-                    embedded.append(i)
-                else:
-                    out[i].update({s.name: Score.failed(bad) for s in self.specs if s.version in EMBEDDING_VERSIONS})
-            if embedded:
-                self._score_embedded(items, embedded, answers, out)
+        if ok and "parse" in self._needs:
+            answers = self._parse([items[i].answer for i in ok], _parse_answer)
+            rows = {i: CPURow(items[i], answers[items[i].answer]) for i in ok}
+            if "embed" in self._needs:
+                self._embed(items, rows, out)
+        for i in ok:
+            row = rows.get(i) or CPURow(items[i], _Parsed(sentences=[]))
+            for name, unit in self._units:
+                if name in out[i]:  # the row's reason is already there (no question, no sentence)
+                    continue
+                try:
+                    out[i][name] = unit.score(row)
+                except ConfigError as e:  # a zero-norm embedding: this row's reason, not the batch's
+                    out[i][name] = Score.failed(str(e))
         return out
 
     def _parse(self, texts: Sequence[str], read, *, senter_only: bool = False) -> dict[str, _Parsed]:
@@ -215,66 +378,53 @@ class CPUProfileScorer:
             docs = list(self.nlp.pipe(distinct, batch_size=64))
         return {t: read(d) for t, d in zip(distinct, docs)}
 
-    def _score_embedded(self, items: Sequence[AnswerItem], ok: list[int], answers: dict[str, _Parsed],
-                        out: list[dict[str, Score]]) -> None:
-        questions = self._parse([items[i].question for i in ok], _parse_question)
-        evidence_texts = [t for i in ok for t in self._evidence_texts(items[i])]
-        evidence = (self._parse(evidence_texts, lambda d: _Parsed(sentences=_sentences(d)), senter_only=True)
-                    if evidence_texts else {})
-        rows: dict[str, int] = {}  # distinct sentence -> its row of the embedding matrix
-        for parsed in (*answers.values(), *questions.values(), *evidence.values()):
-            for s in parsed.sentences:
-                rows.setdefault(s, len(rows))
-        emb = self.encoder.encode(list(rows), batch_size=ENCODE_BATCH, convert_to_numpy=True,
+    def _embed(self, items: Sequence[AnswerItem], rows: dict[int, CPURow], out: list[dict[str, Score]]) -> None:
+        """Questions and evidence parsed, every distinct sentence embedded once, each row's arrays set."""
+        embedded = {s.name for s in self.specs if "embed" in CPU_UNITS[s.version].needs}
+        live = []
+        for i in rows:
+            bad = _text_problem(items[i].question, "question")
+            if bad is None and not rows[i].answer.sentences:
+                bad = "answer has no sentence with a letter or digit"
+            if bad is None:
+                live.append(i)
+            else:
+                out[i].update({name: Score.failed(bad) for name in embedded})
+        if not live:
+            return
+        questions = self._parse([items[i].question for i in live], _parse_question)
+        texts = {i: self._evidence_texts(items[i]) for i in live}
+        cut = {t: len(t) > MAX_EVIDENCE_CHARS for ts in texts.values() for t in ts}
+        evidence = self._parse([t[:MAX_EVIDENCE_CHARS] for ts in texts.values() for t in ts],
+                               lambda d: _Parsed(sentences=_sentences(d)), senter_only=True) if cut else {}
+        index: dict[str, int] = {}  # distinct sentence -> its row of the embedding matrix
+        for i in live:
+            r = rows[i]
+            r.question = questions[items[i].question]
+            r.weights = self._weights
+            ev = [s for t in texts[i] for s in evidence[t[:MAX_EVIDENCE_CHARS]].sentences]
+            r.evidence_cut = len(ev) > MAX_EVIDENCE_SENTENCES or any(cut[t] for t in texts[i])
+            r.evidence = ev[:MAX_EVIDENCE_SENTENCES] if "evidence" in self._needs else []
+            if "reference" in self._needs and _has_text(items[i].reference):
+                r.reference = evidence[items[i].reference[:MAX_EVIDENCE_CHARS]].sentences[:MAX_EVIDENCE_SENTENCES]
+            for s in (*r.answer.sentences, *r.question.sentences, *r.evidence, *r.reference):
+                index.setdefault(s, len(index))
+        emb = self.encoder.encode(list(index), batch_size=ENCODE_BATCH, convert_to_numpy=True,
                                   normalize_embeddings=True, show_progress_bar=False)
-        for i in ok:
-            it = items[i]
-            a, q = answers[it.answer], questions[it.question]
-            if not a.sentences:
-                for s in self.specs:
-                    if s.version in EMBEDDING_VERSIONS:
-                        out[i][s.name] = Score.failed("answer has no sentence with a letter or digit")
-                continue
-            S = emb[[rows[s] for s in a.sentences]]
-            qv = emb[rows[q.sentences[0]]]
-            ev_sentences = [s for t in self._evidence_texts(it) for s in evidence[t].sentences]
-            ref_sentences = evidence[it.reference].sentences if ev_sentences and self._has_reference(it) else []
-            self._score_one(out[i], a, q, S, qv, emb, rows, ev_sentences, ref_sentences)
-
-    def _score_one(self, scores: dict[str, Score], a: _Parsed, q: _Parsed, S: np.ndarray, qv: np.ndarray,
-                   emb: np.ndarray, rows: dict[str, int], ev_sentences: list[str], ref_sentences: list[str]) -> None:
-        n = len(a.sentences)
-        try:
-            if CPU_RELEVANCE_VERSION in self._versions:
-                scores["relevance"] = Score.ok(relevance_score(qv, S), n_sentences=n)
-            if CPU_COHERENCE_VERSION in self._versions:
-                mean, least = coherence_score(qv, S)
-                scores["coherence"] = Score.ok(mean, n_sentences=n, min_link=least)
-            if CPU_COMPLETENESS_VERSION in self._versions:
-                cov = term_coverage(q.terms, a.lemmas)
-                rec = soft_recall(emb[[rows[s] for s in ref_sentences]], S) if ref_sentences else None
-                scores["completeness"] = Score.ok(completeness_score(cov, rec), question_coverage=cov,
-                                                  reference_recall=rec, n_question_terms=len(q.terms))
-            if CPU_FACTUALITY_VERSION in self._versions:
-                cut = len(ev_sentences) > MAX_EVIDENCE_SENTENCES
-                kept = ev_sentences[:MAX_EVIDENCE_SENTENCES]
-                E = emb[[rows[s] for s in kept]] if kept else None
-                scores["factuality"] = Score.ok(support_score(S, E), n_evidence=len(kept), evidence_truncated=cut)
-        except ConfigError as e:  # a zero-norm embedding: this row's reason, not the batch's
-            for s in self.specs:
-                if s.version in EMBEDDING_VERSIONS and s.name not in scores:
-                    scores[s.name] = Score.failed(str(e))
-
-    @staticmethod
-    def _has_reference(it: AnswerItem) -> bool:
-        return isinstance(it.reference, str) and any(c.isalnum() for c in it.reference)
+        for i in live:
+            r = rows[i]
+            r.S = emb[[index[s] for s in r.answer.sentences]]
+            r.q = emb[index[r.question.sentences[0]]]
+            r.E = emb[[index[s] for s in r.evidence]] if r.evidence else None
+            r.R = emb[[index[s] for s in r.reference]] if r.reference else None
 
     def _evidence_texts(self, it: AnswerItem) -> list[str]:
-        """The reference (when there is one) and the attached documents with any letter or digit, in order."""
-        if not self._versions & {CPU_COMPLETENESS_VERSION, CPU_FACTUALITY_VERSION}:
-            return []
-        docs = [d for d in it.docs if isinstance(d, str) and any(c.isalnum() for c in d)]
-        return ([it.reference] if self._has_reference(it) else []) + docs
+        """The texts to parse as evidence: the reference (when there is one) and, for an "evidence" unit, the
+        attached documents with any letter or digit, in order."""
+        ref = [it.reference] if _has_text(it.reference) and self._needs & {"evidence", "reference"} else []
+        if "evidence" not in self._needs:
+            return ref
+        return ref + [d for d in it.docs if _has_text(d)]
 
 
 #: OpenMP's wait policy for torch's thread pool, set before torch is first imported (the env var is read
@@ -315,6 +465,25 @@ def _load_minilm(device: str | None):
     from models.signals import minilm_folder, sentence_encoder
 
     return sentence_encoder(str(minilm_folder()), device)
+
+
+def _term_weights() -> tuple[Callable[[str], float], str]:
+    """Each term's information weight (``term_weight`` of its English Zipf frequency), cached, and wordfreq's version.
+
+    Raises:
+        BackendUnavailableError: wordfreq is not installed.
+    """
+    try:
+        from wordfreq import zipf_frequency
+    except ImportError as e:
+        raise BackendUnavailableError("relevance.minilm.v2 and completeness.coverage.v2 need wordfreq: pip install "
+                                      "wordfreq==3.1.1 (or install the [cpu] extra)") from e
+
+    @functools.lru_cache(maxsize=1 << 16)
+    def weight(term: str) -> float:
+        return term_weight(zipf_frequency(term, "en"))
+
+    return weight, f"wordfreq=={importlib.metadata.version('wordfreq')}"
 
 
 def _minilm_revision() -> str:

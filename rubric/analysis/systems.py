@@ -17,6 +17,7 @@ an undecided verdict stays in the compared pairs and counts as a miss, like a "t
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,9 +28,9 @@ import pyarrow as pa
 
 from rubric.errors import ConfigError
 from rubric.judging import DECISIONS, PAIR_COLUMNS
-from rubric.preference import always_a, longer_answer_wins
+from rubric.preference import FITTED_ON_KEY, PREDICTIONS_META_KEY, always_a, longer_answer_wins
 
-__all__ = ["PairSet", "System", "KINDS", "UNDECIDED", "ORDER_NAMES", "judge_systems", "model_systems", "predictions_systems",
+__all__ = ["PairSet", "System", "KINDS", "UNDECIDED", "ORDER_NAMES", "judge_systems", "model_systems", "predictions_systems", "predictions_training_questions",
            "baseline_systems", "people_system", "LONGER_WINS", "ALWAYS_A", "PEOPLE"]
 
 log = logging.getLogger(__name__)
@@ -366,6 +367,9 @@ def predictions_systems(table: pa.Table, *, name: str, source: str = "", note: s
     missing = [c for c in ("pair_id", "predicted") if c not in table.column_names]
     if missing:
         raise ConfigError(f"{source or name}: a predictions file needs the column(s) {', '.join(missing)}")
+    trained = predictions_training_questions(table)
+    if trained is not None:  # `predict` recorded its model's training questions: marked by overlap, not guessed
+        note = ""
     pids = [None if p is None else str(p) for p in table.column("pair_id").to_pylist()]
     predicted = table.column("predicted").to_pylist()
     errors = table.column("error").to_pylist() if "error" in table.column_names else None
@@ -385,8 +389,23 @@ def predictions_systems(table: pa.Table, *, name: str, source: str = "", note: s
             raise ConfigError(f"{source or name}: system {sys_name!r}: 'predicted' must be a, b or tie, got {bad[:5]}")
         got, failed, _ = _decisions([pids[i] for i in rows], [predicted[i] for i in rows],
                                     None if errors is None else [errors[i] for i in rows], "no prediction")
-        out.append(System(name=sys_name, kind="predictions", decisions=got, failures=failed, note=note, source=source))
+        out.append(System(name=sys_name, kind="predictions", decisions=got, failures=failed, note=note, source=source,
+                          in_sample=bool(trained), trained_questions=trained))
     return out
+
+
+def predictions_training_questions(table: pa.Table) -> frozenset | None:
+    """The training question ids of the model a predictions table came from, when ``predict`` recorded them
+    (its schema metadata, ``rubric.preference.PREDICTIONS_META_KEY``); None for any other predictions file."""
+    raw = (table.schema.metadata or {}).get(PREDICTIONS_META_KEY)
+    if raw is None:
+        return None
+    try:
+        fitted = json.loads(raw).get(FITTED_ON_KEY)
+    except (ValueError, AttributeError):
+        return None
+    hashes = fitted.get("question_hashes") if isinstance(fitted, dict) else None
+    return frozenset(str(h) for h in hashes) if isinstance(hashes, list) else None
 
 
 def baseline_systems(pairs: PairSet) -> list[System]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from rubric.errors import ConfigError, InputError, ProvenanceError
 from rubric.html_report._cost import CostSection, cost_section
 from rubric.html_report._model import ModelSection, model_section, pair_browser_data
-from rubric.html_report._sections import HtmlSection
+from rubric.html_report._sections import CHECKS, HtmlSection
 from rubric.html_report._score import ScoreSummary, score_summary
 from rubric.io import folder_state, read_manifest
 
@@ -38,6 +38,7 @@ class Report:
     analysis: object | None = None
     analysis_charts: dict[str, str] = field(default_factory=dict)
     protocols: list[tuple[HtmlSection, object]] = field(default_factory=list)
+    checks: list[tuple[HtmlSection, object]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     costs: list[CostSection] = field(default_factory=list)
 
@@ -47,8 +48,8 @@ class Report:
 
 
 def folder_kinds(folder: str | Path) -> list[str]:
-    """What an output folder holds: "score", "judge" or a protocol's name (its manifest's ``protocol``),
-    possibly several.
+    """What an output folder holds: "score", "judge", a protocol's name (its manifest's ``protocol``) or a
+    check's (its manifest's ``kind``: "validate"), possibly several.
 
     Raises:
         InputError: it is not a folder, or holds none of the known outputs.
@@ -59,14 +60,17 @@ def folder_kinds(folder: str | Path) -> list[str]:
     kinds = []
     if (folder / "pairs.parquet").is_file():
         kinds.append("score")
-    protocol = read_manifest(folder).get("protocol") if (folder / "manifest.json").is_file() else None
+    manifest = read_manifest(folder) if (folder / "manifest.json").is_file() else {}
+    protocol = manifest.get("protocol")
     if protocol:
         kinds.append(str(protocol))
+    elif manifest.get("kind") in CHECKS:
+        kinds.append(str(manifest["kind"]))
     elif (folder / "judgments.parquet").is_file():
         kinds.append("judge")
     if not kinds:
-        raise InputError(f"{folder} holds no pairs.parquet, judgments.parquet or protocol output: give the folder "
-                         "a score, judge or protocol command wrote")
+        raise InputError(f"{folder} holds no pairs.parquet, judgments.parquet or protocol output, nor a validate "
+                         "run's: give the folder a score, judge, protocol or validate command wrote")
     return kinds
 
 
@@ -130,7 +134,12 @@ def build_report(folders: Sequence[str | Path], *, model: str | Path | None = No
                 rep.costs.append(c)
     sections = dict(sections or {})
     for f, k in kinds:
-        for protocol in (x for x in k if x not in ("score", "judge")):
+        for check in (x for x in k if x in CHECKS):
+            try:
+                rep.checks.append((CHECKS[check], CHECKS[check].read(f, n_boot=n_boot, seed=seed)))
+            except InputError as e:
+                rep.notes.append(f"{f}: {check} output not shown ({e}); its tables are in {Path(f) / 'report.md'}")
+        for protocol in (x for x in k if x not in ("score", "judge") and x not in CHECKS):
             section = sections.get(protocol)
             if section is None:
                 rep.notes.append(f"{f}: a {protocol} output, whose protocol has no section here; its tables are in "
@@ -212,8 +221,9 @@ def render_html(rep: Report) -> str:
     env.filters.update(num=num, ci=ci, isnan=_nan, mean=fmt_mean, data=lambda o: Markup(_json(o)))
     env.globals.update(zip=zip, METRICS=METRICS, MIN_Q=MIN_QUESTIONS_FOR_CI)
     protocols = [Markup(env.get_template(s.template).render(x=data)) for s, data in rep.protocols]
+    checks = [Markup(env.get_template(s.template).render(x=data)) for s, data in rep.checks]
     tpl = env.get_template("report.html.j2")
-    return tpl.render(rep=rep, protocols=protocols, IN_SAMPLE_MARK=IN_SAMPLE_MARK, PAGE_SIZE=PAGE_SIZE,
+    return tpl.render(rep=rep, protocols=protocols, checks=checks, IN_SAMPLE_MARK=IN_SAMPLE_MARK, PAGE_SIZE=PAGE_SIZE,
                       css=_static("report.css"), js=_static("report.js"))
 
 

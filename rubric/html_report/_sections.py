@@ -1,7 +1,8 @@
-"""A protocol's section of the HTML report (:class:`HtmlSection`): what it reads from its output folder,
-and the template that renders it. The report looks a folder's section up by its manifest's
+"""A section of the HTML report (:class:`HtmlSection`): what it reads from its output folder, and the
+template that renders it. The report looks a protocol folder's section up by its manifest's
 ``protocol`` among the sections it is given (``workers.protocols.html_sections()``: each protocol
-declares its own); this package names no protocol.
+declares its own; this package names no protocol), and a check's (``validate``) by its manifest's
+``kind`` in :data:`CHECKS`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["HtmlSection"]
+__all__ = ["HtmlSection", "CHECKS"]
 
 
 @dataclass(frozen=True)
@@ -29,3 +30,13 @@ class HtmlSection:
     read: Callable[..., Any]
     template: str
     source: str | None = None
+
+
+def _checks() -> dict[str, HtmlSection]:
+    from rubric.validity import VALIDATE_KIND, read_validity
+
+    return {VALIDATE_KIND: HtmlSection(read_validity, "section_validity.html.j2")}
+
+
+#: manifest ``kind`` -> the section of a check's output folder (``lfqa-rubric validate``'s).
+CHECKS: dict[str, HtmlSection] = _checks()

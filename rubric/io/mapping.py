@@ -45,6 +45,10 @@ def check_mapping(mapping: Mapping[str, str], fields: Sequence[str] = TABLE_FIEL
     for key, col in mapping.items():
         if not isinstance(col, str) or not col.strip():
             raise ConfigError(f"mapping[{key!r}] must be a non-empty column name, got {col!r}")
+    for side in ("answer_a", "answer_b"):
+        if "reference" in mapping and mapping.get(side) == mapping["reference"]:
+            raise ConfigError(f"--map reference={mapping['reference']} is also {side}'s column: a compared answer "
+                              "cannot be its own reference")
     return dict(mapping)
 
 

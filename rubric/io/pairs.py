@@ -33,6 +33,21 @@ _PREFERENCE_SUFFIX = "_preference"
 # ---------------------------------------------------------------------------------------------
 
 
+def _refuse_self_reference(pair: PairRecord) -> None:
+    """A reference answer that is one of the compared answers judges that answer against itself: the row is refused.
+
+    Raises:
+        RowError: the reference equals answer_a or answer_b (whitespace-normalised).
+    """
+    if pair.reference is None:
+        return
+    ref = " ".join(pair.reference.split())
+    for side, answer in (("answer_a", pair.answer_a), ("answer_b", pair.answer_b)):
+        if ref == " ".join(answer.split()):
+            raise RowError("reference", f"the reference answer equals {side}: a compared answer cannot be its own "
+                                        "reference (map another column to reference, or none)")
+
+
 def _read_pairs(
     p: Path,
     records: list[Any],
@@ -60,6 +75,7 @@ def _read_pairs(
                 key = rec.repeated[0]
                 raise RowError(key, f"field {key!r} appears more than once in the record")
             pair = build(rec, row)
+            _refuse_self_reference(pair)
             # Only accepted rows claim an id: a good row is not lost to a broken earlier one.
             if pair.pair_id in first_row:
                 raise RowError(

@@ -51,7 +51,7 @@ from rubric.preference.evaluate import (
 )
 
 from rubric.preference.fitted_on import (
-    FITTED_ON_KEY, IDENTITY_COLUMNS, pairs_table_digest, fitted_on_record, SampleStatus, sample_status,
+    FITTED_ON_KEY, IDENTITY_COLUMNS, pairs_table_digest, fitted_on_record, SampleStatus, sample_status, question_overlap,
     PARTLY_IN_SAMPLE_MARK,
 )
 
@@ -79,7 +79,7 @@ __all__ = [
     "model_inputs", "Evaluation", "model_table_differences", "check_model_table", "evaluate_model",
     "write_report", "saved_weight_ci", "pairs_fingerprint", "MODEL_ROW", "STYLE_CONTROLLED_ROW",
     "PREDICTIONS_META_KEY", "predict_pairs", "write_predictions", "TrainedModel", "TransferCell", "Transfer",
-    "labeled_pairs", "transfer", "transfer_markdown", "check_core_params", "fit_core", "restore_core", 'model_row_names', 'FITTED_ON_KEY', 'IDENTITY_COLUMNS', 'pairs_table_digest', 'fitted_on_record', 'SampleStatus', 'sample_status',
+    "labeled_pairs", "transfer", "transfer_markdown", "check_core_params", "fit_core", "restore_core", 'model_row_names', 'FITTED_ON_KEY', 'IDENTITY_COLUMNS', 'pairs_table_digest', 'fitted_on_record', 'SampleStatus', 'sample_status', 'question_overlap',
     "weight_ci_cell", "weight_ci_note", "MAX_DEGENERATE_SHARE", "PARTLY_IN_SAMPLE_MARK", "CHART_WIDTH",
     "CHART_MIN_FONT", "chart_label", "legend_beside",
 ]

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 __all__ = ["FITTED_ON_KEY", "IDENTITY_COLUMNS", "pairs_table_digest", "fitted_on_record", "SampleStatus",
-           "sample_status", "IN_SAMPLE_MARK", "PARTLY_IN_SAMPLE_MARK"]
+           "sample_status", "IN_SAMPLE_MARK", "PARTLY_IN_SAMPLE_MARK", "question_overlap"]
 
 #: The key of the record in a model's metadata.
 FITTED_ON_KEY = "fitted_on"
@@ -195,3 +195,21 @@ def sample_status(model, table: pa.Table, split: str, *, question_ids: Sequence[
                         f"PARTLY IN-SAMPLE: {fit}; {k} of the {n} evaluated pairs ({k_q} of {len(questions)} "
                         f"questions of {other}'s {split!r} split) have one of its training questions, so the metrics "
                         f"are also given on the other {n - k} pairs", **base)
+
+
+def question_overlap(training: Iterable[str] | None, evaluated: Sequence[str]) -> dict:
+    """How evaluated pairs (one question id each) stand to a model's training questions, for a model that is not
+    a :class:`rubric.preference.PreferenceModel` (the encoder baseline's head).
+
+    Returns:
+        ``{"kind", "in_sample", "n_pairs", "n_overlap"}``: kind "in-sample" (every pair's question was trained on),
+        "partly in-sample", "held-out", or "unrecorded" (``training`` is None: nothing to decide on, and
+        ``in_sample`` is None).
+    """
+    n = len(evaluated)
+    if training is None:
+        return {"kind": "unrecorded", "in_sample": None, "n_pairs": n, "n_overlap": None}
+    train = {str(q) for q in training}
+    k = sum(str(q) in train for q in evaluated)
+    kind = "held-out" if k == 0 else "in-sample" if k == n else "partly in-sample"
+    return {"kind": kind, "in_sample": k > 0, "n_pairs": n, "n_overlap": k}

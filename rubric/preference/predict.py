@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from rubric.preference.evaluate import check_model_table, model_inputs
 from rubric.tables import table_rubrics
+from rubric.preference.fitted_on import FITTED_ON_KEY, sample_status
 from rubric.preference.model import PreferenceModel
 from rubric.tables import STYLE_COVARIATES
 
@@ -124,9 +125,18 @@ def predict_pairs(model: PreferenceModel, pairs: pa.Table, *, split: str | None 
     types = {"pair_id": pa.string(), "question_id": pa.string(), "split": pa.string(), "label": pa.string(),
              "predicted": pa.string(), "error": pa.string()}
     table = pa.table({k: pa.array(v, type=types.get(k, pa.float64())) for k, v in cols.items()})
+    status = sample_status(model, pairs, split or "all")
+    fitted = (model.metadata_ or {}).get(FITTED_ON_KEY) if isinstance(model.metadata_, dict) else None
     meta = {"model_features": list(model.features_), "style_features": list(model.style_features_),
             "length_betas": model.length_betas, "classes": classes, "provenance_differences": differences,
-            "n_pairs": n, "n_unscored": int((~scored).sum())}
+            "n_pairs": n, "n_unscored": int((~scored).sum()),
+            # what the model was fitted on travels with its predictions: `analyze` marks the rows of any
+            # table of them by question overlap (rubric.analysis.predictions_systems), never by file or split name
+            FITTED_ON_KEY: {k: fitted[k] for k in ("split", "pairs_sha256", "question_hashes") if k in fitted}
+            if isinstance(fitted, dict) else None,
+            "sample": {"kind": status.kind, "n_overlap": status.n_overlap, "note": status.note}}
+    if status.in_sample:
+        log.info("%s", status.note)
     if meta["n_unscored"]:
         log.warning("%d of %d pairs have no prediction (a rubric value is missing): see the error column",
                     meta["n_unscored"], n)

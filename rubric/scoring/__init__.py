@@ -21,7 +21,7 @@ from rubric.scoring.specs import (
     RubricSpec, RUBRICS, DEFAULT_VERSIONS, EXTRA_SIGNALS, PAPER_RUBRICS, resolve_rubrics,
 )
 from rubric.scoring.scorer import (
-    Score, Provenance, Scorer, ScoreSet, check_batch,
+    Score, Provenance, Scorer, ScoreSet, check_batch, ABSTAIN_PREFIX, is_abstention,
 )
 # geval registers the LLM rubrics, which the presets check
 from rubric.scoring.prompts import (
@@ -61,6 +61,9 @@ from rubric.scoring.cpu_profile import (
     CPU_SPECIFICITY_VERSION, CPU_EXAMPLES_VERSION, CPU_FLUENCY_VERSION, FACTUALITY_NO_EVIDENCE, QUESTION_TERM_POS,
     CONCRETE_POS, EXAMPLE_CUE, FLUENCY_HARPER_KINDS, centroid, relevance_score, coherence_score, soft_recall,
     term_coverage, completeness_score, support_score, concreteness, example_cues, count_fluency_lints, fluency_score,
+    CPU_RELEVANCE_V2, CPU_COHERENCE_V2, CPU_COMPLETENESS_V2, CPU_COMPLETENESS_REFERENCE, CPU_FACTUALITY_V2,
+    CPU_EXAMPLES_V2, REPEAT_COS, EXAMPLE_CUE_V2, distinct_sentences, novelty, sentence_information, relevance_v2,
+    completeness_v2, coherence_v2, example_cues_v2, ZIPF_TOP, MIN_TERM_WEIGHT, term_weight,
 )
 from rubric.scoring.claims import (
     FACTUALITY_V2, FACTUALITY_VERSIONS, count_no_claims,
@@ -73,11 +76,14 @@ from rubric.scoring.claim_stop import (
 )
 
 __all__ = [
+    "CPU_RELEVANCE_V2", "CPU_COHERENCE_V2", "CPU_COMPLETENESS_V2", "CPU_COMPLETENESS_REFERENCE", "CPU_FACTUALITY_V2",
+    "CPU_EXAMPLES_V2", "REPEAT_COS", "EXAMPLE_CUE_V2", "distinct_sentences", "novelty", "sentence_information",
+    "relevance_v2", "completeness_v2", "coherence_v2", "example_cues_v2", "ZIPF_TOP", "MIN_TERM_WEIGHT", "term_weight",
     "model_preset_problems", "model_preset_tag",
     "Preset", "PAPER", "CPU", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges", "preset_tag",
     "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY",
     "minmax_1_5", "FittedMinMax", "LENGTH_WORD_CAP", "LENGTH_RAW_MAX", "whitespace_words", "length_raw",
-    "row_cosine", "RubricSpec", "RUBRICS", "DEFAULT_VERSIONS", "EXTRA_SIGNALS", "PAPER_RUBRICS",
+    "row_cosine", "ABSTAIN_PREFIX", "is_abstention", "RubricSpec", "RUBRICS", "DEFAULT_VERSIONS", "EXTRA_SIGNALS", "PAPER_RUBRICS",
     "resolve_rubrics", "Score", "Provenance", "Scorer", "ScoreSet", "check_batch", "ChatPrompt",
     "PROMPTS_DIR", "PromptTemplate", "ParsedScore", "Layout", "LAYOUTS", "DEFAULT_MIN_MASS",
     "DEFAULT_LOG_SCORE_TOL", "LFQ_FILTER_VERSION", "TEMPLATE_VERSIONS", "get_template", "lfq_filter_template",

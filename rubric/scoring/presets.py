@@ -134,12 +134,12 @@ CPU = Preset(
         "specificity": "specificity.concrete.v1",
         "grammar": "grammar.harper.v1",
         "fluency": "fluency.harper.v1",
-        "completeness": "completeness.coverage.v1",
-        "coherence": "coherence.minilm.v1",
-        "relevance": "relevance.minilm.v1",
+        "completeness": "completeness.coverage.v2",
+        "coherence": "coherence.minilm.v2",
+        "relevance": "relevance.minilm.v2",
         "conciseness": "conciseness.lexical_density.v1",
-        "use_of_examples": "use_of_examples.cues.v1",
-        "factuality": "factuality.support.v1",
+        "use_of_examples": "use_of_examples.cues.v2",
+        "factuality": "factuality.support.v2",
     }),
     # Our defaults for everything but the rubrics: no LLM prompt is rendered (llm_layout is inert), the
     # model keeps its style covariates, so a rubric that is only length shows it style-controlled.

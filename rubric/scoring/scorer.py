@@ -11,9 +11,23 @@ from rubric.errors import BatchMismatchError, ConfigError
 from rubric.io import AnswerItem
 from rubric.scoring.specs import RubricSpec
 
-__all__ = ["Score", "Provenance", "Scorer", "ScoreSet", "check_batch"]
+__all__ = ["Score", "Provenance", "Scorer", "ScoreSet", "check_batch", "ABSTAIN_PREFIX", "is_abstention"]
 
 Extra = float | int | str | bool | None
+
+#: How an abstention's reason starts. A rubric *abstains* when its definition has nothing to judge on a row
+#: (no evidence shared by the question's answers, one sentence for a sentence-to-sentence measure): the
+#: value is missing like an error's, but nothing went wrong. It rides in the error field, so stores, the Ray
+#: codec and the tables carry it unchanged; :func:`is_abstention` is the one reader of the prefix. A pair in
+#: which *both* answers abstain has difference 0 on that rubric (nothing to compare: it moves no
+#: prediction), any other missing side leaves the difference missing (``rubric.tables.pairs_table``), and the
+#: manifest counts abstentions apart from errors.
+ABSTAIN_PREFIX = "abstains: "
+
+
+def is_abstention(error: str | None) -> bool:
+    """Whether a score's error field is an abstention (:meth:`Score.abstain`), not a failure."""
+    return isinstance(error, str) and error.startswith(ABSTAIN_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -45,6 +59,15 @@ class Score:
     @classmethod
     def failed(cls, reason: str, **extras: Extra) -> "Score":
         return cls(raw=None, error=reason, extras=extras)
+
+    @classmethod
+    def abstain(cls, reason: str, **extras: Extra) -> "Score":
+        """The rubric has nothing to judge on this row (see :data:`ABSTAIN_PREFIX`); ``reason`` says why."""
+        return cls(raw=None, error=ABSTAIN_PREFIX + reason, extras=extras)
+
+    @property
+    def abstained(self) -> bool:
+        return is_abstention(self.error)
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,26 @@ _add(RubricSpec("use_of_examples", "use_of_examples.cues.v1", "cpu_text", 0.0, 1
 _add(RubricSpec("fluency", "fluency.harper.v1", "harper_fluency", 1.0, 5.0,
                 description="5 - 4*errors/cap over the Harper findings grammar does not count (typos, punctuation, "
                             "capitalisation, repeated words, long sentences, redundancy)"))
+# the second CPU versions (issue 44: each answers a way the first could be fooled; docs/validity.md)
+_add(RubricSpec("relevance", "relevance.minilm.v2", "cpu_text", 0.0, 1.0,
+                description="mean over the answer's distinct sentences of cosine with the question (MiniLM, floored at "
+                            "0) times the share of the sentence's content lemmas the question lacks: restating the "
+                            "question is not answering it"))
+_add(RubricSpec("coherence", "coherence.minilm.v2", "cpu_text", 0.0, 1.0,
+                description="mean MiniLM cosine of adjacent answer sentences (floored at 0; no question link), a link "
+                            "into a repeated sentence counting 0; abstains with fewer than two sentences"))
+_add(RubricSpec("completeness", "completeness.coverage.v2", "cpu_text", 0.0, 1.0,
+                description="reference-free: 1 - prod(1 - information) over the answer's distinct sentences, a "
+                            "sentence's information being relevance.minilm.v2's"))
+_add(RubricSpec("completeness", "completeness.reference.v1", "cpu_text", 0.0, 1.0,
+                description="opt-in, reads the reference: mean over the reference's sentences of their best MiniLM "
+                            "cosine with an answer sentence (floored at 0); abstains without a reference"))
+_add(RubricSpec("factuality", "factuality.support.v2", "cpu_text", 0.0, 1.0,
+                description="mean best MiniLM cosine of each answer sentence with the question's reference answer's "
+                            "sentences (evidence both answers share); abstains without a reference"))
+_add(RubricSpec("use_of_examples", "use_of_examples.cues.v2", "cpu_text", 0.0, 1.0, kind="binary",
+                description="1 when an example cue introduces an example (for example, such as, imagine you, an "
+                            "example of, ...; no negated or first-person cue), else 0"))
 
 # --- extra signals: opt-in, outside the paper's nine ---------------------------------------------
 _add(RubricSpec("length", "length.words.v1", "length", 0.0, LENGTH_RAW_MAX, extra_signal=True,

@@ -85,6 +85,15 @@ class Assembled:
     counts: dict = field(default_factory=dict)
 
 
+
+def outcome_counts(errors: Mapping[str, int], abstained: Mapping[str, int]) -> dict:
+    """The manifest's counts of missing values by rubric: ``errors_by_rubric`` (failures), and
+    ``abstained_by_rubric`` (a rubric that had nothing to judge: ``rubric.scoring.Score.abstain``) when any."""
+    out: dict = {"errors_by_rubric": dict(errors)}
+    if any(abstained.values()):
+        out["abstained_by_rubric"] = dict(abstained)
+    return out
+
 def combine_inputs(inputs: Sequence[JobInput]) -> tuple[list[PairRecord], list[Reject], dict[str, dict]]:
     """Concatenate the inputs' pairs in order, rejecting ids an earlier input already used.
 
@@ -233,7 +242,9 @@ def assemble(inputs: Sequence[JobInput], scores: Mapping[str, Mapping[str, Score
         "unlabeled": sum(1 for p in pairs if p.label is None),
         "unique_answers": len(items),
         "splits": {s: splits.count(s) for s in SPLITS},
-        "errors_by_rubric": {n: sum(1 for sc in col if sc.error is not None) for n, col in columns.items()},
+        **outcome_counts({n: sum(1 for sc in col if sc.error is not None and not sc.abstained)
+                          for n, col in columns.items()},
+                         {n: sum(1 for sc in col if sc.abstained) for n, col in columns.items()}),
         "per_input": per_input,
     }
     if "factuality" in columns:  # answers with no verifiable claim, scored 0.0 by factuality.veriscore.v2

@@ -15,7 +15,7 @@ from rubric.scoring import FittedMinMax
 from rubric.scoring import Provenance, Score
 from rubric.scoring import RubricSpec
 from rubric.io import SPLITS
-from rubric.tables.assemble import JobInput
+from rubric.tables.assemble import JobInput, outcome_counts
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -349,12 +349,13 @@ def _question_splits(index: dict, seed: int,
 
 
 def _check_and_fit(answers: _Answers, scores: ScoreLookup, names: Sequence[str], of_question: dict[str, str] | None,
-                   *, fitted: bool, chunk: int) -> tuple[FittedMinMax | None, dict[str, int], dict[str, set[str]]]:
+                   *, fitted: bool, chunk: int) -> tuple[FittedMinMax | None, dict, dict[str, set[str]]]:
     """A pass over every answer: each has every score (else BatchMismatchError, as :func:`assemble`), the
-    training answers' raw ranges (for ``fitted``), errors per rubric, and every extra key per rubric."""
+    training answers' raw ranges (for ``fitted``), errors and abstentions per rubric (``outcome_counts``), and every extra key per rubric."""
     n = lost = 0
     first_lost = no_rubric = None
     errors = dict.fromkeys(names, 0)
+    abstained = dict.fromkeys(names, 0)
     keys: dict[str, set[str]] = {r: set() for r in names}
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
@@ -373,7 +374,8 @@ def _check_and_fit(answers: _Answers, scores: ScoreLookup, names: Sequence[str],
                 if sc is None:
                     no_rubric = no_rubric or (it.answer_id, r)
                     continue
-                errors[r] += sc.error is not None
+                errors[r] += sc.error is not None and not sc.abstained
+                abstained[r] += sc.abstained
                 keys[r].update(sc.extras)
                 if train and sc.raw is not None:  # a Score's raw value is finite
                     lo[r], hi[r] = min(lo.get(r, sc.raw), sc.raw), max(hi.get(r, sc.raw), sc.raw)
@@ -384,7 +386,7 @@ def _check_and_fit(answers: _Answers, scores: ScoreLookup, names: Sequence[str],
     fit = None
     if fitted:  # min and max of the pieces' ranges: the same bounds as fitting all values at once
         fit = FittedMinMax.fit({r: [lo[r], hi[r]] for r in names if r in lo})
-    return fit, errors, keys
+    return fit, outcome_counts(errors, abstained), keys
 
 
 def _assemble_in_pieces(read_inputs, scores: ScoreLookup, provenance, specs, answers: _Answers, tmp: str, *,
@@ -449,7 +451,7 @@ def _assemble_in_pieces(read_inputs, scores: ScoreLookup, provenance, specs, ans
         "unlabeled": index["n_unlabeled"],
         "unique_answers": answers.count(),
         "splits": split_counts,
-        "errors_by_rubric": errors,
+        **errors,
         "per_input": per_input,
     }
     if has_claims:  # answers with no verifiable claim, scored 0.0 by factuality.veriscore.v2

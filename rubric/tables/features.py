@@ -34,7 +34,7 @@ from rubric.tables.provenance import (PROVENANCE_INDEX_META_KEY, PROVENANCE_META
                                table_provenance_index)
 from rubric.io import AnswerItem, PairRecord
 from rubric.scoring import FittedMinMax
-from rubric.scoring import Provenance, Score
+from rubric.scoring import Provenance, Score, is_abstention
 from rubric.scoring import RubricSpec
 from rubric.tables.style import (STYLE_COVARIATES, STYLE_META_KEY, length_decorrelation_beta, markdown_count,
                           normalised_difference)
@@ -192,7 +192,11 @@ def pairs_table(pairs: Sequence[PairRecord], splits: Sequence[str], answers: pa.
         b = [vals[i] for i in ib]
         cols[f"a_{r}"] = a
         cols[f"b_{r}"] = b
-        cols[f"d_{r}"] = [None if x is None or y is None else x - y for x, y in zip(a, b)]
+        errs = answers.column(f"{r}_error").to_pylist()
+        both_abstain = [is_abstention(errs[i]) and is_abstention(errs[j]) for i, j in zip(ia, ib)]
+        # both answers abstain (the rubric has nothing to judge on either): nothing to compare, difference 0
+        cols[f"d_{r}"] = [0.0 if both else None if x is None or y is None else x - y
+                          for x, y, both in zip(a, b, both_abstain)]
         cols[provenance_column(r)] = [provenance_key(records[r])] * len(pairs)
     table = pa.table(cols)
     for r in rubrics:
@@ -385,8 +389,13 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
                 break
             for r in constant:
                 value = diffs[r][labeled[0]]
-                excluded[r] = (f"constant on the {split or 'all'} split (every difference is {value:g}): "
-                               "nothing to learn")
+                a_r = pairs.column(f"a_{r}").to_pylist()
+                if all(a_r[i] is None for i in labeled):  # a difference 0 with no value: both answers abstained
+                    excluded[r] = (f"every answer of the {split or 'all'} split's pairs abstained (the rubric had "
+                                   f"nothing to judge; the reasons are in the {r}_error column of answers.parquet)")
+                else:
+                    excluded[r] = (f"constant on the {split or 'all'} split (every difference is {value:g}): "
+                                   "nothing to learn")
                 log.warning("rubric %s left out: %s", r, excluded[r])
             use = [r for r in use if r not in constant]
             kept, n_missing, n_ties, n_unlabeled = kept_rows(use)

@@ -11,6 +11,10 @@ from rubric.config import ScoringConfig
 from rubric.io import AnswerItem
 from rubric.scoring import CPU, FACTUALITY_NO_EVIDENCE, RUBRICS, check_batch
 
+#: The first CPU versions, kept registered (old tables name them): scored beside the preset's.
+V1 = ("relevance.minilm.v1", "coherence.minilm.v1", "completeness.coverage.v1", "factuality.support.v1",
+      "use_of_examples.cues.v1")
+
 pytestmark = pytest.mark.slow
 
 Q = "what is the difference between wifi and bluetooth"
@@ -53,38 +57,124 @@ def scores(cpu_scorers):
     return out
 
 
+@pytest.fixture(scope="module")
+def v1_scores(cpu_scorers):
+    from models.cpu_rubrics import CPUProfileScorer
+
+    scorer = CPUProfileScorer(tuple(RUBRICS.get(v) for v in V1))
+    results = scorer.score_batch(ITEMS)
+    check_batch(scorer, ITEMS, results)
+    return {it.answer_id: r for it, r in zip(ITEMS, results)}
+
+
+#: Where the preset's versions abstain on ITEMS, and why: nothing else may be missing.
+ABSTAINS = {("noref", "factuality"): "no evidence both answers share", ("docs", "factuality"): "no evidence",
+            ("docs", "coherence"): "one sentence"}
+
+
 def test_all_nine_rubrics_in_their_declared_ranges(scores):
     assert set(scores["good"]) == set(CPU.rubric_versions)
     for aid in ("good", "off", "noref", "docs"):
         for name, score in scores[aid].items():
             spec = RUBRICS.get(CPU.rubric_versions[name])
+            if (aid, name) in ABSTAINS:
+                assert score.abstained and ABSTAINS[aid, name] in score.error, (aid, name, score.error)
+                continue
             assert score.error is None, (aid, name, score.error)
             assert spec.raw_min <= score.raw <= spec.raw_max, (aid, name, score.raw)
 
 
-def test_an_answer_with_nothing_to_read_is_a_row_error_of_the_new_versions(scores):
+def test_an_answer_with_nothing_to_read_is_a_row_error_of_the_new_versions(scores, v1_scores):
     new = {n for n, v in CPU.rubric_versions.items() if v not in ("grammar.harper.v1", "conciseness.lexical_density.v1")}
     for name in new:
         assert "no letter or digit" in scores["punct"][name].error
+        assert not scores["punct"][name].abstained
+    for name, s in v1_scores["punct"].items():
+        assert "no letter or digit" in s.error
 
 
-def test_the_on_topic_answer_beats_the_off_topic_one(scores):
-    good, off = scores["good"], scores["off"]
-    for name in ("relevance", "coherence", "completeness", "factuality", "specificity", "use_of_examples"):
-        assert good[name].raw > off[name].raw, name
-    assert good["use_of_examples"].extras["cues"] == "such as"
+def test_the_on_topic_answer_beats_the_off_topic_one(scores, v1_scores):
+    for got in (scores, v1_scores):
+        good, off = got["good"], got["off"]
+        for name in ("relevance", "coherence", "completeness", "factuality", "use_of_examples"):
+            assert good[name].raw > off[name].raw, name
+        assert good["use_of_examples"].extras["cues"] == "such as"
+    assert scores["good"]["specificity"].raw > scores["off"]["specificity"].raw
     # the question's terms: difference, wifi, bluetooth; the answer never says "difference"
-    assert good["completeness"].extras["question_coverage"] == pytest.approx(2 / 3)
-    assert off["completeness"].extras["question_coverage"] == 0.0
+    assert v1_scores["good"]["completeness"].extras["question_coverage"] == pytest.approx(2 / 3)
+    assert v1_scores["off"]["completeness"].extras["question_coverage"] == 0.0
 
 
-def test_evidence_decides_whether_factuality_abstains(scores):
-    assert scores["noref"]["factuality"].raw == FACTUALITY_NO_EVIDENCE
-    assert scores["noref"]["factuality"].extras["n_evidence"] == 0
-    assert scores["noref"]["completeness"].extras["reference_recall"] is None
-    assert scores["docs"]["factuality"].extras["n_evidence"] == 1
-    assert scores["docs"]["factuality"].raw > 0.6  # the document says the same thing
+def test_factuality_v2_reads_only_evidence_both_answers_share(scores, v1_scores):
+    # the reference is the question's: read; a document attached to one answer is that answer's own: not evidence
     assert scores["good"]["factuality"].extras["n_evidence"] == 2  # the reference's two sentences
+    assert scores["docs"]["factuality"].abstained and scores["noref"]["factuality"].abstained
+    # v1 (kept for old tables) still abstains at 0.5 without evidence and reads the documents
+    assert v1_scores["noref"]["factuality"].raw == FACTUALITY_NO_EVIDENCE
+    assert v1_scores["noref"]["factuality"].extras["n_evidence"] == 0
+    assert v1_scores["noref"]["completeness"].extras["reference_recall"] is None
+    assert v1_scores["docs"]["factuality"].extras["n_evidence"] == 1
+    assert v1_scores["docs"]["factuality"].raw > 0.6  # the document says the same thing
+
+
+def test_the_reference_reading_completeness_is_its_own_opt_in_version():
+    from models.cpu_rubrics import CPUProfileScorer
+
+    scorer = CPUProfileScorer((RUBRICS.get("completeness.reference.v1"),))
+    good, noref = scorer.score_batch([ITEMS[0], ITEMS[3]])
+    assert 0.5 < good["completeness"].raw <= 1.0 and good["completeness"].extras["n_reference"] == 2
+    assert noref["completeness"].abstained and "no reference" in noref["completeness"].error
+    assert "completeness.reference.v1" not in CPU.rubric_versions.values()  # the preset is reference-free
+
+
+def test_evidence_is_capped_before_it_is_parsed():
+    from models.cpu_rubrics import MAX_EVIDENCE_CHARS, MAX_EVIDENCE_SENTENCES, CPUProfileScorer
+
+    huge = " ".join(f"Fact number {i} is about wireless links." for i in range(8000))
+    assert len(huge) > 2 * MAX_EVIDENCE_CHARS
+    scorer = CPUProfileScorer((RUBRICS.get("factuality.support.v2"),))
+    seen: list[int] = []
+    pipe = scorer.nlp.pipe
+    scorer.nlp.pipe = lambda texts, **kw: pipe(seen.extend(len(t) for t in texts) or texts, **kw)
+    try:
+        (got,) = scorer.score_batch([AnswerItem("a", Q, ITEMS[0].answer, reference=huge)])
+    finally:
+        scorer.nlp.pipe = pipe
+    assert max(seen) <= MAX_EVIDENCE_CHARS
+    assert got["factuality"].extras["n_evidence"] == MAX_EVIDENCE_SENTENCES
+    assert got["factuality"].extras["evidence_truncated"] is True
+
+
+#: The issue's probes (tried by hand as a careful user would), kept: a correct answer, the question restated
+#: four times, a topical non-answer, and the answer with a sentence said twice.
+HEAT_Q = "How does a heat pump heat a house in winter?"
+HEAT = ("A heat pump moves heat instead of making it. Even cold outdoor air holds some heat, and the pump's "
+        "refrigerant absorbs it in the outdoor coil because the refrigerant is colder still. A compressor then "
+        "squeezes the refrigerant, which raises its temperature well above room temperature. Indoors, the hot "
+        "refrigerant releases that heat through a coil, and a fan spreads it through the house.")
+PROBES = {
+    "echo": ("How does a heat pump heat a house in winter? A heat pump heats a house in winter. Heating a house in "
+             "winter with a heat pump. That is how a heat pump heats a house during the winter."),
+    "non_answer": ("Heat pumps are a topic many people ask about. There are many things to consider when it comes "
+                   "to heat pumps and houses in winter. It really depends on the situation."),
+    "repeat": HEAT.replace("A compressor then", "Even cold outdoor air holds some heat, and the pump's refrigerant "
+                           "absorbs it in the outdoor coil because the refrigerant is colder still. A compressor then"),
+}
+
+
+def test_echo_repetition_and_a_non_answer_never_outrank_the_answer(cpu_scorers):
+    items = [AnswerItem("answer", HEAT_Q, HEAT)] + [AnswerItem(k, HEAT_Q, v) for k, v in PROBES.items()]
+    got = {it.answer_id: {} for it in items}
+    for scorer in cpu_scorers:
+        for it, r in zip(items, scorer.score_batch(items)):
+            got[it.answer_id].update(r)
+    for probe in PROBES:
+        for name in ("relevance", "coherence", "completeness"):
+            assert got[probe][name].raw <= got["answer"][name].raw, (probe, name, got[probe][name].raw,
+                                                                     got["answer"][name].raw)
+    assert got["echo"]["relevance"].raw < 0.1 and got["echo"]["coherence"].extras["n_repeated"] >= 2
+    assert got["repeat"]["coherence"].extras["n_repeated"] == 1
+    assert got["repeat"]["relevance"].raw == pytest.approx(got["answer"]["relevance"].raw, abs=1e-6)
 
 
 def test_scores_do_not_depend_on_the_batch(cpu_scorers, scores):
@@ -101,6 +191,7 @@ def test_scores_do_not_depend_on_the_batch(cpu_scorers, scores):
 def test_provenance_names_the_models(cpu_scorers):
     prov = {s.name: sc.provenance(s.name) for sc in cpu_scorers for s in sc.specs}
     assert {n: p.rubric_version for n, p in prov.items()} == dict(CPU.rubric_versions)
+    assert prov["use_of_examples"].template_hash != prov["relevance"].template_hash
     assert "all-MiniLM-L6-v2" in prov["relevance"].model_id and "3.8.0" in prov["relevance"].model_revision
     assert prov["specificity"].model_revision == "3.8.0"
     assert prov["use_of_examples"].template_hash and prov["fluency"].template_hash

@@ -204,8 +204,20 @@ def test_encoder_baseline_on_real_sample_pairs(tmp_path, minilm):
     got = victim.p_a([(p.question, p.answer_a, p.answer_b) for p in read.pairs])
     np.testing.assert_allclose(got, p_a, atol=1e-5)
     # applying the saved head (no training) reproduces the predictions file
-    run_encoder_job(out, head_dir=out / "encoder", predictions=tmp_path / "again.parquet", n_boot=50, progress=False)
+    again = run_encoder_job(out, head_dir=out / "encoder", predictions=tmp_path / "again.parquet", n_boot=50,
+                            progress=False)
     np.testing.assert_allclose(pq.read_table(tmp_path / "again.parquet").column("p_a").to_pylist(), p_a, atol=1e-5)
+    # in-sample by question overlap (issue 44), not by folder or split name: trained on train, the test pairs'
+    # questions are held out, whichever folder the head is applied from; the predictions say what it trained on
+    assert summary["test"]["sample"]["kind"] == again["test"]["sample"]["kind"] == "held-out"
+    assert meta["question_hashes"] and set(meta["question_hashes"]) <= {p.question_id for p in read.pairs}
+    from rubric.analysis import predictions_systems
+
+    (system,) = predictions_systems(preds, name="enc")
+    assert system.trained_questions == frozenset(meta["question_hashes"])
+    every = run_encoder_job(out, split="all", out=tmp_path / "head_all", predictions=tmp_path / "all.parquet",
+                            C=1.0, n_boot=50, progress=False)
+    assert every["test"]["sample"]["kind"] == "in-sample" and every["test"]["in_sample"] is True
 
 
 @pytest.mark.slow

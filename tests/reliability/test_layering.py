@@ -196,7 +196,8 @@ def test_no_absolute_machine_paths_in_tracked_files():
 # --- rubric/ is a graph without cycles, and its rooms meet through their public faces ----------------
 
 #: rubric's sub-packages; each ``__init__`` is the room's public face (``__all__``).
-ROOMS = ("io", "scoring", "tables", "preference", "judging", "perturbation", "protocols", "analysis", "html_report")
+ROOMS = ("io", "scoring", "tables", "preference", "judging", "perturbation", "protocols", "analysis", "validity",
+         "html_report")
 
 
 def _is_module(name: str, modules: set[str]) -> bool:

@@ -130,6 +130,7 @@ def test_every_job_kind_writes_only_through_the_output_folder(audited, tmp_path)
     from tests.workers.test_judge_job import CONFIG, Const, LengthJudge, _records, _write
     from tests.workers.test_protocol_job import SETTINGS, Counting, _arena_files, _generator, _webglm
     from workers.jobs.score import run_job
+    from workers.jobs.validate import run_validate_job
     from workers.jobs.judge import JudgeSettings, run_judge_job
     from workers.jobs.linkage import LinkageSettings, run_linkage_job
     from workers.protocols.arena import run_arena_job
@@ -138,6 +139,8 @@ def test_every_job_kind_writes_only_through_the_output_folder(audited, tmp_path)
     outs, bad = audited
     src = _write(tmp_path / "in.jsonl", _records()[:6])
     run_job(src, "lfqa-hp", list(Const.specs), outs / "score", config=CONFIG, progress=False, scorers=[Const()])
+    run_validate_job(src, "lfqa-hp", list(Const.specs), outs / "validate", config=CONFIG, progress=False,
+                     scorers=[Const()], n_boot=20)
     settings = JudgeSettings("plain")
     run_judge_job(src, "lfqa-hp", settings, outs / "judge", config=CONFIG, progress=False,
                   scorer=LengthJudge([s.version for s in settings.specs]))
@@ -156,5 +159,6 @@ def test_every_job_kind_writes_only_through_the_output_folder(audited, tmp_path)
                    scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("lfqa_e.reference_tie.v1")]))
     made = {d.name: set(json.loads((d / "manifest.json").read_text())["published"]) for d in outs.iterdir()}
     assert made["score"] >= {"answers.parquet", "pairs.parquet", "rejects.jsonl"}
+    assert made["validate"] == {"validity_pairs.parquet", "validity.parquet", "report.md"}
     assert made["linkage_failed"] == {"rejects.jsonl", "report.md"} and "report.md" in made["arena"]
     assert bad == [], "\n".join(bad)

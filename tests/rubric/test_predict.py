@@ -132,3 +132,24 @@ def test_cli_predict(table, model, tmp_path, capsys):
     loaded = PreferenceModel.from_json(tmp_path / "m.json")
     assert loaded.style_features_ == model.style_features_
 
+
+
+def test_predictions_carry_the_models_training_questions_and_analyze_marks_them_by_overlap(table):
+    """A model fitted on every pair predicts the test split: its predictions file says so, and `analyze` marks
+    that system IN-SAMPLE on those pairs (issue 44: it was unmarked, accuracy 1.0); fitted on train, the
+    test pairs are held out and unmarked."""
+    from rubric.analysis import predictions_systems
+
+    test_qids = [q for q, s in zip(table.column("question_id").to_pylist(), table.column("split").to_pylist())
+                 if s == "test"]
+    for split, mark in (("all", " (IN-SAMPLE)"), ("train", "")):
+        m = fit_model(table, split=split)[0]
+        out = predict_pairs(m, table, split="test")
+        meta = json.loads(out.schema.metadata[PREDICTIONS_META_KEY])
+        assert sorted(meta["fitted_on"]["question_hashes"]) == m.metadata_["fitted_on"]["question_hashes"]
+        assert meta["sample"]["kind"] == ("in-sample" if split == "all" else "held-out")
+        (system,) = predictions_systems(out, name="preds")
+        assert system.trained_questions == frozenset(m.metadata_["fitted_on"]["question_hashes"])
+        assert system.label_on(test_qids) == "preds" + mark
+    bare = predictions_systems(out.replace_schema_metadata({}), name="other")[0]
+    assert bare.trained_questions is None  # a predictions file we did not write: nothing recorded, nothing claimed

@@ -545,3 +545,18 @@ def test_read_table_without_a_label_column_reads_every_pair_unlabeled(tmp_path):
     _check_accounting(res)
     with pytest.raises(ConfigError, match="needs a label column"):
         read_table(tmp_path / "t.jsonl", "question=q,answer_a=x,answer_b=y", label_values={"a": "a"})
+
+
+def test_a_reference_equal_to_a_compared_answer_is_refused(tmp_path):
+    """A reference that is one of the compared answers would judge it against itself (issue 44)."""
+    path = tmp_path / "self_ref.jsonl"
+    rows = [_hp(0, reference="An unrelated reference answer."), _hp(1, reference=f"  first {LONG}  "),
+            _hp(2, reference=f"second\n{LONG}")]
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    got = read_lfqa_hp(path)
+    assert [p.pair_id for p in got.pairs] == ["p0"]
+    reasons = {r.pair_id or r.row: r.reason for r in got.rejects}
+    assert len(got.rejects) == 2 and all(r.field == "reference" for r in got.rejects)
+    assert "equals answer_a" in got.rejects[0].reason and "equals answer_b" in got.rejects[1].reason, reasons
+    with pytest.raises(ConfigError, match="also answer_b's column"):
+        parse_mapping("question=q,answer_a=x,answer_b=y,reference=y")

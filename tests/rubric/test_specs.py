@@ -15,6 +15,8 @@ EXPECTED_VERSIONS = {
     # the CPU profile's versions (--preset cpu)
     "relevance.minilm.v1", "coherence.minilm.v1", "completeness.coverage.v1", "factuality.support.v1",
     "specificity.concrete.v1", "use_of_examples.cues.v1", "fluency.harper.v1",
+    "relevance.minilm.v2", "coherence.minilm.v2", "completeness.coverage.v2", "completeness.reference.v1",
+    "factuality.support.v2", "use_of_examples.cues.v2",
     # extra signals (opt-in, outside the paper's nine)
     "length.words.v1", "qa_similarity.minilm.v1", "ref_rouge_l.v1", "ref_similarity.minilm.v1",
 }

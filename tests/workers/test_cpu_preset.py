@@ -1,7 +1,7 @@
 """``--preset cpu`` on the commands: score resolves the profile's versions, fit records it, transfer checks
 its inputs and names it, judge and analyze refuse it.
 
-The score runs here take use_of_examples.cues.v1 alone (example cues: no model is loaded), so they are fast;
+The score runs here take use_of_examples.cues.v2 alone (example cues: no model is loaded), so they are fast;
 the profile's real-model scorers are tested in tests/models/test_cpu_rubrics.py.
 """
 
@@ -39,10 +39,10 @@ def test_score_takes_the_profiles_versions():
     args = build_parser().parse_args(["score", "x.jsonl", "--format", "lfqa-hp", "--out", "o", "--preset", "cpu",
                                       "--rubrics", "relevance,grammar"])
     apply_preset(args, "score")
-    assert args.rubrics == "relevance.minilm.v1,grammar.harper.v1"
+    assert args.rubrics == "relevance.minilm.v2,grammar.harper.v1"
     args = build_parser().parse_args(["score", "x.jsonl", "--format", "lfqa-hp", "--out", "o", "--preset", "cpu",
                                       "--rubrics", "relevance.geval.v1"])
-    with pytest.raises(ConfigError, match="--preset cpu uses relevance.minilm.v1, not relevance.geval.v1"):
+    with pytest.raises(ConfigError, match="--preset cpu uses relevance.minilm.v2, not relevance.geval.v1"):
         apply_preset(args, "score")
 
 
@@ -66,7 +66,7 @@ def test_transfer_fixes_the_model_settings():
 def test_fit_and_transfer_with_the_profile(tmp_path, capsys):
     out = _score(tmp_path / "cpu", "--preset", "cpu", "--rubrics", "use_of_examples")
     answers = json.loads((out / "manifest.json").read_text())
-    assert "use_of_examples.cues.v1" in json.dumps(answers)
+    assert "use_of_examples.cues.v2" in json.dumps(answers)
     _run("fit", out, "--preset", "cpu", "--out", out / "model.json", "--weight-boot", "0")
     doc = json.loads((out / "model.json").read_text())
     assert doc["metadata"]["preset"] == "cpu" and doc["style_features"]  # the profile keeps style control
@@ -89,8 +89,8 @@ def test_transfer_refuses_a_table_made_otherwise(tmp_path, capsys):
 
 @pytest.mark.parametrize("names,versions,profile_only", [
     (None, list(CPU.rubric_versions.values()), True),  # the demo's default: the nine, the profile's versions
-    ("relevance,grammar", ["relevance.minilm.v1", "grammar.harper.v1"], True),
-    ("relevance,coherence.geval.v1", ["relevance.minilm.v1", "coherence.geval.v1"], False),  # a named version
+    ("relevance,grammar", ["relevance.minilm.v2", "grammar.harper.v1"], True),
+    ("relevance,coherence.geval.v1", ["relevance.minilm.v2", "coherence.geval.v1"], False),  # a named version
     ("qa_similarity", ["qa_similarity"], False),  # not a rubric of the profile: resolved later, as named
 ])
 def test_demo_rubrics_take_the_profiles_versions(names, versions, profile_only):
@@ -103,7 +103,7 @@ def test_demo_rubrics_take_the_profiles_versions(names, versions, profile_only):
 
 
 def test_the_profiles_factuality_needs_no_evidence_source(tmp_path):
-    """It abstains without evidence (0.5, n_evidence = 0) and reads no --factuality-corpus, so the paper preset's
+    """It abstains without evidence both answers share and reads no --factuality-corpus, so the paper preset's
     refusal of factuality on records without documents is not the profile's."""
     from tests.workers.test_preset_checks import _without_documents
 
@@ -111,4 +111,4 @@ def test_the_profiles_factuality_needs_no_evidence_source(tmp_path):
     args = build_parser().parse_args(["score", str(bare), "--format", "lfqa-hp", "--preset", "cpu", "--rubrics",
                                       "factuality", "--out", str(tmp_path / "o")])
     apply_preset(args, "score")
-    assert args.rubrics == "factuality.support.v1"
+    assert args.rubrics == "factuality.support.v2"

@@ -23,7 +23,7 @@ check_installed()
 from rubric.errors import RubricError
 from workers.cli import report as report_cmd
 from workers.cli.presets import FIXED as PRESET_COMMANDS, add_preset
-from workers.cli import judge, score, serve, tables, tools
+from workers.cli import judge, score, serve, tables, tools, validate
 from workers.cli.options import FORMATS, add_scoring_args, reader_options, scoring_config
 from workers.cli.score import DEMO_RUBRICS
 
@@ -67,6 +67,7 @@ COMMANDS: list[Command] = [
                       "output folders", report_cmd.add_report, report_cmd.report),
     Command("serve", serve.SERVE_HELP, serve.add_serve, serve.serve),
     Command("rubrics", "list the registered rubric versions", tools.add_rubrics, tools.rubrics),
+    Command("validate", validate.VALIDATE_HELP, validate.add_validate, validate.validate),
 ]
 
 

@@ -1,4 +1,4 @@
-"""``--preset NAME`` on ``score``, ``fit``, ``evaluate``, ``transfer``, ``judge`` and ``analyze``: the settings
+"""``--preset NAME`` on ``score``, ``fit``, ``evaluate``, ``transfer``, ``judge``, ``analyze`` and ``validate``: the settings
 come from :mod:`rubric.scoring.presets` (defined there once: ``paper`` is the LFQA-HP-1M paper's
 configuration, Jahan et al.; ``cpu`` the CPU rubric profile); this module only applies them to a command's
 arguments.
@@ -38,11 +38,13 @@ def _fixed(preset: Preset, command: str) -> dict[str, object]:
                   "tie": preset.tie, "split_fractions": preset.split_fractions},
         "analyze": {"split": preset.eval_split},
         "transfer": {"split": preset.eval_split, "C": preset.C, "ties": preset.ties, "style": preset.style},
+        # the preset's rubric versions (the selection below) and prompt layout; raw scores are compared: no rescaling
+        "validate": {"llm_layout": preset.llm_layout},
     }[command]
 
 
 #: The commands that take ``--preset``.
-FIXED: tuple[str, ...] = ("score", "fit", "evaluate", "transfer", "judge", "analyze")
+FIXED: tuple[str, ...] = ("score", "fit", "evaluate", "transfer", "judge", "analyze", "validate")
 
 
 class _Default:
@@ -90,7 +92,7 @@ def _plain(args: argparse.Namespace) -> None:
 
 
 #: Selections whose default the preset replaces only when the user gave none.
-_SELECTIONS = {"score": "rubrics", "judge": "judges"}
+_SELECTIONS = {"score": "rubrics", "judge": "judges", "validate": "rubrics"}
 
 
 def _flag(dest: str) -> str:
@@ -116,7 +118,7 @@ def apply_preset(args: argparse.Namespace, command: str) -> None:
         if not isinstance(given, _Default) and given is not None and given != value:
             raise ConfigError(f"--preset {preset.name} sets {_flag(dest)} {value}; got {given}: drop one of them")
         setattr(args, dest, value)
-    if command == "score":
+    if command in ("score", "validate"):
         args.rubrics = preset_rubric_versions(preset, None if isinstance(args.rubrics, _Default) else args.rubrics)
         _check_evidence(preset, args)
     elif command == "judge":

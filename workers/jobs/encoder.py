@@ -10,6 +10,7 @@ a/b pairs, or load a trained one -> P(a) for every pair -> write the head (``hea
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import time
 from pathlib import Path
@@ -110,8 +111,8 @@ def _encoder(outdir: Path, head_folder: Path | None, head_dir, pred_path: Path, 
 
     from models.encoder import (HEAD_JSON, HEAD_WEIGHTS, PreferenceHead, SentenceEncoder, load_encoder_baseline,
                                 system_name)
-    from rubric.preference import pairs_fingerprint, read_output_table, read_pairs
-    from rubric.preference import evaluate_predictions
+    from rubric.preference import (FITTED_ON_KEY, PREDICTIONS_META_KEY, evaluate_predictions, pairs_fingerprint,
+                                   question_overlap, read_output_table, read_pairs)
     from workers.storage.outdir import TOOL, OutputFolder, output_file
 
     if isinstance(C, str) and C != "cv":
@@ -162,6 +163,7 @@ def _encoder(outdir: Path, head_folder: Path | None, head_dir, pred_path: Path, 
         head.fit(X[train], labels[train])
         n_unlabeled = int(((splits == split) if split != "all" else np.ones(len(splits), bool)).sum() - train.sum())
         info = {"trained_on": str(outdir), "split": split, "n_pairs": int(train_ab.sum()),
+                "question_hashes": sorted({str(q) for q in qids[train]}),
                 "n_ties_dropped": head.n_ties_dropped_, "n_unlabeled": n_unlabeled,
                 "train_pairs": {"n": int(train_ab.sum()),
                                 "fingerprint": pairs_fingerprint(np.array(cols["pair_id"], dtype=object)[train_ab])},
@@ -177,7 +179,9 @@ def _encoder(outdir: Path, head_folder: Path | None, head_dir, pred_path: Path, 
         row = evaluate_predictions(system, labels[test], predicted[test], groups=qids[test], n_boot=n_boot, seed=seed)
         metrics = {"split": "test", "n": row.n, "n_questions": row.n_questions, "values": row.values,
                    "ci": {k: list(v) for k, v in row.ci.items()},
-                   "in_sample": _in_sample(head, outdir, split, trained_here=head_dir is None)}
+                   "sample": question_overlap(info.get("question_hashes", head.metadata_.get("question_hashes")),
+                                              list(qids[test]))}
+        metrics["in_sample"] = metrics["sample"]["in_sample"]
         log.info("%s on the test split: accuracy %.4f (95%% CI %.4f-%.4f, question-clustered bootstrap; %d pairs, "
                  "%d questions)", system, row.values["accuracy"], row.ci["accuracy"][0], row.ci["accuracy"][1],
                  row.n, row.n_questions)
@@ -195,11 +199,15 @@ def _encoder(outdir: Path, head_folder: Path | None, head_dir, pred_path: Path, 
             finally:
                 folder.remove(staging)
         log.info("head written to %s (%s, %s)", head_folder, HEAD_WEIGHTS, HEAD_JSON)
+    trained = info.get("question_hashes", head.metadata_.get("question_hashes"))
     table = pa.table({"pair_id": pa.array(cols["pair_id"], pa.string()),
                       "system": pa.array([system] * len(p_a), pa.string()),
                       "p_a": pa.array(p_a.astype(float), pa.float64()),
                       "predicted": pa.array(predicted.tolist(), pa.string()),
                       "split": pa.array(cols["split"], pa.string())})
+    # the head's training questions travel with its predictions: `analyze` marks them by question overlap
+    table = table.replace_schema_metadata({PREDICTIONS_META_KEY: json.dumps(
+        {FITTED_ON_KEY: None if trained is None else {"question_hashes": trained}}).encode()})
     with output_file(pred_path, inputs=tables, register=pred_path.parent.resolve() == outdir.resolve()) as tmp:
         pq.write_table(table, tmp)
     timings = {"load": round(t_load - t0, 3), "embed": round(t_embed - t_load, 3), "fit": round(t_fit - t_embed, 3),
@@ -210,11 +218,3 @@ def _encoder(outdir: Path, head_folder: Path | None, head_dir, pred_path: Path, 
             "predictions": str(pred_path), "encoder": enc.describe(), "train": info, "test": metrics,
             "n_answers": len(ids), "n_pairs": len(p_a), "timings_s": timings}
 
-
-def _in_sample(head, outdir: Path, split: str, *, trained_here: bool) -> bool:
-    """Whether the test pairs were among the head's training pairs (trained on "all" or "test" of this output)."""
-    if trained_here:
-        return split in ("all", "test")
-    meta = head.metadata_
-    same = Path(str(meta.get("trained_on", ""))).resolve() == Path(outdir).resolve()
-    return same and meta.get("split") in ("all", "test")

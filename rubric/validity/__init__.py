@@ -1,0 +1,35 @@
+"""Does a rubric measure what it is named for? A behavioural check after CheckList (Ribeiro et al. 2020) and
+Sai et al. (2021)'s perturbation checklists for NLG metrics.
+
+From the distinct answers of any input, each :data:`FAMILIES` member builds a minimal pair (an answer and a
+copy that changes one quality: sentences shuffled, the question echoed, the example dropped, a supported
+fact changed, ...) whose expected direction on named rubrics is known (``lower``, ``not_higher``, ``same``).
+Both sides are scored with any rubric version (the job is ``workers.jobs.validate``, through the normal
+runner and store), and :func:`summarise` counts per rubric version and family how often the copy moved the
+expected way, with a CI from a bootstrap over questions. Perturbations are seeded and recorded; nothing is
+fitted.
+
+``_text`` (sentences as slots, a question's main noun phrase, numbers and names; no parser),
+``_families`` (the families), ``_pairs`` (minimal pairs), ``_stats`` (outcomes, the table) and
+``_report`` (Markdown, Parquet, the HTML section's data).
+
+This is the package's public face: other packages import from here, not from its modules.
+"""
+
+from rubric.validity._families import EXAMPLE_CUE, EXPECTATIONS, FAMILIES, Family, Row, family_names
+from rubric.validity._pairs import MinimalPair, minimal_pairs, pair_items, resolve_families, rows_of
+from rubric.validity._report import (EXPECT_WORDS, OUTCOMES_FILE, REPORT_FILE, SUMMARY_FILE, VALIDATE_KIND,
+                                     outcomes_table, read_validity, summary_table, table_markdown, validity_page)
+from rubric.validity._stats import (DEFAULT_TOLERANCE, N_EXAMPLES, Outcome, ValidityRow, ValidityTable, outcomes,
+                                    summarise, summary_of)
+from rubric.validity._text import Split, join, main_noun_phrase, split_sentences
+
+__all__ = [
+    "FAMILIES", "Family", "Row", "EXPECTATIONS", "EXAMPLE_CUE", "family_names",
+    "MinimalPair", "minimal_pairs", "pair_items", "resolve_families", "rows_of",
+    "DEFAULT_TOLERANCE", "N_EXAMPLES", "Outcome", "ValidityRow", "ValidityTable", "outcomes", "summarise",
+    "summary_of",
+    "OUTCOMES_FILE", "SUMMARY_FILE", "REPORT_FILE", "VALIDATE_KIND", "EXPECT_WORDS", "table_markdown",
+    "validity_page", "outcomes_table", "summary_table", "read_validity",
+    "Split", "split_sentences", "join", "main_noun_phrase",
+]

@@ -1,0 +1,175 @@
+"""``lfqa-rubric validate`` end to end: the job on the runner and its store, the printed table, report.md,
+the Parquet tables and the manifest, a re-run that reuses every score, --preset, and the HTML section."""
+
+import json
+from importlib import resources
+
+import pyarrow.parquet as pq
+import pytest
+
+from rubric.config import ScoringConfig
+from rubric.io import content_id
+from rubric.scoring import Provenance, Score, resolve_rubrics
+from rubric.validity import read_validity
+from workers.cli import build_parser, main
+from workers.cli.presets import apply_preset
+
+SAMPLE = str(resources.files("rubric") / "data" / "sample_pairs.jsonl")
+CHEAP = ["--rubrics", "conciseness,grammar,length", "--quiet"]
+
+
+def _run(out, *extra):
+    code = main(["validate", SAMPLE, "--format", "lfqa-hp", *CHEAP, "--out", str(out), "--n-boot", "200", *extra])
+    assert code == 0
+    return json.loads((out / "manifest.json").read_text())
+
+
+def test_validate_prints_the_table_writes_its_report_and_reuses_the_store(tmp_path, capsys):
+    out = tmp_path / "v"
+    manifest = _run(out, "--max-questions", "6")
+    printed = capsys.readouterr().out
+    assert printed.startswith("| rubric version | family | expects | n | pass rate [95% CI] | ties | fails | missing |")
+    assert "| conciseness.lexical_density.v1 | filler | lower |" in printed
+    assert "| grammar.harper.v1 | shuffle | same (invariance) |" in printed
+    assert "No selected family checks length.words.v1." in printed
+    v = manifest["validity"]
+    assert manifest["kind"] == "validate" and v["seed"] == 0 and v["max_questions"] == 6
+    # by default the families that check one of the rubrics
+    assert v["families"] == ["shuffle", "filler", "agreement", "typos", "drop_function_words"]
+    assert v["tolerance"] == 1e-4
+    assert v["rubrics"] == {"conciseness": "conciseness.lexical_density.v1", "grammar": "grammar.harper.v1",
+                            "length": "length.words.v1"}
+    assert manifest["counts"]["questions"] == 6
+    scored = manifest["job"]["answers_scored_now"]
+    assert scored == manifest["counts"]["answers"] > 6
+    # the tables: one row per pair and rubric, each perturbed copy scored under its own id
+    rows = pq.read_table(out / "validity_pairs.parquet").to_pylist()
+    assert {r["family"] for r in rows} >= {"shuffle", "filler", "agreement", "typos"}
+    for r in rows:
+        assert r["perturbed_id"] == content_id(r["question"], r["perturbed"]) and r["perturbed"] != r["original"]
+        assert r["seed"] == 0
+    filler = [r for r in rows if r["family"] == "filler"]
+    assert filler and all(r["passed"] and r["difference"] < 0 for r in filler)  # filler lowers lexical density
+    summary = pq.read_table(out / "validity.parquet").to_pylist()
+    assert {(s["rubric"], s["family"]) for s in summary} >= {("conciseness", "filler"), ("grammar", "typos")}
+    report = (out / "report.md").read_text()
+    assert report.startswith("# Rubric validity: minimal pairs") and "## Families" in report
+    assert printed.strip() in report  # the printed table is the report's
+    # the same run again: every score from the store, the same table
+    again = _run(out, "--max-questions", "6")
+    assert again["job"]["answers_scored_now"] == 0 and again["inputs"][0]["status"] == "reused"
+    assert capsys.readouterr().out == printed
+    # another seed: other copies, so the unit is scored again; the originals are the same answers
+    other = _run(out, "--max-questions", "6", "--seed", "1")
+    assert other["validity"]["seed"] == 1 and other["job"]["answers_scored_now"] > 0
+    rows1 = pq.read_table(out / "validity_pairs.parquet").to_pylist()
+    assert {r["original_id"] for r in rows1} == {r["original_id"] for r in rows}
+    assert {r["perturbed_id"] for r in rows1} != {r["perturbed_id"] for r in rows}
+
+
+def test_families_and_tolerance_are_the_users(tmp_path, capsys):
+    out = tmp_path / "v"
+    m = _run(out, "--max-questions", "4", "--families", "filler,shuffle", "--tolerance", "10")
+    printed = capsys.readouterr().out
+    assert m["validity"]["families"] == ["shuffle", "filler"] and m["validity"]["tolerance"] == 10.0
+    assert set(m["validity"]["pairs_by_family"]) == {"shuffle", "filler"}
+    # every difference is a tie under a tolerance of 10: lower fails, same passes
+    shown = read_validity(out, n_boot=50)["table"]
+    by = {(r.rubric, r.family): r for r in shown.rows}
+    assert by["conciseness", "filler"].passes == 0 and by["conciseness", "filler"].ties == by["conciseness", "filler"].n
+    assert by["grammar", "shuffle"].pass_rate == 1.0
+    assert "| grammar.harper.v1 | typos |" not in printed
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--families", "echo,nope"], "unknown validity family 'nope'"),
+    (["--tolerance", "-1"], "'tolerance'"),
+    (["--max-questions", "0"], "'max_questions'"),
+    (["--families", "echo,filler"], "--families echo: checks none of the rubrics conciseness, grammar"),
+    (["--rubrics", "length"], "no family checks any of the rubrics length"),
+])
+def test_bad_options_are_one_line(argv, msg, tmp_path, capsys):
+    assert main(["validate", SAMPLE, "--format", "lfqa-hp", "--out", str(tmp_path / "o"), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert msg in err and "\n" not in err
+
+
+def test_the_cpu_preset_takes_its_rubric_versions():
+    from rubric.scoring import CPU
+
+    args = build_parser().parse_args(["validate", SAMPLE, "--format", "lfqa-hp", "--preset", "cpu"])
+    apply_preset(args, "validate")
+    assert args.rubrics.split(",") == list(CPU.rubric_versions.values())
+    args = build_parser().parse_args(["validate", SAMPLE, "--format", "lfqa-hp", "--preset", "cpu",
+                                      "--rubrics", "coherence,grammar"])
+    apply_preset(args, "validate")
+    assert args.rubrics == f"{CPU.rubric_versions['coherence']},{CPU.rubric_versions['grammar']}"
+
+
+def test_the_html_report_has_the_validity_section(tmp_path):
+    out = tmp_path / "v"
+    _run(out, "--max-questions", "4", "--families", "filler,typos")
+    html = tmp_path / "r.html"
+    assert main(["report", str(out), "--html", str(html), "--n-boot", "50"]) == 0
+    page = html.read_text()
+    assert 'id="validity"' in page and 'data-table="validity"' in page
+    assert 'data-rubric="conciseness.lexical_density.v1" data-family="filler"' in page
+    assert "<details class=\"validity-failing\" data-rubric=\"grammar.harper.v1\" data-family=\"typos\"" in page
+
+
+@pytest.mark.real_model
+def test_the_llm_rubrics_run_through_the_same_check(tmp_path, capsys):
+    """The paper's G-Eval versions on the embedded judge (slow on CPU: two questions, two families)."""
+    out = tmp_path / "v"
+    assert main(["validate", SAMPLE, "--format", "lfqa-hp", "--rubrics", "coherence,relevance", "--out", str(out),
+                 "--max-questions", "2", "--families", "echo,shuffle", "--quiet", "--n-boot", "50"]) == 0
+    printed = capsys.readouterr().out
+    assert "| coherence.geval.v1 | shuffle | lower |" in printed and "| relevance.geval.v1 | echo | lower |" in printed
+    rows = pq.read_table(out / "validity_pairs.parquet").to_pylist()
+    assert rows and all(r["outcome"] in ("pass", "tie", "fail") for r in rows)  # every side scored
+    assert all(1.0 <= r["original_score"] <= 5.0 for r in rows)
+
+
+class _Fake:
+    """A conciseness scorer: the answer's length, and a failed score for answers with filler (a missing side)."""
+
+    specs = tuple(resolve_rubrics("conciseness"))
+
+    def provenance(self, r):
+        return Provenance("conciseness.lexical_density.v1", "fake")
+
+    def score_batch(self, items):
+        return [{"conciseness": Score.failed("no") if "worth keeping in mind" in it.answer or "In other words" in
+                 it.answer else Score.ok(len(it.answer) / 1e4)} for it in items]
+
+
+def test_a_failed_score_is_missing_not_a_fail(tmp_path):
+    from workers.jobs.validate import run_validate_job
+
+    out = tmp_path / "v"
+    m = run_validate_job(SAMPLE, "lfqa-hp", list(_Fake.specs), out, config=ScoringConfig(batch_size=8),
+                         progress=False, scorers=[_Fake()], n_boot=20, families=["filler", "shuffle"])
+    rows = {r.family: r for r in read_validity(out, n_boot=20)["table"].rows}
+    filler, shuffle = rows["filler"], rows["shuffle"]
+    assert filler.missing > 0 and filler.passes == 0 and filler.fails == filler.n - filler.missing > 0  # longer
+    assert (shuffle.missing, shuffle.passes, shuffle.fails) == (0, shuffle.n, 0)  # the same length: a tie
+    assert m["rubrics"]["conciseness"]["backend"] == "fake"
+
+
+def test_copies_made_otherwise_are_scored_again_not_missing(tmp_path, monkeypatch):
+    """A family's rule changed in a later release makes other copies from the same input and seed: the store,
+    keyed by the items, is not taken as done."""
+    import rubric.validity._families as families
+    from workers.jobs.validate import run_validate_job
+
+    def run():
+        return run_validate_job(SAMPLE, "lfqa-hp", list(_Fake.specs), tmp_path / "v", config=ScoringConfig(),
+                                progress=False, scorers=[_Fake()], n_boot=20, families=["filler"], max_questions=3)
+
+    first = run()
+    assert run()["job"]["answers_scored_now"] == 0
+    monkeypatch.setattr(families, "_FILLER", ("That is all.", "Nothing more to add.", "Thanks for asking."))
+    again = run()
+    assert again["job"]["answers_scored_now"] > 0 and again["inputs"][0]["status"] == "scored"
+    (row,) = read_validity(tmp_path / "v", n_boot=20)["table"].rows
+    assert row.missing == 0 and row.n == first["validity"]["pairs_by_family"]["filler"]
