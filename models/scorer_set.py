@@ -106,18 +106,20 @@ def score_items(items: Sequence[AnswerItem], scorers: Sequence[Scorer], *, batch
             run.scores[n] = []
             run.provenance[n] = scorer.provenance(n)
         label = "+".join(names)
-        t0 = time.perf_counter()
+        spent = 0.0  # the scorer's own seconds, batch by batch: what its rows' shares add up to
         with tqdm(total=len(items), desc=f"scoring {label}", unit="ans", disable=not progress,
                   mininterval=2.0, leave=False) as bar:
             for start in range(0, len(items), batch_size):
                 batch = items[start:start + batch_size]
                 t_batch = time.perf_counter()
                 results = _score_bisect(scorer, batch, names)
-                results = share_seconds(results, time.perf_counter() - t_batch)
+                seconds = time.perf_counter() - t_batch
+                spent += seconds
+                results = share_seconds(results, seconds)
                 for n in names:
                     run.scores[n].extend(r[n] for r in results)
                 bar.update(len(batch))
-        run.seconds[label] = time.perf_counter() - t0
+        run.seconds[label] = spent
     return run
 
 
