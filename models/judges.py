@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from models.llm.engine import Engine, TextSampler
+from models.llm.engine import Engine, TextSampler, take_usage
 from models.llm.scorer import LLMRubricScorer
 from rubric.config import check_range
 from rubric.errors import BatchMismatchError, ConfigError, EngineError, RubricError
@@ -81,6 +81,8 @@ class _Unit:
     probs: dict[str, VerdictProbs] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
     votes: dict[str, str] = field(default_factory=dict)
+    #: tokens its prompts took, both orders and every call (``Score.cost``); None: the engine counted none
+    usage: dict[str, int | None] = field(default_factory=dict)
 
 
 class _ContextView:
@@ -138,6 +140,18 @@ def _shares(n_a: int, n_b: int, avail: int) -> tuple[int, int]:
 
 def _bound(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _charge(owners: Sequence[_Unit], n: int) -> None:
+    """Add the last engine call's per-prompt tokens (``models.llm.engine.take_usage``) to the units that own the
+    prompts, in order; an engine that counted none leaves the units' counts unknown (None)."""
+    usage = take_usage(n)
+    if not owners:
+        return
+    for u, row in zip(owners, usage or [(None, None, None)] * len(owners)):
+        for key, v in zip(("prompt_tokens", "cached_prompt_tokens", "generated_tokens"), row):
+            known = usage is not None and v is not None and u.usage.get(key, 0) is not None
+            u.usage[key] = (u.usage.get(key) or 0) + v if known else None  # type: ignore[operator]
 
 
 def engine_call(engine: Engine, calls: list, method: str, fn: Callable[[], list], n: int) -> list:
@@ -306,7 +320,8 @@ class JudgeScorer:
             reads += [(u, o, u.prompts[o]) for o in ORDERS]
         if cot:
             gen = [(u, o) for u in cot for o in ORDERS]
-            texts = self._generate([u.prompts[o] for u, o in gen], self.max_reasoning_tokens, 0.0, 1)
+            texts = self._generate([u.prompts[o] for u, o in gen], self.max_reasoning_tokens, 0.0, 1,
+                                   owners=[u for u, _ in gen])
             limit = self.engine.max_context - 1
             for (u, o), text in zip(gen, texts):
                 u.texts[o] = text  # type: ignore[assignment]
@@ -324,7 +339,7 @@ class JudgeScorer:
                 reads.append((u, o, prompt))
         if not reads:
             return
-        probs = self._score_tokens([p for _, _, p in reads])
+        probs = self._score_tokens([p for _, _, p in reads], owners=[u for u, _, _ in reads])
         for (u, o, _), tp in zip(reads, probs):
             u.probs[o] = verdict_probs(tp, u.spec, min_mass=self.min_mass, top_k=self.engine.top_k)
 
@@ -335,7 +350,8 @@ class JudgeScorer:
             if not group:
                 continue
             jobs = [(u, o) for u in group for o in ORDERS]
-            outs = self._generate([u.prompts[o] for u, o in jobs], max_tokens, self.temperature, self.n_votes)
+            outs = self._generate([u.prompts[o] for u, o in jobs], max_tokens, self.temperature, self.n_votes,
+                                  owners=[u for u, _ in jobs])
             for (u, o), texts in zip(jobs, outs):
                 samples = [texts] if isinstance(texts, str) else list(texts)
                 samples = [u.prompts[o].prefill + t for t in samples]
@@ -362,20 +378,22 @@ class JudgeScorer:
             if o in u.votes:
                 extras[f"votes_{o}"] = u.votes[o]
         if out.p_a_debiased is None:
-            return Score.failed(f"{u.spec.version}: {out.error}", **extras)
-        return Score.ok(out.p_a_debiased, **extras)
+            return Score(raw=None, error=f"{u.spec.version}: {out.error}", extras=extras, cost=dict(u.usage))
+        return Score(raw=float(out.p_a_debiased), extras=extras, cost=dict(u.usage))
 
     # --- engine calls ------------------------------------------------------------------------------
 
-    def _score_tokens(self, prompts: list[ChatPrompt]) -> list[dict[str, float]]:
+    def _score_tokens(self, prompts: list[ChatPrompt], owners: Sequence[_Unit] = ()) -> list[dict[str, float]]:
         out = self._call("score_token_probs", lambda: self.engine.score_token_probs(prompts, self._candidates),
                          len(prompts))
+        _charge(owners, len(prompts))
         return out
 
     def _generate(self, prompts: list[ChatPrompt], max_tokens: int, temperature: float,
-                  n: int) -> list[str] | list[list[str]]:
+                  n: int, owners: Sequence[_Unit] = ()) -> list[str] | list[list[str]]:
         out = self._call("generate", lambda: self.engine.generate(  # type: ignore[attr-defined]
             prompts, max_tokens, temperature=temperature, n=n, seed=self.seed), len(prompts))
+        _charge(owners, len(prompts))
         if n > 1 and any(len(t) != n for t in out):
             raise EngineError(f"{self.engine.backend} engine returned a wrong number of texts per prompt (asked {n})")
         return out

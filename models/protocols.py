@@ -137,8 +137,8 @@ class ProtocolJudgeScorer(JudgeScorer):
         if not ours:
             return
         reasoning = [(u, o) for u, o in ours if u.spec.reasons]
-        texts = (self._generate([u.prompts[o] for u, o in reasoning], self.max_reasoning_tokens, 0.0, 1)
-                 if reasoning else [])
+        texts = (self._generate([u.prompts[o] for u, o in reasoning], self.max_reasoning_tokens, 0.0, 1,
+                                owners=[u for u, _ in reasoning]) if reasoning else [])
         reads = [(u, o, u.prompts[o]) for u, o in ours if not u.spec.reasons]
         for (u, o), text in zip(reasoning, texts):
             u.texts[o] = text  # type: ignore[assignment]
@@ -147,7 +147,7 @@ class ProtocolJudgeScorer(JudgeScorer):
                 reads.append((u, o, prompt))
         if not reads:
             return
-        probs = self._score_tokens([p for _, _, p in reads])
+        probs = self._score_tokens([p for _, _, p in reads], owners=[u for u, _, _ in reads])
         for (u, o, _), tp in zip(reads, probs):
             u.probs[o] = verdict_probs(tp, u.spec, min_mass=self.min_mass, top_k=self.engine.top_k)
 
@@ -163,7 +163,8 @@ class ProtocolJudgeScorer(JudgeScorer):
                 self._vote_group(group, budget)
 
     def _vote_group(self, ours: list[tuple[_Unit, str]], budget: int) -> None:
-        outs = self._generate([u.prompts[o] for u, o in ours], budget, self.temperature, self.n_votes)
+        outs = self._generate([u.prompts[o] for u, o in ours], budget, self.temperature, self.n_votes,
+                              owners=[u for u, _ in ours])
         for (u, o), texts in zip(ours, outs):
             samples = [texts] if isinstance(texts, str) else list(texts)
             samples = [u.prompts[o].prefill + t for t in samples]

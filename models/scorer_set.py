@@ -10,6 +10,13 @@ A batch whose scorer raises an ordinary exception is bisected until the bad rows
 only they carry the error (at most ``2n - 1`` calls for ``n`` rows: bounded). An engine-level
 failure (``EngineError``, a missing backend, a lost row, memory) re-raises at once; the chunks
 already finished are in the score store, so a re-run resumes after them.
+
+Each score's ``cost`` gets its ``seconds``: the wall seconds of the scorer's call on the batch it rode in
+(its bisection included), shared over the batch's scores (every rubric of every answer the call made)
+in proportion to the tokens the engine computed for each (prompt tokens not served from the prefix
+cache, plus generated tokens) when the scorer reported them for every score of the batch, else evenly.
+The shares of a batch add up to its seconds, so a rubric's seconds summed over its rows are the time
+its scorer spent (:func:`share_seconds`). Tokens come from the scorer (``models.llm.scorer``).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tqdm.auto import tqdm
 
@@ -26,7 +33,7 @@ from rubric.io import AnswerItem
 from rubric.config import ScoringConfig
 from rubric.scoring import RUBRICS, Provenance, RubricSpec, Score, ScoreSet, Scorer, check_batch
 
-__all__ = ["ScoreRun", "score_items", "ScorerSet"]
+__all__ = ["ScoreRun", "score_items", "ScorerSet", "share_seconds"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +68,30 @@ def _score_bisect(scorer: Scorer, batch: Sequence[AnswerItem], names: list[str])
         return _score_bisect(scorer, batch[:mid], names) + _score_bisect(scorer, batch[mid:], names)
 
 
+def _work(s: Score) -> float | None:
+    """Tokens the engine computed for one score (None: not reported)."""
+    n = s.cost.get("prompt_tokens")
+    if n is None:
+        return None
+    return max(0, n - (s.cost.get("cached_prompt_tokens") or 0)) + (s.cost.get("generated_tokens") or 0)
+
+
+def share_seconds(results: Sequence[ScoreSet], seconds: float) -> list[dict[str, Score]]:
+    """``results`` with each score's ``cost["seconds"]`` its share of ``seconds`` (see the module docstring)."""
+    cells = [(i, n) for i, r in enumerate(results) for n in r]
+    if not cells:
+        return [dict(r) for r in results]
+    work = [_work(results[i][n]) for i, n in cells]
+    total = sum(w for w in work if w is not None)
+    even = any(w is None for w in work) or total <= 0
+    out: list[dict[str, Score]] = [dict(r) for r in results]
+    for (i, n), w in zip(cells, work):
+        share = seconds / len(cells) if even else seconds * w / total  # type: ignore[operator]
+        s = out[i][n]
+        out[i][n] = replace(s, cost={**s.cost, "seconds": share})
+    return out
+
+
 def score_items(items: Sequence[AnswerItem], scorers: Sequence[Scorer], *, batch_size: int,
                 progress: bool = True) -> ScoreRun:
     """Run every scorer over ``items`` in batches; one Score per item and rubric, in order.
@@ -75,16 +106,20 @@ def score_items(items: Sequence[AnswerItem], scorers: Sequence[Scorer], *, batch
             run.scores[n] = []
             run.provenance[n] = scorer.provenance(n)
         label = "+".join(names)
-        t0 = time.perf_counter()
+        spent = 0.0  # the scorer's own seconds, batch by batch: what its rows' shares add up to
         with tqdm(total=len(items), desc=f"scoring {label}", unit="ans", disable=not progress,
                   mininterval=2.0, leave=False) as bar:
             for start in range(0, len(items), batch_size):
                 batch = items[start:start + batch_size]
+                t_batch = time.perf_counter()
                 results = _score_bisect(scorer, batch, names)
+                seconds = time.perf_counter() - t_batch
+                spent += seconds
+                results = share_seconds(results, seconds)
                 for n in names:
                     run.scores[n].extend(r[n] for r in results)
                 bar.update(len(batch))
-        run.seconds[label] = time.perf_counter() - t0
+        run.seconds[label] = spent
     return run
 
 
@@ -116,9 +151,15 @@ class ScorerSet:
         chosen = list(specs) if stage is None else [RUBRICS.get(v) for v in stage]
         return cls(build_scorers(chosen, config), config.batch_size)
 
-    def score(self, items: Sequence[AnswerItem]) -> list[list[dict[str, Score]]]:
-        """Per answer, its one store id's scores (rubric name -> Score), in order (:func:`score_items`)."""
-        run = score_items(items, self.scorers, batch_size=self.batch_size, progress=False)
+    def score(self, items: Sequence[AnswerItem], only: Sequence[str] | None = None) -> list[list[dict[str, Score]]]:
+        """Per answer, its one store id's scores (rubric name -> Score), in order (:func:`score_items`).
+
+        ``only``: run just the scorers that make one of these rubrics (a retry of failed cells); a scorer
+        making several rubrics in one call makes its others too.
+        """
+        scorers = self.scorers if only is None else [sc for sc in self.scorers
+                                                     if any(s.name in only for s in sc.specs)]
+        run = score_items(items, scorers, batch_size=self.batch_size, progress=False)
         for k, v in run.seconds.items():
             self.seconds[k] = self.seconds.get(k, 0.0) + v
         names = list(run.scores)

@@ -14,6 +14,7 @@ __all__ = [
     "EngineError",
     "BatchMismatchError",
     "ProvenanceError",
+    "FailureBudgetError",
 ]
 
 
@@ -57,3 +58,12 @@ class ProvenanceError(RubricError, ValueError):
     """Results made in different ways (rubric version, backend, model, template, rescaling) would be
     combined: a table mixes provenances, or a model is applied to a table made differently from the
     one it was fitted on. The message lists every difference, field by field."""
+
+
+class FailureBudgetError(RubricError, RuntimeError):
+    """More rows of a rubric (or judge) failed than the run's failure budget (``--max-failed``) allows.
+    The run published what it made first; ``lines`` holds one line per name over the budget."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = list(lines)

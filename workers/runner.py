@@ -20,11 +20,9 @@ so the single-process and Ray paths, and the kinds, cannot drift apart.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import platform
-import sqlite3
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -32,12 +30,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from rubric.config import ScoringConfig
-from rubric.errors import BatchMismatchError, ConfigError, InputError
+from rubric.errors import BatchMismatchError, ConfigError, FailureBudgetError, InputError
 from rubric.io import Block, record_from_json, record_json
 from rubric.scoring import Provenance, Score
+from rubric.tables import (COST_FILE, DEFAULT_MAX_FAILED, budget_lines, check_max_failed, cost_line, cost_summary,
+                           cost_table, over_budget)
 from workers.storage.shards import plan_inputs, shard_sha256
-from workers.storage.outdir import OutputFolder, Staging, make_dirs, no_link, remove_tree
-from workers.storage.store import ShardStore, decode_score, score_key
+from workers.storage.outdir import OutputFolder, Staging
+from workers.storage.run_scores import RunScores
+from workers.storage.store import ShardStore, encode_provenance, score_key
 
 __all__ = ["Unit", "Work", "StepResult", "StepScorer", "FunctionScorer", "prebuilt", "JobKind", "JobRun", "Assembled",
            "RunScores", "run", "local_step", "check_results", "checkpoints"]
@@ -84,10 +85,12 @@ class StepResult:
         scored: store ids scored by this run (resumed ones excluded).
         seconds: seconds per scorer or pool.
         info: step-specific facts for the manifest (pools, dedupe).
+        retried: (store id, name) cells that had failed, scored again by ``--retry-failed``, per name.
     """
 
     failed: dict[str, str] = field(default_factory=dict)
     scored: int = 0
+    retried: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     info: dict = field(default_factory=dict)
 
@@ -103,8 +106,9 @@ class StepScorer(Protocol):
     provenance: Mapping[str, Provenance]
     seconds: Mapping[str, float]
 
-    def score(self, items: Sequence[Any]) -> list[list[dict[str, Score]]]:
-        """Per item, per store id, name -> Score (checked by :func:`check_results`)."""
+    def score(self, items: Sequence[Any], only: Sequence[str] | None = None) -> list[list[dict[str, Score]]]:
+        """Per item, per store id, name -> Score (checked by :func:`check_results`). ``only``: the names
+        needed (a retry of failed cells); a scorer may skip the others' work, or make them anyway."""
         ...
 
 
@@ -117,8 +121,8 @@ class FunctionScorer:
     provenance: Mapping[str, Provenance]
     seconds: dict[str, float] = field(default_factory=dict)
 
-    def score(self, items: Sequence[Any]) -> list[list[dict[str, Score]]]:
-        return self.function(items)
+    def score(self, items: Sequence[Any], only: Sequence[str] | None = None) -> list[list[dict[str, Score]]]:
+        return self.function(items)  # every name: a retry keeps only the failed ones
 
 
 def prebuilt(scorer: Any) -> Callable[..., Any]:
@@ -170,6 +174,9 @@ class JobKind:
     checkpoint: int
     outputs: tuple[str, ...] = ()
     own_files: tuple[str, ...] = ()
+    #: The failure budget (``--max-failed``): a name with a larger fraction of failed rows makes the run
+    #: exit non-zero after it published (:class:`rubric.errors.FailureBudgetError`).
+    max_failed: float = DEFAULT_MAX_FAILED
 
     # --- planning ---
     def arguments(self) -> dict:
@@ -247,42 +254,6 @@ def check_results(kind: JobKind, ids: Sequence[Sequence[str]], got: Sequence[Seq
                                  f"every id or every {kind.what}")
 
 
-class RunScores:
-    """Scores by store id on disk (SQLite), so memory does not grow with the job: what this run has
-    scored (an item met again in a later unit is copied, not scored again), and the job's merged
-    scores for the assemble step (an :class:`rubric.assemble.ScoreLookup`)."""
-
-    def __init__(self, folder: Path, name: str = "run") -> None:
-        make_dirs(folder.parent, folder)
-        self.folder = folder
-        self.path = folder / f".{name}-scores-{os.getpid()}.sqlite"
-        remove_tree(folder, no_link(self.path, "our scratch database"))  # this pid's leftover
-        self.db = sqlite3.connect(self.path, isolation_level=None)
-        self.db.executescript("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-                              "CREATE TABLE s (aid TEXT PRIMARY KEY, scores TEXT) WITHOUT ROWID;")
-        self.provenance: dict[str, Provenance] = {}
-
-    def get(self, ids: Sequence[str]) -> dict[str, dict[str, Score]]:
-        out: dict[str, dict[str, Score]] = {}
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start:start + 500])
-            q = f"SELECT aid, scores FROM s WHERE aid IN ({','.join('?' * len(chunk))})"
-            for aid, text in self.db.execute(q, chunk):
-                out[aid] = {r: decode_score(v) for r, v in json.loads(text).items()}
-        return out
-
-    def put_encoded(self, ids: Sequence[str], encoded: Mapping[str, Sequence[str]]) -> None:
-        """Add scores already encoded (``workers.storage.store.encode_score``); an id stored before keeps its scores."""
-        rows = ((aid, json.dumps({r: col[i] for r, col in encoded.items()})) for i, aid in enumerate(ids))
-        self.db.execute("BEGIN")
-        self.db.executemany("INSERT OR IGNORE INTO s VALUES (?, ?)", rows)
-        self.db.execute("COMMIT")
-
-    def close(self) -> None:
-        self.db.close()
-        remove_tree(self.folder, self.path)
-
-
 def checkpoints(items: Sequence[Any], ids: Sequence[Sequence[str]], size: int) -> Iterable[tuple[list, list]]:
     """``(items, their ids)`` in order, cut where the next item would take a checkpoint past ``size`` store
     ids; an item is never split (one with more ids than ``size`` is a checkpoint of its own)."""
@@ -304,7 +275,51 @@ def work(kind: JobKind, unit: Unit) -> Work:
     return Work([items[k] for k in todo], [ids[k] for k in todo], sum(len(i) for i in ids))
 
 
-def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer: StepScorer | None = None) -> StepResult:
+def _retry_unit(kind: JobKind, unit: Unit, scorer_of: Callable[[], StepScorer], result: StepResult) -> None:
+    """Score again exactly the (id, name) cells of ``unit`` whose newest stored score failed.
+
+    Each retried item goes into a new store part with every name: the retried cells' new scores, the
+    others' stored scores as they were (their cost kept and marked reused). Readers keep an id's newest
+    part (``ShardStore.parts(latest_first=True)``), so the tables are those of a run where these cells
+    were made now. A scorer that makes several names in one call (the LLM rubrics) may make a retried
+    item's other names too; only the failed ones are kept and counted.
+    """
+    from workers.storage.store import decode_score, encode_score
+
+    names = kind.names
+    failed = unit.store.failed_ids(names)
+    if not failed:
+        return
+    items, ids = kind.work_items(unit.uri, unit.block)
+    keep = [k for k, i in enumerate(ids) if any(a in failed for a in i)]
+    todo, todo_ids = [items[k] for k in keep], [ids[k] for k in keep]
+    stored = unit.store.newest(names, [a for i in todo_ids for a in i])
+    scorer = scorer_of()
+    for chunk, chunk_ids in checkpoints(todo, todo_ids, kind.checkpoint):
+        only = sorted({r for each in chunk_ids for a in each for r in failed.get(a, ())}, key=names.index)
+        got = scorer.score(chunk, only=only)
+        if len(got) != len(chunk_ids) or any(len(g) != len(i) for g, i in zip(got, chunk_ids)):
+            raise BatchMismatchError(f"the scorer returned {len(got)} results for {len(chunk_ids)} items on a retry")
+        flat_ids: list[str] = []
+        cols: dict[str, list[str]] = {r: [] for r in names}
+        for each, results in zip(chunk_ids, got):
+            for a, new in zip(each, results):
+                flat_ids.append(a)
+                for r in names:
+                    if r in failed.get(a, ()):
+                        if r not in new:
+                            raise BatchMismatchError(f"the scorer returned no {kind.what} {r!r} for {a} on a retry")
+                        cols[r].append(encode_score(new[r]))
+                        result.retried[r] = result.retried.get(r, 0) + 1
+                    else:
+                        old = decode_score(stored[a][r])
+                        cols[r].append(encode_score(Score(old.raw, old.error, old.extras, {**old.cost, "reused": True})))
+        unit.store.append_encoded(flat_ids, cols, {r: encode_provenance(scorer.provenance[r]) for r in names})
+        result.scored += len(flat_ids)
+
+
+def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer: StepScorer | None = None,
+               retry: bool = False) -> StepResult:
     """Score the pending units in this process, one at a time, a store checkpoint per chunk.
 
     An item that an earlier unit of this run scored is copied into the later unit's store instead of
@@ -313,6 +328,7 @@ def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer
     Args:
         scorer: a prebuilt scorer (tests); default: ``kind.scorer()``, built once, when the first item
             needs scoring (so an unreadable input fails before any model loads).
+        retry: score again only the failed cells of the (finished) units (:func:`_retry_unit`).
     """
     from tqdm.auto import tqdm
 
@@ -320,6 +336,21 @@ def local_step(kind: JobKind, pending: Sequence[Unit], *, progress: bool, scorer
     if not pending:
         return result
     names = kind.names
+    if retry:
+        built: list[StepScorer] = [] if scorer is None else [scorer]
+
+        def scorer_of() -> StepScorer:
+            if not built:
+                t0 = time.perf_counter()
+                built.append(kind.scorer())
+                result.seconds["load_backends"] = round(time.perf_counter() - t0, 3)
+            return built[0]
+
+        for unit in pending:
+            _retry_unit(kind, unit, scorer_of, result)
+        for k, v in (built[0].seconds.items() if built else ()):
+            result.seconds[k] = round(v, 3)
+        return result
     run_scores = RunScores(pending[0].store.dir.parent)
     try:
         for unit in pending:
@@ -402,15 +433,15 @@ class JobRun:
         merged = RunScores(self.out / self.kind.store_dir, "merged")
         prov: dict[str, tuple[Provenance, str]] = {}
         try:
-            for u in self.units:
-                for ids, encoded, part_prov in u.store.parts(names):
+            for u in self.units:  # newest part first: a retried id's new part wins over the failed one
+                for ids, encoded, part_prov, earlier in u.store.parts_reused(names, latest_first=True):
                     for r, p in part_prov.items():
                         first = prov.setdefault(r, (p, u.name))
                         if first[0] != p:
                             raise ConfigError(f"{self.kind.what} {r!r} was scored two ways in one job: unit "
                                               f"{first[1]} by {first[0]}, unit {u.name} by {p}; re-score one of "
                                               f"them (delete OUT/{self.kind.store_dir}/{u.name})")
-                    merged.put_encoded(ids, encoded)
+                    merged.put_encoded(ids, encoded, earlier)
         except BaseException:
             merged.close()
             raise
@@ -434,7 +465,7 @@ def _plan(kind: JobKind, inputs, folder: OutputFolder) -> tuple[list[str], list[
 
 def run(kind: JobKind, inputs: str | Path | Sequence[str | Path], out: str | Path, *, progress: bool = True,
         step: Callable[..., StepResult] | None = None, scorer: StepScorer | None = None, check: bool = True,
-        force: bool = False) -> dict:
+        force: bool = False, retry_failed: bool = False) -> dict:
     """Run one job of ``kind`` over ``inputs`` into ``out`` (see the module docstring).
 
     Args:
@@ -443,31 +474,43 @@ def run(kind: JobKind, inputs: str | Path | Sequence[str | Path], out: str | Pat
         scorer: a prebuilt scorer for the local step (tests).
         check: check the backends first (off when a test's scorer stands in).
         force: write into a folder that is not an lfqa-rubric output (``workers.storage.outdir.OutputFolder``).
+        retry_failed: score again exactly the (id, name) cells whose stored score failed, in a finished
+            earlier run of the same inputs and settings into ``out`` (in this process); nothing else.
 
     Returns:
-        The manifest (also ``OUT/manifest.json``).
+        The manifest (also ``OUT/manifest.json``), with ``cost`` (``rubric.tables.cost_summary``).
 
     Raises:
+        FailureBudgetError: after publishing, a name's failed fraction is over ``kind.max_failed``.
         BackendUnavailableError: a backend is missing (before any data is read).
         InputError: an input does not exist or cannot be read (the other units' scores are kept).
         ConfigError: another process is writing into ``out``, ``out`` is not ours, holds another kind
             of job's output, or overlaps an input (``workers.storage.outdir.OutputFolder``).
     """
     given = [inputs] if isinstance(inputs, (str, Path)) else list(inputs)
+    check_max_failed(kind.max_failed)
+    if retry_failed and step is not None:
+        raise ConfigError("--retry-failed runs in this process (the failed cells are few); leave out --ray")
     with OutputFolder(out, outputs=kind.outputs, own=kind.own_files, stores=(kind.store_dir,), inputs=given,
                       force=force) as folder:
         return _run(kind, given, folder, progress=progress, step=step, runner="local" if step is None else "ray",
-                    scorer=scorer, check=check)
+                    scorer=scorer, check=check, retry=retry_failed)
 
 
 def _run(kind: JobKind, inputs, folder: OutputFolder, *, progress: bool, step, runner: str, scorer: Any,
-         check: bool) -> dict:
+         check: bool, retry: bool = False) -> dict:
     t_start = time.perf_counter()
     out = folder.path
     if check:
         kind.check()
     shards, units = _plan(kind, inputs, folder)
-    pending = [u for u in units if not u.store.done]
+    if retry:
+        unfinished = [u.name for u in units if not u.store.done]
+        if unfinished:
+            raise ConfigError(f"--retry-failed retries a finished run of the same inputs, settings and versions into "
+                              f"{out}, but {len(unfinished)} unit(s) have none ({', '.join(unfinished[:3])}"
+                              f"{', ...' if len(unfinished) > 3 else ''}): run the job without --retry-failed first")
+    pending = units if retry else [u for u in units if not u.store.done]
     status: dict[str, str] = {}
     why: dict[str, str] = {}
     for u in units:  # per input: done now if any of its units was
@@ -480,8 +523,11 @@ def _run(kind: JobKind, inputs, folder: OutputFolder, *, progress: bool, step, r
     timings = {"plan": round(time.perf_counter() - t_start, 3)}
     t0 = time.perf_counter()
     result = step(kind, pending, progress=progress) if step else local_step(kind, pending, progress=progress,
-                                                                             scorer=scorer)
+                                                                             scorer=scorer, retry=retry)
     timings["score"] = round(time.perf_counter() - t0, 3)
+    if retry:  # what the retry did, for the manifest (the failed cells left after it are in its ``cost``)
+        result.info["retry_failed"] = {"cells_retried": {n: result.retried.get(n, 0) for n in kind.names}}
+        status = {name: "retried" for name in status}
     if result.failed:
         for u in units:  # an unreadable input's store holds nothing but its key
             if u.uri in result.failed:
@@ -513,8 +559,17 @@ def _assemble(job: JobRun) -> dict:
     scores, provenance = job.merged()
     try:
         done = kind.assemble(job, scores, provenance)
+        cost = cost_summary(scores.cost_rows(kind.names), kind.names,
+                            models={n: p.model_id for n, p in provenance.items() if p.model_id})
+        if COST_FILE in kind.outputs:
+            job.output.table(COST_FILE, cost_table(scores.cost_rows(kind.names)))
     finally:
         scores.close()
+    over = over_budget(cost, kind.max_failed)
+    cost["max_failed"] = kind.max_failed
+    cost["over_budget"] = sorted(over)
+    if "retry_failed" in job.step.info:
+        job.step.info["retry_failed"]["cells_failed_after"] = {n: e["failed"] for n, e in cost["per_name"].items()}
     per_input, job_fields = done.per_input, done.job
     for u in {u.uri: u for u in units}.values():
         if shard_sha256(u.uri, kind.fmt, kind.options) != u.sha:
@@ -533,11 +588,16 @@ def _assemble(job: JobRun) -> dict:
         **done.fields,
         **({"failed": done.failed} if done.failed else {}),
         "config": asdict(kind.config),
+        "cost": cost,
         "job": {"runner": job.runner, **job_fields, **job.step.info},
         "timings_s": timings,
         "platform": {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count()},
     }
     job.folder.publish(job.output.files, manifest)
+    log.info("cost per 1,000 rows (manifest.json 'cost'%s): %s", f", {COST_FILE}" if COST_FILE in kind.outputs else "",
+             cost_line(cost))
     if done.failed:
         raise InputError(done.failed)
+    if over:
+        raise FailureBudgetError(budget_lines(over, kind.max_failed, kind.what))
     return manifest

@@ -11,6 +11,7 @@ spellings together is ``rubric.scoring.geval``'s job, so it is tested without a 
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -20,7 +21,33 @@ from rubric.errors import ConfigError
 from rubric.scoring import ChatPrompt
 
 __all__ = ["Engine", "TextSampler", "Completion", "Completer", "candidate_token_ids", "check_chat_template",
-           "check_sampling", "check_stop_rule", "render_prompt_ids"]
+           "check_sampling", "check_stop_rule", "render_prompt_ids", "PromptUsage", "record_usage", "take_usage"]
+
+#: One prompt's tokens in one engine call: (prompt tokens, of them served from the prefix cache
+#: (None: the engine has no such cache to ask), tokens generated, every sample counted).
+PromptUsage = tuple[int, int | None, int]
+
+_USAGE = threading.local()
+
+
+def record_usage(rows: Sequence[PromptUsage]) -> None:
+    """What an engine call just consumed, one row per prompt in input order (the engines call this).
+
+    Kept per thread: a caller reads it with :func:`take_usage` right after its own call returns, so
+    engines shared by threads (``models.llm.engine_loop``) never mix two callers' counts.
+    """
+    _USAGE.rows = list(rows)
+
+
+def take_usage(n: int) -> list[PromptUsage] | None:
+    """The usage of the last engine call on this thread, if it recorded one for ``n`` prompts (then forgotten).
+
+    None when the engine records none (a test's fake engine) or the count does not match: the
+    tokens are then unknown, never guessed.
+    """
+    rows = getattr(_USAGE, "rows", None)
+    _USAGE.rows = None
+    return rows if rows is not None and len(rows) == n else None
 
 
 @runtime_checkable

@@ -6,7 +6,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from models.llm.engine import Completion, TokenizerMixin, check_chat_template, check_sampling, check_stop_rule
+from models.llm.engine import (Completion, TokenizerMixin, check_chat_template, check_sampling, check_stop_rule,
+                               record_usage)
 from rubric.config import check_range
 from rubric.errors import BackendUnavailableError, EngineError
 from rubric.scoring import ChatPrompt
@@ -91,6 +92,7 @@ class TransformersEngine(TokenizerMixin):
         cand = self.candidate_ids(candidates)
         ids = self.fitting_prompt_ids(prompts, 1)
         self.last_stats = {"prompt_tokens": sum(len(x) for x in ids), "cached_tokens": 0}
+        record_usage([(len(x), None, 1) for x in ids])  # no prefix cache to ask; one token read per prompt
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out: list[dict[str, float] | None] = [None] * len(ids)
         try:
@@ -138,6 +140,8 @@ class TransformersEngine(TokenizerMixin):
                                      "num_return_sequences": k})
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out: list[list[str] | None] = [None] * len(ids)
+        made = [0] * len(ids)  # tokens generated per prompt, every sample's, up to its end
+        ends = {self._pad_id, self.tokenizer.eos_token_id} - {None}
         try:
             with self._rng_scope(None if greedy else seed):
                 for chunk in self._chunks(order, ids):
@@ -153,10 +157,13 @@ class TransformersEngine(TokenizerMixin):
                     for j, i in enumerate(chunk):  # num_return_sequences keeps a prompt's samples together
                         got = [self.tokenizer.decode(r, skip_special_tokens=True) for r in rows[j * k:(j + 1) * k]]
                         out[i] = got * n if greedy else got
+                        made[i] = sum(next((t for t, tok in enumerate(r) if tok in ends), len(r))
+                                      for r in rows[j * k:(j + 1) * k])
         except EngineError:
             raise
         except (RuntimeError, MemoryError) as e:
             raise EngineError(f"transformers generate failed: {e}") from e
+        record_usage([(len(x), None, m) for x, m in zip(ids, made)])
         texts: list[list[str]] = out  # type: ignore[assignment]
         return [t[0] for t in texts] if n == 1 else texts
 
@@ -205,6 +212,7 @@ class TransformersEngine(TokenizerMixin):
             raise
         except (RuntimeError, MemoryError) as e:
             raise EngineError(f"transformers generate failed: {e}") from e
+        record_usage([(len(x), None, c.tokens) for x, c in zip(ids, out)])  # type: ignore[union-attr]
         return out  # type: ignore[return-value]
 
     def _rng_scope(self, seed: int | None):

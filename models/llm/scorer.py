@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from models.llm.engine import Engine
+from models.llm.engine import Engine, take_usage
 from models.llm.engines_cache import build_engine
 from rubric.config import ScoringConfig, check_range
 from rubric.errors import ConfigError, EngineError, RubricError
@@ -125,16 +125,18 @@ class LLMRubricScorer:
         jobs.sort(key=self._sort_key(jobs))
         if jobs:
             probs = self._run([j.prompt for j in jobs])
-            for job, p in zip(jobs, probs):
+            usage = take_usage(len(jobs)) or [(j.tokens, None, None) for j in jobs]  # an engine that counts none
+            for job, p, (n_prompt, n_cached, n_made) in zip(jobs, probs, usage):
                 tmpl = self._templates[job.rubric]
                 parsed = parse_score(p, tmpl, min_mass=self.min_mass, top_k=self.engine.top_k)
                 trunc = job.item in truncated_items
+                cost = {"prompt_tokens": n_prompt, "cached_prompt_tokens": n_cached, "generated_tokens": n_made}
                 if parsed.error is None:
                     soft = {} if tmpl.decision_extra is None else {tmpl.decision_extra: parsed.expected}
-                    results[job.item][job.rubric] = Score.ok(parsed.value, confidence=parsed.mass, truncated=trunc,
-                                                             **soft)
+                    score = Score.ok(parsed.value, confidence=parsed.mass, truncated=trunc, **soft)
                 else:
-                    results[job.item][job.rubric] = Score.failed(parsed.error, confidence=parsed.mass, truncated=trunc)
+                    score = Score.failed(parsed.error, confidence=parsed.mass, truncated=trunc)
+                results[job.item][job.rubric] = replace(score, cost=cost)
         return [{name: r[name] for name in self._templates} for r in results]
 
     # --- internals ---------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from models.llm.engine import Completion, TokenizerMixin, check_chat_template, check_sampling, check_stop_rule
+from models.llm.engine import (Completion, TokenizerMixin, check_chat_template, check_sampling, check_stop_rule,
+                               record_usage, take_usage)
 from rubric.config import check_range
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError
 from rubric.scoring import ChatPrompt
@@ -63,7 +64,10 @@ def generate_from_ids(llm: Any, ids: Sequence[Sequence[int]], params: Any) -> li
 
 
 def prompt_token_stats(ids: Sequence[Sequence[int]], outs: Sequence[Any]) -> dict[str, int]:
-    """Prompt tokens sent, and those vLLM served from its prefix cache."""
+    """Prompt tokens sent, and those vLLM served from its prefix cache (and each prompt's own counts,
+    generated tokens included, recorded for ``models.llm.engine.take_usage``)."""
+    record_usage([(len(x), int(getattr(o, "num_cached_tokens", 0) or 0),
+                   sum(len(c.token_ids) for c in (o.outputs or ()))) for x, o in zip(ids, outs)])
     return {"prompt_tokens": sum(len(x) for x in ids),
             "cached_tokens": sum(int(getattr(o, "num_cached_tokens", 0) or 0) for o in outs)}
 
@@ -285,6 +289,7 @@ class VLLMEngine(TokenizerMixin):
     def _generate_texts(self, ids: list[list[int]], params: list[Any], k: int) -> list[list[str]]:
         """One ``llm.generate`` call; ``k`` texts per prompt, in input order."""
         outs = generate_from_ids(self.llm, ids, params)
+        prompt_token_stats(ids, outs)  # records each prompt's usage
         texts: list[list[str]] = []
         for o in outs:
             # No output at all reads as empty text, as before (a parser then reports "empty output").
@@ -310,8 +315,12 @@ class VLLMEngine(TokenizerMixin):
             batches[-1].append((i, j))
             used += len(ids[i])
         out: list[list[str]] = [[""] * n for _ in ids]
+        used_by: list[list[int]] = [[len(x), 0, 0] for x in ids]  # a prompt's prefill counted once, its samples summed
         for batch in batches:
             got = self._generate_texts([ids[i] for i, _ in batch], [params[j] for _, j in batch], 1)
-            for (i, j), t in zip(batch, got):
+            for (i, j), t, u in zip(batch, got, take_usage(len(batch)) or [(0, 0, 0)] * len(batch)):
                 out[i][j] = t[0]
+                used_by[i][1] = max(used_by[i][1], u[1] or 0)
+                used_by[i][2] += u[2]
+        record_usage([(p, c, g) for p, c, g in used_by])
         return out

@@ -10,6 +10,8 @@ Pure functions over decisions; reading the inputs and writing the report are at 
 - :mod:`rubric.analysis.verbosity`: Table 7, disagreements with people by answer length;
 - :mod:`rubric.analysis.perturbation`: Table 8, the same systems on perturbed answers;
 - :mod:`rubric.analysis.linkage`: a LINKAGE run's per-question correlations, beside Table 4;
+- :mod:`rubric.analysis.evaluators`: the rubric model and each judge side by side (agreement, failure rate,
+  cost per 1,000 pairs);
 - :mod:`rubric.analysis.stats`: paired metric differences with a question-clustered bootstrap;
 - :mod:`rubric.analysis.run`: read score/judge outputs and predictions files, run everything;
 - :mod:`rubric.analysis.render`: Markdown and charts.
@@ -19,6 +21,7 @@ Every rate comes with a 95% CI from resampling questions.
 
 from rubric.analysis.comparison import (JUDGE_FAILURES, Comparison, Undecided, common_pairs, compare_systems,
                                         labelled_pairs, own_decided_rows, scorable, undecided_on)
+from rubric.analysis.evaluators import EvaluatorRow, RunCost, evaluator_rows
 from rubric.analysis.linkage import LinkageRun, LinkageScope, linkage_run, read_linkage_rows
 from rubric.analysis.perturbation import Perturbation, PerturbationRow, perturbation_deltas
 from rubric.analysis.position import Position, PositionRow, position_bias
@@ -54,4 +57,5 @@ __all__ = ["PairSet", "System", "judge_systems", "model_systems", "predictions_s
            "CLASSES", "MetricDelta", "ab_metrics", "metric_row", "paired_metric_deltas",
            "Analysis", "LoadedInputs", "load_inputs", "parse_perturbed", "analyze",
            "analysis_markdown", "plot_position", "plot_verbosity", "plot_perturbations", "write_analysis", 'LINKAGE_FILE', 'LINKAGE_COLUMNS', 'ENCODER_PREDICTIONS_FILE', 'KINDS', 'UNDECIDED', 'ORDER_NAMES', 'shared_answer_wins_both',
-           'shared_answer_outcome', 'JUDGE_FAILURES', 'own_decided_rows', 'scorable', 'undecided_on']
+           'shared_answer_outcome', 'JUDGE_FAILURES', 'own_decided_rows', 'scorable', 'undecided_on',
+           "EvaluatorRow", "RunCost", "evaluator_rows"]

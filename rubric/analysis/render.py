@@ -115,6 +115,30 @@ def _comparison(a: Analysis, command: str) -> list[str]:
     return out + [""]
 
 
+def _evaluators(a: Analysis) -> list[str]:
+    if not a.evaluators:
+        return []
+    out = ["## Evaluators side by side", "",
+           "The rubric model and each LLM judge (order-debiased): agreement with people on Table 4's pairs "
+           "(accuracy, question-clustered bootstrap 95% CI), the share of the split's pairs given to it that it "
+           "failed on, and the tokens per 1,000 pairs its run recorded (`rubric.analysis.evaluators`: the rubric "
+           "model's are every rubric of its score run per 1,000 of that run's pairs). Seconds per 1,000 pairs vary "
+           "from run to run, so this file, which a re-run reproduces, leaves them out: they are in each run's "
+           "`manifest.json` (`cost`) and in the HTML report's table (`lfqa-rubric report ... --html`).", "",
+           "| system | kind | n | accuracy [95% CI] | failed | prompt tokens / 1k pairs | generated tokens / 1k pairs |",
+           "|---|---|---:|---:|---:|---:|---:|"]
+    for e in a.evaluators:
+        rate = "n/a" if not e.n_given else f"{e.n_failed} of {e.n_given} ({e.failure_rate:.1%})"
+        mark = " **(over its run's failure budget)**" if e.over_budget else ""
+        out.append(f"| {e.system}{mark} | {e.kind} | {e.n} | {_with_ci(e.accuracy, e.ci)} | {rate} | "
+                   f"{_tokens(e.prompt_tokens_per_1000)} | {_tokens(e.generated_tokens_per_1000)} |")
+    return out + [""]
+
+
+def _tokens(x: float | None) -> str:
+    return "—" if x is None else f"{x:,.0f}"
+
+
 def _why(reasons: dict[str, int]) -> str:
     text = "; ".join(f"{r} ({n})" for r, n in list(reasons.items())[:3])
     more = f"; {len(reasons) - 3} other reason(s)" if len(reasons) > 3 else ""
@@ -307,6 +331,7 @@ def analysis_markdown(a: Analysis, *, command: str, charts: Mapping[str, str] | 
            "", "## Inputs", ""]
     out += [f"- {line}" for line in a.inputs] + [""]
     out += _comparison(a, command)
+    out += _evaluators(a)
     out += _linkage(a, command)
     out += _transitivity(a, command)
     out += _position(a, command, charts.get("position"))

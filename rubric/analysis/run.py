@@ -28,6 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from rubric.analysis.comparison import Comparison, compare_systems
+from rubric.analysis.evaluators import EvaluatorRow, RunCost, evaluator_rows
 from rubric.analysis.linkage import LINKAGE_FILE, LinkageRun, linkage_run, read_linkage_rows
 from rubric.analysis.perturbation import Perturbation, perturbation_deltas
 from rubric.analysis.position import Position, position_bias
@@ -61,6 +62,8 @@ class LoadedInputs:
         model_path: the model file applied to the score output, or None.
         linkage: each LINKAGE output's file and rows.
         sample: how the analysed split's questions stand to the model's training questions, or None.
+        costs: each score or judge output's recorded cost (its manifest's), by folder.
+        model_run: the score output the rubric model was applied to, or None.
     """
 
     pairs: PairSet
@@ -69,6 +72,8 @@ class LoadedInputs:
     model_path: Path | None = None
     linkage: list[tuple[str, list[dict]]] = field(default_factory=list)
     sample: SampleStatus | None = None
+    costs: dict[str, RunCost] = field(default_factory=dict)
+    model_run: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,8 @@ class Analysis:
         sample: how the analysed pairs' questions stand to the rubric model's training questions, or None.
         outside: when only some of them were trained on, Table 4 on the labelled pairs whose questions were
             not (every system, the same pairs); else None.
+        evaluators: the rubric model and each judge side by side: agreement, failure rate, cost per 1,000 pairs
+            (:mod:`rubric.analysis.evaluators`).
     """
 
     split: str
@@ -105,6 +112,7 @@ class Analysis:
     preset: str | None = None
     sample: SampleStatus | None = None
     outside: Comparison | None = None
+    evaluators: list[EvaluatorRow] = field(default_factory=list)
 
     @property
     def in_sample(self) -> bool:
@@ -189,6 +197,18 @@ def load_inputs(paths: Sequence[str | Path], *, model: str | Path | None = None,
     used_model: Path | None = None
     linkage: list[tuple[str, list[dict]]] = []
     status: SampleStatus | None = None
+    costs: dict[str, RunCost] = {}
+    model_run: str | None = None
+
+    def add_cost(folder: Path, n_pairs: int) -> None:
+        from rubric.io import read_manifest
+
+        try:
+            cost = (read_manifest(folder) or {}).get("cost") if (folder / "manifest.json").is_file() else None
+        except InputError:  # an unreadable manifest: no cost to show, the tables still stand
+            cost = None
+        if cost:
+            costs[str(folder)] = RunCost(str(folder), cost, n_pairs)
     in_sample_note = "trained on pairs not recorded here: may be in-sample" if split in ("train", "all") else ""
 
     def add_pairs(ps: PairSet) -> None:
@@ -209,11 +229,12 @@ def load_inputs(paths: Sequence[str | Path], *, model: str | Path | None = None,
             found = True
             table = read_pairs(path)
             add_pairs(PairSet.from_table(table, source=str(path / "pairs.parquet")))
+            add_cost(path, table.num_rows)
             model_path = Path(model) if model is not None else path / "model.json"
             if model is not None or model_path.is_file():
                 if used_model is not None:
                     raise ConfigError("several score outputs bring a rubric model: analyse one score output at a time")
-                used_model = model_path
+                used_model, model_run = model_path, str(path)
                 m = PreferenceModel.from_json(model_path)
                 status = sample = sample_status(m, table, split)
                 note = "transferred: fitted on another pairs table" if sample.kind == "transferred" else ""
@@ -233,6 +254,7 @@ def load_inputs(paths: Sequence[str | Path], *, model: str | Path | None = None,
                 raise InputError(f"{path / JUDGMENTS_FILE}: {len(problems)} problem(s) with the orders: "
                                  + "; ".join(problems[:_SHOW_PROBLEMS]))
             add_pairs(PairSet.from_table(table, source=str(path / JUDGMENTS_FILE)))
+            add_cost(path, len(set(table.column("pair_id").to_pylist())))
             got = judge_systems(table, source=str(path / JUDGMENTS_FILE))
             systems += got
             judges = sorted({s.judge for s in got})
@@ -258,7 +280,7 @@ def load_inputs(paths: Sequence[str | Path], *, model: str | Path | None = None,
                           f"({JUDGMENTS_FILE}) beside predictions files or a LINKAGE output ({LINKAGE_FILE}; "
                           "its own report.md has its table)")
     return LoadedInputs(pairs=pairs, systems=systems, described=described, model_path=used_model, linkage=linkage,
-                        sample=status)
+                        sample=status, costs=costs, model_run=model_run)
 
 
 def parse_perturbed(values: Sequence[str]) -> dict[str, list[str]]:
@@ -348,6 +370,7 @@ def analyze(inputs: Sequence[str | Path], *, model: str | Path | None = None, pr
     split_questions = {str(q) for q in pairs.question_id}
     linkage = [linkage_run(rows, source=source, split=split, split_questions=split_questions, n_boot=n_boot, seed=seed)
                for source, rows in loaded.linkage]
+    evaluators = evaluator_rows(comparison, loaded.costs, [str(p) for p in pairs.pair_id], loaded.model_run)
     return Analysis(split=split, pairs=pairs, systems=systems, inputs=described, comparison=comparison,
                     position=position, transitivity=trans, verbosity=verbosity, perturbations=perturbations,
-                    linkage=linkage, preset=preset, sample=sample, outside=outside)
+                    linkage=linkage, preset=preset, sample=sample, outside=outside, evaluators=evaluators)

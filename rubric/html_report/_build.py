@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rubric.errors import ConfigError, InputError, ProvenanceError
+from rubric.html_report._cost import CostSection, cost_section
 from rubric.html_report._model import ModelSection, model_section, pair_browser_data
 from rubric.html_report._sections import CHECKS, HtmlSection
 from rubric.html_report._score import ScoreSummary, score_summary
@@ -39,6 +40,11 @@ class Report:
     protocols: list[tuple[HtmlSection, object]] = field(default_factory=list)
     checks: list[tuple[HtmlSection, object]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    costs: list[CostSection] = field(default_factory=list)
+
+    def over_budget(self, folder: str) -> list[str]:
+        """The rubrics or judges of ``folder`` over its run's failure budget (marked where they appear)."""
+        return [n for c in self.costs if c.folder == str(folder) for n in c.over_budget]
 
 
 def folder_kinds(folder: str | Path) -> list[str]:
@@ -121,6 +127,11 @@ def build_report(folders: Sequence[str | Path], *, model: str | Path | None = No
     if judge_dirs or model_for:
         _add_analysis(rep, [*score_dirs, *judge_dirs], model=model, perturbed=perturbed,
                       allow_provenance_mismatch=allow_provenance_mismatch, several_models=len(model_for) > 1)
+    for f, k in kinds:
+        if "score" in k or "judge" in k:
+            c = cost_section(f, "rubric" if "score" in k else "judge")
+            if c is not None:
+                rep.costs.append(c)
     sections = dict(sections or {})
     for f, k in kinds:
         for check in (x for x in k if x in CHECKS):

@@ -35,11 +35,16 @@ class Score:
     """One rubric's outcome for one answer: a raw value, or an error reason - never both, never neither.
 
     ``extras`` carries rubric-specific columns (a confidence, an error count, a truncation flag).
+    ``cost`` is what making it took (``prompt_tokens``, ``cached_prompt_tokens``, ``generated_tokens`` where
+    an engine reports them; ``seconds``, its share of the engine seconds of the batch it rode in:
+    ``models.scorer_set``); it is kept with the score in the store but is not part of its value (two
+    scores differing only in cost are equal). ``rubric.tables.costs`` reads it.
     """
 
     raw: float | None
     error: str | None = None
     extras: Mapping[str, Extra] = field(default_factory=dict)
+    cost: Mapping[str, float | int | None] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         if (self.raw is None) == (self.error is None):

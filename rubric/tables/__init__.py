@@ -3,7 +3,8 @@
 ``assemble`` (the jobs' one assemble step: pairs of all inputs, dedupe, splits, fitted rescaling;
 ``assemble_stream``: the same step for a job too large to hold),
 ``files`` (those tables written into a folder as they stream out), ``answer_tables`` (the score job's
-assemble step whole: its units read again, the tables written, what the manifest records), ``features`` (the tables and the
+assemble step whole: its units read again, the tables written, what the manifest records), ``costs`` (what
+each row cost, the totals per rubric or judge, the failure budget), ``features`` (the tables and the
 design matrix), ``provenance`` (per-rubric provenance records
 and their checks), ``style`` (markdown counts, normalised differences, length decorrelation).
 
@@ -31,6 +32,11 @@ from rubric.tables.assemble_stream import (
 )
 from rubric.tables.files import FileSink, TableFiles
 from rubric.tables.answer_tables import InputUnit, AnswerTables, write_answer_tables, ANSWER_TABLE_FILES
+from rubric.tables.costs import (
+    COST_FILE, COST_COLUMNS, TOKEN_KEYS, DEFAULT_MAX_FAILED, CostRow, cost_table, cost_summary, over_budget,
+    budget_lines, GPUS, MODEL_PARAMETERS, roofline_estimate, cost_markdown, check_max_failed, budget_refusal,
+    cost_line,
+)
 
 __all__ = [
     "MARKDOWN_RULE", "STYLE_COVARIATES", "STYLE_META_KEY", "markdown_count", "normalised_difference",
@@ -42,4 +48,7 @@ __all__ = [
     "fit_length_betas", "word_count", "ASPECT_COLUMN_PREFIX", "JobInput", "Assembled", "combine_inputs",
     "job_splits", "fit_rescale", "assemble", "StreamAssembled", "ScoreLookup", "MappingScores",
     "assemble_stream", "TableFiles", "FileSink", "InputUnit", "AnswerTables", "write_answer_tables", "ANSWER_TABLE_FILES",
+    "COST_FILE", "COST_COLUMNS", "TOKEN_KEYS", "DEFAULT_MAX_FAILED", "CostRow", "cost_table", "cost_summary",
+    "over_budget", "budget_lines", "GPUS", "MODEL_PARAMETERS", "roofline_estimate", "cost_markdown", "check_max_failed",
+    "budget_refusal", "cost_line",
 ]

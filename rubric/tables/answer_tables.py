@@ -22,8 +22,10 @@ from rubric.tables.provenance import rubric_provenance
 
 __all__ = ["InputUnit", "AnswerTables", "write_answer_tables", "ANSWER_TABLE_FILES"]
 
-#: Every file the score job's assemble step may write (claims and rescale.json only when made).
-ANSWER_TABLE_FILES = ("answers.parquet", "pairs.parquet", "rejects.jsonl", "claims.parquet", "rescale.json")
+#: Every file the score job's assemble step may write (claims and rescale.json only when made; costs.parquet,
+#: ``rubric.tables.costs``, written by the job beside them).
+ANSWER_TABLE_FILES = ("answers.parquet", "pairs.parquet", "rejects.jsonl", "claims.parquet", "rescale.json",
+                      "costs.parquet")
 
 
 class InputUnit(Protocol):

@@ -323,7 +323,7 @@ def test_rerun_publishes_a_complete_set_and_drops_stale_tables(tmp_path):
     assert "rescale.json" in json.loads((out / "manifest.json").read_text())["published"]  # an earlier run's table
     m = _run(src, out, LengthScorer())
     published = json.loads((out / "manifest.json").read_text())["published"]
-    assert set(published) == {"answers.parquet", "pairs.parquet", "rejects.jsonl"}
+    assert set(published) == {"answers.parquet", "pairs.parquet", "rejects.jsonl", "costs.parquet"}
     assert not (out / "rescale.json").exists() and m["counts"]["pairs"] == read_pairs(out).num_rows
     assert not [p.name for p in out.iterdir() if p.name.startswith(".")]
 

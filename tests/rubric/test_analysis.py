@@ -750,3 +750,47 @@ def test_a_position_only_judge_leaves_every_system_on_the_same_pairs(tmp_path):
     text = analysis_markdown(a, command="analyze judge")
     assert f"| {deb} | LLM judge | 10 | 10 |" in text
     assert "10 pairs from 5 questions (labelled a or b in the test split and given to every system" in text
+
+
+def test_evaluators_put_each_judge_and_the_rubric_model_side_by_side_with_their_run_costs(outputs, tmp_path):
+    """Agreement (Table 4's accuracy and CI), failure rate on the split, and cost per 1,000 pairs from the manifests."""
+    import json
+    import shutil
+
+    from rubric.analysis import analyze
+    from rubric.tables import CostRow, cost_summary
+
+    score, judge = tmp_path / "score", tmp_path / "judge"
+    shutil.copytree(outputs / "score", score)
+    shutil.copytree(outputs / "judge", judge)
+    n_pairs = pq.read_table(score / "pairs.parquet").num_rows  # 72: 12 questions x 6 pairs
+    n_answers = 48
+    rubric_cost = cost_summary([CostRow(f"a{i}", "conciseness", {"seconds": 0.5}, False, None)
+                                for i in range(n_answers)], ["conciseness"])
+    judge_cost = cost_summary([CostRow(f"p{i}", JUDGE, {"prompt_tokens": 300, "cached_prompt_tokens": 100,
+                                                        "generated_tokens": 2, "seconds": 0.25}, False, None)
+                               for i in range(n_pairs)], [JUDGE])
+    (score / "manifest.json").write_text(json.dumps({"tool": "lfqa-rubric", "cost": rubric_cost}))
+    (judge / "manifest.json").write_text(json.dumps({"tool": "lfqa-rubric", "cost": judge_cost}))
+    a = analyze([score, judge], model=outputs / "model.json", n_boot=50)
+    rows = {e.kind + ":" + e.system: e for e in a.evaluators}
+    deb = rows[f"LLM judge:{JUDGE} (logprob), debiased (mean of both orders)"]
+    c = a.comparison
+    table4 = {s.name: r for s, r in zip(c.systems, c.rows)}
+    assert (deb.accuracy, deb.ci) == (table4[deb.system].values["accuracy"], tuple(table4[deb.system].ci["accuracy"]))
+    # the judge failed on one test pair (q10-01, order ba) of the 24 test pairs it was given
+    assert (deb.n_failed, deb.n_given) == (1, 24)
+    assert deb.seconds_per_1000 == pytest.approx(250.0) and deb.prompt_tokens_per_1000 == pytest.approx(300_000)
+    assert deb.generated_tokens_per_1000 == pytest.approx(2000) and deb.cost_from == str(judge)
+    model = next(e for e in a.evaluators if e.kind == "rubric model")
+    # every rubric of the score run (48 answers x 0.5 s) per 1,000 of its 72 pairs; no tokens counted
+    assert model.seconds_per_1000 == pytest.approx(n_answers * 0.5 * 1000 / n_pairs)
+    assert model.prompt_tokens_per_1000 is None and model.cost_from == str(score)
+    assert {e.kind for e in a.evaluators} == {"rubric model", "LLM judge"}  # baselines and single orders: not here
+    assert not any("order ab" in e.system or "order ba" in e.system for e in a.evaluators)
+    from rubric.analysis import analysis_markdown
+
+    text = analysis_markdown(a, command="lfqa-rubric analyze ...")
+    section = text[text.index("## Evaluators side by side"):]
+    line = _line(section, f"| {JUDGE} (logprob), debiased (mean of both orders) | LLM judge | 24 | ")
+    assert line.endswith("| 1 of 24 (4.2%) | 300,000 | 2,000 |")

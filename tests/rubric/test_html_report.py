@@ -183,3 +183,40 @@ def test_a_folder_without_outputs_is_one_clear_error(tmp_path):
         folder_kinds(tmp_path)
     with pytest.raises(InputError, match="not an output folder"):
         folder_kinds(tmp_path / "nope")
+
+
+def test_the_cost_section_and_the_evaluators_table_show_the_manifests_cost(outputs, tmp_path):
+    import shutil
+
+    from rubric.tables import CostRow, cost_summary, over_budget
+
+    score, judge = tmp_path / "score", tmp_path / "judge"
+    shutil.copytree(outputs / "score", score)
+    shutil.copytree(outputs / "judge", judge)
+    judge_name = "judge.plain.v1"
+    rows = [CostRow(f"p{i}", judge_name, {"prompt_tokens": 400, "cached_prompt_tokens": 50, "generated_tokens": 2,
+                                          "seconds": 0.5}, i < 10, "judge.plain.v1: no verdict: x" if i < 20 else None)
+            for i in range(72)]
+    judge_cost = cost_summary(rows, [judge_name])
+    judge_cost.update(max_failed=0.05, over_budget=sorted(over_budget(judge_cost, 0.05)))
+    score_cost = cost_summary([CostRow(f"a{i}", "conciseness", {"seconds": 0.25}, False, None) for i in range(48)],
+                              ["conciseness"])
+    score_cost.update(max_failed=0.05, over_budget=[])
+    (judge / "manifest.json").write_text(json.dumps({"tool": "lfqa-rubric", "kind": "judge", "cost": judge_cost}))
+    (score / "manifest.json").write_text(json.dumps({"tool": "lfqa-rubric", "cost": score_cost}))
+    rep = build_report([score, judge], n_boot=50)
+    html = render_html(rep)
+    t = parse(html)
+    assert t.sections["cost"] == "cost"
+    cost = {r[0]: r for r in t.tables["cost"] if r[0] not in ("rubric", "judge")}  # two tables, two headers
+    assert set(cost) == {"conciseness", f"{judge_name} over budget"}
+    j = cost[f"{judge_name} over budget"]
+    assert j[1:5] == ["72", "10", "20 (27.8%)no verdict (20)", "500.000"]
+    assert j[5:8] == ["400,000", "50,000", "2,000"]
+    assert cost["conciseness"][4] == "250.000" and cost["conciseness"][5] == "n/a"
+    assert html.count("Over the failure budget:") == 1  # the judge's folder: its cost section (it has no score section)
+    ev = {r[0]: r for r in t.tables["evaluators"][1:]}
+    deb = next(k for k in ev if "debiased" in k)
+    assert deb.endswith("over its run's failure budget") and ev[deb][5] == "500.000"
+    model = next(r for k, r in ev.items() if r[1] == "rubric model")
+    assert float(model[5]) == pytest.approx(48 * 0.25 * 1000 / 72, abs=1e-3) and model[8] == str(score)

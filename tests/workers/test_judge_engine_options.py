@@ -29,7 +29,7 @@ def test_judge_has_every_engine_option_of_score_from_one_definition():
 def test_judge_hands_the_engine_options_to_its_ray_step(monkeypatch, tmp_path):
     seen = {}
 
-    def fake_run(inputs, fmt, settings, out, *, config, reader_options, seed, progress, ray, force):
+    def fake_run(inputs, fmt, settings, out, *, config, reader_options, seed, progress, ray, force, max_failed):
         seen.update(config=config, ray=ray)
 
     monkeypatch.setattr("workers.jobs.judge.run_judge_job", fake_run)

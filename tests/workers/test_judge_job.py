@@ -143,7 +143,7 @@ def test_one_folder_holds_one_kind_of_jobs_output(tmp_path, settings):
     assert not (out / "report.md").exists()
     check_published(out)
     assert set(json.loads((out / "manifest.json").read_text())["published"]) == {"judgments.parquet",
-                                                                                 "rejects.jsonl"}
+                                                                                 "rejects.jsonl", "costs.parquet"}
 
 
 def test_refuses_a_score_output_folder_and_bad_settings(tmp_path, settings):

@@ -473,7 +473,7 @@ def test_arena_report_and_rejects_are_published_with_the_judgments(tmp_path):
                       scorer=ProtocolJudgeScorer(FakeEngine(), [protocol_judge("arena.pairwise.v1")]),
                       answer_mapping="qid=qid,answer=answer,label=human")
     published = json.loads((out / "manifest.json").read_text())["published"]
-    assert set(published) == {"judgments.parquet", "rejects.jsonl", "report.md"}
+    assert set(published) == {"judgments.parquet", "rejects.jsonl", "report.md", "costs.parquet"}
     assert all((out / n).stat().st_size == size for n, size in published.items())
     assert m["protocol"] == "arena" and m["arena"]["pairs"] == 12 and not (out / ".publishing").exists()
     check_published(out)
@@ -501,4 +501,4 @@ def test_lfqa_e_table_counts_a_pair_rejected_as_a_duplicate_once(tmp_path):
     [(_, section)] = build_report([out], n_boot=20, sections=html_sections()).protocols
     assert section.breakdown.n_unknown_type == 3  # no answer types here: every labelled pair is "unknown"
     assert set(json.loads((out / "manifest.json").read_text())["published"]) == {
-        "judgments.parquet", "rejects.jsonl", "report.md"}
+        "judgments.parquet", "rejects.jsonl", "report.md", "costs.parquet"}

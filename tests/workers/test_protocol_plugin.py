@@ -79,7 +79,7 @@ def test_a_toy_protocol_runs_through_judge_and_the_html_report(toy, tmp_path, ca
     m = json.loads((out / "manifest.json").read_text())
     assert m["protocol"] == "toy" and m["toy"]["margin"] == 0.3 and m["counts"]["pairs"] == 6
     assert (out / "report.md").read_text().startswith("# Toy run\n\n6 pairs, ")
-    assert set(m["published"]) == {"judgments.parquet", "rejects.jsonl", "report.md"}
+    assert set(m["published"]) == {"judgments.parquet", "rejects.jsonl", "report.md", "costs.parquet"}
     html = tmp_path / "r.html"
     assert main(["report", str(out), "--html", str(html)]) == 0
     page = html.read_text()

@@ -238,8 +238,8 @@ def test_the_report_in_a_real_browser(outputs, browser, tmp_path):
 
     assert page["ready"] == "1"  # the script ran to its end
     kinds = {sid: kind for sid, kind, _ in page["sections"]}
-    assert kinds == {"score-0": "score", "model-0": "model", "pairs-0": "pairs", "analysis": "analysis",
-                     "protocols": "protocols"}
+    assert kinds == {"score-0": "score", "cost": "cost", "model-0": "model", "pairs-0": "pairs",
+                     "analysis": "analysis", "protocols": "protocols"}
     assert all(h > 100 for _, _, h in page["sections"])
     charts = {name for name, _, _ in page["charts"]}
     assert charts == {"distributions", "correlations", "accuracy", "weights", "calibration", "agreement", "position",

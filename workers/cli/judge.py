@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 from rubric.errors import RubricError
-from workers.cli.options import (add_input_args, add_judge_args, add_out_args, add_protocol_args, add_ray_args,
-                                 add_scoring_args, config_for_pools, judge_settings, protocol_options, ray_step,
-                                 reader_options, score_kind, scoring_config)
+from workers.cli.options import (add_budget_args, add_input_args, add_judge_args, add_out_args, add_protocol_args,
+                                 add_ray_args, add_scoring_args, budget_exit, config_for_pools, judge_settings,
+                                 protocol_options, ray_step, reader_options, score_kind, scoring_config)
 
 __all__ = ["add_judge", "judge", "add_ray_job", "ray_job", "protocol_flag_errors", "judge_protocol"]
 
@@ -21,6 +21,7 @@ def add_judge(j: argparse.ArgumentParser) -> None:
     j.add_argument("--judges", default="plain", help="comma-separated judges: plain, cot, rubrics (or versions)")
     add_judge_args(j)
     add_scoring_args(j, "")
+    add_budget_args(j, retry=False)
     add_protocol_args(j)
     j.add_argument("--ray", action="store_true",
                    help="run the judge step on a Ray pool of engine actors (local Ray, or RAY_ADDRESS), sized and "
@@ -39,10 +40,9 @@ def judge(args) -> int:
         raise RubricError("judge needs --format (or --protocol NAME)")
     from workers.jobs.judge import run_judge_job
 
-    run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=config,
-                  reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray,
-                  force=args.force)
-    return 0
+    return budget_exit(lambda: run_judge_job(
+        args.inputs, args.format, judge_settings(args), args.out, config=config, reader_options=reader_options(args),
+        seed=args.seed, progress=not args.quiet, ray=ray, force=args.force, max_failed=args.max_failed))
 
 
 def protocol_flag_errors(args) -> list[str]:
@@ -84,8 +84,8 @@ def judge_protocol(args, *, ray=None, command: str | None = None, config=None) -
                       judge=judge_kwargs, reader_options=reader_options(args) if args.format else {},
                       seed=args.seed, n_boot=args.n_boot, progress=not args.quiet, command=command, ray=ray,
                       force=args.force)
-    PROTOCOLS.get(args.protocol).run(run, options)
-    return 0
+    # a protocol's judge keeps the default failure budget (``ProtocolRun`` does not carry --max-failed)
+    return budget_exit(lambda: PROTOCOLS.get(args.protocol).run(run, options))
 
 
 def add_ray_job(p: argparse.ArgumentParser) -> None:
@@ -99,6 +99,7 @@ def add_ray_job(p: argparse.ArgumentParser) -> None:
                    help="comma-separated LLM judges (plain, cot, rubrics or versions): judge the pairs in both "
                         "orders instead of scoring rubrics")
     add_judge_args(j)
+    add_budget_args(p, retry=False)
     add_protocol_args(p)
     add_ray_args(p)
 
@@ -116,11 +117,11 @@ def ray_job(args, argv: list[str]) -> int:
     if args.judges:
         from workers.jobs.judge import run_judge_job
 
-        run_judge_job(args.inputs, args.format, judge_settings(args), args.out, config=config,
-                      reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray,
-                      force=args.force)
-        return 0
+        return budget_exit(lambda: run_judge_job(
+            args.inputs, args.format, judge_settings(args), args.out, config=config,
+            reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray, force=args.force,
+            max_failed=args.max_failed))
     from workers.runner import run
 
-    run(score_kind(args, ray=True), args.inputs, args.out, progress=not args.quiet, step=ray, force=args.force)
-    return 0
+    return budget_exit(lambda: run(score_kind(args, ray=True), args.inputs, args.out, progress=not args.quiet,
+                                   step=ray, force=args.force))

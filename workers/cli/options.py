@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import inspect
 import os
+import sys
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -127,6 +129,46 @@ def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
     p.add_argument("--rescale", choices=("declared", "fitted"), default=c.rescale,
                    help="1-5 by each rubric's declared range (paper) or by min-max fitted on the train split")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def add_budget_args(p: argparse.ArgumentParser, *, retry: bool) -> None:
+    """``--max-failed`` (score, judge) and ``--retry-failed`` (score): the failure budget and the retry."""
+    from rubric.tables import DEFAULT_MAX_FAILED
+
+    p.add_argument("--max-failed", type=_fraction, default=DEFAULT_MAX_FAILED, metavar="FRACTION",
+                   help="failure budget: when more than this fraction of one "
+                        f"{'rubric' if retry else 'judge'}'s rows failed, the run still publishes everything it "
+                        "made, then exits with status 3 and one line per "
+                        f"{'rubric' if retry else 'judge'} over budget (default {DEFAULT_MAX_FAILED:g}: 5%%; "
+                        "1 turns the check off)")
+    if retry:
+        p.add_argument("--retry-failed", action="store_true",
+                       help="score again only the (answer, rubric) cells that failed in the earlier run into OUT "
+                            "(same inputs, same settings and versions); nothing else is computed again, and the "
+                            "manifest records what the retry changed")
+
+
+def _fraction(text: str) -> float:
+    from rubric.tables import check_max_failed
+
+    try:
+        return check_max_failed(float(text))
+    except (ValueError, TypeError):
+        raise argparse.ArgumentTypeError(f"a fraction between 0 and 1, got {text!r}") from None
+
+
+def budget_exit(run: Callable[[], Any]) -> int:
+    """``run()``; a :class:`rubric.errors.FailureBudgetError` (the run published) becomes its lines on stderr and
+    exit status 3, so a script tells a run over budget (3) from one that could not run (2)."""
+    from rubric.errors import FailureBudgetError
+
+    try:
+        run()
+    except FailureBudgetError as e:
+        for line in e.lines:
+            sys.stderr.write(f"lfqa-rubric: over budget: {line}\n")
+        return 3
+    return 0
 
 
 def add_judge_args(p) -> None:
@@ -350,7 +392,9 @@ def score_kind(args, *, ray: bool):
     from workers.jobs.score import ScoreKind
 
     config = config_for_pools(scoring_config(args), args) if ray else scoring_config(args)
-    return ScoreKind(args.format, reader_options(args), resolve_rubrics(args.rubrics), config, seed=args.seed)
+    kind = ScoreKind(args.format, reader_options(args), resolve_rubrics(args.rubrics), config, seed=args.seed)
+    kind.max_failed = getattr(args, "max_failed", kind.max_failed)
+    return kind
 
 
 def ray_step(args):

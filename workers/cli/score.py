@@ -7,8 +7,8 @@ import logging
 import sys
 from importlib import resources
 
-from workers.cli.options import (add_input_args, add_out_args, add_ray_args, add_scoring_args, ray_step,
-                                 score_kind)
+from workers.cli.options import (add_budget_args, add_input_args, add_out_args, add_ray_args, add_scoring_args,
+                                 budget_exit, ray_step, score_kind)
 
 __all__ = ["add_score", "score", "add_demo", "demo", "demo_rubrics", "DEMO_RUBRICS", "DEMO_PROFILE_LINES"]
 
@@ -33,15 +33,17 @@ def add_score(p: argparse.ArgumentParser) -> None:
     add_out_args(p, "output folder: a new or empty one, or one an earlier lfqa-rubric score run wrote")
     add_scoring_args(p, "conciseness,grammar")
     p.add_argument("--ray", action="store_true", help="run the Ray Data pipeline (local Ray or $RAY_ADDRESS; docs/ray.md)")
+    add_budget_args(p, retry=True)
     add_ray_args(p)
 
 
 def score(args) -> int:
+    """Exit status 0, or 3 when a rubric is over the failure budget (the run published; ``--max-failed``)."""
     from workers.runner import run
 
-    run(score_kind(args, ray=args.ray), args.inputs, args.out, progress=not args.quiet,
-        step=ray_step(args) if args.ray else None, force=args.force)
-    return 0
+    return budget_exit(lambda: run(score_kind(args, ray=args.ray), args.inputs, args.out, progress=not args.quiet,
+                                   step=ray_step(args) if args.ray else None, force=args.force,
+                                   retry_failed=getattr(args, "retry_failed", False)))
 
 
 #: The demo's claim-extraction budget (the job's default is ``DEFAULT_MAX_CLAIM_TOKENS``, 256): on the
@@ -77,6 +79,21 @@ def demo_rubrics(names: str) -> tuple[str, bool]:
     return ",".join(versions), set(versions) <= set(CPU.rubric_versions.values())
 
 
+def _append_cost(out) -> None:
+    """The score run's cost section (``rubric.tables.cost_markdown``) at the end of ``OUT/report.md``."""
+    from rubric.io import read_manifest
+    from rubric.tables import cost_markdown
+    from workers.storage.outdir import output_file
+
+    cost = (read_manifest(out) or {}).get("cost")
+    if not cost:
+        return
+    text = (out / "report.md").read_text(encoding="utf-8")
+    with output_file(out / "report.md") as tmp:
+        tmp.write_text(text.rstrip("\n") + "\n\n" + cost_markdown(cost, max_failed=cost.get("max_failed")),
+                       encoding="utf-8")
+
+
 def demo(args) -> int:
     from rubric.preference import (PreferenceModel, evaluate_model, predict_pairs, read_output_table, read_pairs,
                                    readable_view, write_predictions, write_report)
@@ -105,6 +122,7 @@ def demo(args) -> int:
     # unreliable. That is the honest result; reporting every pair would present in-sample numbers.
     ev = evaluate_model(model, pairs, split="test", n_boot=1000, seed=int(args.seed))
     write_report(ev, model, out / "report.md")
+    _append_cost(out)
     first = ev.rows[0]
     log.info("held-out check: %s accuracy %.3f on %d test pairs of %d questions (too few for a meaningful CI; "
              "the baselines and the ablation are in %s)", first.system, first.values.get("accuracy", float("nan")),

@@ -7,7 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
-from rubric.errors import ProvenanceError
+from rubric.errors import ConfigError, ProvenanceError
 
 from workers.cli.options import C_value
 
@@ -48,13 +48,23 @@ def add_fit(f: argparse.ArgumentParser) -> None:
     f.add_argument("--weight-boot", type=int, default=200,
                    help="replicates of the bootstrap over training questions for the weights' 95%% CIs (0: none)")
     f.add_argument("--seed", type=int, default=0, help="seed of the weight bootstrap")
+    f.add_argument("--allow-over-budget", action="store_true",
+                   help="fit even when a rubric it uses had more failed rows than its score run's --max-failed "
+                        "budget (by default fit refuses such a table, in one line)")
 
 
 def fit(args) -> int:
+    from rubric.io import read_manifest
     from rubric.preference import fit_model, read_pairs
+    from rubric.tables import budget_refusal, table_rubrics
 
     pairs = read_pairs(args.outdir)
     features = args.features.split(",") if args.features else None
+    if not getattr(args, "allow_over_budget", False):
+        manifest = read_manifest(Path(args.outdir)) if (Path(args.outdir) / "manifest.json").is_file() else {}
+        why = budget_refusal((manifest or {}).get("cost"), features or table_rubrics(pairs), str(args.outdir))
+        if why:
+            raise ConfigError(why)
     try:
         model, dm = fit_model(pairs, split=args.split, C=args.C, ties=args.ties, features=features, style=args.style,
                               decorrelate=args.decorrelate, cv_folds=args.cv_folds,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -140,7 +141,7 @@ class JudgeKind(JobKind):
     store_dir = "judge_scores"
     what = "judge"
     status_done = "judged"
-    outputs = ("judgments.parquet", "rejects.jsonl", "report.md")  # report.md: a protocol's page
+    outputs = ("judgments.parquet", "rejects.jsonl", "report.md", "costs.parquet")  # report.md: a protocol's page
     item_type = PairRecord
     protocol: str | None = None
 
@@ -183,8 +184,16 @@ class JudgeKind(JobKind):
         b = self.config.batch_size
 
         def judge(items: Sequence[PairRecord]) -> list[list[dict[str, Score]]]:
-            # a lost pair is the runner's BatchMismatchError (runner.check_results, StageActor)
-            return [[dict(r)] for i in range(0, len(items), b) for r in built.judge_pairs(items[i:i + b])]
+            from models.scorer_set import share_seconds
+
+            # a lost pair is the runner's BatchMismatchError (runner.check_results, StageActor); each batch's
+            # seconds are shared over its pairs x judges (models.scorer_set.share_seconds)
+            out: list[list[dict[str, Score]]] = []
+            for i in range(0, len(items), b):
+                t0 = time.perf_counter()
+                got = built.judge_pairs(items[i:i + b])
+                out += [[r] for r in share_seconds(got, time.perf_counter() - t0)]
+            return out
 
         return FunctionScorer(judge, {v: built.provenance(v) for v in self.names})
 
@@ -271,7 +280,8 @@ def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[s
 
 def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings: JudgeSettings, out: str | Path, *,
                   config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
-                  progress: bool = True, scorer=None, ray=None, scorer_factory=None, force: bool = False) -> dict:
+                  progress: bool = True, scorer=None, ray=None, scorer_factory=None, force: bool = False,
+                  max_failed: float | None = None) -> dict:
     """Judge every pair of the inputs in both orders and write OUT/judgments.parquet (module docstring).
 
     Args:
@@ -287,11 +297,17 @@ def run_judge_job(inputs: str | Path | Sequence[str | Path], fmt: str, settings:
         ray: a :class:`workers.cluster.pipeline.RayStep` to judge on a Ray pool of judge actors (its "llm" pool).
         scorer_factory: testing only, see :class:`JudgeKind` (the backend check is skipped).
         force: write into a folder that is not an lfqa-rubric output (``workers.storage.outdir.OutputFolder``).
+        max_failed: the failure budget (``JobKind.max_failed``; default ``rubric.tables.DEFAULT_MAX_FAILED``).
 
     Returns:
         The manifest (also ``OUT/manifest.json``).
+
+    Raises:
+        FailureBudgetError: a judge's failed fraction is over ``max_failed`` (after publishing).
     """
     if scorer is not None:  # a prebuilt judge is built by a factory that returns it
         scorer_factory = prebuilt(scorer)
     kind = JudgeKind(fmt, dict(reader_options or {}), settings, config, seed, scorer_factory)
+    if max_failed is not None:
+        kind.max_failed = max_failed
     return run(kind, inputs, out, progress=progress, step=ray, check=scorer_factory is None, force=force)

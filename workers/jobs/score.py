@@ -108,7 +108,8 @@ class ScoreKind(JobKind):
 
 def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence[RubricSpec], out: str | Path, *,
             config: ScoringConfig, reader_options: Mapping[str, Any] | None = None, seed: int = 0,
-            progress: bool = True, ray=None, scorers=None, force: bool = False) -> dict:
+            progress: bool = True, ray=None, scorers=None, force: bool = False, max_failed: float | None = None,
+            retry_failed: bool = False) -> dict:
     """Score every input and write the job's tables (see the module docstring).
 
     Args:
@@ -123,14 +124,20 @@ def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence
         ray: a :class:`workers.cluster.pipeline.RayStep` to score on Ray; default: in this process.
         scorers: prebuilt scorers for the local step (tests; run as a ``models.scorer_set.ScorerSet``).
         force: write into a folder that is not an lfqa-rubric output (``workers.storage.outdir.OutputFolder``).
+        max_failed: the failure budget (``JobKind.max_failed``; default ``rubric.tables.DEFAULT_MAX_FAILED``).
+        retry_failed: score again only the cells that failed in the earlier run into ``out``.
 
     Returns:
         The manifest (also written to ``OUT/manifest.json``).
 
     Raises:
+        FailureBudgetError: a rubric's failed fraction is over ``max_failed`` (after publishing).
         BackendUnavailableError: a backend's package or model is missing (before any data is read).
         InputError: an input does not exist, cannot be read, or the job has no usable pair.
     """
     kind = ScoreKind(fmt, dict(reader_options or {}), list(specs), config, seed)
+    if max_failed is not None:
+        kind.max_failed = max_failed
     return run(kind, inputs, out, progress=progress, step=ray,
-               scorer=None if scorers is None else ScorerSet(scorers, config.batch_size), force=force)
+               scorer=None if scorers is None else ScorerSet(scorers, config.batch_size), force=force,
+               retry_failed=retry_failed)

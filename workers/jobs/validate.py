@@ -68,6 +68,8 @@ class ValidateKind(ScoreKind):
     blocks = False  # a family takes from the other questions of the input: a unit is a whole input
     read_on_driver = True
     outputs = (OUTCOMES_FILE, SUMMARY_FILE, REPORT_FILE)
+    # no failure budget (issue 45's --max-failed is score's and judge's): a failed score is a missing outcome here
+    max_failed = 1.0
 
     def __init__(self, fmt: str, options: Mapping[str, Any], specs: Sequence[RubricSpec | str], config: ScoringConfig,
                  seed: int = 0, families: Sequence[str] | None = None, tolerance: float = DEFAULT_TOLERANCE,

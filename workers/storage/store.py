@@ -55,13 +55,17 @@ _OWN = re.compile(r"^(key\.json|done\.json|part-\d+\.parquet)$")
 
 
 def encode_score(s: Score) -> str:
-    # JSON keeps a raw value, an error reason and extras of any mix of types exactly (float repr is exact)
-    return json.dumps({"raw": s.raw, "error": s.error, "extras": dict(s.extras)}, ensure_ascii=False)
+    # JSON keeps a raw value, an error reason and extras of any mix of types exactly (float repr is exact);
+    # the cost (tokens, seconds) travels with the score, so a reused score keeps what it cost
+    d = {"raw": s.raw, "error": s.error, "extras": dict(s.extras)}
+    if s.cost:
+        d["cost"] = dict(s.cost)
+    return json.dumps(d, ensure_ascii=False)
 
 
 def decode_score(text: str) -> Score:
     d = json.loads(text)
-    return Score(raw=d["raw"], error=d["error"], extras=d["extras"])
+    return Score(raw=d["raw"], error=d["error"], extras=d["extras"], cost=d.get("cost") or {})
 
 
 def encode_provenance(p: Provenance) -> str:
@@ -145,6 +149,7 @@ class ShardStore:
         self.name = name
         self.key = dict(key)
         self.why: str | None = None  # why earlier results were discarded, if they were
+        self.earlier: set[str] = set()  # the parts an earlier run stored (their scores are reused)
         self._open()
 
     def _open(self) -> None:
@@ -158,6 +163,7 @@ class ShardStore:
                 diffs = key_differences(old, self.key)
             if not diffs:
                 self._verify_parts()
+                self.earlier = {p.name for p in self._parts()}
                 return
             self.why = "; ".join(diffs)
             log.info("re-scoring shard %s: %s", self.name, self.why)
@@ -287,16 +293,25 @@ class ShardStore:
         atomic_write_bytes(self.dir / "done.json",
                            json.dumps({"key": _digest(self.key), "n_answers": n_answers}).encode())
 
-    def parts(self, rubrics: Sequence[str]) -> Iterator[tuple[list[str], dict[str, list[str]], dict[str, Provenance]]]:
-        """Each stored part in order: its answer ids, their encoded scores per rubric, and its provenance.
+    def parts(self, rubrics: Sequence[str], *, latest_first: bool = False,
+              ) -> Iterator[tuple[list[str], dict[str, list[str]], dict[str, Provenance]]]:
+        """Each stored part in order (``latest_first``: the last written first, so a reader keeping the first
+        score of an id keeps the newest, a retried one): its answer ids, their encoded scores per rubric, and
+        its provenance.
 
         Raises:
             ConfigError: two parts of this shard record different provenances for one rubric.
         """
+        for ids, encoded, prov, _ in self.parts_reused(rubrics, latest_first=latest_first):
+            yield ids, encoded, prov
+
+    def parts_reused(self, rubrics: Sequence[str], *, latest_first: bool = False,
+                     ) -> Iterator[tuple[list[str], dict[str, list[str]], dict[str, Provenance], bool]]:
+        """:meth:`parts`, each with whether an earlier run stored it (its scores are reused by this one)."""
         import pyarrow.parquet as pq
 
         prov: dict[str, Provenance] = {}
-        for part in self._parts():
+        for part in (reversed(self._parts()) if latest_first else self._parts()):
             try:
                 t = pq.read_table(part).to_pydict()
             except Exception as e:  # damaged after this store was opened
@@ -308,7 +323,31 @@ class ShardStore:
                     if prov.setdefault(r, p) != p:
                         raise ConfigError(f"shard {self.name}: stored {r!r} scores were made two ways: {prov[r]} and "
                                           f"{p}; delete {self.dir} to re-score")
-            yield t["answer_id"], {r: t[f"score__{r}"] for r in rubrics}, dict(prov)
+            yield t["answer_id"], {r: t[f"score__{r}"] for r in rubrics}, dict(prov), part.name in self.earlier
+
+    def failed_ids(self, rubrics: Sequence[str]) -> dict[str, list[str]]:
+        """Stored id -> the rubrics whose newest stored score failed (ids with none failed are left out)."""
+        newest: dict[str, dict[str, str]] = {}
+        for ids, encoded, _ in self.parts(rubrics, latest_first=True):
+            for i, aid in enumerate(ids):
+                if aid not in newest:
+                    newest[aid] = {r: encoded[r][i] for r in rubrics}
+        out: dict[str, list[str]] = {}
+        for aid, enc in newest.items():
+            bad = [r for r in rubrics if decode_score(enc[r]).error is not None]
+            if bad:
+                out[aid] = bad
+        return out
+
+    def newest(self, rubrics: Sequence[str], ids: Sequence[str]) -> dict[str, dict[str, str]]:
+        """The newest stored encoded scores of ``ids`` (id -> rubric -> encoded score)."""
+        want = set(ids)
+        out: dict[str, dict[str, str]] = {}
+        for part_ids, encoded, _ in self.parts(rubrics, latest_first=True):
+            for i, aid in enumerate(part_ids):
+                if aid in want and aid not in out:
+                    out[aid] = {r: encoded[r][i] for r in rubrics}
+        return out
 
     def load(self, rubrics: Sequence[str]) -> tuple[dict[str, dict[str, Score]], dict[str, Provenance]]:
         """Every stored score: answer_id -> rubric -> Score, and the one provenance per rubric.
