@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rubric.errors import ConfigError
+from rubric.scoring import is_abstention
 
 __all__ = ["COST_FILE", "COST_COLUMNS", "TOKEN_KEYS", "DEFAULT_MAX_FAILED", "CostRow", "cost_table",
            "cost_summary", "over_budget", "budget_lines", "GPUS", "MODEL_PARAMETERS", "roofline_estimate",
@@ -77,7 +78,7 @@ def cost_table(rows: Iterable[CostRow]):
         s = r.cost.get("seconds")
         cols["engine_seconds"].append(None if s is None else float(s))
         cols["reused"].append(bool(r.reused))
-        cols["failed"].append(r.error is not None)
+        cols["failed"].append(r.error is not None and not is_abstention(r.error))
     types = {"id": pa.string(), "name": pa.string(), **{k: pa.int64() for k in TOKEN_KEYS},
              "engine_seconds": pa.float64(), "reused": pa.bool_(), "failed": pa.bool_()}
     return pa.table({c: pa.array(v, types[c]) for c, v in cols.items()})
@@ -101,14 +102,15 @@ def cost_summary(rows: Iterable[CostRow], names: Sequence[str], *, models: Mappi
 
     Returns:
         ``{"per_name": {name: {...}}, "how": "..."}``: per name ``rows``, ``scored_now``, ``reused``,
-        ``failed``, ``failed_fraction``, ``reasons`` (commonest first), the sums (tokens: None when no row
+        ``failed``, ``abstained`` (rows the rubric had nothing to judge on: missing, not failed, never over a
+        budget), ``failed_fraction``, ``reasons`` (commonest first), the sums (tokens: None when no row
         counted them; ``seconds``), ``per_1000`` (the sums x 1000 / rows), ``share_of_seconds``, and
         ``estimate`` (:func:`roofline_estimate`, per 1,000 rows) where the model is known.
     """
     per: dict[str, dict] = {}
     reasons: dict[str, Counter] = {}
     for n in names:
-        per[n] = {"rows": 0, "scored_now": 0, "reused": 0, "failed": 0, **{k: None for k in TOKEN_KEYS},
+        per[n] = {"rows": 0, "scored_now": 0, "reused": 0, "failed": 0, "abstained": 0, **{k: None for k in TOKEN_KEYS},
                   "seconds": 0.0, "reused_seconds": 0.0}
         reasons[n] = Counter()
     for r in rows:
@@ -117,7 +119,9 @@ def cost_summary(rows: Iterable[CostRow], names: Sequence[str], *, models: Mappi
             continue
         e["rows"] += 1
         e["reused" if r.reused else "scored_now"] += 1
-        if r.error is not None:
+        if is_abstention(r.error):  # nothing to judge on the row: a missing value, not a failure
+            e["abstained"] += 1
+        elif r.error is not None:
             e["failed"] += 1
             reasons[r.name][_reason(r.error, r.name)] += 1
         for k in TOKEN_KEYS:

@@ -96,7 +96,10 @@ def test_an_answer_with_nothing_to_read_is_a_row_error_of_the_new_versions(score
 def test_the_on_topic_answer_beats_the_off_topic_one(scores, v1_scores):
     for got in (scores, v1_scores):
         good, off = got["good"], got["off"]
-        for name in ("relevance", "coherence", "completeness", "factuality", "use_of_examples"):
+        # coherence.minilm.v1 linked the first sentence to the question; v2 judges how the sentences connect, and
+        # "My grandmother baked bread every Sunday. The kitchen smelled wonderful." connects (off topic, not incoherent)
+        for name in ("relevance", "completeness", "factuality", "use_of_examples") + (("coherence",) if got is v1_scores
+                                                                                     else ()):
             assert good[name].raw > off[name].raw, name
         assert good["use_of_examples"].extras["cues"] == "such as"
     assert scores["good"]["specificity"].raw > scores["off"]["specificity"].raw

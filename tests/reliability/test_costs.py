@@ -245,3 +245,20 @@ def test_max_failed_flag_refuses_a_value_outside_0_1(capsys):
     with pytest.raises(SystemExit) as e:
         main(["score", "x.jsonl", "--format", "lfqa-hp", "--out", "o", "--max-failed", "1.5"])
     assert e.value.code == 2 and "a fraction between 0 and 1" in capsys.readouterr().err
+
+
+def test_an_abstention_is_neither_a_failure_nor_over_any_budget():
+    """The cpu preset's factuality abstains on every answer without a reference (issue 44): missing, counted apart,
+    never over --max-failed, never retried."""
+    from rubric.scoring import Score
+    from rubric.tables import CostRow, cost_summary, cost_table, over_budget
+
+    rows = [CostRow(id=f"a{i}", name="factuality", cost={"seconds": 0.1}, reused=False,
+                    error=Score.abstain("no reference answer").error) for i in range(4)]
+    rows.append(CostRow(id="a9", name="factuality", cost={"seconds": 0.1}, reused=False, error="engine died"))
+    summary = cost_summary(rows, ["factuality"])
+    entry = summary["per_name"]["factuality"]
+    assert (entry["rows"], entry["abstained"], entry["failed"]) == (5, 4, 1)
+    assert entry["reasons"] == [["engine died", 1]]
+    assert cost_table(rows).column("failed").to_pylist() == [False] * 4 + [True]
+    assert over_budget(summary, 0.25) == {}

@@ -32,7 +32,7 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
-from rubric.scoring import Provenance, Score
+from rubric.scoring import Provenance, Score, is_abstention
 from rubric.scoring import RubricSpec
 from workers.storage.outdir import atomic_write_bytes, inside, is_scratch, make_dirs, new_temp, no_link, remove_tree
 
@@ -334,7 +334,8 @@ class ShardStore:
                     newest[aid] = {r: encoded[r][i] for r in rubrics}
         out: dict[str, list[str]] = {}
         for aid, enc in newest.items():
-            bad = [r for r in rubrics if decode_score(enc[r]).error is not None]
+            # an abstention is the rubric's answer for the row, not a failure: a retry would give it again
+            bad = [r for r in rubrics if (e := decode_score(enc[r]).error) is not None and not is_abstention(e)]
             if bad:
                 out[aid] = bad
         return out
