@@ -33,6 +33,7 @@ from models.text import load_spacy, pipeline_id
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem
 from rubric.scoring import (
+    CPU_COHERENCE_V3, CPU_COMPLETENESS_V3, CPU_RELEVANCE_V3, coherence_v3, copied_sentences, plain_case, without_repeats,
     CONCRETE_POS, CPU_COHERENCE_V2, CPU_COHERENCE_VERSION, CPU_COMPLETENESS_REFERENCE, CPU_COMPLETENESS_V2,
     CPU_COMPLETENESS_VERSION, CPU_EXAMPLES_V2, CPU_EXAMPLES_VERSION, CPU_FACTUALITY_V2, CPU_FACTUALITY_VERSION,
     CPU_FLUENCY_V2, CPU_FLUENCY_VERSION, CPU_RELEVANCE_V2, CPU_RELEVANCE_VERSION, CPU_SPECIFICITY_VERSION, EXAMPLE_CUE,
@@ -74,6 +75,7 @@ class _Parsed:
 
     sentences: list[str]
     terms: set[str] = field(default_factory=set)  # content lemmas (questions)
+    forms: set[str] = field(default_factory=set)  # the content words as written, lower-cased (questions)
     lemmas: set[str] = field(default_factory=set)  # every lemma and lower-cased form (answers)
     sentence_terms: list[set[str]] = field(default_factory=list)  # each sentence's content lemmas (answers)
     n_words: int = 0
@@ -85,10 +87,14 @@ def _word_like(tok: Any) -> bool:
     return tok.is_alpha or tok.like_num or tok.pos_ == "NUM"
 
 
+def _content_words(tokens) -> list:
+    """Content words: nouns, proper nouns, verbs, adjectives and numbers that are not stop words."""
+    return [t for t in tokens if t.pos_ in QUESTION_TERM_POS and not t.is_stop and (t.is_alpha or t.like_num)]
+
+
 def _content_terms(tokens) -> set[str]:
-    """Content lemmas: nouns, proper nouns, verbs, adjectives and numbers that are not stop words."""
-    return {t.lemma_.lower() for t in tokens
-            if t.pos_ in QUESTION_TERM_POS and not t.is_stop and (t.is_alpha or t.like_num)}
+    """Content lemmas (of :func:`_content_words`), lower-cased."""
+    return {t.lemma_.lower() for t in _content_words(tokens)}
 
 
 def _kept_sents(doc: Any) -> list:
@@ -106,7 +112,8 @@ def _parse_answer(doc: Any) -> _Parsed:
 
 
 def _parse_question(doc: Any) -> _Parsed:
-    return _Parsed(sentences=[doc.text.strip()], terms=_content_terms(doc))
+    return _Parsed(sentences=[doc.text.strip()], terms=_content_terms(doc),
+                   forms={t.lower_ for t in _content_words(doc)})
 
 
 def _sentences(doc: Any) -> list[str]:
@@ -137,6 +144,11 @@ class CPURow:
         evidence / E: the evidence sentences a "evidence" unit reads (reference, then the answer's documents;
             at most ``MAX_EVIDENCE_SENTENCES``) and their embeddings; ``evidence_cut`` when a cap cut them.
         reference / R: the question's reference answer's sentences and embeddings (a "reference" unit's).
+        clean / C / clean_text / copies: a "clean" unit's answer: the parse, sentence embeddings and text of the
+            answer without its word-for-word copies of earlier text (:func:`rubric.scoring.without_repeats`), and
+            where in that text each copy was cut.
+        question_terms: the question's content words and their lemmas, read as written and in plain case (a "clean"
+            unit's): an answer's "Sardines" (a name to the tagger, lemma "sardines") is the question's "sardines".
     """
 
     item: AnswerItem
@@ -150,18 +162,25 @@ class CPURow:
     reference: list[str] = field(default_factory=list)
     R: np.ndarray | None = None
     weights: Callable[[str], float] | None = None
-    _info: tuple[list[int], np.ndarray] | None = None
+    clean: _Parsed | None = None
+    C: np.ndarray | None = None
+    clean_text: str = ""
+    copies: list[int] = field(default_factory=list)
+    question_terms: set[str] = field(default_factory=set)
+    _info: dict[bool, tuple[list[int], np.ndarray]] = field(default_factory=dict)
 
-    def information(self) -> tuple[list[int], np.ndarray]:
-        """The distinct sentences and what each says about the question (relevance and completeness v2 share it),
-        novelty weighted by each term's information (``weights``)."""
-        if self._info is None:
-            keep = distinct_sentences(self.S, self.answer.sentences)
-            terms = {t for i in keep for t in self.answer.sentence_terms[i]} | self.question.terms
-            w = {t: self.weights(t) for t in terms}
-            nov = [novelty(self.answer.sentence_terms[i], self.question.terms, w) for i in keep]
-            self._info = keep, sentence_information(self.q, self.S[keep], nov)
-        return self._info
+    def information(self, clean: bool = False) -> tuple[list[int], np.ndarray]:
+        """The distinct sentences and what each says about the question (relevance and completeness share it),
+        novelty weighted by each term's information (``weights``): of the answer as given (v2), or of the answer
+        without its copies against the question's terms in both readings (v3, ``clean``)."""
+        if clean not in self._info:
+            answer, S = (self.clean, self.C) if clean else (self.answer, self.S)
+            asked = self.question_terms if clean else self.question.terms
+            keep = distinct_sentences(S, answer.sentences)
+            w = {t: self.weights(t) for t in {t for i in keep for t in answer.sentence_terms[i]} | asked}
+            nov = [novelty(answer.sentence_terms[i], asked, w) for i in keep]
+            self._info[clean] = keep, sentence_information(self.q, S[keep], nov)
+        return self._info[clean]
 
 
 @dataclass(frozen=True)
@@ -172,7 +191,8 @@ class CPUUnit:
         version: the registered version (``rubric.scoring.RUBRICS``).
         needs: of "parse" (the answer's spaCy parse), "embed" (sentence embeddings; implies "parse" and the
             question's parse), "evidence" (reference and the answer's documents), "reference" (the question's
-            reference alone), "wordfreq" (terms' information weights, :func:`rubric.scoring.term_weight`).
+            reference alone), "wordfreq" (terms' information weights, :func:`rubric.scoring.term_weight`), "clean"
+            (the answer without its word-for-word copies, parsed and embedded: ``CPURow.clean``).
         model: "minilm" (MiniLM + spaCy), "spacy" or a regex pattern (its hash is the template hash).
         score: the formula over a :class:`CPURow` (a text item's row; for a regex unit only ``item`` is set).
     """
@@ -238,6 +258,29 @@ def _v2_coherence(r: CPURow) -> Score:
     return Score.ok(mean, n_sentences=n, min_link=least, n_repeated=repeats)
 
 
+def _v3_relevance(r: CPURow) -> Score:
+    keep, info = r.information(clean=True)
+    return Score.ok(relevance_v2(info), n_sentences=len(r.clean.sentences), n_distinct=len(keep),
+                    n_copies=len(r.copies))
+
+
+def _v3_completeness(r: CPURow) -> Score:
+    keep, info = r.information(clean=True)
+    return Score.ok(completeness_v2(info), n_sentences=len(r.clean.sentences), n_distinct=len(keep),
+                    n_copies=len(r.copies))
+
+
+def _v3_coherence(r: CPURow) -> Score:
+    a = r.clean
+    w = {t: r.weights(t) for ts in a.sentence_terms for t in ts}
+    copied = copied_sentences(r.clean_text, a.sentences, r.copies)
+    got = coherence_v3(r.C, a.sentences, a.sentence_terms, w, (r.q, r.question.sentences[0]), copied, len(r.copies))
+    if got is None:
+        return Score.abstain("one sentence: no link between sentences to judge", n_sentences=len(a.sentences))
+    mean, least, repeats = got
+    return Score.ok(mean, n_sentences=len(a.sentences), min_link=least, n_repeated=repeats, n_copies=len(r.copies))
+
+
 def _reference_completeness(r: CPURow) -> Score:
     if not r.reference:
         return Score.abstain("no reference answer for this question", n_reference=0)
@@ -252,6 +295,7 @@ def _v2_factuality(r: CPURow) -> Score:
 
 _EMBED = frozenset({"parse", "embed"})
 _INFORMATION = _EMBED | {"wordfreq"}
+_CLEAN = _INFORMATION | {"clean"}
 
 #: The versions :class:`CPUProfileScorer` serves, one unit each.
 CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
@@ -267,6 +311,9 @@ CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
     CPUUnit(CPU_COMPLETENESS_REFERENCE, _EMBED | {"reference"}, "minilm", _reference_completeness),
     CPUUnit(CPU_FACTUALITY_V2, _EMBED | {"reference"}, "minilm", _v2_factuality),
     CPUUnit(CPU_EXAMPLES_V2, frozenset(), EXAMPLE_CUE_V2.pattern, _cues(example_cues_v2)),
+    CPUUnit(CPU_RELEVANCE_V3, _CLEAN, "minilm", _v3_relevance),
+    CPUUnit(CPU_COHERENCE_V3, _CLEAN, "minilm", _v3_coherence),
+    CPUUnit(CPU_COMPLETENESS_V3, _CLEAN, "minilm", _v3_completeness),
 )}
 #: The versions :class:`CPUProfileScorer` serves.
 CPU_TEXT_VERSIONS: tuple[str, ...] = tuple(CPU_UNITS)
@@ -352,8 +399,11 @@ class CPUProfileScorer:
             else:
                 out[i] = {s.name: Score.failed(bad) for s in self.specs}
         if ok and "parse" in self._needs:
-            answers = self._parse([items[i].answer for i in ok], _parse_answer)
+            clean = {i: without_repeats(items[i].answer) for i in ok} if "clean" in self._needs else {}
+            answers = self._parse([items[i].answer for i in ok] + [t for t, _ in clean.values()], _parse_answer)
             rows = {i: CPURow(items[i], answers[items[i].answer]) for i in ok}
+            for i, (text, copies) in clean.items():
+                rows[i].clean, rows[i].clean_text, rows[i].copies = answers[text], text, copies
             if "embed" in self._needs:
                 self._embed(items, rows, out)
         for i in ok:
@@ -394,7 +444,9 @@ class CPUProfileScorer:
                 out[i].update({name: Score.failed(bad) for name in embedded})
         if not live:
             return
-        questions = self._parse([items[i].question for i in live], _parse_question)
+        asked = [items[i].question for i in live]
+        plain = {q: plain_case(q) for q in asked} if "clean" in self._needs else {}
+        questions = self._parse(asked + list(plain.values()), _parse_question)
         texts = {i: self._evidence_texts(items[i]) for i in live}
         cut = {t: len(t) > MAX_EVIDENCE_CHARS for ts in texts.values() for t in ts}
         evidence = self._parse([t[:MAX_EVIDENCE_CHARS] for ts in texts.values() for t in ts],
@@ -403,19 +455,25 @@ class CPUProfileScorer:
         for i in live:
             r = rows[i]
             r.question = questions[items[i].question]
+            if plain:
+                p = questions[plain[items[i].question]]
+                r.question_terms = r.question.terms | r.question.forms | p.terms | p.forms
             r.weights = self._weights
             ev = [s for t in texts[i] for s in evidence[t[:MAX_EVIDENCE_CHARS]].sentences]
             r.evidence_cut = len(ev) > MAX_EVIDENCE_SENTENCES or any(cut[t] for t in texts[i])
             r.evidence = ev[:MAX_EVIDENCE_SENTENCES] if "evidence" in self._needs else []
             if "reference" in self._needs and _has_text(items[i].reference):
                 r.reference = evidence[items[i].reference[:MAX_EVIDENCE_CHARS]].sentences[:MAX_EVIDENCE_SENTENCES]
-            for s in (*r.answer.sentences, *r.question.sentences, *r.evidence, *r.reference):
+            clean = r.clean.sentences if r.clean is not None else []
+            for s in (*r.answer.sentences, *clean, *r.question.sentences, *r.evidence, *r.reference):
                 index.setdefault(s, len(index))
         emb = self.encoder.encode(list(index), batch_size=ENCODE_BATCH, convert_to_numpy=True,
                                   normalize_embeddings=True, show_progress_bar=False)
         for i in live:
             r = rows[i]
             r.S = emb[[index[s] for s in r.answer.sentences]]
+            if r.clean is not None:
+                r.C = emb[[index[s] for s in r.clean.sentences]]
             r.q = emb[index[r.question.sentences[0]]]
             r.E = emb[[index[s] for s in r.evidence]] if r.evidence else None
             r.R = emb[[index[s] for s in r.reference]] if r.reference else None

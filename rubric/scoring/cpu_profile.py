@@ -64,6 +64,21 @@ has the tables). Each answers a way the first could be fooled:
   "example(s)"; precision and recall on the hand-labelled sentences of tests/rubric/data/example_cues.jsonl
   are in docs/validity.md.
 
+The third versions of relevance, coherence and completeness (the preset's) read the answer *without its copies*
+(:func:`without_repeats`, before anything is parsed): v2 dropped a sentence that repeats an earlier one, but a
+repeat glued to its own line ("- 1 cup flour - 1 cup flour") is one new sentence to the splitter, and a repeat could
+still move v2 up (a median 0.002, on a quarter of WebGLM's answers). Text said again is cut, so it cannot add
+information however it is split:
+
+- relevance (``relevance.minilm.v3``) and completeness (``completeness.coverage.v3``): v2's formulas over the answer
+  without its copies, the question's terms read as written and in plain case (:func:`plain_case`: a heading's
+  capitals make a tagger read "Sardines" as a name) and as written words besides their lemmas, so an answer's
+  "Sardines" is the question's "sardines".
+- coherence (``coherence.minilm.v3``): v2's links over the answer without its copies, a link into a sentence that
+  says nothing new being 0 (one that repeats an earlier sentence, as v2; one a copy was cut from,
+  :func:`copied_sentences`; one that restates the question) and each copy one more link of 0 (:func:`coherence_v3`):
+  saying a thing again, the question included, is a step that goes nowhere.
+
 Embeddings here are rows of unit-length vectors (what the encoder returns with normalisation on);
 the functions divide by norms anyway where a mean is taken.
 """
@@ -88,6 +103,8 @@ __all__ = [
     "CPU_EXAMPLES_V2", "REPEAT_COS", "EXAMPLE_CUE_V2", "distinct_sentences", "novelty", "sentence_information",
     "relevance_v2", "completeness_v2", "coherence_v2", "example_cues_v2", "ZIPF_TOP", "MIN_TERM_WEIGHT", "term_weight",
     "CPU_FLUENCY_V2", "UNKNOWN_WORD_ZIPF", "count_fluency_lints_v2", "repeated_sentences",
+    "CPU_RELEVANCE_V3", "CPU_COHERENCE_V3", "CPU_COMPLETENESS_V3", "without_repeats", "plain_case", "coherence_v3",
+    "copied_sentences",
 ]
 
 CPU_RELEVANCE_VERSION = "relevance.minilm.v1"
@@ -104,6 +121,9 @@ CPU_COMPLETENESS_REFERENCE = "completeness.reference.v1"
 CPU_FACTUALITY_V2 = "factuality.support.v2"
 CPU_EXAMPLES_V2 = "use_of_examples.cues.v2"
 CPU_FLUENCY_V2 = "fluency.harper.v2"
+CPU_RELEVANCE_V3 = "relevance.minilm.v3"
+CPU_COHERENCE_V3 = "coherence.minilm.v3"
+CPU_COMPLETENESS_V3 = "completeness.coverage.v3"
 
 #: fluency.harper.v2 counts a Harper spelling finding only on a word general English hardly uses: a Zipf
 #: frequency (wordfreq) below this. Typos made by character edits land at 0-1.2 ("thgih" 0, "approch" 1.2);
@@ -350,6 +370,35 @@ def completeness_v2(information: np.ndarray) -> float:
     return float(1.0 - np.prod(1.0 - info))
 
 
+def _links(sentences: np.ndarray, texts: Iterable[str] | None, terms: Sequence[Iterable[str]] | None,
+           weights: Mapping[str, float] | None, question: tuple[np.ndarray, str] | None = None,
+           copied: Sequence[bool] | None = None) -> tuple[list[float], int]:
+    """coherence's links between adjacent sentences (``coherence_v2``) and how many sentences repeat an earlier one
+    (or, given the ``question`` as its embedding and text, the question: ``repeated_sentences`` with the question
+    first)."""
+    s = _unit(_rows(sentences, "sentence embeddings"))
+    if terms is not None and len(terms) != len(s):
+        raise ConfigError(f"need one term set per sentence ({len(s)}), got {len(terms)}")
+    if question is None:
+        repeated = repeated_sentences(s, texts)
+    else:
+        q = np.asarray(question[0], dtype=np.float64).reshape(1, -1)
+        said = None if texts is None else [question[1], *texts]
+        repeated = repeated_sentences(np.vstack([q, s]), said)[1:]
+    if copied is not None:
+        if len(copied) != len(s):
+            raise ConfigError(f"need one copied flag per sentence ({len(s)}), got {len(copied)}")
+        repeated = [r or bool(c) for r, c in zip(repeated, copied)]
+    links = []
+    for i in range(1, len(s)):
+        if repeated[i]:
+            links.append(0.0)
+            continue
+        link = max(float(np.clip(s[i - 1] @ s[i], -1.0, 1.0)), 0.0)
+        links.append(link if terms is None else link * novelty(terms[i], terms[i - 1], weights))
+    return links, sum(repeated[1:])  # the first sentence has no link to lose
+
+
 def coherence_v2(sentences: np.ndarray, texts: Iterable[str] | None = None,
                  terms: Sequence[Iterable[str]] | None = None,
                  weights: Mapping[str, float] | None = None) -> tuple[float, float, int] | None:
@@ -362,20 +411,58 @@ def coherence_v2(sentences: np.ndarray, texts: Iterable[str] | None = None,
     contract), so a sentence that only restates the topic links weakly. A link into a sentence that repeats an
     earlier one (:func:`repeated_sentences`) is 0.
     """
-    s = _unit(_rows(sentences, "sentence embeddings"))
-    if len(s) < 2:
+    if len(_rows(sentences, "sentence embeddings")) < 2:
         return None
-    if terms is not None and len(terms) != len(s):
-        raise ConfigError(f"need one term set per sentence ({len(s)}), got {len(terms)}")
-    repeated = repeated_sentences(s, texts)
-    links = []
-    for i in range(1, len(s)):
-        if repeated[i]:
-            links.append(0.0)
-            continue
-        link = max(float(np.clip(s[i - 1] @ s[i], -1.0, 1.0)), 0.0)
-        links.append(link if terms is None else link * novelty(terms[i], terms[i - 1], weights))
-    return float(np.mean(links)), float(np.min(links)), sum(repeated)
+    links, repeated = _links(sentences, texts, terms, weights)
+    return float(np.mean(links)), float(np.min(links)), repeated
+
+
+def coherence_v3(sentences: np.ndarray, texts: Iterable[str] | None = None,
+                 terms: Sequence[Iterable[str]] | None = None, weights: Mapping[str, float] | None = None,
+                 question: tuple[np.ndarray, str] | None = None, copied: Sequence[bool] | None = None,
+                 copies: int = 0) -> tuple[float, float, int] | None:
+    """coherence.minilm.v3, over the answer without its copies (:func:`without_repeats`): v2's links
+    (``coherence_v2``), a link into a sentence that says nothing new being 0 — one that repeats an earlier sentence,
+    one that restates the ``question`` (given as its embedding and text: ``repeated_sentences`` with the question as
+    the earliest sentence; the question is no unit, it links to nothing) or one a copy was cut from (``copied``:
+    :func:`copied_sentences`) — and each of the ``copies`` one more link of 0. ``(mean, least, repeats)``, repeats
+    counting the copies; None (abstain) without any link."""
+    n = len(_rows(sentences, "sentence embeddings"))
+    if copies < 0:
+        raise ConfigError(f"copies must be >= 0, got {copies}")
+    links, repeated = _links(sentences, texts, terms, weights, question, copied) if n >= 2 else ([], 0)
+    links += [0.0] * copies
+    if not links:
+        return None
+    return float(np.mean(links)), float(np.min(links)), repeated + copies
+
+
+def copied_sentences(text: str, sentences: Sequence[str], cuts: Sequence[int]) -> list[bool]:
+    """For each of ``text``'s ``sentences`` (in order, each a substring of ``text``), whether a copy was cut from it
+    (one of the ``cuts``, offsets in ``text`` as :func:`without_repeats` returns them, lies inside it or at its end):
+    the sentence that was said twice, or what is left of a sentence that held a copy.
+
+    Raises:
+        ConfigError: a sentence that is not in ``text`` after the one before it.
+    """
+    out, pos = [], 0
+    for sent in sentences:
+        at = text.find(sent, pos)
+        if at < 0:
+            raise ConfigError(f"sentence {sent[:40]!r} is not in the text after the sentence before it")
+        pos = at + len(sent)
+        out.append(any(at < c <= pos for c in cuts))
+    return out
+
+
+def plain_case(text: str) -> str:
+    """A heading's capitals lowered ("How To Eat Sardines" -> "how to eat sardines"): when more than half of its
+    words (more than two) start with a capital, every word but "I" is lower-cased; any other text is returned as it
+    is. A parser reads a heading's capitalised words as names; the plain text reads as the question it asks."""
+    ws = [w for w in text.split() if w[:1].isalpha()]
+    if not (len(ws) > 2 and sum(w[:1].isupper() for w in ws) > len(ws) / 2):
+        return text
+    return re.sub(r"\S+", lambda m: m.group(0) if m.group(0) == "I" else m.group(0).lower(), text)
 
 
 def example_cues_v2(text: str) -> list[str]:
@@ -386,3 +473,82 @@ def example_cues_v2(text: str) -> list[str]:
             continue
         out.append(m.group(0).lower())
     return out
+
+
+#: The least words of a run that :func:`without_repeats` removes as a copy: a whole sentence or line said again
+#: (the copy and what it copies both between breaks), a run that starts where a sentence or line starts, and one
+#: that starts inside a sentence (a shorter run there is phrasing, not a repeat).
+REPEAT_MIN_WORDS_WHOLE = 2
+REPEAT_MIN_WORDS = 3
+REPEAT_MIN_WORDS_INSIDE = 5
+
+_WORD = re.compile(r"\w+")
+_BREAK = re.compile(r"[\n*•]|[.!?;:]\W*\s")
+
+
+def without_repeats(text: str) -> tuple[str, list[int]]:
+    """``text`` with every later word-for-word copy of earlier text removed, and where each copy was cut: its offset
+    in the returned text (right after the word the copy followed).
+
+    Read left to right, a run of words (case aside) that already occurred, whole, earlier in the text is a copy
+    when it ends at a break (a line break, a list bullet or one of ``. ! ? ; :`` and a space before the next word
+    — "U.S." or "1.5" is no break —, or the text's end) and is at least one word long when it is a whole sentence or line said again right after itself,
+    ``REPEAT_MIN_WORDS_WHOLE`` words when it and its earlier occurrence are whole sentences or lines
+    (both between breaks), ``REPEAT_MIN_WORDS`` when it starts at a break, ``REPEAT_MIN_WORDS_INSIDE`` when it starts
+    inside a sentence; the longest such run is taken. The text from the end of the word before a copy to the end of
+    the copy is cut, so a sentence said again right after itself (on its own line, or glued to its line without a
+    break) leaves the text it was said in, however a sentence splitter would have cut it.
+    """
+    spans = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+    words = [text[a:b].lower() for a, b in spans]
+    n = len(words)
+    if n < 2 * REPEAT_MIN_WORDS_WHOLE:
+        return text, []
+    # brk[k]: a break between word k-1 and word k (brk[0] and brk[n]: the text's ends)
+    brk = [True] + [bool(_BREAK.search(text, spans[k - 1][1], spans[k][0])) for k in range(1, n)] + [True]
+    seen: dict[str, list[int]] = {}  # each earlier word -> where it occurs
+    cut = [False] * n
+    copies: list[int] = []  # the first word of each copy
+    i = 0
+    while i < n:
+        best = 0
+        for j in seen.get(words[i], ()):
+            length = 0
+            while i + length < n and j + length < i and words[j + length] == words[i + length]:
+                length += 1
+            for m in range(length, 0, -1):  # the longest run that is a copy
+                if not brk[i + m]:
+                    continue
+                whole = brk[i] and brk[j] and brk[j + m]
+                least = (1 if whole and j + m == i else REPEAT_MIN_WORDS_WHOLE if whole
+                         else REPEAT_MIN_WORDS if brk[i] else REPEAT_MIN_WORDS_INSIDE)
+                if m >= least:
+                    best = max(best, m)
+                    break
+        if best and i > 0:
+            cut[i:i + best] = [True] * best
+            copies.append(i)
+            for k in range(i, i + best):  # the copy's own runs are earlier text for what follows
+                seen.setdefault(words[k], []).append(k)
+            i += best
+            continue
+        seen.setdefault(words[i], []).append(i)
+        i += 1
+    if not copies:
+        return text, []
+    out, pos, k, size = [], 0, 0, 0
+    join: dict[int, int] = {}  # the first word of each cut run -> where the text closes over it
+    while k < n:
+        if not cut[k]:
+            k += 1
+            continue
+        e = k
+        while e < n and cut[e]:
+            e += 1
+        out.append(text[pos:spans[k - 1][1]])  # k > 0: a copy follows what it copies
+        size += len(out[-1])
+        join.update(dict.fromkeys(range(k, e), size))
+        pos = spans[e - 1][1]
+        k = e
+    out.append(text[pos:])
+    return "".join(out), [join[i] for i in copies]

@@ -120,6 +120,17 @@ _add(RubricSpec("coherence", "coherence.minilm.v2", "cpu_text", 0.0, 1.0,
 _add(RubricSpec("completeness", "completeness.coverage.v2", "cpu_text", 0.0, 1.0,
                 description="reference-free: 1 - prod(1 - information) over the answer's distinct sentences, a "
                             "sentence's information being relevance.minilm.v2's"))
+# the third (issue 44): text said again is read once before anything is parsed (without_repeats), so a repeat cannot
+# add information however the sentence splitter cuts it; a heading-style question's terms are read in plain case too
+_add(RubricSpec("relevance", "relevance.minilm.v3", "cpu_text", 0.0, 1.0,
+                description="relevance.minilm.v2 of the answer without its word-for-word copies of earlier text, the "
+                            "question's terms read as written and in plain case"))
+_add(RubricSpec("coherence", "coherence.minilm.v3", "cpu_text", 0.0, 1.0,
+                description="coherence.minilm.v2's links over the answer without its word-for-word copies of earlier "
+                            "text, each copy one more link of 0; abstains without any link"))
+_add(RubricSpec("completeness", "completeness.coverage.v3", "cpu_text", 0.0, 1.0,
+                description="reference-free: completeness.coverage.v2 with relevance.minilm.v3's information (the "
+                            "answer without its copies)"))
 _add(RubricSpec("completeness", "completeness.reference.v1", "cpu_text", 0.0, 1.0,
                 description="opt-in, reads the reference: mean over the reference's sentences of their best MiniLM "
                             "cosine with an answer sentence (floored at 0); abstains without a reference"))

@@ -25,6 +25,7 @@ from types import MappingProxyType
 from rubric.errors import ConfigError
 from rubric.perturbation import STOPWORDS, char_edits, match_case, replace_words, words
 from rubric.registry import Registry
+from rubric.scoring import plain_case
 from rubric.validity._text import insert_after, join, main_noun_phrase, names, numbers, question_body, split_sentences
 
 __all__ = ["Row", "Family", "FAMILIES", "EXPECTATIONS", "family_names", "EXAMPLE_CUE"]
@@ -169,11 +170,6 @@ _RESTATE = (
 )
 
 
-def _title_case(text: str) -> bool:
-    ws = [w for w in text.split() if w[:1].isalpha()]
-    return len(ws) > 2 and sum(w[:1].isupper() for w in ws) > len(ws) / 2
-
-
 @_family("echo", _never_outrank("relevance"),
          "the answer replaced by the question restated: the question, then two or three rephrasings made by rules")
 def _echo(row: Row, rng: random.Random, others: Sequence[Row]) -> str | None:
@@ -181,8 +177,7 @@ def _echo(row: Row, rng: random.Random, others: Sequence[Row]) -> str | None:
     if not q:
         return None
     asked = q.rstrip("?.! ")
-    if _title_case(asked):  # "How To Cook Pork Tenderloin": a heading's capitals, not names
-        asked = " ".join(w if w == "I" else w.lower() for w in asked.split())
+    asked = plain_case(asked)  # "How To Cook Pork Tenderloin": a heading's capitals, not names
     lowered = asked[:1].lower() + asked[1:] if not asked[:2].isupper() else asked
     body = question_body(asked)
     rephrasings = [t.format(q=lowered) for t in _RESTATE]

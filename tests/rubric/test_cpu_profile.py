@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from rubric.scoring import (
     count_fluency_lints, example_cues, fluency_score, grammar_score, relevance_score, soft_recall, support_score,
     term_coverage, REPEAT_COS, ABSTAIN_PREFIX, Score, is_abstention, distinct_sentences, novelty,
     sentence_information, relevance_v2, completeness_v2, coherence_v2, example_cues_v2, term_weight, ZIPF_TOP,
-    MIN_TERM_WEIGHT,
+    MIN_TERM_WEIGHT, without_repeats, plain_case, coherence_v3, copied_sentences,
 )
 
 R2 = 1 / math.sqrt(2)
@@ -253,3 +254,87 @@ def test_a_repeat_the_splitter_cut_differently_is_still_a_repeat():
     assert coherence_v2(emb, texts)[2] == 1
     with pytest.raises(ConfigError):
         distinct_sentences(emb, texts[:2])
+
+
+# --- the third versions: a repeat is read once, however it is cut ------------------------------------------------
+
+RECIPE = ("Ingredients:\n- 1 pork tenderloin\n- 1/4 teaspoon cayenne pepper (optional)\n\nInstructions:\n"
+          "1. Preheat oven to 400F.\n2. Rub the mixture all over the pork.\n3. Bake for 20 minutes.")
+
+
+@pytest.mark.parametrize("said_again", [
+    # a list item glued to its own line (no break between): the splitter makes one sentence of the two
+    ("- 1/4 teaspoon cayenne pepper (optional)\n", "- 1/4 teaspoon cayenne pepper (optional) "
+                                                  "- 1/4 teaspoon cayenne pepper (optional)\n"),
+    # a step said again after itself, its number and heading included
+    ("2. Rub the mixture all over the pork.\n", "2. Rub the mixture all over the pork. "
+                                                "2. Rub the mixture all over the pork.\n"),
+    # on a line of its own
+    ("3. Bake for 20 minutes.", "3. Bake for 20 minutes.\n3. Bake for 20 minutes."),
+    # a one-word line right after itself
+    ("Instructions:\n", "Instructions: Instructions:\n"),
+])
+def test_without_repeats_gives_back_the_text_a_copy_was_added_to(said_again):
+    once, twice = said_again
+    text = RECIPE.replace(once, twice)
+    assert text != RECIPE
+    clean, cuts = without_repeats(text)
+    assert clean == RECIPE and len(cuts) == 1
+    last_word = re.findall(r"\w+", once)[-1]
+    assert clean[:cuts[0]].endswith(last_word) and cuts[0] <= RECIPE.index(once) + len(once)  # after the first saying
+    assert without_repeats(RECIPE) == (RECIPE, [])
+
+
+@pytest.mark.parametrize("text", [
+    "Place the sweet potatoes on the grill grates. Then turn the sweet potatoes on the grill grates often.",
+    "Step 1: Mix. Step 2: Bake. Step 3: Serve.",  # list numbers and headings repeat one word at a time
+    "1. Mix it. 2. Bake it.\nSecond recipe:\n3. Mix it well.",
+    "No, no, no.",  # inside a sentence, a word said again is phrasing
+    "The U.S entered WW1 for several reasons. The U.S entered for two main reasons.",  # "U.S" is no sentence end
+])
+def test_without_repeats_leaves_phrasing_alone(text):
+    assert without_repeats(text) == (text, [])
+
+
+def test_without_repeats_cuts_a_long_run_said_again_inside_a_sentence():
+    text = "Mix the flour and the sugar well. Then mix the flour and the sugar well."
+    assert without_repeats(text) == ("Mix the flour and the sugar well. Then.", [len("Mix the flour and the sugar well. Then")])
+
+
+def test_copied_sentences_are_those_a_copy_was_cut_from():
+    text = ("Mix the flour and the sugar. - 1/4 cup sugar (fine) - 1/4 cup sugar (fine)\nBake it. "
+            "Many ask how to mix the flour and the sugar.")
+    clean, cuts = without_repeats(text)
+    assert clean == "Mix the flour and the sugar. - 1/4 cup sugar (fine)\nBake it. Many ask how to." and len(cuts) == 2
+    sentences = ["Mix the flour and the sugar.", "- 1/4 cup sugar (fine)", "Bake it.", "Many ask how to."]
+    assert copied_sentences(clean, sentences, cuts) == [False, True, False, True]
+    with pytest.raises(ConfigError, match="not in the text"):
+        copied_sentences(clean, ["Bake it.", "Mix the flour and the sugar."], cuts)
+
+
+def test_plain_case_lowers_a_headings_capitals_only():
+    assert plain_case("How To Eat Sardines") == "how to eat sardines"
+    assert plain_case("How Do I Cook Rice In A Pot?") == "how do I cook rice in a pot?"
+    assert plain_case("how does a heat pump work in Norway?") == "how does a heat pump work in Norway?"
+    assert plain_case("Why Me") == "Why Me"  # two words: not enough to call it a heading
+
+
+def test_coherence_v3_breaks_the_link_into_a_copy_or_a_restated_question():
+    rows = _unit_rows(0, 60, 120)
+    assert coherence_v3(rows) == coherence_v2(rows)  # nothing copied, no question: v2's links
+    assert coherence_v3(_unit_rows(0)) is None  # one sentence, nothing cut: no link, it abstains
+    assert coherence_v3(_unit_rows(0), copies=1) == (0.0, 0.0, 1)  # one sentence said twice: a link of 0
+    mean, least, repeats = coherence_v3(rows, copied=[False, False, True], copies=1)
+    assert (mean, least, repeats) == (pytest.approx(0.5 / 3), 0.0, 2)
+    q = _unit_rows(120)[0]  # the third sentence says the question again
+    assert coherence_v3(rows, question=(q, "what is it?")) == (pytest.approx(0.25), 0.0, 1)
+    # the first sentence restating the question has no link into it: nothing changes
+    assert coherence_v3(rows, question=(_unit_rows(0)[0], "what is it?")) == coherence_v3(rows)
+    # by its words: a sentence whose words are a run of the question's
+    texts = ["A pump moves heat.", "It runs on power.", "how does a heat pump work"]
+    got = coherence_v3(rows, texts, question=(_unit_rows(300)[0], "How does a heat pump work in winter?"))
+    assert got[1] == 0.0 and got[2] == 1
+    with pytest.raises(ConfigError):
+        coherence_v3(rows, copied=[True])
+    with pytest.raises(ConfigError):
+        coherence_v3(rows, copies=-1)
