@@ -10,7 +10,8 @@ provenance reads, and its formula (``rubric.scoring.cpu_profile``). A new CPU ve
 and its registry line (``rubric/scoring/specs.py``); nothing in the scorer branches on version names. A
 version that needs no embedding loads no encoder; use_of_examples alone loads nothing at all.
 
-:class:`HarperFluencyScorer` (backend ``harper_fluency``) is fluency.harper.v1.
+:class:`HarperFluencyScorer` (backend ``harper_fluency``) is fluency.harper.v1 and v2; beside grammar.harper.v1 both
+read one Harper lint per answer (``models.grammar.HarperPass``).
 """
 
 from __future__ import annotations
@@ -518,10 +519,9 @@ class HarperFluencyScorer(SingleSpecScorer):
     def __init__(self, specs: tuple[RubricSpec, ...]) -> None:
         version = specs[0].version if len(specs) == 1 and specs[0].version == CPU_FLUENCY_V2 else CPU_FLUENCY_VERSION
         self._serve(specs, version)
-        from models.grammar import HARPER_LANGUAGE, harper_linter
+        from models.grammar import harper_linter
 
-        self._language = HARPER_LANGUAGE
-        self._linter = harper_linter()
+        self._linter = harper_linter()  # built here, so a missing harper-py fails the build
         self._revision = importlib.metadata.version("harper-py")
         rule = ",".join(sorted(FLUENCY_HARPER_KINDS))
         self._zipf = None
@@ -535,24 +535,22 @@ class HarperFluencyScorer(SingleSpecScorer):
         return self._provenance(rubric, backend="harper_fluency", model_id="harper-py", model_revision=self._revision,
                                 template_hash=self._kinds_hash)
 
+    def precheck(self, item: AnswerItem) -> Score | None:
+        bad = _text_problem(item.answer, "answer")
+        return None if bad is None else Score.failed(bad)
+
+    def read_lints(self, item: AnswerItem, lints: list[Any]) -> Score:
+        kinds = [lint.lint_kind for lint in lints]
+        spelling = ([self._zipf(lint.problem_text.strip().lower()) for lint in lints
+                     if lint.lint_kind == "Spelling"] if self._zipf else [])
+        n = count_fluency_lints_v2(kinds, spelling) if self._zipf else count_fluency_lints(kinds)
+        extras = {"n_unknown_words": n - count_fluency_lints(kinds)} if self._zipf else {}
+        return Score.ok(fluency_score(n, item.answer), n_errors=n, n_lints=len(kinds),
+                        n_words=len(item.answer.split()), **extras)
+
     def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
-        """One ``{"fluency": Score}`` per item, in order; a text Harper fails on gets ``Score.failed``."""
-        out: list[Score] = []
-        for it in items:
-            bad = _text_problem(it.answer, "answer")
-            if bad is not None:
-                out.append(Score.failed(bad))
-                continue
-            try:
-                lints = self._linter.lint(it.answer, language=self._language)
-                kinds = [lint.lint_kind for lint in lints]
-                spelling = ([self._zipf(lint.problem_text.strip().lower()) for lint in lints
-                             if lint.lint_kind == "Spelling"] if self._zipf else [])
-            except Exception as e:  # noqa: BLE001 - recorded on the row, the batch goes on
-                out.append(Score.failed(f"harper failed: {type(e).__name__}: {e}"))
-                continue
-            n = count_fluency_lints_v2(kinds, spelling) if self._zipf else count_fluency_lints(kinds)
-            extras = {"n_unknown_words": n - count_fluency_lints(kinds)} if self._zipf else {}
-            out.append(Score.ok(fluency_score(n, it.answer), n_errors=n, n_lints=len(kinds),
-                                n_words=len(it.answer.split()), **extras))
-        return self._score_sets(out)
+        """One ``{"fluency": Score}`` per item, in order; a text Harper fails on gets ``Score.failed``. Beside
+        grammar.harper.v1, one ``models.grammar.HarperPass`` lints each answer once for both."""
+        from models.grammar import HarperPass
+
+        return HarperPass([self]).score_batch(items)
