@@ -101,8 +101,8 @@ def build_scorers(specs: Sequence[RubricSpec], config: ScoringConfig) -> list[Sc
     """One scorer per backend, in the order the backends first appear in ``specs``; grammar.harper.v1 and
     fluency.harper.* share one (``models.grammar.HarperPass``: Harper lints each answer once for both)."""
     groups = _groups(specs)
-    if "cpu_text" in groups:  # before any factory imports torch (spaCy does): models.cpu_rubrics.OMP_WAIT_POLICY
-        from models.cpu_rubrics import prefer_passive_omp
+    if "cpu_text" in groups:  # before any factory imports torch (spaCy does): models.threads.OMP_WAIT_POLICY
+        from models.threads import prefer_passive_omp
 
         prefer_passive_omp()
     scorers = [BACKENDS.get(name)(tuple(group), config) for name, group in groups.items()]

@@ -20,8 +20,6 @@ import functools
 import hashlib
 import importlib.metadata
 import logging
-import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -44,8 +42,8 @@ from rubric.scoring import (
     count_fluency_lints_v2,
 )
 
-__all__ = ["CPUProfileScorer", "CPUUnit", "CPURow", "CPU_UNITS", "HarperFluencyScorer", "prefer_passive_omp",
-           "OMP_WAIT_POLICY", "CPU_TEXT_VERSIONS", "EMBEDDING_VERSIONS", "PARSE_VERSIONS", "MAX_EVIDENCE_SENTENCES",
+__all__ = ["CPUProfileScorer", "CPUUnit", "CPURow", "CPU_UNITS", "HarperFluencyScorer",
+           "CPU_TEXT_VERSIONS", "EMBEDDING_VERSIONS", "PARSE_VERSIONS", "MAX_EVIDENCE_SENTENCES",
            "MAX_EVIDENCE_CHARS", "SPACY_EXCLUDE", "WORDFREQ_VERSIONS"]
 
 log = logging.getLogger(__name__)
@@ -310,6 +308,9 @@ class CPUProfileScorer:
         self.encoder = None
         self._minilm_revision = ""
         if "embed" in self._needs:
+            from models.threads import use_cpu_threads
+
+            use_cpu_threads(reserve=0)  # both cores (or $LFQA_RUBRIC_TORCH_THREADS); the wait policy PASSIVE
             self.encoder = _load_minilm(device)
             self._minilm_revision = _minilm_revision()
         self._weights = self._wordfreq_revision = None
@@ -428,23 +429,6 @@ class CPUProfileScorer:
         if "evidence" not in self._needs:
             return ref
         return ref + [d for d in it.docs if _has_text(d)]
-
-
-#: OpenMP's wait policy for torch's thread pool, set before torch is first imported (the env var is read
-#: once, when the runtime loads). PASSIVE: a thread waiting for the others sleeps instead of spinning. On a
-#: machine shared with other jobs, spinning threads burn the cores the others need: MiniLM's share of the
-#: CPU profile took 34.4 CPU-seconds for 320 TREC passages with the default, 12.1 with PASSIVE
-#: (docs/cpu-profile.md, "Speed"). A value already in the environment wins.
-OMP_WAIT_POLICY = "PASSIVE"
-
-
-def prefer_passive_omp() -> bool:
-    """Set ``OMP_WAIT_POLICY`` (unless already set) while torch is not imported yet; whether it can still act."""
-    if "torch" in sys.modules:
-        log.debug("torch is already imported: OMP_WAIT_POLICY stays %s", os.environ.get("OMP_WAIT_POLICY"))
-        return False
-    os.environ.setdefault("OMP_WAIT_POLICY", OMP_WAIT_POLICY)
-    return True
 
 
 @functools.cache

@@ -153,6 +153,9 @@ def return_freed_memory() -> None:
 def _build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> Engine:
     """The engine ``config`` names: profile (``cpu``/``gpu``), backend, optional model override.
 
+    On a machine without CUDA, torch's thread pool is set first (``models.threads.use_cpu_threads``: one
+    usable core left free, OpenMP's wait policy PASSIVE): an engine beside another job keeps its speed.
+
     ``config.engine_kwargs`` override the profile's per-backend defaults and go to the engine
     constructor (``vllm.LLM`` arguments for vllm; ``dtype``, ``device``, ``batch_size`` for
     transformers). ``max_model_len`` (or ``max_context``) there overrides the profile's context cap.
@@ -161,12 +164,18 @@ def _build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> En
         BackendUnavailableError: the backend's package, the model, or a CUDA device (``gpu``) is missing.
         ConfigError: the model's manifest does not list the backend, or an engine argument is unknown.
     """
+    from models.threads import prefer_passive_omp, use_cpu_threads
+
+    prefer_passive_omp()  # before torch is first imported (the next line imports it)
     profile = get_profile(config.llm_profile)
     backend = config.llm_backend
-    if profile.needs_cuda and not _cuda_available():
+    on_gpu = _cuda_available()
+    if profile.needs_cuda and not on_gpu:
         raise BackendUnavailableError(
             f"llm_profile={profile.name!r} needs a CUDA GPU and none is visible; use llm_profile='cpu' "
             "(the embedded SmolLM2 judge) or run on a GPU machine with the [gpu] extra")
+    if not on_gpu:  # before the engine's first forward pass; vLLM keeps the count it starts with
+        use_cpu_threads()
     kwargs: dict[str, Any] = dict(profile.engine_kwargs.get(backend, {}))
     kwargs.update(config.engine_kwargs)
     max_context = kwargs.pop("max_model_len", None) or kwargs.pop("max_context", None) or profile.max_context
