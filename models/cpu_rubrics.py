@@ -308,9 +308,6 @@ class CPUProfileScorer:
         self.encoder = None
         self._minilm_revision = ""
         if "embed" in self._needs:
-            from models.threads import use_cpu_threads
-
-            use_cpu_threads(reserve=0)  # both cores (or $LFQA_RUBRIC_TORCH_THREADS); the wait policy PASSIVE
             self.encoder = _load_minilm(device)
             self._minilm_revision = _minilm_revision()
         self._weights = self._wordfreq_revision = None

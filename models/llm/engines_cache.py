@@ -153,8 +153,8 @@ def return_freed_memory() -> None:
 def _build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> Engine:
     """The engine ``config`` names: profile (``cpu``/``gpu``), backend, optional model override.
 
-    On a machine without CUDA, torch's thread pool is set first (``models.threads.use_cpu_threads``: one
-    usable core left free, OpenMP's wait policy PASSIVE): an engine beside another job keeps its speed.
+    When this is the first thing to load torch, its thread pool is set first (``models.threads.use_cpu_threads``:
+    one usable core left free, OpenMP's wait policy PASSIVE), so an engine beside another job keeps its speed.
 
     ``config.engine_kwargs`` override the profile's per-backend defaults and go to the engine
     constructor (``vllm.LLM`` arguments for vllm; ``dtype``, ``device``, ``batch_size`` for
@@ -164,18 +164,15 @@ def _build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> En
         BackendUnavailableError: the backend's package, the model, or a CUDA device (``gpu``) is missing.
         ConfigError: the model's manifest does not list the backend, or an engine argument is unknown.
     """
-    from models.threads import prefer_passive_omp, use_cpu_threads
+    from models.threads import use_cpu_threads
 
-    prefer_passive_omp()  # before torch is first imported (the next line imports it)
+    use_cpu_threads()  # before torch is first imported (the next lines import it): models.threads
     profile = get_profile(config.llm_profile)
     backend = config.llm_backend
-    on_gpu = _cuda_available()
-    if profile.needs_cuda and not on_gpu:
+    if profile.needs_cuda and not _cuda_available():
         raise BackendUnavailableError(
             f"llm_profile={profile.name!r} needs a CUDA GPU and none is visible; use llm_profile='cpu' "
             "(the embedded SmolLM2 judge) or run on a GPU machine with the [gpu] extra")
-    if not on_gpu:  # before the engine's first forward pass; vLLM keeps the count it starts with
-        use_cpu_threads()
     kwargs: dict[str, Any] = dict(profile.engine_kwargs.get(backend, {}))
     kwargs.update(config.engine_kwargs)
     max_context = kwargs.pop("max_model_len", None) or kwargs.pop("max_context", None) or profile.max_context
