@@ -98,13 +98,19 @@ def _groups(specs: Sequence[RubricSpec]) -> dict[str, list[RubricSpec]]:
 
 
 def build_scorers(specs: Sequence[RubricSpec], config: ScoringConfig) -> list[Scorer]:
-    """One scorer per backend, in the order the backends first appear in ``specs``."""
+    """One scorer per backend, in the order the backends first appear in ``specs``; grammar.harper.v1 and
+    fluency.harper.* share one (``models.grammar.HarperPass``: Harper lints each answer once for both)."""
     groups = _groups(specs)
-    if "cpu_text" in groups:  # before any factory imports torch (spaCy does): models.cpu_rubrics.OMP_WAIT_POLICY
-        from models.cpu_rubrics import prefer_passive_omp
+    if "cpu_text" in groups:  # before any factory imports torch (spaCy does): models.threads
+        from models.threads import use_cpu_threads
 
-        prefer_passive_omp()
-    return [BACKENDS.get(name)(tuple(group), config) for name, group in groups.items()]
+        use_cpu_threads(reserve=0)  # the wait policy PASSIVE; every core for MiniLM unless the environment says
+    scorers = [BACKENDS.get(name)(tuple(group), config) for name, group in groups.items()]
+    if "harper" in groups and "harper_fluency" in groups:  # one Harper lint per answer for both
+        from models.grammar import harper_pass
+
+        scorers = harper_pass(scorers)
+    return scorers
 
 
 def check_backends(specs: Sequence[RubricSpec], config: ScoringConfig, *, backends: Sequence[str] = ()) -> None:

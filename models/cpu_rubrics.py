@@ -10,7 +10,8 @@ provenance reads, and its formula (``rubric.scoring.cpu_profile``). A new CPU ve
 and its registry line (``rubric/scoring/specs.py``); nothing in the scorer branches on version names. A
 version that needs no embedding loads no encoder; use_of_examples alone loads nothing at all.
 
-:class:`HarperFluencyScorer` (backend ``harper_fluency``) is fluency.harper.v1.
+:class:`HarperFluencyScorer` (backend ``harper_fluency``) is fluency.harper.v1 and v2; beside grammar.harper.v1 both
+read one Harper lint per answer (``models.grammar.HarperPass``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,6 @@ import functools
 import hashlib
 import importlib.metadata
 import logging
-import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -44,8 +43,8 @@ from rubric.scoring import (
     count_fluency_lints_v2,
 )
 
-__all__ = ["CPUProfileScorer", "CPUUnit", "CPURow", "CPU_UNITS", "HarperFluencyScorer", "prefer_passive_omp",
-           "OMP_WAIT_POLICY", "CPU_TEXT_VERSIONS", "EMBEDDING_VERSIONS", "PARSE_VERSIONS", "MAX_EVIDENCE_SENTENCES",
+__all__ = ["CPUProfileScorer", "CPUUnit", "CPURow", "CPU_UNITS", "HarperFluencyScorer",
+           "CPU_TEXT_VERSIONS", "EMBEDDING_VERSIONS", "PARSE_VERSIONS", "MAX_EVIDENCE_SENTENCES",
            "MAX_EVIDENCE_CHARS", "SPACY_EXCLUDE", "WORDFREQ_VERSIONS"]
 
 log = logging.getLogger(__name__)
@@ -487,23 +486,6 @@ class CPUProfileScorer:
         return ref + [d for d in it.docs if _has_text(d)]
 
 
-#: OpenMP's wait policy for torch's thread pool, set before torch is first imported (the env var is read
-#: once, when the runtime loads). PASSIVE: a thread waiting for the others sleeps instead of spinning. On a
-#: machine shared with other jobs, spinning threads burn the cores the others need: MiniLM's share of the
-#: CPU profile took 34.4 CPU-seconds for 320 TREC passages with the default, 12.1 with PASSIVE
-#: (docs/cpu-profile.md, "Speed"). A value already in the environment wins.
-OMP_WAIT_POLICY = "PASSIVE"
-
-
-def prefer_passive_omp() -> bool:
-    """Set ``OMP_WAIT_POLICY`` (unless already set) while torch is not imported yet; whether it can still act."""
-    if "torch" in sys.modules:
-        log.debug("torch is already imported: OMP_WAIT_POLICY stays %s", os.environ.get("OMP_WAIT_POLICY"))
-        return False
-    os.environ.setdefault("OMP_WAIT_POLICY", OMP_WAIT_POLICY)
-    return True
-
-
 @functools.cache
 def profile_pipeline(name: str) -> Any:
     """The profile's spaCy pipeline (tagger, sentence recogniser, lemmatizer, NER; no parser), loaded once per
@@ -576,10 +558,9 @@ class HarperFluencyScorer(SingleSpecScorer):
     def __init__(self, specs: tuple[RubricSpec, ...]) -> None:
         version = specs[0].version if len(specs) == 1 and specs[0].version == CPU_FLUENCY_V2 else CPU_FLUENCY_VERSION
         self._serve(specs, version)
-        from models.grammar import HARPER_LANGUAGE, harper_linter
+        from models.grammar import harper_linter
 
-        self._language = HARPER_LANGUAGE
-        self._linter = harper_linter()
+        self._linter = harper_linter()  # built here, so a missing harper-py fails the build
         self._revision = importlib.metadata.version("harper-py")
         rule = ",".join(sorted(FLUENCY_HARPER_KINDS))
         self._zipf = None
@@ -593,24 +574,22 @@ class HarperFluencyScorer(SingleSpecScorer):
         return self._provenance(rubric, backend="harper_fluency", model_id="harper-py", model_revision=self._revision,
                                 template_hash=self._kinds_hash)
 
+    def precheck(self, item: AnswerItem) -> Score | None:
+        bad = _text_problem(item.answer, "answer")
+        return None if bad is None else Score.failed(bad)
+
+    def read_lints(self, item: AnswerItem, lints: list[Any]) -> Score:
+        kinds = [lint.lint_kind for lint in lints]
+        spelling = ([self._zipf(lint.problem_text.strip().lower()) for lint in lints
+                     if lint.lint_kind == "Spelling"] if self._zipf else [])
+        n = count_fluency_lints_v2(kinds, spelling) if self._zipf else count_fluency_lints(kinds)
+        extras = {"n_unknown_words": n - count_fluency_lints(kinds)} if self._zipf else {}
+        return Score.ok(fluency_score(n, item.answer), n_errors=n, n_lints=len(kinds),
+                        n_words=len(item.answer.split()), **extras)
+
     def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
-        """One ``{"fluency": Score}`` per item, in order; a text Harper fails on gets ``Score.failed``."""
-        out: list[Score] = []
-        for it in items:
-            bad = _text_problem(it.answer, "answer")
-            if bad is not None:
-                out.append(Score.failed(bad))
-                continue
-            try:
-                lints = self._linter.lint(it.answer, language=self._language)
-                kinds = [lint.lint_kind for lint in lints]
-                spelling = ([self._zipf(lint.problem_text.strip().lower()) for lint in lints
-                             if lint.lint_kind == "Spelling"] if self._zipf else [])
-            except Exception as e:  # noqa: BLE001 - recorded on the row, the batch goes on
-                out.append(Score.failed(f"harper failed: {type(e).__name__}: {e}"))
-                continue
-            n = count_fluency_lints_v2(kinds, spelling) if self._zipf else count_fluency_lints(kinds)
-            extras = {"n_unknown_words": n - count_fluency_lints(kinds)} if self._zipf else {}
-            out.append(Score.ok(fluency_score(n, it.answer), n_errors=n, n_lints=len(kinds),
-                                n_words=len(it.answer.split()), **extras))
-        return self._score_sets(out)
+        """One ``{"fluency": Score}`` per item, in order; a text Harper fails on gets ``Score.failed``. Beside
+        grammar.harper.v1, one ``models.grammar.HarperPass`` lints each answer once for both."""
+        from models.grammar import HarperPass
+
+        return HarperPass([self]).score_batch(items)

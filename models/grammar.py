@@ -17,18 +17,18 @@ import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
-from typing import Any
+from typing import Any, Protocol
 
 from models.single_spec import SingleSpecScorer
 from rubric.config import check_range
-from rubric.errors import BackendUnavailableError, EngineError
+from rubric.errors import BackendUnavailableError, ConfigError, EngineError, UnknownNameError
 from rubric.scoring import count_harper_lints, count_languagetool_matches, grammar_score
 from rubric.io import AnswerItem
 from rubric.scoring import Provenance, Score, ScoreSet
 from rubric.scoring import RubricSpec
 
 __all__ = ["HarperGrammarScorer", "LanguageToolGrammarScorer", "HARPER_VERSION", "LANGUAGETOOL_VERSION",
-           "HARPER_LANGUAGE", "LANGUAGETOOL_URL_ENV", "harper_linter"]
+           "HARPER_LANGUAGE", "LANGUAGETOOL_URL_ENV", "harper_linter", "HarperPass", "LintReader", "harper_pass"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,14 @@ class SharedLinter:
         with self._lock:
             return self._linter.lint(text, language=language)
 
+    def forget(self) -> None:
+        """A fresh Harper linter: a Linter keeps what it has linted (the same text again came back ~6x faster,
+        1.2 against 7.5 ms on TREC-DL-NF passages), so a benchmark that lints a text twice starts cold."""
+        from harper import Linter
+
+        with self._lock:
+            self._linter = Linter()
+
 
 @functools.cache
 def harper_linter() -> SharedLinter:
@@ -83,11 +91,94 @@ def _ok(n_errors: int, text: str, **extras: Any) -> Score:
     return Score.ok(grammar_score(n_errors, text), n_errors=n_errors, n_words=len(text.split()), **extras)
 
 
+class LintReader(Protocol):
+    """A scorer whose one rubric is read off Harper's lints of the answer (grammar, fluency)."""
+
+    specs: tuple[RubricSpec, ...]
+
+    def provenance(self, rubric: str) -> Provenance: ...
+
+    def precheck(self, item: AnswerItem) -> Score | None:
+        """The item's score without linting (a text it refuses to read), or None to read the lints."""
+
+    def read_lints(self, item: AnswerItem, lints: list[Any]) -> Score:
+        """The item's score from Harper's lints of its answer; may raise (the row then fails)."""
+
+
+class HarperPass:
+    """Several lint readers (``grammar.harper.v1`` and ``fluency.harper.*``) served from one Harper lint per
+    answer: Harper is the most expensive step of both, and each reader's scores are exactly what it gives alone
+    (alone, a reader's ``score_batch`` is a pass of its own).
+
+    Args:
+        readers: the lint readers, each serving its own rubrics (no rubric name twice).
+
+    Raises:
+        ConfigError: a rubric name served twice.
+    """
+
+    def __init__(self, readers: Sequence[LintReader]) -> None:
+        self.readers = list(readers)
+        self.specs: tuple[RubricSpec, ...] = tuple(s for r in self.readers for s in r.specs)
+        names = [s.name for s in self.specs]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"HarperPass: a rubric served twice in {names}")
+        self._linter = harper_linter()
+
+    def provenance(self, rubric: str) -> Provenance:
+        for r in self.readers:
+            if any(s.name == rubric for s in r.specs):
+                return r.provenance(rubric)
+        raise UnknownNameError(f"HarperPass has no rubric {rubric!r}; it serves {', '.join(s.name for s in self.specs)}")
+
+    def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
+        """One ``{rubric: Score}`` per item, in order; a text Harper fails on gets ``Score.failed`` for the
+        readers that needed its lints."""
+        out: list[ScoreSet] = []
+        for it in items:
+            pre = [r.precheck(it) for r in self.readers]
+            lints: list[Any] | None = None
+            error = ""
+            if any(p is None for p in pre):
+                try:
+                    lints = self._linter.lint(it.answer, language=HARPER_LANGUAGE)
+                except Exception as e:  # noqa: BLE001 - recorded on the row, the batch goes on
+                    error = f"harper failed: {type(e).__name__}: {e}"
+            row: dict[str, Score] = {}
+            for r, p in zip(self.readers, pre):
+                if p is None and lints is None:
+                    p = Score.failed(error)
+                elif p is None:
+                    try:
+                        p = r.read_lints(it, lints)
+                    except Exception as e:  # noqa: BLE001 - recorded on the row, the batch goes on
+                        p = Score.failed(f"harper failed: {type(e).__name__}: {e}")
+                row[r.specs[0].name] = p
+            out.append(row)
+        return out
+
+
+def harper_pass(readers: Sequence[LintReader]) -> list[LintReader | HarperPass]:
+    """``readers`` with every lint reader among them served by one :class:`HarperPass` (in the first one's
+    place); a single reader is left as it is."""
+    lint = [r for r in readers if hasattr(r, "read_lints") and hasattr(r, "precheck")]
+    if len(lint) < 2:
+        return list(readers)
+    out: list[Any] = []
+    for r in readers:
+        if r is lint[0]:
+            out.append(HarperPass(lint))
+        elif r not in lint:
+            out.append(r)
+    return out
+
+
 class HarperGrammarScorer(SingleSpecScorer):
     """``grammar.harper.v1``: Harper lints of the kinds in ``HARPER_COUNTED_KINDS``, scored 1-5.
 
     The process's one linter (:func:`harper_linter`) lints the texts one after another. Harper has
-    no batch API: one ``lint`` call per answer is all there is, so batching buys nothing here.
+    no batch API: one ``lint`` call per answer is all there is, so batching buys nothing here. Beside
+    fluency, one :class:`HarperPass` lints each answer once for both (``models.backends.build_scorers``).
 
     Args:
         specs: exactly ``(RUBRICS.get("grammar.harper.v1"),)``.
@@ -110,17 +201,15 @@ class HarperGrammarScorer(SingleSpecScorer):
         lints = self._linter.lint(text, language=HARPER_LANGUAGE)
         return count_harper_lints(lint.lint_kind for lint in lints), len(lints)
 
+    def precheck(self, item: AnswerItem) -> Score | None:
+        return None  # every answer is linted; one Harper cannot read fails with Harper's reason
+
+    def read_lints(self, item: AnswerItem, lints: list[Any]) -> Score:
+        return _ok(count_harper_lints(lint.lint_kind for lint in lints), item.answer, n_lints=len(lints))
+
     def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
         """One ``{"grammar": Score}`` per item, in order; a text Harper fails on gets ``Score.failed``."""
-        out: list[Score] = []
-        for it in items:
-            try:
-                n, n_lints = self.count_errors(it.answer)
-                score = _ok(n, it.answer, n_lints=n_lints)
-            except Exception as e:  # noqa: BLE001 - recorded on the row, the batch goes on
-                score = Score.failed(f"harper failed: {type(e).__name__}: {e}")
-            out.append(score)
-        return self._score_sets(out)
+        return HarperPass([self]).score_batch(items)
 
 
 class LanguageToolGrammarScorer(SingleSpecScorer):

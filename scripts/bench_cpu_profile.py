@@ -1,16 +1,24 @@
-"""Answers/s of the cpu preset's nine rubrics (no LLM), per scorer and all together (Markdown table).
+"""The cpu preset's roofline: each shared component alone, then the whole profile, on the same answers (Markdown).
 
-    python scripts/bench_cpu_profile.py --trec 1000 --webglm 300
+    python scripts/bench_cpu_profile.py --trec 320 --webglm 100
 
-Each scorer is built once (model loading excluded), warmed up on a few answers, then run over the
-answers with ``models.scorer_set.score_items`` in the job's batches (``--batch-size``, the job's
-default 32): the same path as ``lfqa-rubric score --preset cpu``. Wall seconds and the process's CPU
-seconds (all its threads) are both printed: on a machine shared with other jobs the wall time
-measures the sharing, while the CPU time says what the work costs (two idle cores supply two
-CPU-seconds per second, when the work runs on both). TREC-DL-NF passages are short
-(~56 words, no reference); WebGLM answers are long (~178 words) and carry the question's reference
-answer, which completeness and factuality read. The 1-minute load average is printed before and after:
-on a shared machine a high value means slower numbers.
+The scorers of ``score --preset cpu`` are built once (``models.backends.build_scorers``, model loading excluded)
+and run once over the answers to warm up and to record what each component is handed: the distinct sentences
+MiniLM encodes (per call, with the call's arguments), the texts the profile's spaCy pipeline parses (tagger,
+senter, attribute_ruler, lemmatizer, NER; evidence with the senter alone), the answers conciseness's
+pipeline tags (tagger, parser, attribute_ruler) and the answers Harper lints (once for grammar and fluency:
+``models.grammar.HarperPass``). Then, in the same sitting (Harper's linter fresh before each timing: it
+answers a text it has linted before from memory), each component alone on exactly that work
+(MiniLM in sentences/s, spaCy in words/s, Harper in answers/s) and the whole profile through
+``models.scorer_set.score_items`` in the job's batches (``--batch-size``, the job's default 32): the path of
+``lfqa-rubric score --preset cpu``. The table says what rate each component alone allows in answers/s, which
+is slowest, and how far the whole is from it (``% of roofline``) and from the sum of its parts run one after
+another; the rest of the whole's time is Python around the models (formulas, wordfreq, row building).
+
+Wall seconds and the process's CPU seconds (all threads) are both printed; the 1-minute load average
+before and after each set too: on a machine shared with other jobs a high value means slower numbers,
+and ratios are only meaningful within one sitting. ``--repeat`` keeps each timing's fastest run.
+``--per-scorer`` adds the whole run's seconds per scorer (the previous version of this script's table).
 """
 
 from __future__ import annotations
@@ -20,6 +28,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,6 +40,7 @@ from models.backends import build_scorers  # noqa: E402
 from models.scorer_set import score_items  # noqa: E402
 from rubric.config import ScoringConfig  # noqa: E402
 from rubric.io import AnswerItem, content_id  # noqa: E402
+from models.grammar import harper_linter  # noqa: E402
 from rubric.scoring import CPU, RUBRICS  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
@@ -49,16 +60,131 @@ def webglm_items(path: Path, limit: int) -> list[AnswerItem]:
     return out[:limit]
 
 
+def _load() -> float:
+    return os.getloadavg()[0]
+
+
+def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """(wall s, CPU s) of ``fn``'s fastest run of ``repeat``."""
+    best = (float("inf"), float("inf"))
+    for _ in range(repeat):
+        w0, c0 = time.perf_counter(), time.process_time()
+        fn()
+        best = min(best, (time.perf_counter() - w0, time.process_time() - c0))
+    return best
+
+
+@dataclass
+class Work:
+    """What each component was handed while the profile scored one set (recorded on a run of it)."""
+
+    encode: list[tuple[list[str], dict]] = field(default_factory=list)  # (sentences, kwargs) per encode call
+    parse: list[tuple[list[str], bool]] = field(default_factory=list)  # (distinct texts, senter only) per parse
+    tag: list[list[str]] = field(default_factory=list)  # conciseness's answers per batch
+    lint: list[str] = field(default_factory=list)  # the answers Harper lints
+
+
+def record(scorers: list, items: list[AnswerItem], batch_size: int) -> Work:
+    """Run the profile once over ``items`` (its warm-up too) and note what each component was handed."""
+    from models.cpu_rubrics import CPUProfileScorer
+    from models.grammar import HarperPass, HarperGrammarScorer
+    from models.text import ConcisenessScorer
+
+    work = Work()
+    undo: list[Callable[[], None]] = []
+    for sc in scorers:
+        if isinstance(sc, CPUProfileScorer):
+            enc, parse = sc.encoder.encode, sc._parse
+
+            def encode(texts, _enc=enc, **kw):
+                work.encode.append((list(texts), kw))
+                return _enc(texts, **kw)
+
+            def parse_(texts, read, _parse=parse, **kw):
+                work.parse.append((list(dict.fromkeys(texts)), bool(kw.get("senter_only"))))
+                return _parse(texts, read, **kw)
+
+            sc.encoder.encode, sc._parse = encode, parse_
+            undo.append(lambda sc=sc: (delattr(sc.encoder, "encode"), delattr(sc, "_parse")))
+        elif isinstance(sc, ConcisenessScorer):
+            work.tag = [[it.answer for it in items[i:i + batch_size]] for i in range(0, len(items), batch_size)]
+        elif isinstance(sc, (HarperPass, HarperGrammarScorer)):
+            work.lint = [it.answer for it in items]
+    try:
+        score_items(items, scorers, batch_size=batch_size, progress=False)
+    finally:
+        for u in undo:
+            u()
+    return work
+
+
+def components(scorers: list, work: Work, n: int, repeat: int) -> list[tuple[str, str, float, float, float]]:
+    """Each component alone on ``work``: (component, unit, amount, wall s, CPU s)."""
+    from models.cpu_rubrics import CPUProfileScorer
+    from models.grammar import HARPER_LANGUAGE, harper_linter
+    from models.text import ConcisenessScorer
+
+    rows = []
+    prof = next((sc for sc in scorers if isinstance(sc, CPUProfileScorer)), None)
+    if prof is not None and work.encode:
+        n_sent = sum(len(t) for t, _ in work.encode)
+        w, c = timed(lambda: [prof.encoder.encode(t, **kw) for t, kw in work.encode], repeat)
+        rows.append(("MiniLM encode (distinct sentences)", "sentences", n_sent, w, c))
+    if prof is not None and work.parse:
+        def parse() -> None:
+            for texts, senter in work.parse:
+                if senter:
+                    with prof.nlp.select_pipes(enable=["senter"]):
+                        list(prof.nlp.pipe(texts, batch_size=64))
+                else:
+                    list(prof.nlp.pipe(texts, batch_size=64))
+        words = sum(len(t.split()) for texts, _ in work.parse for t in texts)
+        w, c = timed(parse, repeat)
+        rows.append((f"spaCy profile parse ({', '.join(prof.nlp.pipe_names)})", "words", words, w, c))
+    conc = next((sc for sc in scorers if isinstance(sc, ConcisenessScorer)), None)
+    if conc is not None and work.tag:
+        words = sum(len(t.split()) for b in work.tag for t in b)
+        w, c = timed(lambda: [list(conc.nlp.pipe(b, batch_size=conc.batch_size)) for b in work.tag], repeat)
+        rows.append((f"spaCy conciseness tags ({', '.join(conc.nlp.pipe_names)})", "words", words, w, c))
+    if work.lint:
+        linter = harper_linter()
+
+        def lint() -> None:
+            linter.forget()  # cold, as in a job: Harper answers a text it has linted before from memory
+            [linter.lint(t, language=HARPER_LANGUAGE) for t in work.lint]
+        w, c = timed(lint, repeat)
+        rows.append(("Harper lint (once per answer)", "answers", len(work.lint), w, c))
+    return rows
+
+
+class _Timed:
+    """A scorer whose ``score_batch`` CPU seconds are added up (the whole run's per-scorer CPU)."""
+
+    def __init__(self, scorer) -> None:
+        self.scorer, self.specs, self.cpu = scorer, scorer.specs, 0.0
+
+    def provenance(self, rubric: str):
+        return self.scorer.provenance(rubric)
+
+    def score_batch(self, items):
+        c0 = time.process_time()
+        try:
+            return self.scorer.score_batch(items)
+        finally:
+            self.cpu += time.process_time() - c0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trec", type=int, default=1000, help="TREC-DL-NF passages (file order); 0 skips")
-    ap.add_argument("--webglm", type=int, default=300, help="WebGLM answers (file order); 0 skips")
+    ap.add_argument("--trec", type=int, default=320, help="TREC-DL-NF passages (file order); 0 skips")
+    ap.add_argument("--webglm", type=int, default=100, help="WebGLM answers (file order); 0 skips")
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--batch-size", type=int, default=ScoringConfig().batch_size)
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
+    ap.add_argument("--repeat", type=int, default=1, help="runs of each timing; the fastest is kept")
+    ap.add_argument("--per-scorer", action="store_true", help="also the whole run's seconds per scorer")
     args = ap.parse_args(argv)
 
-    load_before = os.getloadavg()[0]
     specs = [RUBRICS.get(v) for v in CPU.rubric_versions.values()]
     t0 = time.perf_counter()
     scorers = build_scorers(specs, ScoringConfig(batch_size=args.batch_size))  # imports torch: nothing before it
@@ -69,31 +195,50 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(args.threads)
     sets = {"TREC-DL-NF": trec_items(args.data / "TREC-DL-NF.json", args.trec) if args.trec else [],
             "WebGLM": webglm_items(args.data / "WEBGLM_50.json", args.webglm) if args.webglm else []}
-    for scorer in scorers:  # warm-up: first calls allocate
-        scorer.score_batch(next(iter(v for v in sets.values() if v))[:4])
-    rows = []
+    print(f"torch threads {torch.get_num_threads()}, OMP_WAIT_POLICY {os.environ.get('OMP_WAIT_POLICY')}, "
+          f"os.cpu_count() {os.cpu_count()}, batch size {args.batch_size}, repeat {args.repeat}; "
+          f"scorers built in {load_s:.1f} s: {', '.join(type(s).__name__ for s in scorers)}\n")
+    print("| set | answers | mean words | what | work | wall s | CPU s | rate | answers/s it allows "
+          "| % of roofline | load before / after |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|")
+    per_scorer = []
     for name, items in sets.items():
         if not items:
             continue
-        words = sum(len(it.answer.split()) for it in items) / len(items)
-        total = total_cpu = 0.0
-        for scorer in scorers:
-            cpu0 = time.process_time()
-            run = score_items(items, [scorer], batch_size=args.batch_size, progress=False)
-            cpu = time.process_time() - cpu0
-            (label, secs), = run.seconds.items()
-            total += secs
-            total_cpu += cpu
-            rows.append((name, len(items), words, label, secs, cpu))
-        rows.append((name, len(items), words, "**all nine**", total, total_cpu))
-    load_after = os.getloadavg()[0]
-    print(f"torch threads {torch.get_num_threads()}, OMP_WAIT_POLICY {os.environ.get('OMP_WAIT_POLICY')}, "
-          f"os.cpu_count() {os.cpu_count()}, batch size {args.batch_size}; "
-          f"scorers built in {load_s:.1f} s; 1-min load average {load_before:.2f} before, {load_after:.2f} after\n")
-    print("| set | answers | mean words | scorer (rubrics) | wall s | answers/s | CPU s | answers per CPU-second |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|")
-    for name, n, words, label, secs, cpu in rows:
-        print(f"| {name} | {n} | {words:.0f} | {label} | {secs:.1f} | {n / secs:.1f} | {cpu:.1f} | {n / cpu:.1f} |")
+        n = len(items)
+        words = sum(len(it.answer.split()) for it in items) / n
+        load0 = _load()
+        work = record(scorers, items, args.batch_size)
+        parts = components(scorers, work, n, args.repeat)
+        wrapped = [_Timed(sc) for sc in scorers]
+        runs = []
+
+        def whole() -> None:
+            harper_linter().forget()
+            runs.append(score_items(items, wrapped, batch_size=args.batch_size, progress=False))
+
+        w_all, c_all = timed(whole, args.repeat)
+        load1 = _load()
+        slowest = max(parts, key=lambda p: p[3])
+        roof = n / slowest[3]
+        lead = f"| {name} | {n} | {words:.0f} "
+        for what, unit, amount, w, c in parts:
+            mark = " **(slowest)**" if what == slowest[0] else ""
+            print(f"{lead}| {what}{mark} | {amount} {unit} | {w:.2f} | {c:.2f} | {amount / w:.0f} {unit}/s "
+                  f"| {n / w:.1f} | | |")
+        w_sum = sum(p[3] for p in parts)
+        print(f"{lead}| the parts one after another | | {w_sum:.2f} | {sum(p[4] for p in parts):.2f} | "
+              f"| {n / w_sum:.1f} | {100 * (n / w_sum) / roof:.0f}% | |")
+        print(f"{lead}| **whole profile** (score_items, all nine) | {n} answers | {w_all:.2f} | {c_all:.2f} "
+              f"| | **{n / w_all:.1f}** | **{100 * (n / w_all) / roof:.0f}%** | {load0:.2f} / {load1:.2f} |")
+        for label, secs in runs[-1].seconds.items():
+            cpu = next(t.cpu for t in wrapped if "+".join(s.name for s in t.specs) == label) / args.repeat
+            per_scorer.append((name, n, words, label, secs, cpu))
+    if args.per_scorer:
+        print("\n| set | answers | mean words | scorer (rubrics) | wall s | answers/s | CPU s | answers per CPU-second |")
+        print("|---|---:|---:|---|---:|---:|---:|---:|")
+        for name, n, words, label, secs, cpu in per_scorer:
+            print(f"| {name} | {n} | {words:.0f} | {label} | {secs:.1f} | {n / secs:.1f} | {cpu:.1f} | {n / cpu:.1f} |")
     return 0
 
 

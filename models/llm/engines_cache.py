@@ -153,6 +153,9 @@ def return_freed_memory() -> None:
 def _build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> Engine:
     """The engine ``config`` names: profile (``cpu``/``gpu``), backend, optional model override.
 
+    When this is the first thing to load torch, its thread pool is set first (``models.threads.use_cpu_threads``:
+    one usable core left free, OpenMP's wait policy PASSIVE), so an engine beside another job keeps its speed.
+
     ``config.engine_kwargs`` override the profile's per-backend defaults and go to the engine
     constructor (``vllm.LLM`` arguments for vllm; ``dtype``, ``device``, ``batch_size`` for
     transformers). ``max_model_len`` (or ``max_context``) there overrides the profile's context cap.
@@ -161,6 +164,9 @@ def _build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> En
         BackendUnavailableError: the backend's package, the model, or a CUDA device (``gpu``) is missing.
         ConfigError: the model's manifest does not list the backend, or an engine argument is unknown.
     """
+    from models.threads import use_cpu_threads
+
+    use_cpu_threads()  # before torch is first imported (the next lines import it): models.threads
     profile = get_profile(config.llm_profile)
     backend = config.llm_backend
     if profile.needs_cuda and not _cuda_available():

@@ -4,6 +4,7 @@ import json
 import random
 import threading
 import time
+from pathlib import Path
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
 
@@ -84,6 +85,64 @@ def test_harper_bad_row_does_not_sink_batch(harper):
 def test_harper_wrong_specs():
     with pytest.raises(ConfigError, match="exactly"):
         HarperGrammarScorer((LT,))
+
+
+# --- one Harper pass for grammar and fluency ----------------------------------------------------
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+def _real_answers() -> list[AnswerItem]:
+    """Real answers (WebGLM's, TREC-DL-NF passages) and the rows a reader refuses or Harper fails on."""
+    texts = [CLEAN, BROKEN, NON_GRAMMAR, "Rosewater is a gentel ingredicnt; it is, easy to use ."]
+    if (SHARED / "WEBGLM_50.json").is_file():
+        web = json.loads((SHARED / "WEBGLM_50.json").read_text(encoding="utf-8"))
+        texts += [d["answer"] for v in list(web.values())[:8] for d in v["doc_list"]]
+        trec = json.loads((SHARED / "TREC-DL-NF.json").read_text(encoding="utf-8"))
+        texts += [p["passage"] for ps in list(trec.values())[:3] for p in ps][:20]
+    return [*items(*texts), AnswerItem("none", "q", None), AnswerItem("dots", "q", "... !")]  # type: ignore[arg-type]
+
+
+def test_one_harper_pass_scores_grammar_and_fluency_as_the_two_scorers_alone(monkeypatch):
+    pytest.importorskip("harper")
+    pytest.importorskip("wordfreq")
+    from models.backends import build_scorers
+    from models.cpu_rubrics import HarperFluencyScorer
+    from models.grammar import HarperPass, SharedLinter, harper_linter
+    from rubric.config import ScoringConfig
+    from rubric.scoring import count_harper_lints, grammar_score
+
+    batch = _real_answers()
+    for fluency in ("fluency.harper.v1", "fluency.harper.v2"):
+        specs = [HARPER, RUBRICS.get("conciseness.lexical_density.v1"), RUBRICS.get(fluency)]
+        alone = [HarperGrammarScorer((HARPER,)), HarperFluencyScorer((RUBRICS.get(fluency),))]
+        expected = [{} for _ in batch]
+        for sc in alone:
+            for row, got in zip(expected, sc.score_batch(batch)):
+                row.update(got)
+        calls = []
+        real = SharedLinter.lint
+        monkeypatch.setattr(SharedLinter, "lint", lambda self, t, **kw: calls.append(t) or real(self, t, **kw))
+        scorers = build_scorers(specs, ScoringConfig())
+        (shared,) = [sc for sc in scorers if isinstance(sc, HarperPass)]
+        assert [s.version for s in shared.specs] == ["grammar.harper.v1", fluency]
+        assert len(scorers) == 2 and scorers[0] is shared  # in grammar's place, conciseness after it
+        results = shared.score_batch(batch)
+        monkeypatch.setattr(SharedLinter, "lint", real)
+        check_batch(shared, batch, results)
+        assert results == expected  # every Score: raw, extras, errors
+        assert calls == [it.answer for it in batch]  # each answer linted once, not once per rubric
+        assert {n: shared.provenance(n) for n in ("grammar", "fluency")} == {
+            "grammar": alone[0].provenance("grammar"), "fluency": alone[1].provenance("fluency")}
+    # the scores are what the formulas give on a fresh linter's findings (what the two scorers computed before)
+    fresh = harper_linter()
+    for it, r in zip(batch[:-2], results):
+        n = count_harper_lints(lint.lint_kind for lint in fresh.lint(it.answer))
+        assert r["grammar"].raw == grammar_score(n, it.answer)
+    assert results[-2]["grammar"].error.startswith("harper failed") and "not str" in results[-2]["fluency"].error
+    assert results[-1]["grammar"].raw is not None and "no letter or digit" in results[-1]["fluency"].error
+    assert any(r["fluency"].raw < 5 for r in results[:-2]) and any(r["grammar"].raw < 5 for r in results[:-2])
+    assert len(batch) > 30 or not (SHARED / "WEBGLM_50.json").is_file()
 
 
 # --- LanguageTool: pure parts and a stand-in server -------------------------------------------
