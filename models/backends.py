@@ -9,6 +9,11 @@ without importing heavy packages or loading a model, what the factory would be m
 package, a model package, a local folder, a corpus file). ``check_backends`` runs the checks of
 the backends a job needs before any data is read, so a missing ``rank_bm25`` stops the job at
 start instead of turning every row into a row error.
+
+Judges are built the same way: a judge spec (``rubric.judging.JudgeSpec``) names its judge scorer where its
+prompt is declared (``JudgeSpec.scorer``), and :data:`JUDGE_SCORERS` holds the factory of each name
+(``pairwise``: the paper's judges; ``protocol``: a protocol's own verdict tokens); another package, or a
+test, registers its own with :func:`register_judge_scorer` beside its prompt.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError, ConfigError
@@ -36,6 +42,10 @@ __all__ = [
     "pool_of_backend",
     "build_scorers",
     "check_backends",
+    "JUDGE_SCORERS",
+    "JudgeScorerFactory",
+    "register_judge_scorer",
+    "build_judge_scorer",
 ]
 
 log = logging.getLogger(__name__)
@@ -382,3 +392,74 @@ def _harper_fluency(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Sco
     from models.cpu_rubrics import HarperFluencyScorer
 
     return HarperFluencyScorer(specs)
+
+
+# --- judge scorers -------------------------------------------------------------------------------
+
+#: ``(settings, config) -> scorer``: ``settings`` is the judge job's (``specs``, ``mode``, ``n_votes``,
+#: ``temperature``, ``seed``, ``max_reasoning_tokens``); the scorer has ``judge_pairs`` and ``provenance``.
+JudgeScorerFactory = Callable[[Any, ScoringConfig], Any]
+
+JUDGE_SCORERS: Registry[JudgeScorerFactory] = Registry("judge scorer")
+_ALSO_RUNS: dict[str, frozenset[str]] = {}
+
+
+def register_judge_scorer(name: str, *, also_runs: Sequence[str] = ()
+                          ) -> Callable[[JudgeScorerFactory], JudgeScorerFactory]:
+    """Register the factory of the judge scorer ``name`` (what ``JudgeSpec.scorer`` names).
+
+    Args:
+        name: the scorer's name.
+        also_runs: the other scorers' judges this one runs too (in the same engine calls), so a judge list
+            that mixes them is built as one scorer.
+
+    Raises:
+        ConfigError: ``name`` is registered already.
+    """
+    def deco(fn: JudgeScorerFactory) -> JudgeScorerFactory:
+        JUDGE_SCORERS.register(name, fn)
+        _ALSO_RUNS[name] = frozenset(also_runs)
+        return fn
+
+    return deco
+
+
+def build_judge_scorer(settings: Any, config: ScoringConfig) -> Any:
+    """The one scorer that runs every judge of ``settings.specs``: the first of their scorers (in the
+    judges' order) that runs all the others' judges too.
+
+    Raises:
+        UnknownNameError: a judge names a scorer nobody registered.
+        ConfigError: no one scorer runs them all (judge them in separate runs).
+    """
+    names = list(dict.fromkeys(s.scorer for s in settings.specs))
+    for name in names:
+        factory = JUDGE_SCORERS.get(name)
+        if set(names) <= {name, *_ALSO_RUNS[name]}:
+            return factory(settings, config)
+    raise ConfigError(f"judges {', '.join(s.version for s in settings.specs)} need the judge scorers "
+                      f"{', '.join(names)}, and none of them runs the others' judges: judge them in separate runs")
+
+
+def _judge_options(settings: Any, config: ScoringConfig) -> dict:
+    return {"mode": settings.mode, "n_votes": settings.n_votes, "temperature": settings.temperature,
+            "seed": settings.seed, "max_reasoning_tokens": settings.max_reasoning_tokens,
+            "min_mass": config.llm_min_mass}
+
+
+@register_judge_scorer("pairwise")
+def _pairwise_judges(settings: Any, config: ScoringConfig) -> Any:
+    from models.judges import JudgeScorer
+    from models.llm.engines_cache import build_engine
+
+    return JudgeScorer(build_engine(config, logprobs_k=config.llm_logprobs_k), settings.specs,
+                       **_judge_options(settings, config))
+
+
+@register_judge_scorer("protocol", also_runs=("pairwise",))
+def _protocol_judges(settings: Any, config: ScoringConfig) -> Any:
+    from models.llm.engines_cache import build_engine
+    from models.protocols import ProtocolJudgeScorer
+
+    return ProtocolJudgeScorer(build_engine(config, logprobs_k=config.llm_logprobs_k), settings.specs,
+                               **_judge_options(settings, config))

@@ -8,8 +8,8 @@ Pairwise protocol judges
     ``<rating>`` then ``1``/``2``/``0``) are mapped onto ``1``/``2``/``tie`` by the prompt's ``verdicts``
     (:func:`rubric.judging.verdict_probs`, as for every judge), generated votes are read in the prompt's
     ``verdict_format`` by :func:`rubric.protocols.templates.parse_pairwise_verdict`, and a prompt that shows a
-    reference answer gets the pair's ``reference`` (as every judge does). The judge job builds it whenever a
-    judge spec is a protocol's (:func:`protocol_scorer_factory`), so ``lfqa-rubric judge``, the Ray
+    reference answer gets the pair's ``reference`` (as every judge does). A protocol's judge spec names it
+    (``JudgeSpec.scorer``: ``protocol``, registered in ``models.backends.JUDGE_SCORERS``), so ``lfqa-rubric judge``, the Ray
     judge actors and ``judgments.parquet`` serve these judges unchanged. RAG-QA Arena in logprob mode
     reads the rating after an empty ``<thinking></thinking>`` (``arena.pairwise.v1``), or, with
     ``arena.pairwise_reasoning.v1``, first generates the judge's own reasoning greedily after
@@ -47,7 +47,7 @@ from models.llm.engine import Engine, TextSampler
 from rubric.config import check_range
 from rubric.errors import BatchMismatchError, ConfigError
 from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt
-from rubric.judging import ORDERS, JudgeSpec, VerdictProbs, pair_outcome, verdict_probs, vote_probs
+from rubric.judging import ORDERS, PAIRWISE_SCORER, JudgeSpec, VerdictProbs, pair_outcome, verdict_probs, vote_probs
 from rubric.protocols import (
     MAX_RANK_POSITIONS,
     RankScore,
@@ -64,13 +64,11 @@ from rubric.protocols import LinkageCandidate, LinkageQuestion
 from rubric.protocols import (EQ2_TEMPLATE, EQ3_TEMPLATE, LINKAGE_SYSTEM_TEMPLATES, LINKAGE_SYSTEMS,
                               PAIRWISE_CANDIDATES, PAIRWISE_REFERENCES, eq3_score, reference_outcome,
                               reference_weights)
-from rubric.protocols import is_protocol_judge
-from rubric.protocols import ARENA_THINKING_PREFILL, arena_verdict_prefill, get_protocol_template, parse_pairwise_verdict
+from rubric.protocols import get_protocol_template, parse_pairwise_verdict
 from rubric.scoring import Provenance, Score
 
 __all__ = [
     "ProtocolJudgeScorer",
-    "protocol_scorer_factory",
     "LINKAGE_SYSTEMS",
     "LINKAGE_MODES",
     "LinkageCandidate",
@@ -86,13 +84,20 @@ log = logging.getLogger(__name__)
 class ProtocolJudgeScorer(JudgeScorer):
     """:class:`models.judges.JudgeScorer` that also reads the neighbouring protocols' pairwise judges.
 
-    Takes the paper's judges and the protocols' alike (the paper's are read exactly as ``JudgeScorer``
-    reads them); arguments as ``JudgeScorer``'s.
+    Takes the paper's judges and the protocols' alike (the paper's, ``JudgeSpec.scorer == "pairwise"``, are
+    read exactly as ``JudgeScorer`` reads them; every other judge by its own verdict tokens and format, and
+    a judge that reasons first closes its reasoning with its own ``JudgeSpec.close_reasoning``); arguments
+    as ``JudgeScorer``'s.
     """
+
+    @staticmethod
+    def _own(spec: JudgeSpec) -> bool:
+        """A judge this class reads itself (the paper's are ``JudgeScorer``'s)."""
+        return spec.scorer != PAIRWISE_SCORER
 
     def method(self, version: str) -> str:
         spec = self._spec(version)
-        if not is_protocol_judge(spec):
+        if not self._own(spec):
             return super().method(version)
         parts = [f"mode={self.mode}", "protocol"]
         if self.mode == "logprob":
@@ -107,22 +112,25 @@ class ProtocolJudgeScorer(JudgeScorer):
         return ";".join(parts)
 
     def _reserve(self, spec: JudgeSpec) -> int:
-        if not (is_protocol_judge(spec) and spec.reasons):
+        if not (self._own(spec) and spec.close_reasoning is not None):
             return super()._reserve(spec)
         if self.mode == "vote":
             return self.max_vote_tokens + self.max_reasoning_tokens
-        close = arena_verdict_prefill("").removeprefix(ARENA_THINKING_PREFILL)  # "</thinking>\n<rating>"
+        close = spec.close_reasoning("").removeprefix(spec.prefill)  # Arena's: "</thinking>\n<rating>"
         return self.max_reasoning_tokens + len(self.engine.encode(close)) + _TAG_SLACK + 1
 
     def _verdict_prompt(self, u: _Unit, order: str, reasoning: str) -> ChatPrompt | None:
-        """The order's prompt with the reasoning closed and ``<rating>`` pre-filled; None (and the
-        order's error set) when even a shortened reasoning leaves no room for the verdict."""
+        """The order's prompt with the reasoning closed by the judge's ``close_reasoning`` (Arena's: then
+        ``<rating>`` pre-filled); None (and the order's error set) when even a shortened reasoning leaves
+        no room for the verdict."""
         limit = self.engine.max_context - 1
-        prompt = replace(u.prompts[order], prefill=arena_verdict_prefill(reasoning))
+        close = u.spec.close_reasoning
+        assert close is not None  # only a judge that reasons gets here
+        prompt = replace(u.prompts[order], prefill=close(reasoning))
         over = self.engine.count_tokens([prompt])[0] - limit
         if over > 0:  # re-tokenised reasoning came out longer than generated: drop its end
             ids = self.engine.encode(reasoning)
-            prompt = replace(prompt, prefill=arena_verdict_prefill(
+            prompt = replace(prompt, prefill=close(
                 self.engine.decode(ids[:max(0, len(ids) - over - _TAG_SLACK)])))
             if self.engine.count_tokens([prompt])[0] > limit:
                 u.probs[order] = VerdictProbs(None, None, None, 0.0, error=(
@@ -132,8 +140,8 @@ class ProtocolJudgeScorer(JudgeScorer):
         return prompt
 
     def _run_logprob(self, units: list[_Unit]) -> None:
-        super()._run_logprob([u for u in units if not is_protocol_judge(u.spec)])
-        ours = [(u, o) for u in units if is_protocol_judge(u.spec) for o in ORDERS]
+        super()._run_logprob([u for u in units if not self._own(u.spec)])
+        ours = [(u, o) for u in units if self._own(u.spec) for o in ORDERS]
         if not ours:
             return
         reasoning = [(u, o) for u, o in ours if u.spec.reasons]
@@ -152,8 +160,8 @@ class ProtocolJudgeScorer(JudgeScorer):
             u.probs[o] = verdict_probs(tp, u.spec, min_mass=self.min_mass, top_k=self.engine.top_k)
 
     def _run_vote(self, units: list[_Unit]) -> None:
-        super()._run_vote([u for u in units if not is_protocol_judge(u.spec)])
-        ours = [(u, o) for u in units if is_protocol_judge(u.spec) for o in ORDERS]
+        super()._run_vote([u for u in units if not self._own(u.spec)])
+        ours = [(u, o) for u in units if self._own(u.spec) for o in ORDERS]
         # a reasoning judge gets its own budget, so a short verdict is never padded out to a reasoning one
         groups = [([(u, o) for u, o in ours if u.spec.reasons is r], budget)
                   for r, budget in ((False, self.max_vote_tokens),
@@ -172,20 +180,6 @@ class ProtocolJudgeScorer(JudgeScorer):
             u.probs[o] = vote_probs(parsed, tie=True)
             u.votes[o] = ",".join(p.verdict or "?" for p in parsed)
             u.texts[o] = "\n---\n".join(samples)
-
-
-def protocol_scorer_factory(settings, config) -> ProtocolJudgeScorer:
-    """The judge scorer of ``settings`` on ``config``'s engine, reading protocol judges too.
-
-    The same engine and arguments as the judge job's own ``_scorer``; the judge job and its Ray actors
-    call it for judge lists that hold a protocol's judge.
-    """
-    from models.llm.engines_cache import build_engine
-
-    engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
-    return ProtocolJudgeScorer(engine, settings.specs, mode=settings.mode, n_votes=settings.n_votes,
-                               temperature=settings.temperature, seed=settings.seed,
-                               max_reasoning_tokens=settings.max_reasoning_tokens, min_mass=config.llm_min_mass)
 
 
 # --- LINKAGE -------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ This is the package's public face: other packages import from here, not from its
 """
 
 from rubric.protocols.templates import (
-    declare_protocol_prompt, protocol_versions, get_protocol_template, pairwise_verdict_probs, parse_pairwise_verdict,
+    PROTOCOL_SCORER, declare_protocol_prompt, protocol_versions, get_protocol_template, pairwise_verdict_probs, parse_pairwise_verdict,
 )
 from rubric.protocols.judges import (
     protocol_judge, is_protocol_judge,
@@ -61,7 +61,7 @@ from rubric.protocols.pages import (
 
 __all__ = [
     "LINKAGE_NOTES", "GENERATED_REFERENCES_FILE", "ARENA_PAIRS_FILE", "references_lines", "linkage_page", "linkage_empty_page", "arena_page", "command_lines",
-    "declare_protocol_prompt", "protocol_versions", "LINKAGE_PREFILL",
+    "PROTOCOL_SCORER", "declare_protocol_prompt", "protocol_versions", "LINKAGE_PREFILL",
     "ARENA_THINKING_PREFILL", "get_protocol_template", "arena_verdict_prefill", "ARENA_REASONING_VERSION",
     "pairwise_verdict_probs", "parse_pairwise_verdict",
     "protocol_judge", "is_protocol_judge", "protocol_judge_versions",

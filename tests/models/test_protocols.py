@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from models.protocols import LinkageScorer, ProtocolJudgeScorer, protocol_scorer_factory  # noqa: F401
+from models.protocols import LinkageScorer, ProtocolJudgeScorer
 from rubric.errors import ConfigError, EngineError
 from rubric.judging.judges import resolve_judges
 from rubric.protocols.linkage_data import LinkageCandidate, LinkageQuestion

@@ -63,8 +63,10 @@ class JudgeSettings:
         check_range("n_votes", n_votes, low=1)
         check_range("temperature", temperature, low=0)
         check_range("max_reasoning_tokens", max_reasoning_tokens, low=1)
-        import rubric.protocols  # noqa: F401  (registers the protocols' pairwise judges)
         from rubric.judging import resolve_judges
+        from workers.protocols import load_protocols
+
+        load_protocols()  # every protocol declares its pairwise judges (ours and other packages')
 
         names = judges.split(",") if isinstance(judges, str) else list(judges)
         self.specs = resolve_judges(",".join(n.strip() for n in names if n.strip()), tie=tie)
@@ -110,18 +112,11 @@ class ProtocolPage:
 
 
 def _scorer(settings: JudgeSettings, config: ScoringConfig):
-    from models.judges import JudgeScorer
-    from models.llm.engines_cache import build_engine
-    from rubric.protocols import is_protocol_judge
+    """The one judge scorer of every judge in ``settings``: each judge names its scorer where its prompt is
+    declared (``JudgeSpec.scorer``), built by ``models.backends.build_judge_scorer``."""
+    from models.backends import build_judge_scorer
 
-    if any(is_protocol_judge(s) for s in settings.specs):  # a neighbouring protocol's judge reads its own tokens
-        from models.protocols import protocol_scorer_factory
-
-        return protocol_scorer_factory(settings, config)
-    engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
-    return JudgeScorer(engine, settings.specs, mode=settings.mode, n_votes=settings.n_votes,
-                       temperature=settings.temperature, seed=settings.seed,
-                       max_reasoning_tokens=settings.max_reasoning_tokens, min_mass=config.llm_min_mass)
+    return build_judge_scorer(settings, config)
 
 
 class JudgeKind(JobKind):
