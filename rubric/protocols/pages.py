@@ -1,6 +1,6 @@
 """The neighbouring protocols' ``report.md`` pages: the prose around :mod:`rubric.protocols`'s tables.
 
-Pure text from counts the jobs pass in (``workers.jobs.linkage``, ``workers.protocols``); no file is
+Pure text from counts the jobs pass in (``workers.protocols``); no file is
 read or written here.
 """
 

@@ -132,7 +132,7 @@ def test_every_job_kind_writes_only_through_the_output_folder(audited, tmp_path)
     from workers.jobs.score import run_job
     from workers.jobs.validate import run_validate_job
     from workers.jobs.judge import JudgeSettings, run_judge_job
-    from workers.jobs.linkage import LinkageSettings, run_linkage_job
+    from workers.protocols.linkage import LinkageSettings, run_linkage_job
     from workers.protocols.arena import run_arena_job
     from workers.protocols.lfqa_e import run_lfqa_e_job
 

@@ -14,7 +14,7 @@ from rubric.errors import ConfigError, EngineError, InputError
 from rubric.protocols import protocol_judge
 from tests.models.test_protocols import FakeEngine
 from workers.cli import main
-from workers.jobs.linkage import LinkageSettings, run_linkage_job
+from workers.protocols.linkage import LinkageSettings, run_linkage_job
 from workers.protocols.arena import run_arena_job
 from workers.protocols.lfqa_e import run_lfqa_e_job
 
@@ -371,7 +371,7 @@ def test_run_job_script_linkage_on_ray_resumes_a_partial_store_and_writes_the_si
     single-process job's."""
     import functools
 
-    import workers.jobs.linkage as lj
+    import workers.protocols.linkage as lj
     from tests.workers.test_ray_judges import _run_job_script
     from rubric.io import record_from_json, record_json
     from rubric.protocols import LinkageQuestion

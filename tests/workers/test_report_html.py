@@ -56,7 +56,7 @@ def outputs(tmp_path_factory):
     # LINKAGE on WebGLM-shaped lists (the protocol tests' fake engine ranks BEST > GOOD > POOR); the last
     # question's grades say the opposite, so the correlations are not all 1
     from tests.workers.test_protocol_job import SETTINGS, Counting, _webglm
-    from workers.jobs.linkage import run_linkage_job
+    from workers.protocols.linkage import run_linkage_job
 
     graded = _webglm(root, n=4)
     data = json.loads(graded.read_text())
