@@ -9,8 +9,8 @@ Pairwise protocol judges
     (:func:`rubric.judging.verdict_probs`, as for every judge), generated votes are read in the prompt's
     ``verdict_format`` by :func:`rubric.protocols.templates.parse_pairwise_verdict`, and a prompt that shows a
     reference answer gets the pair's ``reference`` (as every judge does). A protocol's judge spec names it
-    (``JudgeSpec.scorer``: ``protocol``, registered in ``models.backends.JUDGE_SCORERS``), so ``lfqa-rubric judge``, the Ray
-    judge actors and ``judgments.parquet`` serve these judges unchanged. RAG-QA Arena in logprob mode
+    (``JudgeSpec.scorer``: ``protocol``, registered in ``models.backends.JUDGE_SCORERS``), so
+    ``lfqa-rubric judge``, the Ray judge actors and ``judgments.parquet`` serve these judges unchanged. RAG-QA Arena in logprob mode
     reads the rating after an empty ``<thinking></thinking>`` (``arena.pairwise.v1``), or, with
     ``arena.pairwise_reasoning.v1``, first generates the judge's own reasoning greedily after
     ``<thinking>`` (at most ``max_reasoning_tokens``, one ``generate`` call for both orders of every

@@ -34,7 +34,7 @@ from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.tables import word_count
 from rubric.io import PairRecord, read_whole
 from rubric.scoring import Provenance, Score
-from workers.runner import Assembled, FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
+from workers.runner import KindManifest, FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
 
 __all__ = ["JudgeSettings", "protocol_settings", "JudgeKind", "ProtocolPage", "run_judge_job", "judgment_rows",
            "CHECKPOINT_PAIRS"]
@@ -211,7 +211,7 @@ class JudgeKind(JobKind):
         """
         return None
 
-    def assemble(self, job: JobRun, scores: RunScores, provenance: Mapping[str, Provenance]) -> Assembled:
+    def assemble(self, job: JobRun, scores: RunScores, provenance: Mapping[str, Provenance]) -> KindManifest:
         from rubric.judging import judgments_table
 
         job_inputs = [JobInput(name=u.name, read=self._read(u.uri), fmt=self.fmt, sha256=u.sha) for u in job.units]
@@ -245,7 +245,7 @@ class JudgeKind(JobKind):
         job.output.jsonl("rejects.jsonl", (r.to_dict() for r in rejects))
         log.info("wrote %s: %d pairs x %d judge(s) x 2 orders = %d rows (%d judged now); errors by judge: %s",
                  job.out / "judgments.parquet", len(pairs), len(versions), table.num_rows, job.step.scored, errors)
-        return Assembled(fields, per_input=per_input, job={"pairs_judged_now": job.step.scored})
+        return KindManifest(fields, per_input=per_input, job={"pairs_judged_now": job.step.scored})
 
 
 def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[str, Score]],

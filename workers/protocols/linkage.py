@@ -36,7 +36,7 @@ from rubric.protocols import (CREATE_REFERENCES_VERSIONS, GENERATED_REFERENCES_F
 from rubric.html_report import HtmlSection, plot_linkage
 from rubric.scoring import Provenance
 from workers.protocols import ProtocolOptions, ProtocolRun, ProtocolSpec, option, register_protocol
-from workers.runner import Assembled, FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run as run_job
+from workers.runner import KindManifest, FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run as run_job
 from workers.storage.outdir import no_link
 
 __all__ = ["GENERATED_REFERENCES_FILE", "LinkageSettings", "LinkageKind", "run_linkage_job",
@@ -249,7 +249,7 @@ class LinkageKind(JobKind):
         return FunctionScorer(lambda items: [list(g) for g in built.score_questions(list(items))],
                               {s: built.provenance(s) for s in self.settings.systems})
 
-    def assemble(self, job: JobRun, lookup: RunScores, provenance: Mapping[str, Provenance]) -> Assembled:
+    def assemble(self, job: JobRun, lookup: RunScores, provenance: Mapping[str, Provenance]) -> KindManifest:
         from rubric.protocols import linkage_empty_page, linkage_page, linkage_table
 
         out, settings, reads = job.out, self.settings, self._reads
@@ -266,7 +266,7 @@ class LinkageKind(JobKind):
                           f"{sum(g['questions'] for g in self._generation.values())} generated reference lists failed; "
                           f"{out / 'rejects.jsonl'}, {out / 'report.md'})")
                 # published as a set of their own: the earlier run's table goes, no mix of two runs
-                return Assembled({"protocol": "linkage", "settings": settings.key()},
+                return KindManifest({"protocol": "linkage", "settings": settings.key()},
                                  failed=f"no usable LINKAGE question in {', '.join(job.shards)}; first reject: {first}")
             raise InputError(f"no usable LINKAGE question in {', '.join(job.shards)}; first reject: {first}")
         answer_ids = [c.answer_id for q in questions for c in q.candidates]
@@ -309,7 +309,7 @@ class LinkageKind(JobKind):
         log.info("wrote %s: %d rows (%d answers scored now); report %s", out / "linkage.parquet", n_rows,
                  job.step.scored, out / "report.md")
         gen = self._generation
-        return Assembled({
+        return KindManifest({
             "protocol": "linkage",
             "counts": {"questions": len(questions), "rows": n_rows, "rejected": len(rejects), "errors_by_system": errors},
             "systems": {s: asdict(provenance[s]) for s in systems if s in provenance},
