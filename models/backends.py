@@ -175,7 +175,7 @@ def _need(module: str, why: str, fix: str) -> list[str]:
 
 
 def _spacy_problems(config: ScoringConfig, why: str) -> list[str]:
-    from models.text import _FALLBACKS, _INSTALL_HINT  # the loader's own fallbacks and hints
+    from models.rubric_backends.text import _FALLBACKS, _INSTALL_HINT  # the loader's own fallbacks and hints
 
     if not _installed("spacy"):
         return [f"{why} needs spacy: install the [cpu] extra (pip install 'lfqa-rubric[cpu]')"]
@@ -269,7 +269,7 @@ def _check_rouge(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[s
 
 
 def _check_minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
-    from models.signals import minilm_problems  # imports no torch: it only looks for the package's folder
+    from models.rubric_backends.signals import minilm_problems  # no torch: it looks for a folder
 
     return minilm_problems(", ".join(s.version for s in specs) or "the minilm backend")
 
@@ -283,7 +283,7 @@ def _check_cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> lis
     if versions & WORDFREQ_VERSIONS or not versions:
         problems += _need("wordfreq", why, "pip install wordfreq==3.1.1 (or install the [cpu] extra)")
     if versions & EMBEDDING_VERSIONS or not versions:
-        from models.signals import minilm_problems
+        from models.rubric_backends.signals import minilm_problems
 
         problems += minilm_problems(why)
     return problems
@@ -310,7 +310,7 @@ def _check_factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> l
 
 @register_backend("spacy", requires=_check_spacy, pool="text")
 def _spacy(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.text import ConcisenessScorer
+    from models.rubric_backends.text import ConcisenessScorer
 
     return ConcisenessScorer(specs, spacy_model=config.spacy_model)
 
@@ -338,14 +338,14 @@ def _llm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
 
 @register_backend("subjectiveqa", requires=_check_subjectiveqa, pool="classifier")
 def _subjectiveqa(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.specificity import SubjectiveQAScorer
+    from models.rubric_backends.specificity import SubjectiveQAScorer
 
     return SubjectiveQAScorer(specs, model=config.specificity_model, batch_size=config.batch_size)
 
 
 @register_backend("factuality", requires=_check_factuality, pool="factuality")
 def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.evidence import AttachedDocs, BM25Corpus
+    from models.rubric_backends.evidence import AttachedDocs, BM25Corpus
     from models.factuality import FactualityScorer, SpacySentenceSplitter
     from models.llm.engines_cache import build_engine
 
@@ -361,21 +361,21 @@ def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
 
 @register_backend("length", requires=_check_length, pool="text")
 def _length(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.signals import LengthScorer
+    from models.rubric_backends.signals import LengthScorer
 
     return LengthScorer(specs)
 
 
 @register_backend("rouge", requires=_check_rouge, pool="text")
 def _rouge(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.signals import RougeLScorer
+    from models.rubric_backends.signals import RougeLScorer
 
     return RougeLScorer(specs)
 
 
 @register_backend("minilm", requires=_check_minilm, pool="classifier")
 def _minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.signals import MiniLMSimilarityScorer
+    from models.rubric_backends.signals import MiniLMSimilarityScorer
 
     return MiniLMSimilarityScorer(specs, batch_size=config.batch_size)
 
@@ -449,7 +449,7 @@ def _judge_options(settings: Any, config: ScoringConfig) -> dict:
 
 @register_judge_scorer("pairwise")
 def _pairwise_judges(settings: Any, config: ScoringConfig) -> Any:
-    from models.judges import JudgeScorer
+    from models.judging.judges import JudgeScorer
     from models.llm.engines_cache import build_engine
 
     return JudgeScorer(build_engine(config, logprobs_k=config.llm_logprobs_k), settings.specs,
@@ -459,7 +459,7 @@ def _pairwise_judges(settings: Any, config: ScoringConfig) -> Any:
 @register_judge_scorer("protocol", also_runs=("pairwise",))
 def _protocol_judges(settings: Any, config: ScoringConfig) -> Any:
     from models.llm.engines_cache import build_engine
-    from models.protocols import ProtocolJudgeScorer
+    from models.judging import ProtocolJudgeScorer
 
     return ProtocolJudgeScorer(build_engine(config, logprobs_k=config.llm_logprobs_k), settings.specs,
                                **_judge_options(settings, config))

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from models.single_spec import SingleSpecScorer
-from models.text import load_spacy, pipeline_id
+from models.rubric_backends.single_spec import SingleSpecScorer
+from models.rubric_backends.text import load_spacy, pipeline_id
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem
 from rubric.scoring import (
@@ -326,7 +326,7 @@ class CPUProfileScorer:
                                    f"{', '.join(s.name for s in self.specs)}")
         spacy_id, spacy_version = self._spacy_id
         if unit.model == "minilm":
-            from models.signals import MINILM_MODEL_ID
+            from models.rubric_backends.signals import MINILM_MODEL_ID
 
             words = f"; {self._wordfreq_revision}" if "wordfreq" in unit.needs else ""
             return Provenance(rubric_version=unit.version, backend="cpu_text",
@@ -464,7 +464,7 @@ def profile_pipeline(name: str) -> Any:
 
 
 def _load_minilm(device: str | None):
-    from models.signals import minilm_folder, sentence_encoder
+    from models.rubric_backends.signals import minilm_folder, sentence_encoder
 
     return sentence_encoder(str(minilm_folder()), device)
 
@@ -495,7 +495,7 @@ def _term_weights() -> tuple[Callable[[str], float], str]:
 
 
 def _minilm_revision() -> str:
-    from models.signals import MINILM_PACKAGE
+    from models.rubric_backends.signals import MINILM_PACKAGE
 
     try:
         return f"{MINILM_PACKAGE}=={importlib.metadata.version(MINILM_PACKAGE)}"

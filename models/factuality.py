@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from models.evidence import EvidenceSource
+from models.rubric_backends.evidence import EvidenceSource
 from models.llm.engine import Completer, Engine
-from models.text import senter_pipeline
-from models.single_spec import SingleSpecScorer
+from models.rubric_backends.text import senter_pipeline
+from models.rubric_backends.single_spec import SingleSpecScorer
 from rubric.scoring import (
     EXTRACTION_STOP,
     FACTUALITY_VERSIONS,

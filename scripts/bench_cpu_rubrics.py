@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
 
     if "conciseness" in rubrics:
-        from models.text import ConcisenessScorer, load_spacy
+        from models.rubric_backends.text import ConcisenessScorer, load_spacy
 
         full = load_spacy(args.spacy_model)
         [full(t) for t in texts[:5]]

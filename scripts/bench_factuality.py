@@ -245,7 +245,7 @@ def _load(args):
     """The answers and the evidence source the arguments name."""
     from importlib import resources
 
-    from models.evidence import BM25Corpus
+    from models.rubric_backends.evidence import BM25Corpus
     from rubric.io import read_graded, read_lfqa_hp
     from rubric.io import explode
 

@@ -1,6 +1,6 @@
 """Pairwise LLM judges (paper section 5) as versioned templates, and how their verdicts are read.
 
-Pure: no torch or vLLM here. ``models.judges.JudgeScorer`` runs these specs on an engine.
+Pure: no torch or vLLM here. ``models.judging.judges.JudgeScorer`` runs these specs on an engine.
 
 Judges
     ``judge.plain.v1``, ``judge.cot.v1`` and ``judge.rubrics.v1`` are the LFQA-HP-1M reference
@@ -109,8 +109,8 @@ class JudgeSpec:
             is read: its reasoning -> the pre-fill the verdict is read after (RAG-QA Arena's
             ``<thinking>``: ``rubric.protocols.arena_verdict_prefill``); None: no reasoning of its own.
         scorer: the judge scorer that runs it, by name: ``models.backends.JUDGE_SCORERS`` builds it
-            (``pairwise``, the paper's judges: ``models.judges.JudgeScorer``; ``protocol``, a protocol's own
-            verdict tokens: ``models.protocols.ProtocolJudgeScorer``; another package registers its own).
+            (``pairwise``, the paper's judges: ``models.judging.judges.JudgeScorer``; ``protocol``, a protocol's own
+            verdict tokens: ``models.judging.ProtocolJudgeScorer``; another package registers its own).
     """
 
     name: str

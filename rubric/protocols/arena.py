@@ -105,7 +105,7 @@ def arena_verdict_prefill(reasoning: str) -> str:
 
 
 # the same prompt; the judge writes its own thinking after "<thinking>" before the rating is read
-# (arena_verdict_prefill closes it): models.protocols.ProtocolJudgeScorer generates it first
+# (arena_verdict_prefill closes it): models.judging.ProtocolJudgeScorer generates it first
 declare_protocol_prompt(ARENA_REASONING_VERSION, source=_SOURCE + "; the judge's own reasoning first (lfqa-rubric)",
                         prefill=ARENA_THINKING_PREFILL, close_reasoning=arena_verdict_prefill,
                         **_JUDGE)  # type: ignore[arg-type]

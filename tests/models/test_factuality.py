@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("rank_bm25")
 
-from models.evidence import AttachedDocs, BM25Corpus  # noqa: E402
+from models.rubric_backends.evidence import AttachedDocs, BM25Corpus  # noqa: E402
 from models.factuality import FactualityScorer, TextGenerator  # noqa: E402
 from rubric.scoring.claims import NO_CLAIMS_REASON, claims_from_json, claims_table  # noqa: E402
 from rubric.errors import BatchMismatchError, ConfigError  # noqa: E402

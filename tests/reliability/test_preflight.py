@@ -193,7 +193,7 @@ def test_extra_backend_names_and_unknown_ones():
 
 
 def test_bm25_sources_fail_at_construction(monkeypatch, tmp_path):
-    from models.evidence import AttachedDocs, BM25Corpus, _bm25_class
+    from models.rubric_backends.evidence import AttachedDocs, BM25Corpus, _bm25_class
 
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"text": "water boils at 100 C"}\n')

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from models.backends import JUDGE_SCORERS, register_judge_scorer
-from models.protocols import ProtocolJudgeScorer
+from models.judging import ProtocolJudgeScorer
 from rubric.judging import JUDGES
 from rubric.protocols import declare_protocol_prompt
 from rubric.scoring import PROMPTS

@@ -8,7 +8,8 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from models.protocols import LinkageScorer, ProtocolJudgeScorer
+from models.judging import ProtocolJudgeScorer
+from models.linkage import LinkageScorer
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, EngineError, InputError
 from rubric.protocols import protocol_judge
@@ -250,7 +251,7 @@ GEN = "Answer1: a fair reply\nAnswer2: a weak reply\nAnswer3: an unrelated reply
 
 
 def _generator(texts):
-    from models.linkage_references import ReferenceGenerator
+    from models.linkage.references import ReferenceGenerator
 
     return ReferenceGenerator(FakeEngine(texts=texts), max_tokens=64)
 

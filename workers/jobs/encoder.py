@@ -1,7 +1,7 @@
 """``lfqa-rubric encoder``: train (or apply) the trained-encoder baseline on a score output.
 
 One straight line: read ``OUT/answers.parquet`` and ``OUT/pairs.parquet`` -> embed each distinct
-answer once (``models.encoder.SentenceEncoder``, batched) -> fit the head on the training split's
+answer once (``models.baselines.encoder.SentenceEncoder``, batched) -> fit the head on the training split's
 a/b pairs, or load a trained one -> P(a) for every pair -> write the head (``head.safetensors`` +
 ``head.json``) and ``OUT/encoder_predictions.parquet`` (``pair_id``, ``system``, ``p_a``,
 ``predicted``, ``split``), and report test accuracy with a question-clustered CI.
@@ -31,7 +31,7 @@ def embed_answers(encoder, answer_ids, questions, answers, *, chunk: int = 256, 
     """answer_id -> embedding, each distinct answer embedded once, in chunks (with a progress bar).
 
     Args:
-        encoder: a ``models.encoder.SentenceEncoder``.
+        encoder: a ``models.baselines.encoder.SentenceEncoder``.
         answer_ids: the answers' ids (duplicates are embedded once).
         questions: each answer's question.
         answers: each answer's text.
@@ -109,7 +109,7 @@ def _encoder(outdir: Path, head_folder: Path | None, head_dir, pred_path: Path, 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from models.encoder import (HEAD_JSON, HEAD_WEIGHTS, PreferenceHead, SentenceEncoder, load_encoder_baseline,
+    from models.baselines.encoder import (HEAD_JSON, HEAD_WEIGHTS, PreferenceHead, SentenceEncoder, load_encoder_baseline,
                                 system_name)
     from rubric.preference import (FITTED_ON_KEY, PREDICTIONS_META_KEY, evaluate_predictions, pairs_fingerprint,
                                    question_overlap, read_output_table, read_pairs)

@@ -2,7 +2,7 @@
 
     check the LLM backend -> list shards -> open each shard's judge store (OUT/judge_scores/<stem>/,
       keyed by the input's sha256, reader options, judge versions, mode and engine settings)
-      -> judge the pending pairs in checkpointed chunks (models.judges.JudgeScorer: both orders of
+      -> judge the pending pairs in checkpointed chunks (models.judging.judges.JudgeScorer: both orders of
          every pair in one engine call), in this process or on a Ray pool of judge actors
       -> assemble: pairs of all inputs (ids unique across inputs), the same splits as `score` gives
          the same inputs and seed, one row per pair x judge x order (rubric.judging)

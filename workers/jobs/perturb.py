@@ -91,7 +91,7 @@ def load_victim(path: str | Path, *, device: str | None = None, batch_size: int 
         ConfigError: ``path`` is neither.
         ProvenanceError: the victim's features would be made differently now.
     """
-    from models.encoder import HEAD_JSON, EncoderVictim, load_encoder_baseline
+    from models.baselines.encoder import HEAD_JSON, EncoderVictim, load_encoder_baseline
 
     path = Path(path)
     if path.is_dir() and (path / HEAD_JSON).is_file():
@@ -135,7 +135,7 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
         seed: the split seed (as ``score --seed``) and the seed of deepwordbug's edits (per pair).
         split: the split to attack ("train", "dev", "test" or "all").
         split_fractions: the train/dev/test shares of the split (as ``score --split-fractions``).
-        synonyms: textfooler's synonym source ("auto", "wordnet", "embedding"; ``models.synonyms``).
+        synonyms: textfooler's synonym source ("auto", "wordnet", "embedding"; ``models.attacks.synonyms``).
         max_candidates: synonyms tried per word.
         progress: show a progress bar.
 
@@ -185,8 +185,8 @@ def _attack(input_path, fmt: str, *, attack: str, victim, out: Path, copy: Path,
 
     source = None
     if attack == "textfooler":
-        from models.encoder import EncoderVictim
-        from models.synonyms import build_synonyms
+        from models.baselines.encoder import EncoderVictim
+        from models.attacks.synonyms import build_synonyms
 
         vocabulary = {w.text for p in read.pairs for t in (p.answer_a, p.answer_b) for w in words(t)}
         source = build_synonyms(synonyms, vocabulary=vocabulary,

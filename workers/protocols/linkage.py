@@ -4,12 +4,12 @@ and its job kind, in one module as RAG-QA Arena's and LFQA-E's::
 
     list shards -> read each (rubric.protocols: questions, reference lists, candidates, rejects)
       -> with --references generated: the LLM writes each question's list from its golden answer
-         (models.linkage_references, cached in OUT/generated_references.jsonl; a question whose
+         (models.linkage.references, cached in OUT/generated_references.jsonl; a question whose
          generation does not parse is a reject with the reason, never given the data's list)
       -> per shard a store (OUT/linkage_scores/<stem>/, keyed by the input's sha256, reader options,
          systems, mode, templates and engine settings) -> score the questions not yet stored in
-         checkpointed chunks (models.protocols.LinkageScorer), in this process or on a Ray pool
-      -> the reference signals (models.linkage_signals) and any rubric score of a score output, on
+         checkpointed chunks (models.linkage.LinkageScorer), in this process or on a Ray pool
+      -> the reference signals (models.linkage.signals) and any rubric score of a score output, on
          the same answers (rubric.protocols.join_rubric_scores)
       -> OUT/linkage.parquet (one row per answer x system: rubric.protocols.linkage_rows), rejects.jsonl,
          report.md, manifest.json (last)
@@ -55,7 +55,7 @@ class LinkageSettings:
     """How LINKAGE runs; everything here changes a score, so all of it is in the store key.
 
     Args:
-        systems: which of ``models.protocols.LINKAGE_SYSTEMS`` to score.
+        systems: which of ``models.linkage.LINKAGE_SYSTEMS`` to score.
         mode: ``logprob`` or ``parse``.
         max_pairwise_candidates: cap on candidates per question for the pairwise baseline.
         references: ``data`` (the file's reference lists) or ``generated`` (written by the LLM from one
@@ -114,7 +114,7 @@ class LinkageSettings:
 
 
 def _reference_generator(settings: LinkageSettings, config: ScoringConfig):
-    from models.linkage_references import ReferenceGenerator
+    from models.linkage.references import ReferenceGenerator
     from models.llm.engines_cache import build_engine
 
     engine = build_engine(config, logprobs_k=config.llm_logprobs_k)  # the scorer's engine (built once per process)
@@ -125,7 +125,7 @@ def _generate_references(read, generator, cache) -> tuple[Any, dict]:
     """``read`` with each question's generated list filled in; a failed question's candidates are rejects."""
     from dataclasses import replace
 
-    from models.linkage_references import ReferenceRequest
+    from models.linkage.references import ReferenceRequest
     from rubric.protocols import LinkageRead
     from rubric.io import Reject
 
@@ -162,7 +162,7 @@ def _lists_digest(questions: Sequence[Any]) -> str:
 
 def _linkage_scorer(settings: LinkageSettings, config: ScoringConfig):
     from models.llm.engines_cache import build_engine
-    from models.protocols import LinkageScorer
+    from models.linkage import LinkageScorer
 
     engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
     return LinkageScorer(engine, settings.systems, mode=settings.mode, min_mass=config.llm_min_mass,
@@ -223,7 +223,7 @@ class LinkageKind(JobKind):
             raise InputError(f"{len(failed)} of {len(shards)} input(s) could not be read, so nothing was written: "
                              + "; ".join(f"{u}: {e}" for u, e in failed.items()))
         if self.settings.references == "generated":
-            from models.linkage_references import ReferenceCache
+            from models.linkage.references import ReferenceCache
 
             generator = self.reference_generator or _reference_generator(self.settings, self.config)
             cache = ReferenceCache(no_link(out / GENERATED_REFERENCES_FILE, "the generated references' cache"))
@@ -277,7 +277,7 @@ class LinkageKind(JobKind):
             raise BatchMismatchError(f"{len(lost)} LINKAGE answers have no score (first: {lost[0]})")
         systems = list(settings.systems)
         if self.signals:
-            from models.linkage_signals import LINKAGE_SIGNALS, reference_signals, signal_provenance
+            from models.linkage.signals import LINKAGE_SIGNALS, reference_signals, signal_provenance
 
             for aid, row in reference_signals(questions).items():
                 scores[aid].update(row)
@@ -349,7 +349,7 @@ def run_linkage_job(inputs: str | Path | Sequence[str | Path], out: str | Path, 
         seed: their seed.
         progress: progress bars.
         scorer: a prebuilt scorer (tests); default built here when a question needs scoring.
-        reference_generator: a prebuilt ``models.linkage_references.ReferenceGenerator`` (tests); with
+        reference_generator: a prebuilt ``models.linkage.references.ReferenceGenerator`` (tests); with
             ``settings.references == "generated"`` default built on the scorer's engine.
         command: the command line, quoted in the report.
         ray: a :class:`workers.cluster.pipeline.RayStep` to score on a Ray pool of LINKAGE actors (its "llm" pool).
