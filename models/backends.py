@@ -110,8 +110,8 @@ def _groups(specs: Sequence[RubricSpec]) -> dict[str, list[RubricSpec]]:
 def build_scorers(specs: Sequence[RubricSpec], config: ScoringConfig) -> list[Scorer]:
     """One scorer per backend, in the order the backends first appear in ``specs``."""
     groups = _groups(specs)
-    if "cpu_text" in groups:  # before any factory imports torch (spaCy does): models.cpu_rubrics.OMP_WAIT_POLICY
-        from models.cpu_rubrics import prefer_passive_omp
+    if "cpu_text" in groups:  # before any factory imports torch (spaCy does): models.rubric_backends.cpu_rubrics.OMP_WAIT_POLICY
+        from models.rubric_backends.cpu_rubrics import prefer_passive_omp
 
         prefer_passive_omp()
     return [BACKENDS.get(name)(tuple(group), config) for name, group in groups.items()]
@@ -234,7 +234,7 @@ def _check_harper(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[
 
 
 def _check_languagetool(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
-    from models.grammar import LANGUAGETOOL_URL_ENV, _local_languagetool_version
+    from models.rubric_backends.grammar import LANGUAGETOOL_URL_ENV, _local_languagetool_version
 
     problems = _need("language_tool_python", "grammar.languagetool.v1",
                      "pip install language-tool-python (or use grammar.harper.v1, the offline default)")
@@ -275,7 +275,7 @@ def _check_minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[
 
 
 def _check_cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
-    from models.cpu_rubrics import EMBEDDING_VERSIONS, PARSE_VERSIONS, WORDFREQ_VERSIONS  # constants only
+    from models.rubric_backends.cpu_rubrics import EMBEDDING_VERSIONS, PARSE_VERSIONS, WORDFREQ_VERSIONS  # constants only
 
     versions = {s.version for s in specs}
     why = ", ".join(sorted(versions)) or "the cpu_text backend"
@@ -317,14 +317,14 @@ def _spacy(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
 
 @register_backend("harper", requires=_check_harper, pool="text")
 def _harper(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.grammar import HarperGrammarScorer
+    from models.rubric_backends.grammar import HarperGrammarScorer
 
     return HarperGrammarScorer(specs)
 
 
 @register_backend("languagetool", requires=_check_languagetool, pool="text")
 def _languagetool(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.grammar import LanguageToolGrammarScorer
+    from models.rubric_backends.grammar import LanguageToolGrammarScorer
 
     return LanguageToolGrammarScorer(specs, url=config.languagetool_url, threads=config.languagetool_threads)
 
@@ -346,7 +346,7 @@ def _subjectiveqa(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Score
 @register_backend("factuality", requires=_check_factuality, pool="factuality")
 def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.rubric_backends.evidence import AttachedDocs, BM25Corpus
-    from models.factuality import FactualityScorer, SpacySentenceSplitter
+    from models.rubric_backends.factuality import FactualityScorer, SpacySentenceSplitter
     from models.llm.engines_cache import build_engine
 
     evidence = (BM25Corpus.from_file(config.factuality_corpus, text_field=config.factuality_text_field,
@@ -382,14 +382,14 @@ def _minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
 
 @register_backend("cpu_text", requires=_check_cpu_text, pool="classifier")
 def _cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.cpu_rubrics import CPUProfileScorer
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
 
     return CPUProfileScorer(specs, spacy_model=config.spacy_model)
 
 
 @register_backend("harper_fluency", requires=_check_harper_fluency, pool="text")
 def _harper_fluency(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.cpu_rubrics import HarperFluencyScorer
+    from models.rubric_backends.cpu_rubrics import HarperFluencyScorer
 
     return HarperFluencyScorer(specs)
 

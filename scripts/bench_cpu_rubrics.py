@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     if "grammar" in rubrics:
         from harper import Linter
 
-        from models.grammar import HARPER_LANGUAGE, HarperGrammarScorer
+        from models.rubric_backends.grammar import HARPER_LANGUAGE, HarperGrammarScorer
 
         linter = Linter()
         [linter.lint(t, language=HARPER_LANGUAGE) for t in texts[:5]]

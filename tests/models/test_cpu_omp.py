@@ -12,7 +12,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 #: In a fresh interpreter (torch not imported): set it, then again once "torch" is in sys.modules (a stand-in
 #: module: importing the real one takes seconds and would prove nothing more).
-CODE = ("import os, sys, types; from models.cpu_rubrics import prefer_passive_omp; first = prefer_passive_omp(); "
+CODE = ("import os, sys, types; from models.rubric_backends.cpu_rubrics import prefer_passive_omp; first = prefer_passive_omp(); "
         "after = os.environ.get('OMP_WAIT_POLICY'); os.environ.pop('OMP_WAIT_POLICY', None); "
         "sys.modules['torch'] = types.ModuleType('torch'); "
         "print(first, prefer_passive_omp(), after, os.environ.get('OMP_WAIT_POLICY'))")

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from models.grammar import HarperGrammarScorer, LanguageToolGrammarScorer
+from models.rubric_backends.grammar import HarperGrammarScorer, LanguageToolGrammarScorer
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError
 from rubric.scoring.grammar import HARPER_KIND_TO_LT_ISSUE_TYPE
 from rubric.io.records import AnswerItem

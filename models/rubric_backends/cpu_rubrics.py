@@ -518,7 +518,7 @@ class HarperFluencyScorer(SingleSpecScorer):
     def __init__(self, specs: tuple[RubricSpec, ...]) -> None:
         version = specs[0].version if len(specs) == 1 and specs[0].version == CPU_FLUENCY_V2 else CPU_FLUENCY_VERSION
         self._serve(specs, version)
-        from models.grammar import HARPER_LANGUAGE, harper_linter
+        from models.rubric_backends.grammar import HARPER_LANGUAGE, harper_linter
 
         self._language = HARPER_LANGUAGE
         self._linter = harper_linter()
