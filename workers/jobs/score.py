@@ -98,12 +98,12 @@ class ScoreKind(JobKind):
                  "%s", job.out, c["rows_in"], c["pairs"], c["rejected"], c["unique_answers"], job.step.scored,
                  c["errors_by_rubric"])
         return KindManifest({"counts": counts, "rubrics": tables.rubrics,
-                          "split_seed": self.seed, "split_fractions": list(self.config.split_fractions),
-                          "split_source": tables.split_source, "rescale": self.config.rescale},
-                         per_input=per_input,
-                         job={"answers_scored_now": job.step.scored,
-                              "answers_per_s": round(job.step.scored / seconds, 3) if seconds > 0 else None,
-                              "score_seconds": job.step.seconds})
+                             "split_seed": self.seed, "split_fractions": list(self.config.split_fractions),
+                             "split_source": tables.split_source, "rescale": self.config.rescale},
+                            per_input=per_input,
+                            job={"answers_scored_now": job.step.scored,
+                                 "answers_per_s": round(job.step.scored / seconds, 3) if seconds > 0 else None,
+                                 "score_seconds": job.step.seconds})
 
 
 def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence[RubricSpec], out: str | Path, *,

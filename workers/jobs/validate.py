@@ -133,17 +133,17 @@ class ValidateKind(ScoreKind):
         log.info("wrote %s: %d minimal pairs of %d questions, %d answers scored (%d now)", job.out / REPORT_FILE,
                  len(pairs), len({p.question_id for p in pairs}), len(lookup), job.step.scored)
         return KindManifest({"validity": {"seed": self.seed, "families": self.families, "tolerance": self.tolerance,
-                                       "n_boot": self.n_boot, "max_questions": self.max_questions,
-                                       "rubrics": versions, "pairs_by_family": by_family,
-                                       "pass_rates": {f"{r.version}/{r.family}": r.pass_rate for r in table.rows
-                                                      if r.n > r.missing},
-                                       "unchecked": table.unchecked},
-                          "rubrics": {v: {"rubric_version": p.rubric_version, "backend": p.backend,
-                                          "model_id": p.model_id, "model_revision": p.model_revision,
-                                          "template_hash": p.template_hash} for v, p in provenance.items()},
-                          "counts": {"minimal_pairs": len(pairs), "answers": len(lookup),
-                                     "questions": len({p.question_id for p in pairs})}},
-                         per_input=per_input, job={"answers_scored_now": job.step.scored})
+                                          "n_boot": self.n_boot, "max_questions": self.max_questions,
+                                          "rubrics": versions, "pairs_by_family": by_family,
+                                          "pass_rates": {f"{r.version}/{r.family}": r.pass_rate for r in table.rows
+                                                         if r.n > r.missing},
+                                          "unchecked": table.unchecked},
+                             "rubrics": {v: {"rubric_version": p.rubric_version, "backend": p.backend,
+                                             "model_id": p.model_id, "model_revision": p.model_revision,
+                                             "template_hash": p.template_hash} for v, p in provenance.items()},
+                             "counts": {"minimal_pairs": len(pairs), "answers": len(lookup),
+                                        "questions": len({p.question_id for p in pairs})}},
+                            per_input=per_input, job={"answers_scored_now": job.step.scored})
 
 
 def run_validate_job(inputs, fmt: str, specs: Sequence[RubricSpec], out, *, config: ScoringConfig,

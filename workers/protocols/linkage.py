@@ -249,26 +249,32 @@ class LinkageKind(JobKind):
         return FunctionScorer(lambda items: [list(g) for g in built.score_questions(list(items))],
                               {s: built.provenance(s) for s in self.settings.systems})
 
+    def _no_question(self, job: JobRun, refs: list[str]) -> KindManifest:
+        """No usable question: an InputError, or, when reference lists were generated, a failed run that
+        publishes its rejects and report (the generations that failed are the finding)."""
+        from rubric.protocols import linkage_empty_page
+
+        reads, gen = self._reads, self._generation
+        first = next((r.rejects[0].reason for r in reads.values() if r.rejects), "none")
+        if not gen:
+            raise InputError(f"no usable LINKAGE question in {', '.join(job.shards)}; first reject: {first}")
+        job.output.jsonl("rejects.jsonl", (r.to_dict() for rd in reads.values() for r in rd.rejects))
+        job.output.text("report.md", linkage_empty_page(shards=job.shards, command=self.command, references=refs))
+        first += (f" ({sum(g['failed'] for g in gen.values())} of {sum(g['questions'] for g in gen.values())} "
+                  f"generated reference lists failed; {job.out / 'rejects.jsonl'}, {job.out / 'report.md'})")
+        # published as a set of their own: the earlier run's table goes, no mix of two runs
+        return KindManifest({"protocol": "linkage", "settings": self.settings.key()},
+                            failed=f"no usable LINKAGE question in {', '.join(job.shards)}; first reject: {first}")
+
     def assemble(self, job: JobRun, lookup: RunScores, provenance: Mapping[str, Provenance]) -> KindManifest:
-        from rubric.protocols import linkage_empty_page, linkage_page, linkage_table
+        from rubric.protocols import linkage_page, linkage_table
 
         out, settings, reads = job.out, self.settings, self._reads
         refs = references_lines(settings.references, settings.reference_template, settings.reference_max_tokens,
                                 self._generation)
         questions = [q for uri in job.shards for q in reads[uri].questions]
         if not questions:
-            first = next((r.rejects[0].reason for r in reads.values() if r.rejects), "none")
-            if self._generation:  # the generations that failed are the finding: keep them where they can be read
-                job.output.jsonl("rejects.jsonl", (r.to_dict() for rd in reads.values() for r in rd.rejects))
-                job.output.text("report.md", linkage_empty_page(shards=job.shards, command=self.command,
-                                                                references=refs))
-                first += (f" ({sum(g['failed'] for g in self._generation.values())} of "
-                          f"{sum(g['questions'] for g in self._generation.values())} generated reference lists failed; "
-                          f"{out / 'rejects.jsonl'}, {out / 'report.md'})")
-                # published as a set of their own: the earlier run's table goes, no mix of two runs
-                return KindManifest({"protocol": "linkage", "settings": settings.key()},
-                                 failed=f"no usable LINKAGE question in {', '.join(job.shards)}; first reject: {first}")
-            raise InputError(f"no usable LINKAGE question in {', '.join(job.shards)}; first reject: {first}")
+            return self._no_question(job, refs)
         answer_ids = [c.answer_id for q in questions for c in q.candidates]
         scores = lookup.get(answer_ids)
         provenance = dict(provenance)
@@ -311,7 +317,8 @@ class LinkageKind(JobKind):
         gen = self._generation
         return KindManifest({
             "protocol": "linkage",
-            "counts": {"questions": len(questions), "rows": n_rows, "rejected": len(rejects), "errors_by_system": errors},
+            "counts": {"questions": len(questions), "rows": n_rows, "rejected": len(rejects),
+                       "errors_by_system": errors},
             "systems": {s: asdict(provenance[s]) for s in systems if s in provenance},
             "settings": settings.key(),
             **({"generated_references": {"file": str(out / GENERATED_REFERENCES_FILE),
