@@ -9,6 +9,11 @@ without importing heavy packages or loading a model, what the factory would be m
 package, a model package, a local folder, a corpus file). ``check_backends`` runs the checks of
 the backends a job needs before any data is read, so a missing ``rank_bm25`` stops the job at
 start instead of turning every row into a row error.
+
+Judges are built the same way: a judge spec (``rubric.judging.JudgeSpec``) names its judge scorer where its
+prompt is declared (``JudgeSpec.scorer``), and :data:`JUDGE_SCORERS` holds the factory of each name
+(``pairwise``: the paper's judges; ``protocol``: a protocol's own verdict tokens); another package, or a
+test, registers its own with :func:`register_judge_scorer` beside its prompt.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError, ConfigError
@@ -36,6 +42,10 @@ __all__ = [
     "pool_of_backend",
     "build_scorers",
     "check_backends",
+    "JUDGE_SCORERS",
+    "JudgeScorerFactory",
+    "register_judge_scorer",
+    "build_judge_scorer",
 ]
 
 log = logging.getLogger(__name__)
@@ -99,7 +109,7 @@ def _groups(specs: Sequence[RubricSpec]) -> dict[str, list[RubricSpec]]:
 
 def build_scorers(specs: Sequence[RubricSpec], config: ScoringConfig) -> list[Scorer]:
     """One scorer per backend, in the order the backends first appear in ``specs``; grammar.harper.v1 and
-    fluency.harper.* share one (``models.grammar.HarperPass``: Harper lints each answer once for both)."""
+    fluency.harper.* share one (``models.rubric_backends.grammar.HarperPass``: Harper lints each answer once for both)."""
     groups = _groups(specs)
     if "cpu_text" in groups:  # before any factory imports torch (spaCy does): models.threads
         from models.threads import use_cpu_threads
@@ -107,7 +117,7 @@ def build_scorers(specs: Sequence[RubricSpec], config: ScoringConfig) -> list[Sc
         use_cpu_threads(reserve=0)  # the wait policy PASSIVE; every core for MiniLM unless the environment says
     scorers = [BACKENDS.get(name)(tuple(group), config) for name, group in groups.items()]
     if "harper" in groups and "harper_fluency" in groups:  # one Harper lint per answer for both
-        from models.grammar import harper_pass
+        from models.rubric_backends.grammar import harper_pass
 
         scorers = harper_pass(scorers)
     return scorers
@@ -171,7 +181,7 @@ def _need(module: str, why: str, fix: str) -> list[str]:
 
 
 def _spacy_problems(config: ScoringConfig, why: str) -> list[str]:
-    from models.text import _FALLBACKS, _INSTALL_HINT  # the loader's own fallbacks and hints
+    from models.rubric_backends.text import _FALLBACKS, _INSTALL_HINT  # the loader's own fallbacks and hints
 
     if not _installed("spacy"):
         return [f"{why} needs spacy: install the [cpu] extra (pip install 'lfqa-rubric[cpu]')"]
@@ -230,7 +240,7 @@ def _check_harper(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[
 
 
 def _check_languagetool(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
-    from models.grammar import LANGUAGETOOL_URL_ENV, _local_languagetool_version
+    from models.rubric_backends.grammar import LANGUAGETOOL_URL_ENV, _local_languagetool_version
 
     problems = _need("language_tool_python", "grammar.languagetool.v1",
                      "pip install language-tool-python (or use grammar.harper.v1, the offline default)")
@@ -265,13 +275,13 @@ def _check_rouge(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[s
 
 
 def _check_minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
-    from models.signals import minilm_problems  # imports no torch: it only looks for the package's folder
+    from models.rubric_backends.signals import minilm_problems  # no torch: it looks for a folder
 
     return minilm_problems(", ".join(s.version for s in specs) or "the minilm backend")
 
 
 def _check_cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
-    from models.cpu_rubrics import EMBEDDING_VERSIONS, PARSE_VERSIONS, WORDFREQ_VERSIONS  # constants only
+    from models.rubric_backends.cpu_rubrics import EMBEDDING_VERSIONS, PARSE_VERSIONS, WORDFREQ_VERSIONS  # constants only
 
     versions = {s.version for s in specs}
     why = ", ".join(sorted(versions)) or "the cpu_text backend"
@@ -279,7 +289,7 @@ def _check_cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> lis
     if versions & WORDFREQ_VERSIONS or not versions:
         problems += _need("wordfreq", why, "pip install wordfreq==3.1.1 (or install the [cpu] extra)")
     if versions & EMBEDDING_VERSIONS or not versions:
-        from models.signals import minilm_problems
+        from models.rubric_backends.signals import minilm_problems
 
         problems += minilm_problems(why)
     return problems
@@ -306,21 +316,21 @@ def _check_factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> l
 
 @register_backend("spacy", requires=_check_spacy, pool="text")
 def _spacy(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.text import ConcisenessScorer
+    from models.rubric_backends.text import ConcisenessScorer
 
     return ConcisenessScorer(specs, spacy_model=config.spacy_model)
 
 
 @register_backend("harper", requires=_check_harper, pool="text")
 def _harper(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.grammar import HarperGrammarScorer
+    from models.rubric_backends.grammar import HarperGrammarScorer
 
     return HarperGrammarScorer(specs)
 
 
 @register_backend("languagetool", requires=_check_languagetool, pool="text")
 def _languagetool(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.grammar import LanguageToolGrammarScorer
+    from models.rubric_backends.grammar import LanguageToolGrammarScorer
 
     return LanguageToolGrammarScorer(specs, url=config.languagetool_url, threads=config.languagetool_threads)
 
@@ -334,15 +344,15 @@ def _llm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
 
 @register_backend("subjectiveqa", requires=_check_subjectiveqa, pool="classifier")
 def _subjectiveqa(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.specificity import SubjectiveQAScorer
+    from models.rubric_backends.specificity import SubjectiveQAScorer
 
     return SubjectiveQAScorer(specs, model=config.specificity_model, batch_size=config.batch_size)
 
 
 @register_backend("factuality", requires=_check_factuality, pool="factuality")
 def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.evidence import AttachedDocs, BM25Corpus
-    from models.factuality import FactualityScorer, SpacySentenceSplitter
+    from models.rubric_backends.evidence import AttachedDocs, BM25Corpus
+    from models.rubric_backends.factuality import FactualityScorer, SpacySentenceSplitter
     from models.llm.engines_cache import build_engine
 
     evidence = (BM25Corpus.from_file(config.factuality_corpus, text_field=config.factuality_text_field,
@@ -357,34 +367,105 @@ def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
 
 @register_backend("length", requires=_check_length, pool="text")
 def _length(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.signals import LengthScorer
+    from models.rubric_backends.signals import LengthScorer
 
     return LengthScorer(specs)
 
 
 @register_backend("rouge", requires=_check_rouge, pool="text")
 def _rouge(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.signals import RougeLScorer
+    from models.rubric_backends.signals import RougeLScorer
 
     return RougeLScorer(specs)
 
 
 @register_backend("minilm", requires=_check_minilm, pool="classifier")
 def _minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.signals import MiniLMSimilarityScorer
+    from models.rubric_backends.signals import MiniLMSimilarityScorer
 
     return MiniLMSimilarityScorer(specs, batch_size=config.batch_size)
 
 
 @register_backend("cpu_text", requires=_check_cpu_text, pool="classifier")
 def _cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.cpu_rubrics import CPUProfileScorer
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
 
     return CPUProfileScorer(specs, spacy_model=config.spacy_model)
 
 
 @register_backend("harper_fluency", requires=_check_harper_fluency, pool="text")
 def _harper_fluency(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.cpu_rubrics import HarperFluencyScorer
+    from models.rubric_backends.cpu_rubrics import HarperFluencyScorer
 
     return HarperFluencyScorer(specs)
+
+
+# --- judge scorers -------------------------------------------------------------------------------
+
+#: ``(settings, config) -> scorer``: ``settings`` is the judge job's (``specs``, ``mode``, ``n_votes``,
+#: ``temperature``, ``seed``, ``max_reasoning_tokens``); the scorer has ``judge_pairs`` and ``provenance``.
+JudgeScorerFactory = Callable[[Any, ScoringConfig], Any]
+
+JUDGE_SCORERS: Registry[JudgeScorerFactory] = Registry("judge scorer")
+_ALSO_RUNS: dict[str, frozenset[str]] = {}
+
+
+def register_judge_scorer(name: str, *, also_runs: Sequence[str] = ()
+                          ) -> Callable[[JudgeScorerFactory], JudgeScorerFactory]:
+    """Register the factory of the judge scorer ``name`` (what ``JudgeSpec.scorer`` names).
+
+    Args:
+        name: the scorer's name.
+        also_runs: the other scorers' judges this one runs too (in the same engine calls), so a judge list
+            that mixes them is built as one scorer.
+
+    Raises:
+        ConfigError: ``name`` is registered already.
+    """
+    def deco(fn: JudgeScorerFactory) -> JudgeScorerFactory:
+        JUDGE_SCORERS.register(name, fn)
+        _ALSO_RUNS[name] = frozenset(also_runs)
+        return fn
+
+    return deco
+
+
+def build_judge_scorer(settings: Any, config: ScoringConfig) -> Any:
+    """The one scorer that runs every judge of ``settings.specs``: the first of their scorers (in the
+    judges' order) that runs all the others' judges too.
+
+    Raises:
+        UnknownNameError: a judge names a scorer nobody registered.
+        ConfigError: no one scorer runs them all (judge them in separate runs).
+    """
+    names = list(dict.fromkeys(s.scorer for s in settings.specs))
+    for name in names:
+        factory = JUDGE_SCORERS.get(name)
+        if set(names) <= {name, *_ALSO_RUNS[name]}:
+            return factory(settings, config)
+    raise ConfigError(f"judges {', '.join(s.version for s in settings.specs)} need the judge scorers "
+                      f"{', '.join(names)}, and none of them runs the others' judges: judge them in separate runs")
+
+
+def _judge_options(settings: Any, config: ScoringConfig) -> dict:
+    return {"mode": settings.mode, "n_votes": settings.n_votes, "temperature": settings.temperature,
+            "seed": settings.seed, "max_reasoning_tokens": settings.max_reasoning_tokens,
+            "min_mass": config.llm_min_mass}
+
+
+@register_judge_scorer("pairwise")
+def _pairwise_judges(settings: Any, config: ScoringConfig) -> Any:
+    from models.judging.judges import JudgeScorer
+    from models.llm.engines_cache import build_engine
+
+    return JudgeScorer(build_engine(config, logprobs_k=config.llm_logprobs_k), settings.specs,
+                       **_judge_options(settings, config))
+
+
+@register_judge_scorer("protocol", also_runs=("pairwise",))
+def _protocol_judges(settings: Any, config: ScoringConfig) -> Any:
+    from models.llm.engines_cache import build_engine
+    from models.judging import ProtocolJudgeScorer
+
+    return ProtocolJudgeScorer(build_engine(config, logprobs_k=config.llm_logprobs_k), settings.specs,
+                               **_judge_options(settings, config))

@@ -7,7 +7,7 @@ and run once over the answers to warm up and to record what each component is ha
 MiniLM encodes (per call, with the call's arguments), the texts the profile's spaCy pipeline parses (tagger,
 senter, attribute_ruler, lemmatizer, NER; evidence with the senter alone), the answers conciseness's
 pipeline tags (tagger, parser, attribute_ruler) and the answers Harper lints (once for grammar and fluency:
-``models.grammar.HarperPass``). Then, in the same sitting (Harper's linter fresh before each timing: it
+``models.rubric_backends.grammar.HarperPass``). Then, in the same sitting (Harper's linter fresh before each timing: it
 answers a text it has linted before from memory), each component alone on exactly that work
 (MiniLM in sentences/s, spaCy in words/s, Harper in answers/s) and the whole profile through
 ``models.scorer_set.score_items`` in the job's batches (``--batch-size``, the job's default 32): the path of
@@ -40,7 +40,7 @@ from models.backends import build_scorers  # noqa: E402
 from models.scorer_set import score_items  # noqa: E402
 from rubric.config import ScoringConfig  # noqa: E402
 from rubric.io import AnswerItem, content_id  # noqa: E402
-from models.grammar import harper_linter  # noqa: E402
+from models.rubric_backends.grammar import harper_linter  # noqa: E402
 from rubric.scoring import CPU, RUBRICS  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
@@ -86,9 +86,9 @@ class Work:
 
 def record(scorers: list, items: list[AnswerItem], batch_size: int) -> Work:
     """Run the profile once over ``items`` (its warm-up too) and note what each component was handed."""
-    from models.cpu_rubrics import CPUProfileScorer
-    from models.grammar import HarperPass, HarperGrammarScorer
-    from models.text import ConcisenessScorer
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
+    from models.rubric_backends.grammar import HarperPass, HarperGrammarScorer
+    from models.rubric_backends.text import ConcisenessScorer
 
     work = Work()
     undo: list[Callable[[], None]] = []
@@ -120,9 +120,9 @@ def record(scorers: list, items: list[AnswerItem], batch_size: int) -> Work:
 
 def components(scorers: list, work: Work, n: int, repeat: int) -> list[tuple[str, str, float, float, float]]:
     """Each component alone on ``work``: (component, unit, amount, wall s, CPU s)."""
-    from models.cpu_rubrics import CPUProfileScorer
-    from models.grammar import HARPER_LANGUAGE, harper_linter
-    from models.text import ConcisenessScorer
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
+    from models.rubric_backends.grammar import HARPER_LANGUAGE, harper_linter
+    from models.rubric_backends.text import ConcisenessScorer
 
     rows = []
     prof = next((sc for sc in scorers if isinstance(sc, CPUProfileScorer)), None)

@@ -37,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # OpenMP threads sleep while they wait (unless set): on a machine shared with other jobs spinning threads
-# took several times the CPU and the seconds (tests/conftest.py, models.cpu_rubrics.OMP_WAIT_POLICY)
+# took several times the CPU and the seconds (tests/conftest.py, models.rubric_backends.cpu_rubrics.OMP_WAIT_POLICY)
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
@@ -245,7 +245,7 @@ def _load(args):
     """The answers and the evidence source the arguments name."""
     from importlib import resources
 
-    from models.evidence import BM25Corpus
+    from models.rubric_backends.evidence import BM25Corpus
     from rubric.io import read_graded, read_lfqa_hp
     from rubric.io import explode
 
@@ -264,7 +264,7 @@ def _load(args):
 
 def score_run(label, version, engine, splitter, corpus, items, args, *, one_by_one=False, batch=None):
     """Score ``items`` with one factuality version (cold prefix cache); returns the run's numbers and dump."""
-    from models.factuality import FactualityScorer, claim_generator
+    from models.rubric_backends.factuality import FactualityScorer, claim_generator
     from rubric.scoring import RUBRICS, claims_from_json
 
     timed = Timed(engine, one_by_one, claim_generator(engine))
@@ -372,7 +372,7 @@ def main() -> int:
                     "lookup (prompt_lookup_num_tokens; one prompt per generate call)")
     args = ap.parse_args()
 
-    from models.factuality import SpacySentenceSplitter
+    from models.rubric_backends.factuality import SpacySentenceSplitter
     from scripts._bench_common import device_line, transformers_kwargs
     from models.llm.engines_cache import build_engine
     from rubric.config import ScoringConfig

@@ -110,7 +110,7 @@ class Run:
 
 def run(name: str, engine, pairs, specs, *, per_order: bool = False, **kwargs) -> Run:
     """Time one ``judge_pairs`` over all pairs from a cold prefix cache."""
-    from models.judges import JudgeScorer
+    from models.judging.judges import JudgeScorer
 
     engine.reset_prefix_cache()  # a vLLM engine: every run starts from a cold prefix cache
     wrapped = Counting(engine, per_order)

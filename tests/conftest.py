@@ -1,8 +1,8 @@
 """Fixtures shared by every test package, the ``real_model`` marker, and what the suite keeps in memory.
 
 Each expensive thing is paid for once per session. spaCy, Harper and MiniLM are loaded once per
-process by the code itself (``models.text.pos_pipeline``, ``models.grammar.harper_linter``,
-``models.signals.sentence_encoder``). LLM engines come from ``models.llm.engines_cache.build_engine``:
+process by the code itself (``models.rubric_backends.text.pos_pipeline``, ``models.rubric_backends.grammar.harper_linter``,
+``models.rubric_backends.signals.sentence_encoder``). LLM engines come from ``models.llm.engines_cache.build_engine``:
 the suite shares the one engine of the default settings (:data:`SHARED_LLM`, ~2.35 GB with its KV cache)
 across modules; a module that built an engine of other settings releases every engine when it ends
 (:func:`_one_llm_engine_between_modules`; freeing a vLLM engine tears down vLLM's process-wide parallel
@@ -18,7 +18,7 @@ import sys
 # that wait for each other sleep instead of spinning. On a quiet machine it makes no measurable
 # difference; beside another CPU-heavy job the spinning took the core that job held, and the engine
 # and MiniLM tests ran 5-40x their quiet time (DEVELOPERS.md, "Tests and benchmarks"). The product
-# does the same for the CPU profile (models.cpu_rubrics.prefer_passive_omp).
+# does the same for the engines and the CPU profile (models.threads.use_cpu_threads).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import pytest  # noqa: E402
@@ -55,7 +55,7 @@ REAL_MODEL_TESTS = frozenset({"tests/models/llm/test_manifests.py::test_missing_
 def _heavy_state() -> tuple[int, int, bool]:
     """LLM engines built, sentence encoders loaded, whether Ray is up (nothing is imported to tell)."""
     cache = sys.modules.get("models.llm.engines_cache")
-    signals = sys.modules.get("models.signals")
+    signals = sys.modules.get("models.rubric_backends.signals")
     ray = sys.modules.get("ray")
     # real engines only: some tests put fakes in the cache
     return (sum(type(e).__module__.startswith("models.llm.") for e in cache._ENGINES.values()) if cache else 0,

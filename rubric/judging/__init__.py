@@ -9,7 +9,7 @@ This is the package's public face: other packages import from here, not from its
 """
 
 from rubric.judging.judges import (
-    JudgeSpec, JUDGES, JUDGE_NAMES, VERDICT_PREFILL, OUTPUT_TAG, ORDERS, Order, Verdict, get_judge,
+    JudgeSpec, JUDGES, JUDGE_NAMES, PAIRWISE_SCORER, VERDICT_PREFILL, OUTPUT_TAG, ORDERS, Order, Verdict, get_judge,
     resolve_judges,
 )
 from rubric.judging.verdicts import (
@@ -21,8 +21,8 @@ from rubric.judging.judgments import (
     validate_judgments, read_judgments, write_judgments, check_both_orders, pair_decisions,
 )
 __all__ = [
-    "JudgeSpec", "JUDGES", "JUDGE_NAMES", "VERDICT_PREFILL", "OUTPUT_TAG", "ORDERS", "Order", "Verdict",
-    "get_judge", "resolve_judges", "ParsedVerdict", "VerdictProbs",
+    "JudgeSpec", "JUDGES", "JUDGE_NAMES", "PAIRWISE_SCORER", "VERDICT_PREFILL", "OUTPUT_TAG", "ORDERS", "Order",
+    "Verdict", "get_judge", "resolve_judges", "ParsedVerdict", "VerdictProbs",
     "PairOutcome", "cot_verdict_prefill", "parse_verdict", "verdict_probs", "vote_probs", "to_original",
     "p_a", "debias", "debiased_decision", "pair_outcome", "JUDGMENTS_FILE", "JUDGMENT_COLUMNS",
     "NULLABLE_COLUMNS", "PAIR_COLUMNS", "DECISIONS", "MODES", "judgments_table", "validate_judgments",

@@ -1,6 +1,6 @@
 """Pairwise LLM judges (paper section 5) as versioned templates, and how their verdicts are read.
 
-Pure: no torch or vLLM here. ``models.judges.JudgeScorer`` runs these specs on an engine.
+Pure: no torch or vLLM here. ``models.judging.judges.JudgeScorer`` runs these specs on an engine.
 
 Judges
     ``judge.plain.v1``, ``judge.cot.v1`` and ``judge.rubrics.v1`` are the LFQA-HP-1M reference
@@ -56,7 +56,7 @@ Order debiasing
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
@@ -69,6 +69,7 @@ __all__ = [
     "JudgeSpec",
     "JUDGES",
     "JUDGE_NAMES",
+    "PAIRWISE_SCORER",
     "VERDICT_PREFILL",
     "OUTPUT_TAG",
     "ORDERS",
@@ -89,6 +90,8 @@ VERDICT_PREFILL = "answer_"
 OUTPUT_TAG = "### Output:"
 
 _REFERENCE = "LFQA-HP-1M reference code, prompt/"
+#: The judge scorer of the paper's judges (``JudgeSpec.scorer``).
+PAIRWISE_SCORER = "pairwise"
 
 
 @dataclass(frozen=True)
@@ -102,14 +105,19 @@ class JudgeSpec:
         name: the judge's short name (``plain``, ``cot``, ``rubrics``; ``arena.pairwise`` for a protocol's).
         template: the judge's prompt: pairwise, with ``verdicts`` for its score tokens.
         cot: the judge reasons before its verdict (chain of thought, read after :data:`OUTPUT_TAG`).
-        reasons: the judge writes its own reasoning inside the pre-fill before its verdict is read (RAG-QA
-            Arena's ``<thinking>``: ``rubric.protocols.arena_verdict_prefill``).
+        close_reasoning: for a judge that writes its own reasoning inside the pre-fill before its verdict
+            is read: its reasoning -> the pre-fill the verdict is read after (RAG-QA Arena's
+            ``<thinking>``: ``rubric.protocols.arena_verdict_prefill``); None: no reasoning of its own.
+        scorer: the judge scorer that runs it, by name: ``models.backends.JUDGE_SCORERS`` builds it
+            (``pairwise``, the paper's judges: ``models.judging.judges.JudgeScorer``; ``protocol``, a protocol's own
+            verdict tokens: ``models.judging.ProtocolJudgeScorer``; another package registers its own).
     """
 
     name: str
     template: PromptTemplate = field(repr=False)
     cot: bool = False
-    reasons: bool = False
+    close_reasoning: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
+    scorer: str = PAIRWISE_SCORER
 
     def __post_init__(self) -> None:
         if not self.template.verdicts:
@@ -118,6 +126,11 @@ class JudgeSpec:
     @property
     def version(self) -> str:
         return self.template.version
+
+    @property
+    def reasons(self) -> bool:
+        """The judge writes its own reasoning in the pre-fill first (``close_reasoning`` closes it)."""
+        return self.close_reasoning is not None
 
     @property
     def source(self) -> str:

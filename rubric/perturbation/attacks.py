@@ -6,7 +6,7 @@ descriptions (Jin et al. 2020; Gao et al. 2018) rather than by depending on Text
 - ``deepwordbug``: a character edit inside a word: swap two adjacent letters, substitute one letter,
   delete one letter, or insert one letter (positions and letters drawn from a seeded RNG);
 - ``textfooler``: a synonym in place of a word (stopwords are never replaced), from a
-  :class:`SynonymSource` (``models.synonyms``: WordNet, or MiniLM neighbours).
+  :class:`SynonymSource` (``models.attacks.synonyms``: WordNet, or MiniLM neighbours).
 
 Both follow TextAttack's greedy search with word importance ranking:
 
@@ -23,7 +23,7 @@ The budget is per answer: at most ``ceil(budget * n_words)`` of its words change
 answer (whitespace, punctuation, numbers, markdown) is kept exactly.
 
 A victim is anything with ``p_a(triples) -> array``, the probability that answer a is preferred for
-each ``(question, answer_a, answer_b)``: ``models.encoder.EncoderVictim`` (the trained-encoder
+each ``(question, answer_a, answer_b)``: ``models.baselines.encoder.EncoderVictim`` (the trained-encoder
 baseline: each probe re-embeds one answer) or ``RubricVictim`` (the rubric preference model:
 each probe re-scores one answer with every rubric of the model). Cost: a pair of answers with ``n``
 words in all needs ``n`` leave-one-out probes plus up to 4 (deepwordbug) or ``max_candidates``
@@ -199,7 +199,7 @@ def same_stem(a: str, b: str) -> bool:
 
 @runtime_checkable
 class SynonymSource(Protocol):
-    """Where a synonym attack gets its candidates (see ``models.synonyms``).
+    """Where a synonym attack gets its candidates (see ``models.attacks.synonyms``).
 
     ``candidates(word)`` returns candidate replacements for a lower-cased word, best first; the
     attack filters them (:func:`synonym_candidates`).

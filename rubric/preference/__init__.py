@@ -64,6 +64,9 @@ from rubric.preference.service import (
     SERVE_SPLIT,
 )
 
+from rubric.preference.encoder_baseline import (
+    EncoderPairs, encoder_pairs, pair_differences, fit_encoder_head, encoder_test_metrics, encoder_predictions_table,
+)
 __all__ = [
     "ServiceLimits", "check_body_size", "request_items", "answer_item", "preference_pair", "cache_key", "score_rows", "prefer_rows", "SERVE_SPLIT",
     "answer_vectors_markdown", "explained_pairs", "pair_explanations_markdown", "readable_view",
@@ -81,5 +84,6 @@ __all__ = [
     "PREDICTIONS_META_KEY", "predict_pairs", "write_predictions", "TrainedModel", "TransferCell", "Transfer",
     "labeled_pairs", "transfer", "transfer_markdown", "check_core_params", "fit_core", "restore_core", 'model_row_names', 'FITTED_ON_KEY', 'IDENTITY_COLUMNS', 'pairs_table_digest', 'fitted_on_record', 'SampleStatus', 'sample_status', 'question_overlap',
     "weight_ci_cell", "weight_ci_note", "MAX_DEGENERATE_SHARE", "PARTLY_IN_SAMPLE_MARK", "CHART_WIDTH",
-    "CHART_MIN_FONT", "chart_label", "legend_beside",
+    "CHART_MIN_FONT", "chart_label", "legend_beside", "EncoderPairs", "encoder_pairs", "pair_differences",
+    "fit_encoder_head", "encoder_test_metrics", "encoder_predictions_table",
 ]

@@ -2,7 +2,7 @@
 
 Both the rubric preference model (:class:`rubric.preference.model.PreferenceModel`, on rubric
 differences and style covariates) and the trained-encoder baseline's head
-(``models.encoder.PreferenceHead``, on embedding differences) are this: a ``StandardScaler`` fitted
+(``models.baselines.encoder.PreferenceHead``, on embedding differences) are this: a ``StandardScaler`` fitted
 on the training rows, and an L2 ``LogisticRegression(C, max_iter)`` fitted on the scaled rows. They
 differ only in what they do to the rows before (ties, style columns, symmetric copies) and in how
 they are saved; :func:`fit_core` and :func:`restore_core` are the one place the pair is made.

@@ -3,7 +3,8 @@
 ``templates`` (how a protocol declares its prompts, ``rubric/prompts/<version>.j2``, and how their
 verdicts are read; each protocol's module declares its own, and importing this package registers them,
 the pairwise ones as judges in ``rubric.judging``), ``judges`` (the pairwise protocols' judges), ``linkage`` (prompts, reading the judge, reference lists),
-``linkage_metric``, ``linkage_data``, ``linkage_references``, ``linkage_pairwise`` (LINKAGE's judge
+``linkage_metric``, ``linkage_table`` (``linkage.parquet``'s rows and columns, the rubric-score join, the
+manifest's metrics), ``linkage_data``, ``linkage_references``, ``linkage_pairwise`` (LINKAGE's judge
 systems and its two pairwise baselines), ``arena``/``arena_data``, ``lfqa_e`` (statistics and
 readers), ``report`` (their report tables), ``pages`` (the prose of their ``report.md`` pages).
 
@@ -11,7 +12,7 @@ This is the package's public face: other packages import from here, not from its
 """
 
 from rubric.protocols.templates import (
-    declare_protocol_prompt, protocol_versions, get_protocol_template, pairwise_verdict_probs, parse_pairwise_verdict,
+    PROTOCOL_SCORER, declare_protocol_prompt, protocol_versions, get_protocol_template, pairwise_verdict_probs, parse_pairwise_verdict,
 )
 from rubric.protocols.judges import (
     protocol_judge, is_protocol_judge,
@@ -24,6 +25,9 @@ from rubric.protocols.linkage import (
 )
 from rubric.protocols.linkage_metric import (
     QuestionCorrelation, LinkageCorrelations, question_correlation, linkage_correlations,
+)
+from rubric.protocols.linkage_table import (
+    LINKAGE_TABLE_COLUMNS, RUBRIC_SCORE_PREFIX, linkage_rows, linkage_rows_table, join_rubric_scores, linkage_metrics,
 )
 from rubric.protocols.linkage_references import (
     CREATE_REFERENCES_VERSION, CREATE_REFERENCES_VERSIONS, N_GENERATED, REFERENCE_MAX_TOKENS, REFERENCE_MAX_TOKENS_LIMIT,
@@ -61,7 +65,7 @@ from rubric.protocols.pages import (
 
 __all__ = [
     "LINKAGE_NOTES", "GENERATED_REFERENCES_FILE", "ARENA_PAIRS_FILE", "references_lines", "linkage_page", "linkage_empty_page", "arena_page", "command_lines",
-    "declare_protocol_prompt", "protocol_versions", "LINKAGE_PREFILL",
+    "PROTOCOL_SCORER", "declare_protocol_prompt", "protocol_versions", "LINKAGE_PREFILL",
     "ARENA_THINKING_PREFILL", "get_protocol_template", "arena_verdict_prefill", "ARENA_REASONING_VERSION",
     "pairwise_verdict_probs", "parse_pairwise_verdict",
     "protocol_judge", "is_protocol_judge", "protocol_judge_versions",
@@ -69,7 +73,8 @@ __all__ = [
     "expected_point_score", "parse_point_score", "format_reference_list", "listwise_prompt",
     "pointwise_prompt", "pairwise_prompt", "webglm_references", "GradedAnswer", "ReferenceSplit",
     "graded_reference_split", "references_above", "QuestionCorrelation", "LinkageCorrelations",
-    "question_correlation", "linkage_correlations", "CREATE_REFERENCES_VERSION", "CREATE_REFERENCES_VERSIONS",
+    "question_correlation", "linkage_correlations", "LINKAGE_TABLE_COLUMNS", "RUBRIC_SCORE_PREFIX", "linkage_rows",
+    "linkage_rows_table", "join_rubric_scores", "linkage_metrics", "CREATE_REFERENCES_VERSION", "CREATE_REFERENCES_VERSIONS",
     "N_GENERATED", "REFERENCE_MAX_TOKENS", "REFERENCE_MAX_TOKENS_LIMIT", "generated_text", "GeneratedReferences", "create_references_prompt",
     "parse_generated_references", "golden_sha256", "generation_key", "REFERENCE_SOURCES", "LinkageCandidate",
     "LinkageQuestion", "LinkageRead", "read_linkage", "REFERENCE_SYSTEM", "ANSWER_FIELDS",

@@ -90,10 +90,6 @@ _JUDGE = dict(protocol="arena", layout="pairwise", tokens=("1", "2", "0"), field
               verdicts=("1", "2", "tie"), verdict_format="<rating>{}</rating>", system=True, file="arena.pairwise.v1")
 declare_protocol_prompt("arena.pairwise.v1", source=_SOURCE, prefill=f"{ARENA_THINKING_PREFILL}{_THINKING_END}\n{_RATING}",
                         **_JUDGE)  # type: ignore[arg-type]
-# the same prompt; the judge writes its own thinking after "<thinking>" before the rating is read
-# (arena_verdict_prefill closes it): models.protocols.ProtocolJudgeScorer generates it first
-declare_protocol_prompt(ARENA_REASONING_VERSION, source=_SOURCE + "; the judge's own reasoning first (lfqa-rubric)",
-                        prefill=ARENA_THINKING_PREFILL, reasons=True, **_JUDGE)  # type: ignore[arg-type]
 
 
 def arena_verdict_prefill(reasoning: str) -> str:
@@ -106,6 +102,13 @@ def arena_verdict_prefill(reasoning: str) -> str:
     kept = reasoning.split(_THINKING_END, 1)[0]
     kept = kept.removeprefix(ARENA_THINKING_PREFILL).strip()
     return f"{ARENA_THINKING_PREFILL}{kept}{_THINKING_END}\n{_RATING}"
+
+
+# the same prompt; the judge writes its own thinking after "<thinking>" before the rating is read
+# (arena_verdict_prefill closes it): models.judging.ProtocolJudgeScorer generates it first
+declare_protocol_prompt(ARENA_REASONING_VERSION, source=_SOURCE + "; the judge's own reasoning first (lfqa-rubric)",
+                        prefill=ARENA_THINKING_PREFILL, close_reasoning=arena_verdict_prefill,
+                        **_JUDGE)  # type: ignore[arg-type]
 
 
 def _check_outcomes(outcomes: Sequence[str | None], what: str = "outcomes") -> None:

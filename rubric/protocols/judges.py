@@ -6,7 +6,7 @@ so ``rubric.judging.resolve_judges`` resolves it, the judge job keys its store b
 rebuild it from its name, and ``judgments.parquet`` holds its rows like any judge's. What differs is how
 its verdict is read (the protocol's own tokens, ``A``/``B``/``C`` or ``1``/``2``/``0``, mapped onto
 ``1``/``2``/``tie`` by the prompt's ``verdicts``), a judge that writes its own reasoning first, and that
-some show the pair's reference answer: ``models.protocols.ProtocolJudgeScorer`` does all three.
+some show the pair's reference answer: ``models.judging.ProtocolJudgeScorer`` does all three.
 """
 
 from __future__ import annotations

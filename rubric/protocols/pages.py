@@ -1,6 +1,6 @@
 """The neighbouring protocols' ``report.md`` pages: the prose around :mod:`rubric.protocols`'s tables.
 
-Pure text from counts the jobs pass in (``workers.jobs.linkage``, ``workers.protocols``); no file is
+Pure text from counts the jobs pass in (``workers.protocols``); no file is
 read or written here.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 __all__ = ["LINKAGE_NOTES", "GENERATED_REFERENCES_FILE", "ARENA_PAIRS_FILE", "references_lines", "linkage_page", "linkage_empty_page",
            "arena_page", "command_lines"]
 
-#: The generated reference lists of a LINKAGE job (models.linkage_references.ReferenceCache).
+#: The generated reference lists of a LINKAGE job (models.linkage.references.ReferenceCache).
 GENERATED_REFERENCES_FILE = "generated_references.jsonl"
 #: The RAG-QA Arena job's join of annotations and systems' answers (lfqa_eval format): its judge job's input.
 ARENA_PAIRS_FILE = "arena_pairs.jsonl"

@@ -25,18 +25,23 @@ Reading a pairwise verdict
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from rubric.errors import ConfigError, UnknownNameError
 from rubric.scoring import PROMPTS, PromptTemplate, declare_prompt, system_turn
 from rubric.judging import JUDGES, JudgeSpec, ParsedVerdict, parse_verdict, verdict_probs
 
 __all__ = [
+    "PROTOCOL_SCORER",
     "declare_protocol_prompt",
     "protocol_versions",
     "get_protocol_template",
     "pairwise_verdict_probs",
     "parse_pairwise_verdict",
 ]
+
+#: The judge scorer a protocol's pairwise judge is run by unless it names another (``JudgeSpec.scorer``).
+PROTOCOL_SCORER = "protocol"
 
 # the value of a pairwise verdict token: P(the first answer shown is better), a tie counting half
 _VERDICT_VALUES = {"1": 1.0, "2": 0.0, "tie": 0.5}
@@ -45,7 +50,9 @@ _VERDICT_VALUES = {"1": 1.0, "2": 0.0, "tie": 0.5}
 def declare_protocol_prompt(version: str, *, protocol: str, layout: str, source: str, prefill: str,
                             tokens: tuple[str, ...], fields: tuple[str, ...], values: tuple[float, ...] = (),
                             verdicts: tuple[str, ...] = (), verdict_format: str | None = None,
-                            system: bool = False, file: str | None = None, reasons: bool = False) -> PromptTemplate:
+                            system: bool = False, file: str | None = None, text: str | None = None,
+                            close_reasoning: Callable[[str], str] | None = None,
+                            scorer: str = PROTOCOL_SCORER) -> PromptTemplate:
     """Declare one of a protocol's prompts (and, for a pairwise one, its judge).
 
     Args:
@@ -62,21 +69,32 @@ def declare_protocol_prompt(version: str, *, protocol: str, layout: str, source:
         verdict_format: pairwise only: how a generated text states a verdict (``[[{}]]``).
         system: the prompt has a system turn in ``<file>.system.j2``.
         file: the prompt files' stem when another version's wording is reused (default: the version).
-        reasons: pairwise only: the judge writes its own reasoning in the pre-fill first (``JudgeSpec.reasons``).
+        text: the template itself, for a prompt declared outside ``rubric/prompts/`` (another package's
+            protocol, a test's); then no file is read (and ``system`` must be False).
+        close_reasoning: pairwise only: the judge writes its own reasoning in the pre-fill first; this turns
+            that reasoning into the pre-fill its verdict is read after (``JudgeSpec.close_reasoning``).
+        scorer: pairwise only: the judge scorer that runs the judge, by name (``JudgeSpec.scorer``; the
+            factory is registered in ``models.backends.JUDGE_SCORERS``, or beside this call by another
+            package).
 
     Raises:
-        ConfigError: the version is declared already, or a pairwise prompt lacks verdicts.
+        ConfigError: the version is declared already, a pairwise prompt lacks verdicts, or ``text`` comes
+            with ``system``.
     """
     stem = file or version
+    if text is not None and system:
+        raise ConfigError(f"{version}: a prompt given as text has no system turn file")
     sys_text = system_turn(f"{stem}.system") if system else None
     if (layout == "pairwise") != bool(verdicts):
         raise ConfigError(f"{version}: verdicts are for pairwise prompts, and every pairwise prompt needs them")
-    prompt = declare_prompt(version, file=stem, layout=layout, source=source, prefill=prefill, score_tokens=tokens,
-                            score_values=values or tuple(_VERDICT_VALUES[v] for v in verdicts), fields=fields,
-                            verdicts=verdicts, verdict_format=verdict_format, system=sys_text, protocol=protocol,
-                            hash_extra=(sys_text or "",))
+    spec = dict(layout=layout, source=source, prefill=prefill, score_tokens=tokens,
+                score_values=values or tuple(_VERDICT_VALUES[v] for v in verdicts), fields=fields,
+                verdicts=verdicts, verdict_format=verdict_format, system=sys_text, protocol=protocol,
+                hash_extra=(sys_text or "",))
+    prompt = declare_prompt(version, file=stem, text=text, **spec)
     if verdicts:
-        JUDGES.register(version, JudgeSpec(name=prompt.name, template=prompt, reasons=reasons))
+        JUDGES.register(version, JudgeSpec(name=prompt.name, template=prompt, close_reasoning=close_reasoning,
+                                           scorer=scorer))
     return prompt
 
 

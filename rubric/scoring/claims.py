@@ -1,7 +1,7 @@
 """Factuality, VeriScore-style: claim-extraction prompts, claim parsing, verdicts and the scores.
 
-Pure: no torch, vLLM, spaCy or network here (``models.factuality`` drives the models,
-``models.evidence`` retrieves evidence).
+Pure: no torch, vLLM, spaCy or network here (``models.rubric_backends.factuality`` drives the models,
+``models.rubric_backends.evidence`` retrieves evidence).
 
 1. *Extraction.* Each sentence of an answer gets a prompt with the question, up to three previous
    sentences, the sentence marked ``<SOS> ... <EOS>`` and one following sentence

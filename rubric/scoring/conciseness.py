@@ -1,7 +1,7 @@
 """Conciseness as lexical density: content words over words, from POS-tagged tokens.
 
 Pure arithmetic on ``(pos, is_alpha)`` pairs so it imports without spaCy; the tagging itself
-lives in ``models.text``.
+lives in ``models.rubric_backends.text``.
 """
 
 from __future__ import annotations

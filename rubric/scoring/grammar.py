@@ -1,6 +1,6 @@
 """Grammar: an error count turned into a 1-5 score, and which checker findings count as errors.
 
-Pure: no checker is imported here. ``models.grammar`` runs Harper or LanguageTool and calls
+Pure: no checker is imported here. ``models.rubric_backends.grammar`` runs Harper or LanguageTool and calls
 these functions.
 """
 

@@ -188,12 +188,14 @@ def system_turn(file: str) -> str:
 
 
 def declare_prompt(version: str, *, file: str | None = None, layout: str | None = None, keyed_layout: bool = False,
-                   **spec: object) -> PromptTemplate:
+                   text: str | None = None, **spec: object) -> PromptTemplate:
     """Read ``rubric/prompts/<file>.j2`` (default: the version) and register the prompt in :data:`PROMPTS`.
 
     Args:
         version: the prompt's version.
         file: the stem of the template file, when another version's wording is reused.
+        text: the template itself, for a prompt declared outside ``rubric/prompts/`` (another package's,
+            a test's): no file is read.
         layout: the prompt's layout.
         keyed_layout: the version is offered in several layouts: registered as ``version@layout``.
         **spec: the other :class:`PromptTemplate` attributes.
@@ -201,7 +203,8 @@ def declare_prompt(version: str, *, file: str | None = None, layout: str | None 
     Raises:
         ConfigError: the version (in that layout) is declared already.
     """
-    text = (PROMPTS_DIR / f"{file or version}.j2").read_text(encoding="utf-8")
+    if text is None:
+        text = (PROMPTS_DIR / f"{file or version}.j2").read_text(encoding="utf-8")
     spec.setdefault("name", version.rsplit(".", 1)[0])
     prompt = PromptTemplate(version=version, layout=layout, text=text, **spec)  # type: ignore[arg-type]
     return PROMPTS.register(prompt_key(version, layout if keyed_layout else None), prompt)

@@ -1,7 +1,7 @@
 """Pure formulas behind the extra signals (answer length, embedding similarity).
 
 The extra signals are opt-in features outside the paper's nine rubrics (see ``rubric.scoring.specs``);
-the backends that compute them live in ``models.signals``. What can be written without a model
+the backends that compute them live in ``models.rubric_backends.signals``. What can be written without a model
 is here, so that it is importable (and testable) without torch or sentence-transformers.
 """
 

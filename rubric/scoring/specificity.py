@@ -1,6 +1,6 @@
 """Specificity from the SubjECTive-QA classifier: label order, window averaging, the ordinal score.
 
-Pure: no torch or transformers here (the classifier itself runs in ``models.specificity``).
+Pure: no torch or transformers here (the classifier itself runs in ``models.rubric_backends.specificity``).
 
 ``gtfintechlab/SubjECTiveQA-SPECIFIC`` is a 3-way BERT classifier (LOW / NEUTRAL / HIGH). Its three
 probabilities are read as an ordinal latent score

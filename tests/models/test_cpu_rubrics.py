@@ -59,7 +59,7 @@ def scores(cpu_scorers):
 
 @pytest.fixture(scope="module")
 def v1_scores(cpu_scorers):
-    from models.cpu_rubrics import CPUProfileScorer
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
 
     scorer = CPUProfileScorer(tuple(RUBRICS.get(v) for v in V1))
     results = scorer.score_batch(ITEMS)
@@ -121,7 +121,7 @@ def test_factuality_v2_reads_only_evidence_both_answers_share(scores, v1_scores)
 
 
 def test_the_reference_reading_completeness_is_its_own_opt_in_version():
-    from models.cpu_rubrics import CPUProfileScorer
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
 
     scorer = CPUProfileScorer((RUBRICS.get("completeness.reference.v1"),))
     good, noref = scorer.score_batch([ITEMS[0], ITEMS[3]])
@@ -131,7 +131,7 @@ def test_the_reference_reading_completeness_is_its_own_opt_in_version():
 
 
 def test_evidence_is_capped_before_it_is_parsed():
-    from models.cpu_rubrics import MAX_EVIDENCE_CHARS, MAX_EVIDENCE_SENTENCES, CPUProfileScorer
+    from models.rubric_backends.cpu_rubrics import MAX_EVIDENCE_CHARS, MAX_EVIDENCE_SENTENCES, CPUProfileScorer
 
     huge = " ".join(f"Fact number {i} is about wireless links." for i in range(8000))
     assert len(huge) > 2 * MAX_EVIDENCE_CHARS
@@ -201,7 +201,7 @@ def test_provenance_names_the_models(cpu_scorers):
 
 
 def test_fluency_v2_counts_a_typo_that_v1_could_not_see():
-    from models.cpu_rubrics import HarperFluencyScorer
+    from models.rubric_backends.cpu_rubrics import HarperFluencyScorer
 
     clean = ("Rosewater is a gentle ingredient that can be added to many skincare routines. The approach works "
              "well for most people, and it is easy to follow every day.")

@@ -26,7 +26,7 @@ SETS = {"webglm": ("WEBGLM_50.json", 25, 3), "trec": ("TREC-DL-NF.json", 12, 8)}
 @pytest.fixture(scope="module")
 def scorer():
     pytest.importorskip("sentence_transformers")
-    from models.cpu_rubrics import CPUProfileScorer
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
 
     return CPUProfileScorer(tuple(RUBRICS.get(CPU.rubric_versions[r]) for r in RUBRICS_CHECKED))
 

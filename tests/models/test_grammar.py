@@ -10,7 +10,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from models.grammar import HarperGrammarScorer, LanguageToolGrammarScorer
+from models.rubric_backends.grammar import HarperGrammarScorer, LanguageToolGrammarScorer
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError
 from rubric.scoring.grammar import HARPER_KIND_TO_LT_ISSUE_TYPE
 from rubric.io.records import AnswerItem
@@ -107,8 +107,8 @@ def test_one_harper_pass_scores_grammar_and_fluency_as_the_two_scorers_alone(mon
     pytest.importorskip("harper")
     pytest.importorskip("wordfreq")
     from models.backends import build_scorers
-    from models.cpu_rubrics import HarperFluencyScorer
-    from models.grammar import HarperPass, SharedLinter, harper_linter
+    from models.rubric_backends.cpu_rubrics import HarperFluencyScorer
+    from models.rubric_backends.grammar import HarperPass, SharedLinter, harper_linter
     from rubric.config import ScoringConfig
     from rubric.scoring import count_harper_lints, grammar_score
 

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from models.protocols import LinkageScorer, ProtocolJudgeScorer, protocol_scorer_factory  # noqa: F401
+from models.judging import ProtocolJudgeScorer
+from models.linkage import LinkageScorer
 from rubric.errors import ConfigError, EngineError
 from rubric.judging.judges import resolve_judges
 from rubric.protocols.linkage_data import LinkageCandidate, LinkageQuestion
@@ -242,14 +243,14 @@ GEN_OK = "Answer1: a slightly worse answer\nAnswer2: a much worse answer\nAnswer
 
 
 def _requests():
-    from models.linkage_references import ReferenceRequest
+    from models.linkage.references import ReferenceRequest
 
     return [ReferenceRequest("q1", "why is the sky blue?", "GOLD one"),
             ReferenceRequest("q2", "how do magnets work?", "GOLD two")]
 
 
 def test_reference_generator_parses_caches_and_regenerates_on_key_change(tmp_path):
-    from models.linkage_references import ReferenceCache, ReferenceGenerator
+    from models.linkage.references import ReferenceCache, ReferenceGenerator
 
     eng = FakeEngine(texts={"sky blue": GEN_OK, "magnets": "Sure! Here are three answers."})
     gen = ReferenceGenerator(eng, max_tokens=64)
@@ -267,7 +268,7 @@ def test_reference_generator_parses_caches_and_regenerates_on_key_change(tmp_pat
     assert eng.calls == [("generate", 2)] and all(r.cached for r in again)
     assert [r.references for r in again] == [r.references for r in got] and again[1].error == got[1].error
     # a changed golden answer, model revision or max_tokens is a new key: generated again
-    from models.linkage_references import ReferenceRequest
+    from models.linkage.references import ReferenceRequest
 
     changed = [ReferenceRequest("q1", "why is the sky blue?", "GOLD one, edited"), _requests()[1]]
     gen.references(changed, ReferenceCache(tmp_path / "gen.jsonl"))
@@ -280,7 +281,7 @@ def test_reference_generator_parses_caches_and_regenerates_on_key_change(tmp_pat
 
 
 def test_reference_generator_v2_pre_fills_answer1_and_has_its_own_cache_key(tmp_path):
-    from models.linkage_references import ReferenceCache, ReferenceGenerator
+    from models.linkage.references import ReferenceCache, ReferenceGenerator
 
     class Prefilled(FakeEngine):  # continues after the pre-fill, as a model would
         def generate(self, prompts, max_tokens, *, temperature=0.0, n=1, seed=None):
@@ -303,7 +304,7 @@ def test_reference_generator_v2_pre_fills_answer1_and_has_its_own_cache_key(tmp_
 
 
 def test_reference_cache_skips_a_torn_line_and_rewrites(tmp_path):
-    from models.linkage_references import ReferenceCache, ReferenceGenerator
+    from models.linkage.references import ReferenceCache, ReferenceGenerator
 
     eng = FakeEngine(texts={"sky blue": GEN_OK, "magnets": GEN_OK})
     gen = ReferenceGenerator(eng)
@@ -319,7 +320,7 @@ def test_reference_cache_skips_a_torn_line_and_rewrites(tmp_path):
 
 
 def test_reference_generator_errors():
-    from models.linkage_references import ReferenceGenerator
+    from models.linkage.references import ReferenceGenerator
 
     eng = FakeEngine(max_context=300, texts={"sky blue": GEN_OK})
     gen = ReferenceGenerator(eng, max_tokens=100)  # the prompt (~220 words) does not fit the 300 - 100 left

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from models.backends import BACKENDS, build_scorers, check_backends
-from models.signals import (NO_REFERENCE, LengthScorer, MiniLMSimilarityScorer, RougeLScorer, minilm_folder,
+from models.rubric_backends.signals import (NO_REFERENCE, LengthScorer, MiniLMSimilarityScorer, RougeLScorer, minilm_folder,
                             minilm_problems)
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
@@ -58,7 +58,7 @@ def test_rouge_check_names_the_missing_package(monkeypatch):
 
 
 def test_minilm_check_names_the_missing_model_package(monkeypatch):
-    import models.signals as signals
+    import models.rubric_backends.signals as signals
 
     monkeypatch.setattr(signals, "_MINILM_MODULE", "no_such_minilm_package_here")
     problems = minilm_problems("qa_similarity.minilm.v1")
@@ -72,7 +72,7 @@ def test_minilm_check_names_the_missing_model_package(monkeypatch):
 def test_minilm_check_spots_a_folder_without_weights(monkeypatch, tmp_path):
     import importlib.machinery
 
-    import models.signals as signals
+    import models.rubric_backends.signals as signals
 
     pkg = tmp_path / "fake_minilm"
     (pkg / "model").mkdir(parents=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from models.signals import LengthScorer
-from models.single_spec import SingleSpecScorer
+from models.rubric_backends.signals import LengthScorer
+from models.rubric_backends.single_spec import SingleSpecScorer
 from rubric.errors import ConfigError, UnknownNameError
 from rubric.io import AnswerItem
 from rubric.scoring import RUBRICS, Score

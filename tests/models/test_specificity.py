@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from models.specificity import SubjectiveQAScorer  # noqa: E402
+from models.rubric_backends.specificity import SubjectiveQAScorer  # noqa: E402
 from rubric.errors import BackendUnavailableError, ConfigError  # noqa: E402
 from rubric.io.records import AnswerItem  # noqa: E402
 from rubric.scoring.scorer import check_batch  # noqa: E402
@@ -155,7 +155,7 @@ def test_windows_cover_every_token_once_past_the_overlap(tiny_model, n_words):
 
 
 def test_special_frame_is_read_off_the_tokenizer():
-    from models.specificity import _special_frame
+    from models.rubric_backends.specificity import _special_frame
 
     class Tok:  # RoBERTa-like: <s> text </s>, ids 0 and 2
         def __init__(self, frame):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import models.synonyms as syn
-from models.synonyms import EmbeddingNeighbours, WordNetSynonyms, build_synonyms, wordnet_dir
+import models.attacks.synonyms as syn
+from models.attacks.synonyms import EmbeddingNeighbours, WordNetSynonyms, build_synonyms, wordnet_dir
 from rubric.errors import BackendUnavailableError, ConfigError
 from rubric.perturbation.attacks import synonym_candidates, words
 
@@ -166,7 +166,7 @@ def test_real_wordnet_gives_synonyms_and_never_the_word_itself():
 
 @pytest.mark.slow
 def test_minilm_neighbours_find_related_words():
-    from models.encoder import SentenceEncoder
+    from models.baselines.encoder import SentenceEncoder
 
     nb = EmbeddingNeighbours(SentenceEncoder(), ["large", "huge", "enormous", "banana", "quietly", "tiny",
                                                  "bicycle", "democracy"], k=3, min_similarity=0.5)

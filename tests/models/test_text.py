@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("spacy")
 
-from models.text import POS_EXCLUDE, ConcisenessScorer, load_spacy  # noqa: E402
+from models.rubric_backends.text import POS_EXCLUDE, ConcisenessScorer, load_spacy  # noqa: E402
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError  # noqa: E402
 from rubric.io.records import AnswerItem  # noqa: E402
 from rubric.scoring.scorer import Scorer, check_batch  # noqa: E402

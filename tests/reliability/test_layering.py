@@ -112,10 +112,10 @@ def test_layer_imports(package):
     "import os, workers.local",
     "def f():\n    from workers.cli import main\n    return main",
     "if True:\n    import workers",
-    "class A:\n    def m(self):\n        import models.text",
+    "class A:\n    def m(self):\n        import models.rubric_backends.text",
     "import importlib\nimportlib.import_module('models.backends')",
     "__import__('workers.local')",
-    "try:\n    from models.text import load_spacy\nexcept ImportError:\n    pass",
+    "try:\n    from models.rubric_backends.text import load_spacy\nexcept ImportError:\n    pass",
 ])
 def test_forbidden_import_is_caught(source):
     assert violations(source, "rubric"), source
@@ -370,3 +370,85 @@ def test_each_room_has_a_public_face(room):
     assert len(names) == len(set(names)), f"rubric.{room}.__all__ names something twice"
     missing = [n for n in names if not hasattr(face, n)]
     assert not missing, f"rubric.{room}.__all__ names what it does not hold: {missing}"
+
+
+# --- models/ in rooms: each a package with a public face, imported only through it, never upward ---------
+
+#: models' rooms, lowest first: a room imports only rooms before it, and only through their faces.
+#: ``llm`` is the lowest and has no face yet (its modules are imported as they are: ``models.llm.engine``).
+MODEL_ROOMS = ("llm", "rubric_backends", "judging", "linkage", "baselines", "attacks")
+#: models' top-level modules below every room (any room may import them).
+MODEL_BASE = ("manifests", "threads")
+#: models' top-level modules above every room: the registries (no room imports them).
+MODEL_TOP = ("backends", "scorer_set")
+
+
+def model_room_problems(sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """``module:line what`` for each import in a models room of another room's module (not its face), of a
+    private name of another room, of a later room (upward) or of a top-level registry module."""
+    bad = []
+    for mod, (text, _) in sources.items():
+        parts = mod.split(".")
+        if parts[0] != "models" or len(parts) < 3 or parts[1] not in MODEL_ROOMS:
+            continue
+        own = MODEL_ROOMS.index(parts[1])
+        targets: list[tuple[int, str, list[str]]] = []
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                targets.append((node.lineno, node.module, [a.name for a in node.names]))
+            elif isinstance(node, ast.Import):
+                targets += [(node.lineno, a.name, []) for a in node.names]
+        for line, name, names in targets:
+            t = name.split(".")
+            if t[0] != "models" or len(t) < 2 or t[1] == parts[1] or t[1] in MODEL_BASE:
+                continue
+            if t[1] in MODEL_TOP:
+                bad.append(f"{mod}:{line} imports the registry module {name}")
+            elif t[1] not in MODEL_ROOMS:
+                bad.append(f"{mod}:{line} imports {name}, which is in no room")
+            elif MODEL_ROOMS.index(t[1]) > own:
+                bad.append(f"{mod}:{line} imports {name}, a room above its own")
+            elif len(t) > 2 and t[1] != "llm":
+                bad.append(f"{mod}:{line} imports {name}, not the room's face models.{t[1]}")
+            bad.extend(f"{mod}:{line} imports private {n} from {name}" for n in names if n.startswith("_"))
+    return bad
+
+
+def test_models_rooms_meet_through_their_faces_and_never_upward():
+    sources = _package_sources("models")
+    top = {m.split(".")[1] for m in sources if m.count(".") == 1}
+    rooms = {m.split(".")[1] for m in sources if m.count(".") >= 2}
+    assert rooms == set(MODEL_ROOMS), f"models/ packages and MODEL_ROOMS differ: {sorted(rooms ^ set(MODEL_ROOMS))}"
+    allowed = set(MODEL_BASE) | set(MODEL_TOP) | rooms
+    assert top <= allowed, f"models/ modules in no room: {sorted(top - allowed)}"
+    bad = model_room_problems(sources)
+    assert not bad, "; ".join(bad)
+
+
+@pytest.mark.parametrize("source, found", [
+    ("from models.rubric_backends.signals import sentence_encoder", "not the room's face"),
+    ("from models.attacks import build_synonyms", "a room above its own"),
+    ("from models.backends import BACKENDS", "the registry module"),
+    ("from models.rubric_backends import _private", "private _private"),
+])
+def test_a_models_room_problem_is_found(source, found):
+    [problem] = model_room_problems({"models.linkage.signals": (source, False)})
+    assert found in problem
+
+
+def test_a_models_room_may_import_a_lower_face_its_own_modules_and_llm():
+    ok = ("from models.rubric_backends import sentence_encoder\nfrom models.linkage.scorer import LinkageScorer\n"
+          "from models.llm.engine import Engine\nfrom models.manifests import x\n")
+    assert model_room_problems({"models.linkage.signals": (ok, False)}) == []
+
+
+@pytest.mark.parametrize("room", [r for r in MODEL_ROOMS if r != "llm"])
+def test_each_models_room_has_a_public_face(room):
+    import importlib
+
+    face = importlib.import_module(f"models.{room}")
+    names = getattr(face, "__all__", None)
+    assert names, f"models/{room}/__init__.py declares no __all__"
+    assert len(names) == len(set(names)), f"models.{room}.__all__ names something twice"
+    missing = [n for n in names if not hasattr(face, n)]
+    assert not missing, f"models.{room}.__all__ names what it does not hold: {missing}"

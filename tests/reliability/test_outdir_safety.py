@@ -209,7 +209,7 @@ def test_a_reports_charts_never_go_through_a_link(tmp_path, victim, capsys):
 def test_linkages_reference_cache_never_appends_through_a_link(tmp_path, victim):
     """LINKAGE's generated-reference cache (OUT/generated_references.jsonl) is appended to run after run;
     a link planted at its name, or at its rewrite's temp name, is not followed."""
-    from models.linkage_references import ReferenceCache
+    from models.linkage.references import ReferenceCache
 
     path = tmp_path / "generated_references.jsonl"
     cache = ReferenceCache(path)

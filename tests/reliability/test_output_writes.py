@@ -22,7 +22,7 @@ WRITERS = {
     "workers/storage/outdir/": "the output folder: lock, staging, publish, temp files, the one writer of outputs",
     "workers/storage/store.py": "the score stores under OUT/<store_dir>/ (the runner's, one per unit; not an output)",
     "workers/storage/run_scores.py": "the runner's on-disk score lookup (.run-scores-<pid>.sqlite beside the stores)",
-    "models/linkage_references.py": "LINKAGE's generated-references cache (appended with O_NOFOLLOW; a store)",
+    "models/linkage/references.py": "LINKAGE's generated-references cache (appended with O_NOFOLLOW; a store)",
 }
 #: A scratch folder the run's staging hands out (``workers.storage.outdir.Staging.scratch``: on-disk indexes of
 #: the assemble step, removed with the staging folder, never published).
@@ -123,7 +123,7 @@ def test_a_kind_writing_a_file_itself_is_caught(audited):
 def test_every_job_kind_writes_only_through_the_output_folder(audited, tmp_path):
     import json
 
-    from models.protocols import ProtocolJudgeScorer
+    from models.judging import ProtocolJudgeScorer
     from rubric.errors import InputError
     from rubric.protocols import protocol_judge
     from tests.models.test_protocols import FakeEngine
@@ -132,7 +132,7 @@ def test_every_job_kind_writes_only_through_the_output_folder(audited, tmp_path)
     from workers.jobs.score import run_job
     from workers.jobs.validate import run_validate_job
     from workers.jobs.judge import JudgeSettings, run_judge_job
-    from workers.jobs.linkage import LinkageSettings, run_linkage_job
+    from workers.protocols.linkage import LinkageSettings, run_linkage_job
     from workers.protocols.arena import run_arena_job
     from workers.protocols.lfqa_e import run_lfqa_e_job
 

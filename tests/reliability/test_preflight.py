@@ -176,10 +176,10 @@ def test_languagetool_needs_its_package_and_a_server_or_local_jars(monkeypatch):
     def no_local():
         raise BackendUnavailableError("no LanguageTool jars")
 
-    import models.grammar
+    import models.rubric_backends.grammar
 
     monkeypatch.delenv("LANGUAGETOOL_URL", raising=False)
-    monkeypatch.setattr(models.grammar, "_local_languagetool_version", no_local)
+    monkeypatch.setattr(models.rubric_backends.grammar, "_local_languagetool_version", no_local)
     with pytest.raises(BackendUnavailableError, match="without --languagetool-url: no LanguageTool jars"):
         check_backends(resolve_rubrics("grammar.languagetool.v1"), ScoringConfig())
     if importlib.util.find_spec("language_tool_python") is not None:
@@ -193,7 +193,7 @@ def test_extra_backend_names_and_unknown_ones():
 
 
 def test_bm25_sources_fail_at_construction(monkeypatch, tmp_path):
-    from models.evidence import AttachedDocs, BM25Corpus, _bm25_class
+    from models.rubric_backends.evidence import AttachedDocs, BM25Corpus, _bm25_class
 
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"text": "water boils at 100 C"}\n')

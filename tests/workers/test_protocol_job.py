@@ -8,13 +8,14 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from models.protocols import LinkageScorer, ProtocolJudgeScorer
+from models.judging import ProtocolJudgeScorer
+from models.linkage import LinkageScorer
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, EngineError, InputError
 from rubric.protocols import protocol_judge
 from tests.models.test_protocols import FakeEngine
 from workers.cli import main
-from workers.jobs.linkage import LinkageSettings, run_linkage_job
+from workers.protocols.linkage import LinkageSettings, run_linkage_job
 from workers.protocols.arena import run_arena_job
 from workers.protocols.lfqa_e import run_lfqa_e_job
 
@@ -250,7 +251,7 @@ GEN = "Answer1: a fair reply\nAnswer2: a weak reply\nAnswer3: an unrelated reply
 
 
 def _generator(texts):
-    from models.linkage_references import ReferenceGenerator
+    from models.linkage.references import ReferenceGenerator
 
     return ReferenceGenerator(FakeEngine(texts=texts), max_tokens=64)
 
@@ -371,7 +372,7 @@ def test_run_job_script_linkage_on_ray_resumes_a_partial_store_and_writes_the_si
     single-process job's."""
     import functools
 
-    import workers.jobs.linkage as lj
+    import workers.protocols.linkage as lj
     from tests.workers.test_ray_judges import _run_job_script
     from rubric.io import record_from_json, record_json
     from rubric.protocols import LinkageQuestion

@@ -167,7 +167,7 @@ def test_each_broken_plugin_is_left_out_alone_with_its_line(plugins, caplog, cap
 
 
 def test_a_built_in_protocol_runs_beside_broken_plugins(plugins, tmp_path, monkeypatch, caplog):
-    from models.protocols import ProtocolJudgeScorer
+    from models.judging import ProtocolJudgeScorer
     from rubric.protocols import protocol_judge
     from tests.models.test_protocols import FakeEngine
     from tests.workers.test_protocol_job import _webglm

@@ -56,7 +56,7 @@ def outputs(tmp_path_factory):
     # LINKAGE on WebGLM-shaped lists (the protocol tests' fake engine ranks BEST > GOOD > POOR); the last
     # question's grades say the opposite, so the correlations are not all 1
     from tests.workers.test_protocol_job import SETTINGS, Counting, _webglm
-    from workers.jobs.linkage import run_linkage_job
+    from workers.protocols.linkage import run_linkage_job
 
     graded = _webglm(root, n=4)
     data = json.loads(graded.read_text())
@@ -338,7 +338,7 @@ def test_the_report_in_a_real_browser(outputs, browser, tmp_path):
 
 def test_arena_win_rates_and_ratings_equal_its_report(tmp_path):
     """A RAG-QA Arena output: its section shows the win rates and ratings of its own report.md."""
-    from models.protocols import ProtocolJudgeScorer
+    from models.judging import ProtocolJudgeScorer
     from rubric.protocols import protocol_judge
     from tests.models.test_protocols import FakeEngine
     from tests.workers.test_protocol_job import _arena_files
@@ -373,7 +373,7 @@ def test_report_errors_are_one_line(tmp_path, capsys):
 
 def test_lfqa_e_judge_row_equals_its_report(tmp_path):
     """An LFQA-E output: its judge's accuracy and macro-F1, overall and by pair type, as in its report.md."""
-    from models.protocols import ProtocolJudgeScorer
+    from models.judging import ProtocolJudgeScorer
     from rubric.protocols import protocol_judge
     from tests.models.test_protocols import FakeEngine
     from tests.workers.test_protocol_job import _webglm

@@ -42,19 +42,3 @@ def test_ray_options_belong_to_the_config_not_argv(schema, args, msg):
 
     with pytest.raises(ConfigError, match=msg):
         build_app(args)
-
-
-def test_the_old_import_path_still_builds_for_one_release_with_a_warning():
-    # serve_config.yaml files written before issue 36 name workers.serve.command:build_app
-    import importlib
-    import sys
-
-    from workers.cli import serve as cli_serve
-
-    sys.modules.pop("workers.serve.command", None)
-    with pytest.warns(DeprecationWarning, match="workers.cli.serve:build_app"):
-        old = importlib.import_module("workers.serve.command")
-    assert old.build_app is cli_serve.build_app and old.add_serve is cli_serve.add_serve
-    import workers.serve
-
-    assert old.StopSignals is workers.serve.StopSignals and old.APP_NAME == workers.serve.APP_NAME

@@ -1,7 +1,7 @@
 """``lfqa-rubric encoder``: train (or apply) the trained-encoder baseline on a score output.
 
 One straight line: read ``OUT/answers.parquet`` and ``OUT/pairs.parquet`` -> embed each distinct
-answer once (``models.encoder.SentenceEncoder``, batched) -> fit the head on the training split's
+answer once (``models.baselines.encoder.SentenceEncoder``, batched) -> fit the head on the training split's
 a/b pairs, or load a trained one -> P(a) for every pair -> write the head (``head.safetensors`` +
 ``head.json``) and ``OUT/encoder_predictions.parquet`` (``pair_id``, ``system``, ``p_a``,
 ``predicted``, ``split``), and report test accuracy with a question-clustered CI.
@@ -10,14 +10,12 @@ a/b pairs, or load a trained one -> P(a) for every pair -> write the head (``hea
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import time
 from pathlib import Path
 
 import numpy as np
 
-from rubric.errors import ConfigError, InputError
 
 __all__ = ["PREDICTIONS_FILE", "run_encoder_job", "embed_answers"]
 
@@ -31,7 +29,7 @@ def embed_answers(encoder, answer_ids, questions, answers, *, chunk: int = 256, 
     """answer_id -> embedding, each distinct answer embedded once, in chunks (with a progress bar).
 
     Args:
-        encoder: a ``models.encoder.SentenceEncoder``.
+        encoder: a ``models.baselines.encoder.SentenceEncoder``.
         answer_ids: the answers' ids (duplicates are embedded once).
         questions: each answer's question.
         answers: each answer's text.
@@ -106,88 +104,42 @@ def run_encoder_job(outdir: str | Path, *, out: str | Path | None = None, head_d
 
 def _encoder(outdir: Path, head_folder: Path | None, head_dir, pred_path: Path, *, encoder, device, batch_size: int,
              C, split: str, n_boot: int, seed: int, progress: bool, force: bool) -> dict:
-    import pyarrow as pa
+    """Read, embed, fit or load, predict, write (the science is ``rubric.preference``'s encoder baseline)."""
     import pyarrow.parquet as pq
 
-    from models.encoder import (HEAD_JSON, HEAD_WEIGHTS, PreferenceHead, SentenceEncoder, load_encoder_baseline,
-                                system_name)
-    from rubric.preference import (FITTED_ON_KEY, PREDICTIONS_META_KEY, evaluate_predictions, pairs_fingerprint,
-                                   question_overlap, read_output_table, read_pairs)
+    from models.baselines import (HEAD_JSON, HEAD_WEIGHTS, PreferenceHead, SentenceEncoder, load_encoder_baseline,
+                                  system_name)
+    from rubric.preference import (encoder_pairs, encoder_predictions_table, encoder_test_metrics, fit_encoder_head,
+                                   pair_differences, read_output_table, read_pairs)
     from workers.storage.outdir import TOOL, OutputFolder, output_file
 
-    if isinstance(C, str) and C != "cv":
-        raise ConfigError(f"'C' must be a number > 0 or 'cv', got {C!r}")
     t0 = time.perf_counter()
-    answers = read_output_table(outdir, "answers")
-    pairs = read_pairs(outdir)
-    missing = [c for c in ("answer_id", "question", "answer") if c not in answers.column_names]
-    if missing:
-        raise InputError(f"{outdir / 'answers.parquet'} has no {', '.join(missing)} column: re-run score")
-    text = dict(zip(answers.column("answer_id").to_pylist(),
-                    zip(answers.column("question").to_pylist(), answers.column("answer").to_pylist())))
-    cols = {c: pairs.column(c).to_pylist() for c in ("pair_id", "question_id", "answer_id_a", "answer_id_b",
-                                                      "label", "split")}
-    used = [aid for side in ("answer_id_a", "answer_id_b") for aid in cols[side]]
-    lost = sorted({aid for aid in used if aid not in text})
-    if lost:
-        raise InputError(f"{len(lost)} answers of {outdir / 'pairs.parquet'} are not in answers.parquet "
-                         f"(first: {lost[0]})")
-
+    pairs = encoder_pairs(read_output_table(outdir, "answers"), read_pairs(outdir), where=str(outdir))
     if head_dir is not None:
         enc, head = load_encoder_baseline(head_dir, device=device, batch_size=batch_size)
     else:
         enc, head = SentenceEncoder(encoder, device=device, batch_size=batch_size), None
     t_load = time.perf_counter()
-    ids = list(dict.fromkeys(used))
-    emb = embed_answers(enc, ids, [text[a][0] for a in ids], [text[a][1] for a in ids], progress=progress)
+    ids = pairs.answer_ids()
+    emb = embed_answers(enc, ids, [pairs.text[a][0] for a in ids], [pairs.text[a][1] for a in ids], progress=progress)
     t_embed = time.perf_counter()
-    X = np.stack([emb[a] - emb[b] for a, b in zip(cols["answer_id_a"], cols["answer_id_b"])]).astype(float)
-    labels = np.array([x if x is not None else "" for x in cols["label"]], dtype=object)
-    splits = np.array(cols["split"], dtype=object)
-    qids = np.array(cols["question_id"], dtype=object)
+    X = pair_differences(pairs, emb)
     system = system_name(enc.model_id)
-
     info: dict = {}
     if head is None:
-        train = np.isin(labels, ["a", "b", "tie"]) & ((splits == split) if split != "all" else True)
-        train_ab = train & np.isin(labels, ["a", "b"])
-        if not train_ab.any():
-            raise ConfigError(f"split {split!r} of {outdir} has no pairs labelled 'a' or 'b' to train on")
-        head = PreferenceHead(C=1.0 if C == "cv" else float(C))
-        selection = None
-        if C == "cv":
-            from rubric.preference import cross_validate_C
-
-            selection = cross_validate_C(head, X[train_ab], labels[train_ab], qids[train_ab]).to_dict()
-            head.set_params(C=selection["best_C"])
-        head.fit(X[train], labels[train])
-        n_unlabeled = int(((splits == split) if split != "all" else np.ones(len(splits), bool)).sum() - train.sum())
-        info = {"trained_on": str(outdir), "split": split, "n_pairs": int(train_ab.sum()),
-                "question_hashes": sorted({str(q) for q in qids[train]}),
-                "n_ties_dropped": head.n_ties_dropped_, "n_unlabeled": n_unlabeled,
-                "train_pairs": {"n": int(train_ab.sum()),
-                                "fingerprint": pairs_fingerprint(np.array(cols["pair_id"], dtype=object)[train_ab])},
-                "C": float(head.C),
-                "C_selection": selection or {"best_C": float(head.C), "criterion": "given"}}
+        head = PreferenceHead()
+        info = fit_encoder_head(head, X, pairs, split=split, C=C, trained_on=str(outdir))
     t_fit = time.perf_counter()
-
     p_a = head.predict_proba(X)[:, list(head.classes_).index("a")]
-    predicted = np.where(p_a >= 0.5, "a", "b")
-    test = (splits == "test") & np.isin(labels, ["a", "b"])
-    metrics = None
-    if test.any():
-        row = evaluate_predictions(system, labels[test], predicted[test], groups=qids[test], n_boot=n_boot, seed=seed)
-        metrics = {"split": "test", "n": row.n, "n_questions": row.n_questions, "values": row.values,
-                   "ci": {k: list(v) for k, v in row.ci.items()},
-                   "sample": question_overlap(info.get("question_hashes", head.metadata_.get("question_hashes")),
-                                              list(qids[test]))}
-        metrics["in_sample"] = metrics["sample"]["in_sample"]
-        log.info("%s on the test split: accuracy %.4f (95%% CI %.4f-%.4f, question-clustered bootstrap; %d pairs, "
-                 "%d questions)", system, row.values["accuracy"], row.ci["accuracy"][0], row.ci["accuracy"][1],
-                 row.n, row.n_questions)
-    else:
+    trained = info.get("question_hashes", head.metadata_.get("question_hashes"))
+    predicted, metrics = encoder_test_metrics(system, p_a, pairs, trained, n_boot=n_boot, seed=seed)
+    if metrics is None:
         log.warning("the test split of %s has no pairs labelled 'a' or 'b': no test accuracy", outdir)
-
+    else:
+        v, ci = metrics["values"], metrics["ci"]
+        log.info("%s on the test split: accuracy %.4f (95%% CI %.4f-%.4f, question-clustered bootstrap; %d pairs, "
+                 "%d questions)", system, v["accuracy"], ci["accuracy"][0], ci["accuracy"][1], metrics["n"],
+                 metrics["n_questions"])
     tables = [outdir / "answers.parquet", outdir / "pairs.parquet"]
     if head_folder is not None:
         with OutputFolder(head_folder, outputs=(HEAD_WEIGHTS, HEAD_JSON), inputs=tables, force=force) as folder:
@@ -199,17 +151,8 @@ def _encoder(outdir: Path, head_folder: Path | None, head_dir, pred_path: Path, 
             finally:
                 folder.remove(staging)
         log.info("head written to %s (%s, %s)", head_folder, HEAD_WEIGHTS, HEAD_JSON)
-    trained = info.get("question_hashes", head.metadata_.get("question_hashes"))
-    table = pa.table({"pair_id": pa.array(cols["pair_id"], pa.string()),
-                      "system": pa.array([system] * len(p_a), pa.string()),
-                      "p_a": pa.array(p_a.astype(float), pa.float64()),
-                      "predicted": pa.array(predicted.tolist(), pa.string()),
-                      "split": pa.array(cols["split"], pa.string())})
-    # the head's training questions travel with its predictions: `analyze` marks them by question overlap
-    table = table.replace_schema_metadata({PREDICTIONS_META_KEY: json.dumps(
-        {FITTED_ON_KEY: None if trained is None else {"question_hashes": trained}}).encode()})
     with output_file(pred_path, inputs=tables, register=pred_path.parent.resolve() == outdir.resolve()) as tmp:
-        pq.write_table(table, tmp)
+        pq.write_table(encoder_predictions_table(pairs, system, p_a, predicted, trained), tmp)
     timings = {"load": round(t_load - t0, 3), "embed": round(t_embed - t_load, 3), "fit": round(t_fit - t_embed, 3),
                "total": round(time.perf_counter() - t0, 3)}
     log.info("%d answers embedded (%d forward passes), %d pairs predicted -> %s; timings %s", len(ids), enc.n_encoded,
@@ -217,4 +160,3 @@ def _encoder(outdir: Path, head_folder: Path | None, head_dir, pred_path: Path, 
     return {"system": system, "head": None if head_folder is None else str(head_folder),
             "predictions": str(pred_path), "encoder": enc.describe(), "train": info, "test": metrics,
             "n_answers": len(ids), "n_pairs": len(p_a), "timings_s": timings}
-

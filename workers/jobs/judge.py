@@ -2,7 +2,7 @@
 
     check the LLM backend -> list shards -> open each shard's judge store (OUT/judge_scores/<stem>/,
       keyed by the input's sha256, reader options, judge versions, mode and engine settings)
-      -> judge the pending pairs in checkpointed chunks (models.judges.JudgeScorer: both orders of
+      -> judge the pending pairs in checkpointed chunks (models.judging.judges.JudgeScorer: both orders of
          every pair in one engine call), in this process or on a Ray pool of judge actors
       -> assemble: pairs of all inputs (ids unique across inputs), the same splits as `score` gives
          the same inputs and seed, one row per pair x judge x order (rubric.judging)
@@ -34,7 +34,7 @@ from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.tables import word_count
 from rubric.io import PairRecord, read_whole
 from rubric.scoring import Provenance, Score
-from workers.runner import Assembled, FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
+from workers.runner import KindManifest, FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
 
 __all__ = ["JudgeSettings", "protocol_settings", "JudgeKind", "ProtocolPage", "run_judge_job", "judgment_rows",
            "CHECKPOINT_PAIRS"]
@@ -63,8 +63,10 @@ class JudgeSettings:
         check_range("n_votes", n_votes, low=1)
         check_range("temperature", temperature, low=0)
         check_range("max_reasoning_tokens", max_reasoning_tokens, low=1)
-        import rubric.protocols  # noqa: F401  (registers the protocols' pairwise judges)
         from rubric.judging import resolve_judges
+        from workers.protocols import load_protocols
+
+        load_protocols()  # every protocol declares its pairwise judges (ours and other packages')
 
         names = judges.split(",") if isinstance(judges, str) else list(judges)
         self.specs = resolve_judges(",".join(n.strip() for n in names if n.strip()), tie=tie)
@@ -110,18 +112,11 @@ class ProtocolPage:
 
 
 def _scorer(settings: JudgeSettings, config: ScoringConfig):
-    from models.judges import JudgeScorer
-    from models.llm.engines_cache import build_engine
-    from rubric.protocols import is_protocol_judge
+    """The one judge scorer of every judge in ``settings``: each judge names its scorer where its prompt is
+    declared (``JudgeSpec.scorer``), built by ``models.backends.build_judge_scorer``."""
+    from models.backends import build_judge_scorer
 
-    if any(is_protocol_judge(s) for s in settings.specs):  # a neighbouring protocol's judge reads its own tokens
-        from models.protocols import protocol_scorer_factory
-
-        return protocol_scorer_factory(settings, config)
-    engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
-    return JudgeScorer(engine, settings.specs, mode=settings.mode, n_votes=settings.n_votes,
-                       temperature=settings.temperature, seed=settings.seed,
-                       max_reasoning_tokens=settings.max_reasoning_tokens, min_mass=config.llm_min_mass)
+    return build_judge_scorer(settings, config)
 
 
 class JudgeKind(JobKind):
@@ -216,7 +211,7 @@ class JudgeKind(JobKind):
         """
         return None
 
-    def assemble(self, job: JobRun, scores: RunScores, provenance: Mapping[str, Provenance]) -> Assembled:
+    def assemble(self, job: JobRun, scores: RunScores, provenance: Mapping[str, Provenance]) -> KindManifest:
         from rubric.judging import judgments_table
 
         job_inputs = [JobInput(name=u.name, read=self._read(u.uri), fmt=self.fmt, sha256=u.sha) for u in job.units]
@@ -250,7 +245,7 @@ class JudgeKind(JobKind):
         job.output.jsonl("rejects.jsonl", (r.to_dict() for r in rejects))
         log.info("wrote %s: %d pairs x %d judge(s) x 2 orders = %d rows (%d judged now); errors by judge: %s",
                  job.out / "judgments.parquet", len(pairs), len(versions), table.num_rows, job.step.scored, errors)
-        return Assembled(fields, per_input=per_input, job={"pairs_judged_now": job.step.scored})
+        return KindManifest(fields, per_input=per_input, job={"pairs_judged_now": job.step.scored})
 
 
 def judgment_rows(pairs, splits: Sequence[str], verdicts: Mapping[str, Mapping[str, Score]],

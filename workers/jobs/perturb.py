@@ -27,13 +27,11 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from rubric.config import DEFAULT_SPLIT_FRACTIONS
 from rubric.errors import ConfigError, InputError
@@ -91,7 +89,7 @@ def load_victim(path: str | Path, *, device: str | None = None, batch_size: int 
         ConfigError: ``path`` is neither.
         ProvenanceError: the victim's features would be made differently now.
     """
-    from models.encoder import HEAD_JSON, EncoderVictim, load_encoder_baseline
+    from models.baselines.encoder import HEAD_JSON, EncoderVictim, load_encoder_baseline
 
     path = Path(path)
     if path.is_dir() and (path / HEAD_JSON).is_file():
@@ -114,10 +112,6 @@ def load_victim(path: str | Path, *, device: str | None = None, batch_size: int 
     return RubricVictim(model, specs, score_batch, provenance, fitted=fitted, batch_size=config.batch_size)
 
 
-def _num(x) -> float | None:
-    return None if x is None or not np.isfinite(x) else float(x)
-
-
 def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, out: str | Path,
                     reader_options: Mapping[str, Any] | None = None, budget: float = 0.1, seed: int = 0,
                     split: str = "test", synonyms: str = "auto", max_candidates: int = 8,
@@ -135,7 +129,7 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
         seed: the split seed (as ``score --seed``) and the seed of deepwordbug's edits (per pair).
         split: the split to attack ("train", "dev", "test" or "all").
         split_fractions: the train/dev/test shares of the split (as ``score --split-fractions``).
-        synonyms: textfooler's synonym source ("auto", "wordnet", "embedding"; ``models.synonyms``).
+        synonyms: textfooler's synonym source ("auto", "wordnet", "embedding"; ``models.attacks.synonyms``).
         max_candidates: synonyms tried per word.
         progress: show a progress bar.
 
@@ -167,11 +161,12 @@ def run_perturb_job(input_path: str | Path, fmt: str, *, attack: str, victim, ou
 def _attack(input_path, fmt: str, *, attack: str, victim, out: Path, copy: Path, log_tmp: Path, reader_options,
             budget: float, seed: int, split: str, synonyms: str, max_candidates: int, progress: bool,
             split_fractions: Sequence[float]) -> dict:
+    """Read, attack the split, write and check the copy, log the changes (``rubric.perturbation``'s science)."""
     from tqdm import tqdm
 
-    from rubric.tables import job_splits
-    from rubric.perturbation import attack_pair, decide, p_label, rewrite_input, words
     from rubric.io import read_input
+    from rubric.perturbation import attack_accounting, attack_split, rewrite_input, victim_p_a, words
+    from rubric.tables import job_splits
 
     options = dict(reader_options or {})
     t0 = time.perf_counter()
@@ -182,115 +177,35 @@ def _attack(input_path, fmt: str, *, attack: str, victim, out: Path, copy: Path,
     chosen = [i for i, s in enumerate(splits) if split == "all" or s == split]
     log.info("%d pairs read, %d in the %s split (%s splits, seed %d); attack %s, budget %g, victim %s",
              len(read.pairs), len(chosen), split, split_source, seed, attack, budget, victim.name)
-
     source = None
     if attack == "textfooler":
-        from models.encoder import EncoderVictim
-        from models.synonyms import build_synonyms
+        from models.attacks import build_synonyms
+        from models.baselines import EncoderVictim
 
         vocabulary = {w.text for p in read.pairs for t in (p.answer_a, p.answer_b) for w in words(t)}
         source = build_synonyms(synonyms, vocabulary=vocabulary,
                                 encoder=victim.encoder if isinstance(victim, EncoderVictim) else None)
         log.info("synonym source: %s", source.name)
-
-    graded = fmt == "graded"
-    store: dict[tuple, str] = {}  # answer slot -> perturbed text
-
-    def slot(i: int, side: str) -> tuple:
-        p = read.pairs[i]
-        # a graded answer is one text shared by its pairs; a pair format's answer belongs to its record
-        return ((p.answer_id_a if side == "a" else p.answer_id_b),) if graded else (p.pair_id, side)
-
-    def victim_p_a(rows: Sequence[int], texts: Mapping[int, tuple[str, str]]) -> np.ndarray:
-        out = np.full(len(read.pairs), np.nan)
-        for k in range(0, len(rows), 64):
-            part = list(rows[k:k + 64])
-            out[part] = victim.p_a([(read.pairs[i].question, *texts[i]) for i in part])
-        return out
-
     original = {i: (p.answer_a, p.answer_b) for i, p in enumerate(read.pairs)}
-    p_original = victim_p_a(chosen, original)  # the decisions the attack sets out to flip
-
-    results: dict[int, Any] = {}
-    for i in tqdm(chosen, desc=f"{attack} attack", disable=not progress, unit="pair"):
-        p = read.pairs[i]
-        a = store.get(slot(i, "a"), p.answer_a)
-        b = store.get(slot(i, "b"), p.answer_b)
-        editable = [s for s in "ab" if slot(i, s) not in store]
-        r = attack_pair(p.question, a, b, p.label, victim, attack=attack, rng=random.Random(f"{seed}:{p.pair_id}"),
-                        budget=budget, synonyms=source, editable=editable, max_candidates=max_candidates)
-        results[i] = r
-        for side, new in (("a", r.answer_a), ("b", r.answer_b)):
-            if new != (a if side == "a" else b):
-                store[slot(i, side)] = new
+    p_original = victim_p_a(victim, read.pairs, chosen, original)  # the decisions the attack sets out to flip
+    run = attack_split(read.pairs, chosen, victim, attack=attack, seed=seed, budget=budget, synonyms=source,
+                       max_candidates=max_candidates, graded=fmt == "graded",
+                       wrap=lambda it: tqdm(it, desc=f"{attack} attack", disable=not progress, unit="pair"))
     t_attack = time.perf_counter()
-
-    final = {i: (store.get(slot(i, "a"), p.answer_a), store.get(slot(i, "b"), p.answer_b))
-             for i, p in enumerate(read.pairs)}
-    changed = {i for i, p in enumerate(read.pairs) if final[i] != original[i]}
-    p_final = victim_p_a(sorted(set(chosen) | changed), final)
-
-    rewrite_input(input_path, copy, fmt, read.pairs, {read.pairs[i].pair_id: final[i] for i in changed},
+    p_final = victim_p_a(victim, read.pairs, sorted(set(chosen) | run.changed), run.final)
+    rewrite_input(input_path, copy, fmt, read.pairs, {read.pairs[i].pair_id: run.final[i] for i in run.changed},
                   mapping=options.get("mapping"))
-    _check_copy(read, read_input(copy, fmt, **options), final, out)
-
-    counts = {"success": 0, "failed": 0, "skipped": 0}
-    reasons: dict[str, int] = {}
-    in_split = set(chosen)
-    n_attacked = n_flipped = correct_before = correct_after = n_scored = 0
-    words_changed: list[int] = []
-    rows = []
-    for i, p in enumerate(read.pairs):
-        r = results.get(i)
-        label = p.label
-        labelled = label in ("a", "b")
-        before = float(p_label(p_original[i], label)) if labelled else float("nan")
-        after = float(p_label(p_final[i], label)) if labelled else float("nan")
-        d_before = decide(p_original[i]) if np.isfinite(p_original[i]) else None
-        d_after = decide(p_final[i]) if np.isfinite(p_final[i]) else None
-        # TextAttack's count: a pair the victim got right on the original texts is attacked, and the attack
-        # succeeded when the victim is wrong on the copy (in a graded list, whatever pair changed its answers)
-        attacked = i in in_split and labelled and d_before == label and d_after is not None
-        flipped = attacked and d_after != label
-        status, reason = ("skipped", f"not in the {split} split") if r is None else (r.status, r.reason)
-        if r is not None:
-            counts[status] += 1
-            if status != "success":
-                reasons[reason] = reasons.get(reason, 0) + 1
-            if status != "skipped":
-                words_changed.append(len(r.changes))
-        if i in in_split and labelled and d_before is not None and d_after is not None:
-            n_scored += 1
-            correct_before += int(d_before == label)
-            correct_after += int(d_after == label)
-        n_attacked += int(attacked)
-        n_flipped += int(flipped)
-        extra = ({k: v for k, v in r.to_dict().items() if k not in ("status", "reason", "p_before", "p_after")}
-                 if r is not None else {"changes": []})
-        rows.append({"pair_id": p.pair_id, "row": p.row, "split": splits[i], "label": label, "attack": attack,
-                     "victim": victim.name, "status": status, "reason": reason, "p_label_before": _num(before),
-                     "p_label_after": _num(after), "decision_before": d_before, "decision_after": d_after,
-                     "flipped": bool(flipped), "answers_changed": i in changed,
-                     # P(label) when this pair's own search started: after other pairs changed a shared answer
-                     "p_label_at_start": None if r is None else _num(r.p_before), **extra})
+    _check_copy(read, read_input(copy, fmt, **options), run.final, out)
+    rows, stats = attack_accounting(read.pairs, splits, chosen, run, p_original, p_final, split=split, attack=attack,
+                                    victim=victim.name)
     log_path = changes_path(out)
     log_tmp.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
-
     summary = {
         "input": str(input_path), "format": fmt, "out": str(out), "changes": str(log_path), "attack": attack,
         "victim": victim.name, "budget": budget, "seed": seed, "split": split, "split_source": split_source,
         "split_fractions": list(split_fractions),
         "synonyms": None if source is None else source.name, "n_pairs": len(read.pairs), "n_in_split": len(chosen),
-        "counts": counts, "skipped_or_failed_because": reasons,
-        # TextAttack's rate: of the split's pairs the victim got right on the original texts, the share it gets
-        # wrong on the perturbed copy (pairs it already got wrong, ties and unlabeled pairs are left out)
-        "n_attacked": n_attacked, "n_flipped": n_flipped,
-        "attack_success_rate": n_flipped / n_attacked if n_attacked else None,
-        "n_pairs_changed": len(changed),
-        "mean_words_changed": float(np.mean(words_changed)) if words_changed else None,
-        "victim_accuracy_before": correct_before / n_scored if n_scored else None,
-        "victim_accuracy_after": correct_after / n_scored if n_scored else None,
-        "n_scored": n_scored,
+        **stats,
         "timings_s": {"attack": round(t_attack - t0, 3), "total": round(time.perf_counter() - t0, 3)},
     }
 
@@ -298,9 +213,9 @@ def _attack(input_path, fmt: str, *, attack: str, victim, out: Path, copy: Path,
         return "n/a" if x is None else f"{x:.3f}"
 
     log.info("%s vs %s on %d %s pairs: %d attacked, %d flipped (attack success rate %s); victim accuracy %s -> %s "
-             "on %d pairs; copy %s, changes %s", attack, victim.name, len(chosen), split, n_attacked, n_flipped,
-             share(summary["attack_success_rate"]), share(summary["victim_accuracy_before"]),
-             share(summary["victim_accuracy_after"]), n_scored, out, log_path)
+             "on %d pairs; copy %s, changes %s", attack, victim.name, len(chosen), split, stats["n_attacked"],
+             stats["n_flipped"], share(stats["attack_success_rate"]), share(stats["victim_accuracy_before"]),
+             share(stats["victim_accuracy_after"]), stats["n_scored"], out, log_path)
     return summary
 
 

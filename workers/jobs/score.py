@@ -28,7 +28,7 @@ from rubric.config import ScoringConfig
 from rubric.io import AnswerItem, answer_work
 from rubric.scoring import RUBRICS, RubricSpec
 from rubric.tables import ANSWER_TABLE_FILES, write_answer_tables
-from workers.runner import Assembled, JobKind, JobRun, RunScores, run
+from workers.runner import KindManifest, JobKind, JobRun, RunScores, run
 
 __all__ = ["ScoreKind", "run_job", "CHECKPOINT_ANSWERS"]
 
@@ -86,7 +86,7 @@ class ScoreKind(JobKind):
         # cheap pools first, the LLM last: its batches then carry the other scores along, not the reverse
         return sorted(groups.items(), key=lambda kv: POOLS.index(kv[0]))
 
-    def assemble(self, job: JobRun, scores: RunScores, provenance) -> Assembled:
+    def assemble(self, job: JobRun, scores: RunScores, provenance) -> KindManifest:
         tables = write_answer_tables(job.units, scores, provenance, self.specs, fmt=self.fmt, options=self.options,
                                      rescale=self.config.rescale, seed=self.seed, sink=job.output,
                                      split_fractions=self.config.split_fractions)
@@ -97,13 +97,13 @@ class ScoreKind(JobKind):
         log.info("wrote %s: %d rows in, %d pairs, %d rejected, %d unique answers (%d scored now); errors by rubric: "
                  "%s", job.out, c["rows_in"], c["pairs"], c["rejected"], c["unique_answers"], job.step.scored,
                  c["errors_by_rubric"])
-        return Assembled({"counts": counts, "rubrics": tables.rubrics,
-                          "split_seed": self.seed, "split_fractions": list(self.config.split_fractions),
-                          "split_source": tables.split_source, "rescale": self.config.rescale},
-                         per_input=per_input,
-                         job={"answers_scored_now": job.step.scored,
-                              "answers_per_s": round(job.step.scored / seconds, 3) if seconds > 0 else None,
-                              "score_seconds": job.step.seconds})
+        return KindManifest({"counts": counts, "rubrics": tables.rubrics,
+                             "split_seed": self.seed, "split_fractions": list(self.config.split_fractions),
+                             "split_source": tables.split_source, "rescale": self.config.rescale},
+                            per_input=per_input,
+                            job={"answers_scored_now": job.step.scored,
+                                 "answers_per_s": round(job.step.scored / seconds, 3) if seconds > 0 else None,
+                                 "score_seconds": job.step.seconds})
 
 
 def run_job(inputs: str | Path | Sequence[str | Path], fmt: str, specs: Sequence[RubricSpec], out: str | Path, *,

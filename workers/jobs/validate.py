@@ -26,7 +26,7 @@ from rubric.validity import (DEFAULT_TOLERANCE, FAMILIES, OUTCOMES_FILE, REPORT_
                              MinimalPair, minimal_pairs, outcomes, outcomes_table, pair_items, resolve_families,
                              summary_of, summary_table, validity_page)
 from workers.jobs.score import ScoreKind
-from workers.runner import Assembled, JobRun, RunScores
+from workers.runner import KindManifest, JobRun, RunScores
 
 __all__ = ["ValidateKind", "run_validate_job", "N_BOOT"]
 
@@ -113,7 +113,7 @@ class ValidateKind(ScoreKind):
         items = pair_items(self.pairs(uri)[0])
         return items, [[it.answer_id] for it in items]
 
-    def assemble(self, job: JobRun, scores: RunScores, provenance) -> Assembled:
+    def assemble(self, job: JobRun, scores: RunScores, provenance) -> KindManifest:
         pairs: list[MinimalPair] = []
         per_input: dict[str, dict] = {}
         for u in {u.uri: u for u in job.units}.values():
@@ -132,18 +132,18 @@ class ValidateKind(ScoreKind):
         by_family = {f: sum(1 for p in pairs if p.family == f) for f in self.families}
         log.info("wrote %s: %d minimal pairs of %d questions, %d answers scored (%d now)", job.out / REPORT_FILE,
                  len(pairs), len({p.question_id for p in pairs}), len(lookup), job.step.scored)
-        return Assembled({"validity": {"seed": self.seed, "families": self.families, "tolerance": self.tolerance,
-                                       "n_boot": self.n_boot, "max_questions": self.max_questions,
-                                       "rubrics": versions, "pairs_by_family": by_family,
-                                       "pass_rates": {f"{r.version}/{r.family}": r.pass_rate for r in table.rows
-                                                      if r.n > r.missing},
-                                       "unchecked": table.unchecked},
-                          "rubrics": {v: {"rubric_version": p.rubric_version, "backend": p.backend,
-                                          "model_id": p.model_id, "model_revision": p.model_revision,
-                                          "template_hash": p.template_hash} for v, p in provenance.items()},
-                          "counts": {"minimal_pairs": len(pairs), "answers": len(lookup),
-                                     "questions": len({p.question_id for p in pairs})}},
-                         per_input=per_input, job={"answers_scored_now": job.step.scored})
+        return KindManifest({"validity": {"seed": self.seed, "families": self.families, "tolerance": self.tolerance,
+                                          "n_boot": self.n_boot, "max_questions": self.max_questions,
+                                          "rubrics": versions, "pairs_by_family": by_family,
+                                          "pass_rates": {f"{r.version}/{r.family}": r.pass_rate for r in table.rows
+                                                         if r.n > r.missing},
+                                          "unchecked": table.unchecked},
+                             "rubrics": {v: {"rubric_version": p.rubric_version, "backend": p.backend,
+                                             "model_id": p.model_id, "model_revision": p.model_revision,
+                                             "template_hash": p.template_hash} for v, p in provenance.items()},
+                             "counts": {"minimal_pairs": len(pairs), "answers": len(lookup),
+                                        "questions": len({p.question_id for p in pairs})}},
+                            per_input=per_input, job={"answers_scored_now": job.step.scored})
 
 
 def run_validate_job(inputs, fmt: str, specs: Sequence[RubricSpec], out, *, config: ScoringConfig,

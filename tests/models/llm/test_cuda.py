@@ -117,7 +117,7 @@ def test_cuda_seeded_sampling_is_reproducible(engines):
 
 
 def test_specificity_classifier_on_cuda_matches_cpu(tiny_model):
-    from models.specificity import SubjectiveQAScorer
+    from models.rubric_backends.specificity import SubjectiveQAScorer
 
     items = [AnswerItem("long", "why is the sky blue ?", _text(900, 1)),  # several 512-token windows
              AnswerItem("short", "why is the sky red ?", "because light scatters ."),
@@ -137,7 +137,7 @@ def test_specificity_classifier_on_cuda_matches_cpu(tiny_model):
 def test_minilm_encoder_on_cuda_matches_cpu():
     import numpy as np
 
-    from models.encoder import SentenceEncoder
+    from models.baselines.encoder import SentenceEncoder
     from rubric.errors import BackendUnavailableError
 
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from models.judges import EXTRAS_KEYS, JudgeScorer
+from models.judging.judges import EXTRAS_KEYS, JudgeScorer
 from models.llm.engine import TextSampler
 from models.llm.scorer import TRUNCATION_MARKER
 from rubric.errors import BatchMismatchError, ConfigError, EngineError

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from models.protocols import LinkageScorer, ProtocolJudgeScorer
+from models.judging import ProtocolJudgeScorer
+from models.linkage import LinkageScorer
 from rubric.protocols.linkage_data import read_linkage
 from rubric.protocols.judges import protocol_judge
 from rubric.io.records import PairRecord

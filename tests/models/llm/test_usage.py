@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from models.judges import JudgeScorer
+from models.judging.judges import JudgeScorer
 from models.llm.engine import record_usage, take_usage
 from models.llm.scorer import LLMRubricScorer
 from rubric.io.records import AnswerItem, PairRecord

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from models.single_spec import SingleSpecScorer
+from models.rubric_backends.single_spec import SingleSpecScorer
 from rubric.scoring import density_from_counts, lexical_density_counts
 from rubric.config import check_range
 from rubric.errors import BackendUnavailableError

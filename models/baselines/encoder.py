@@ -123,10 +123,10 @@ class SentenceEncoder:
         check_range("batch_size", batch_size, low=1)
         check_range("cache_size", cache_size, low=0)
         t0 = time.perf_counter()
-        from models.signals import sentence_encoder
+        from models.rubric_backends import sentence_encoder
 
         if model is None or model == DEFAULT_ENCODER:
-            from models.signals import MINILM_PACKAGE, minilm_folder
+            from models.rubric_backends import MINILM_PACKAGE, minilm_folder
 
             source = str(minilm_folder())
             self.model_id = DEFAULT_ENCODER

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from models.single_spec import SingleSpecScorer
+from models.rubric_backends.single_spec import SingleSpecScorer
 from rubric.config import check_range
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError
 from rubric.io import AnswerItem

@@ -3,7 +3,7 @@
 Batching: all sentences of all answers in a batch go to the generator in one ``generate`` (v3:
 ``complete``) call, and all (claim, evidence) pairs of the batch to the engine in one
 ``score_token_probs`` call. The prompts, parsing and scores are in ``rubric.scoring.claims`` (v3's
-stop rule in ``rubric.scoring.claim_stop``); evidence sources in ``models.evidence``.
+stop rule in ``rubric.scoring.claim_stop``); evidence sources in ``models.rubric_backends.evidence``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from models.evidence import EvidenceSource
+from models.rubric_backends.evidence import EvidenceSource
 from models.llm.engine import Completer, Engine
-from models.text import senter_pipeline
-from models.single_spec import SingleSpecScorer
+from models.rubric_backends.text import senter_pipeline
+from models.rubric_backends.single_spec import SingleSpecScorer
 from rubric.scoring import (
     EXTRACTION_STOP,
     FACTUALITY_VERSIONS,

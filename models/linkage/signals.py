@@ -20,7 +20,7 @@ def reference_signals(questions: Sequence[Any]) -> dict[str, dict[str, Score]]:
     Raises:
         BackendUnavailableError: the packaged MiniLM or rouge-score is missing.
     """
-    from models.signals import minilm_folder, sentence_encoder  # raise BackendUnavailableError naming the package
+    from models.rubric_backends import minilm_folder, sentence_encoder  # raise BackendUnavailableError, naming it
     from rouge_score import rouge_scorer
 
     from rubric.tables import word_count

@@ -1,25 +1,5 @@
-"""The neighbouring protocols on an engine: their pairwise judges (RAG-QA Arena's, LINKAGE's pairwise
-baseline, any protocol's pairwise prompt) and LINKAGE's per-answer listwise and pointwise scorers.
+"""LINKAGE per answer, on an engine.
 
-Pairwise protocol judges
-    :class:`ProtocolJudgeScorer` is :class:`models.judges.JudgeScorer` (both orders of every pair in
-    one engine call, the same context policy, the same ``Score`` extras and order debiasing) with the
-    protocol's own reading: the verdict tokens after the protocol's pre-fill (``[[`` then ``A``/``B``/``C``;
-    ``<rating>`` then ``1``/``2``/``0``) are mapped onto ``1``/``2``/``tie`` by the prompt's ``verdicts``
-    (:func:`rubric.judging.verdict_probs`, as for every judge), generated votes are read in the prompt's
-    ``verdict_format`` by :func:`rubric.protocols.templates.parse_pairwise_verdict`, and a prompt that shows a
-    reference answer gets the pair's ``reference`` (as every judge does). The judge job builds it whenever a
-    judge spec is a protocol's (:func:`protocol_scorer_factory`), so ``lfqa-rubric judge``, the Ray
-    judge actors and ``judgments.parquet`` serve these judges unchanged. RAG-QA Arena in logprob mode
-    reads the rating after an empty ``<thinking></thinking>`` (``arena.pairwise.v1``), or, with
-    ``arena.pairwise_reasoning.v1``, first generates the judge's own reasoning greedily after
-    ``<thinking>`` (at most ``max_reasoning_tokens``, one ``generate`` call for both orders of every
-    pair; the engine has no stop strings, so the text is cut at its first ``</thinking>``), then reads
-    the rating after ``<thinking>REASONING</thinking>\n<rating>`` in the ``score_token_probs`` call.
-    The reasoning is kept in the row (``text_ab`` / ``text_ba``). In vote mode that judge's budget is
-    ``max_reasoning_tokens + max_vote_tokens``.
-
-LINKAGE per answer
     :class:`LinkageScorer` scores every candidate answer of a question against the question's
     reference list (best first): ``listwise`` (the expected rank after ``[[``, turned into ``-rank``
     so that higher is better), ``point_no_ref`` and ``point_with_ref`` (the expected 0-10 score; ``10``
@@ -38,16 +18,16 @@ import hashlib
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from models.judges import _TAG_SLACK, JudgeScorer, _Unit, engine_call
+from models.judging import engine_call
 from models.llm.engine import Engine, TextSampler
 from rubric.config import check_range
 from rubric.errors import BatchMismatchError, ConfigError
 from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt
-from rubric.judging import ORDERS, JudgeSpec, VerdictProbs, pair_outcome, verdict_probs, vote_probs
+from rubric.judging import ORDERS, pair_outcome, verdict_probs, vote_probs
 from rubric.protocols import (
     MAX_RANK_POSITIONS,
     RankScore,
@@ -64,128 +44,12 @@ from rubric.protocols import LinkageCandidate, LinkageQuestion
 from rubric.protocols import (EQ2_TEMPLATE, EQ3_TEMPLATE, LINKAGE_SYSTEM_TEMPLATES, LINKAGE_SYSTEMS,
                               PAIRWISE_CANDIDATES, PAIRWISE_REFERENCES, eq3_score, reference_outcome,
                               reference_weights)
-from rubric.protocols import is_protocol_judge
-from rubric.protocols import ARENA_THINKING_PREFILL, arena_verdict_prefill, get_protocol_template, parse_pairwise_verdict
+from rubric.protocols import get_protocol_template, parse_pairwise_verdict
 from rubric.scoring import Provenance, Score
 
-__all__ = [
-    "ProtocolJudgeScorer",
-    "protocol_scorer_factory",
-    "LINKAGE_SYSTEMS",
-    "LINKAGE_MODES",
-    "LinkageCandidate",
-    "LinkageQuestion",
-    "LinkageScorer",
-]
+__all__ = ["LINKAGE_SYSTEMS", "LINKAGE_MODES", "LinkageCandidate", "LinkageQuestion", "LinkageScorer"]
 
 log = logging.getLogger(__name__)
-
-
-# --- pairwise protocol judges --------------------------------------------------------------------
-
-class ProtocolJudgeScorer(JudgeScorer):
-    """:class:`models.judges.JudgeScorer` that also reads the neighbouring protocols' pairwise judges.
-
-    Takes the paper's judges and the protocols' alike (the paper's are read exactly as ``JudgeScorer``
-    reads them); arguments as ``JudgeScorer``'s.
-    """
-
-    def method(self, version: str) -> str:
-        spec = self._spec(version)
-        if not is_protocol_judge(spec):
-            return super().method(version)
-        parts = [f"mode={self.mode}", "protocol"]
-        if self.mode == "logprob":
-            parts.append(f"prefill={spec.prefill!r}")
-        else:
-            parts += [f"n_votes={self.n_votes}", f"temperature={self.temperature:g}", f"seed={self.seed}",
-                      f"max_vote_tokens={self.max_vote_tokens}"]
-            if self.prefill_votes:
-                parts.append(f"prefill={spec.prefill!r}")
-        if spec.reasons:
-            parts.append(f"max_reasoning_tokens={self.max_reasoning_tokens}")
-        return ";".join(parts)
-
-    def _reserve(self, spec: JudgeSpec) -> int:
-        if not (is_protocol_judge(spec) and spec.reasons):
-            return super()._reserve(spec)
-        if self.mode == "vote":
-            return self.max_vote_tokens + self.max_reasoning_tokens
-        close = arena_verdict_prefill("").removeprefix(ARENA_THINKING_PREFILL)  # "</thinking>\n<rating>"
-        return self.max_reasoning_tokens + len(self.engine.encode(close)) + _TAG_SLACK + 1
-
-    def _verdict_prompt(self, u: _Unit, order: str, reasoning: str) -> ChatPrompt | None:
-        """The order's prompt with the reasoning closed and ``<rating>`` pre-filled; None (and the
-        order's error set) when even a shortened reasoning leaves no room for the verdict."""
-        limit = self.engine.max_context - 1
-        prompt = replace(u.prompts[order], prefill=arena_verdict_prefill(reasoning))
-        over = self.engine.count_tokens([prompt])[0] - limit
-        if over > 0:  # re-tokenised reasoning came out longer than generated: drop its end
-            ids = self.engine.encode(reasoning)
-            prompt = replace(prompt, prefill=arena_verdict_prefill(
-                self.engine.decode(ids[:max(0, len(ids) - over - _TAG_SLACK)])))
-            if self.engine.count_tokens([prompt])[0] > limit:
-                u.probs[order] = VerdictProbs(None, None, None, 0.0, error=(
-                    f"{u.spec.version}: the reasoning leaves no room for the verdict in "
-                    f"{self.engine.max_context} tokens"))
-                return None
-        return prompt
-
-    def _run_logprob(self, units: list[_Unit]) -> None:
-        super()._run_logprob([u for u in units if not is_protocol_judge(u.spec)])
-        ours = [(u, o) for u in units if is_protocol_judge(u.spec) for o in ORDERS]
-        if not ours:
-            return
-        reasoning = [(u, o) for u, o in ours if u.spec.reasons]
-        texts = (self._generate([u.prompts[o] for u, o in reasoning], self.max_reasoning_tokens, 0.0, 1,
-                                owners=[u for u, _ in reasoning]) if reasoning else [])
-        reads = [(u, o, u.prompts[o]) for u, o in ours if not u.spec.reasons]
-        for (u, o), text in zip(reasoning, texts):
-            u.texts[o] = text  # type: ignore[assignment]
-            prompt = self._verdict_prompt(u, o, text)  # type: ignore[arg-type]
-            if prompt is not None:
-                reads.append((u, o, prompt))
-        if not reads:
-            return
-        probs = self._score_tokens([p for _, _, p in reads], owners=[u for u, _, _ in reads])
-        for (u, o, _), tp in zip(reads, probs):
-            u.probs[o] = verdict_probs(tp, u.spec, min_mass=self.min_mass, top_k=self.engine.top_k)
-
-    def _run_vote(self, units: list[_Unit]) -> None:
-        super()._run_vote([u for u in units if not is_protocol_judge(u.spec)])
-        ours = [(u, o) for u in units if is_protocol_judge(u.spec) for o in ORDERS]
-        # a reasoning judge gets its own budget, so a short verdict is never padded out to a reasoning one
-        groups = [([(u, o) for u, o in ours if u.spec.reasons is r], budget)
-                  for r, budget in ((False, self.max_vote_tokens),
-                                    (True, self.max_vote_tokens + self.max_reasoning_tokens))]
-        for group, budget in groups:
-            if group:
-                self._vote_group(group, budget)
-
-    def _vote_group(self, ours: list[tuple[_Unit, str]], budget: int) -> None:
-        outs = self._generate([u.prompts[o] for u, o in ours], budget, self.temperature, self.n_votes,
-                              owners=[u for u, _ in ours])
-        for (u, o), texts in zip(ours, outs):
-            samples = [texts] if isinstance(texts, str) else list(texts)
-            samples = [u.prompts[o].prefill + t for t in samples]
-            parsed = [parse_pairwise_verdict(t, u.spec.template) for t in samples]
-            u.probs[o] = vote_probs(parsed, tie=True)
-            u.votes[o] = ",".join(p.verdict or "?" for p in parsed)
-            u.texts[o] = "\n---\n".join(samples)
-
-
-def protocol_scorer_factory(settings, config) -> ProtocolJudgeScorer:
-    """The judge scorer of ``settings`` on ``config``'s engine, reading protocol judges too.
-
-    The same engine and arguments as the judge job's own ``_scorer``; the judge job and its Ray actors
-    call it for judge lists that hold a protocol's judge.
-    """
-    from models.llm.engines_cache import build_engine
-
-    engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
-    return ProtocolJudgeScorer(engine, settings.specs, mode=settings.mode, n_votes=settings.n_votes,
-                               temperature=settings.temperature, seed=settings.seed,
-                               max_reasoning_tokens=settings.max_reasoning_tokens, min_mass=config.llm_min_mass)
 
 
 # --- LINKAGE -------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from models.single_spec import SingleSpecScorer
+from models.rubric_backends.single_spec import SingleSpecScorer
 from rubric.config import check_range
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem

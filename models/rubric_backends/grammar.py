@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from typing import Any, Protocol
 
-from models.single_spec import SingleSpecScorer
+from models.rubric_backends.single_spec import SingleSpecScorer
 from rubric.config import check_range
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError, UnknownNameError
 from rubric.scoring import count_harper_lints, count_languagetool_matches, grammar_score

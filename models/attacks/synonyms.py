@@ -132,7 +132,7 @@ class EmbeddingNeighbours:
     The vocabulary is embedded once, on the first lookup (single words are short: it is fast).
 
     Args:
-        encoder: a ``models.encoder.SentenceEncoder`` (or anything with ``encode(texts) -> array``).
+        encoder: a ``models.baselines.encoder.SentenceEncoder`` (or anything with ``encode(texts) -> array``).
         vocabulary: candidate words (lower-cased and deduplicated here; words of 1-2 letters dropped).
         k: neighbours returned per word, best first.
         min_similarity: cosine below which a neighbour is not returned.
@@ -205,7 +205,7 @@ def build_synonyms(kind: str = "auto", *, vocabulary: Iterable[str] = (), encode
                 raise
             log.warning("%s; falling back to MiniLM embedding neighbours over the input's words", e)
     if encoder is None:
-        from models.encoder import SentenceEncoder
+        from models.baselines import SentenceEncoder
 
         encoder = SentenceEncoder()
     return EmbeddingNeighbours(encoder, vocabulary)

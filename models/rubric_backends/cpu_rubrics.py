@@ -11,7 +11,7 @@ and its registry line (``rubric/scoring/specs.py``); nothing in the scorer branc
 version that needs no embedding loads no encoder; use_of_examples alone loads nothing at all.
 
 :class:`HarperFluencyScorer` (backend ``harper_fluency``) is fluency.harper.v1 and v2; beside grammar.harper.v1 both
-read one Harper lint per answer (``models.grammar.HarperPass``).
+read one Harper lint per answer (``models.rubric_backends.grammar.HarperPass``).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from models.single_spec import SingleSpecScorer
-from models.text import load_spacy, pipeline_id
+from models.rubric_backends.single_spec import SingleSpecScorer
+from models.rubric_backends.text import load_spacy, pipeline_id
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem
 from rubric.scoring import (
@@ -372,7 +372,7 @@ class CPUProfileScorer:
                                    f"{', '.join(s.name for s in self.specs)}")
         spacy_id, spacy_version = self._spacy_id
         if unit.model == "minilm":
-            from models.signals import MINILM_MODEL_ID
+            from models.rubric_backends.signals import MINILM_MODEL_ID
 
             words = f"; {self._wordfreq_revision}" if "wordfreq" in unit.needs else ""
             return Provenance(rubric_version=unit.version, backend="cpu_text",
@@ -489,7 +489,7 @@ class CPUProfileScorer:
 @functools.cache
 def profile_pipeline(name: str) -> Any:
     """The profile's spaCy pipeline (tagger, sentence recogniser, lemmatizer, NER; no parser), loaded once per
-    process and shared like ``models.text.pos_pipeline``.
+    process and shared like ``models.rubric_backends.text.pos_pipeline``.
 
     Raises:
         BackendUnavailableError: spaCy or the pipeline is missing, or it lacks a component the profile needs.
@@ -504,7 +504,7 @@ def profile_pipeline(name: str) -> Any:
 
 
 def _load_minilm(device: str | None):
-    from models.signals import minilm_folder, sentence_encoder
+    from models.rubric_backends.signals import minilm_folder, sentence_encoder
 
     return sentence_encoder(str(minilm_folder()), device)
 
@@ -535,7 +535,7 @@ def _term_weights() -> tuple[Callable[[str], float], str]:
 
 
 def _minilm_revision() -> str:
-    from models.signals import MINILM_PACKAGE
+    from models.rubric_backends.signals import MINILM_PACKAGE
 
     try:
         return f"{MINILM_PACKAGE}=={importlib.metadata.version(MINILM_PACKAGE)}"
@@ -558,7 +558,7 @@ class HarperFluencyScorer(SingleSpecScorer):
     def __init__(self, specs: tuple[RubricSpec, ...]) -> None:
         version = specs[0].version if len(specs) == 1 and specs[0].version == CPU_FLUENCY_V2 else CPU_FLUENCY_VERSION
         self._serve(specs, version)
-        from models.grammar import harper_linter
+        from models.rubric_backends.grammar import harper_linter
 
         self._linter = harper_linter()  # built here, so a missing harper-py fails the build
         self._revision = importlib.metadata.version("harper-py")
@@ -589,7 +589,7 @@ class HarperFluencyScorer(SingleSpecScorer):
 
     def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
         """One ``{"fluency": Score}`` per item, in order; a text Harper fails on gets ``Score.failed``. Beside
-        grammar.harper.v1, one ``models.grammar.HarperPass`` lints each answer once for both."""
-        from models.grammar import HarperPass
+        grammar.harper.v1, one ``models.rubric_backends.grammar.HarperPass`` lints each answer once for both."""
+        from models.rubric_backends.grammar import HarperPass
 
         return HarperPass([self]).score_batch(items)

@@ -1,0 +1,12 @@
+"""The attacks' models: ``synonyms`` (offline synonym sources for the synonym attack: WordNet, or the
+encoder's embedding neighbours). The attacks themselves are ``rubric.perturbation``.
+
+This is the room's public face: other rooms import from here, not from its modules.
+"""
+
+from models.attacks.synonyms import (
+    WORDNET_DIRS, SYNONYM_SOURCES, wordnet_dir, WordNetSynonyms, EmbeddingNeighbours, build_synonyms,
+)
+
+__all__ = ["WORDNET_DIRS", "SYNONYM_SOURCES", "wordnet_dir", "WordNetSynonyms", "EmbeddingNeighbours",
+           "build_synonyms"]
