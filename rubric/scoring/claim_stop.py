@@ -21,10 +21,14 @@ been written. Units are judged in order, complete ones only:
   ignored; a bare count "2." has the empty key). Its *previous unit* is the last non-blank unit
   before it; a unit *repeats* when an earlier non-blank unit has its key.
 - The completion loops at the first unit that repeats its previous unit (the same claim twice in
-  a row, or two bare counts in a row "2. 3."), or that is the *second repeat* of the completion:
-  the same unit seen a third time, or a repeat of another earlier unit after one repeat already.
-- A repeat that is neither (the first repeat of a unit further back: "A, B, A, C") is *skipped*:
-  it is not read (the claim is not kept twice) and the reading goes on.
+  a row, or two bare counts in a row "2. 3."), or that is the *second repeat* of a claim: a unit
+  ``parse_claims`` reads a claim from, repeating an earlier unit, when one such repeat came before
+  it (the same claim seen a third time, or another earlier claim repeated after one repeat already).
+- A repeat that is neither is *skipped*: it is not read (the claim is not kept twice) and the
+  reading goes on. That is the first repeat of a claim further back ("A, B, A, C"), and any repeat
+  further back of a unit that is no claim (a header such as "Claims in the excerpt:", chatter, the
+  sentinel, a bare count), which is not counted either: a model that writes a header before each
+  claim repeats the header without looping.
 - Inside a unit, a block of at most ``PERIODIC_MAX`` characters that holds a letter or digit,
   written again and again, at least three times in a row and over at least ``PERIODIC_RUN``
   characters ("1.1.1.1...", "*X* *X* *X*": a unit that never ends), is a loop where the run is
@@ -41,12 +45,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import cache
+from functools import cache, lru_cache
 
 from rubric.scoring.claims import LOOP_RULE, claim_key, clean_claim_line, parse_claims
 
 __all__ = ["LOOP_RULE", "PERIODIC_RUN", "PERIODIC_MAX", "STOP_RULES", "LoopWatch", "claim_units", "unit_key",
-           "loop_position", "loops", "claims_until_loop"]
+           "loop_position", "loops", "claims_until_loop", "LOSS_REASONS", "claims_v3_loses"]
 
 PERIODIC_RUN = 48
 PERIODIC_MAX = 80
@@ -102,6 +106,12 @@ def _blank(unit: str) -> bool:
     return _ALNUM.search(_MARKERS.sub("", unit)) is None
 
 
+@lru_cache(maxsize=4096)
+def _is_claim(unit: str) -> bool:
+    """``parse_claims`` reads a claim from the unit (not a header, chatter, the sentinel or a bare count)."""
+    return bool(parse_claims(_MARKERS.sub("", unit)))
+
+
 @cache
 def _periodic_patterns() -> tuple[tuple[re.Pattern[str], int], ...]:
     # period p: a block of p characters holding a letter or digit, and enough copies after it to make 3,
@@ -142,9 +152,10 @@ def _scan(units: list[tuple[str, int | None]], before: int | None = None,
             continue
         key = unit_key(unit)
         if key in seen:
-            if key == prev or repeats >= 1:
+            claim = _is_claim(unit)
+            if key == prev or (claim and repeats >= 1):
                 return (done_at if done_at >= 0 else None), read
-            repeats += 1  # a duplicate further back: skipped, not read twice
+            repeats += claim  # a duplicate further back: skipped, not read twice
         else:
             seen.add(key)
             read.append(i)
@@ -223,6 +234,48 @@ def claims_until_loop(text: str, *, cut: bool) -> list[str]:
             break
         # parse_claims cleans one line: bullets, labels, quotes, chatter, the sentinel, one-word lines
         out.extend(parse_claims(_MARKERS.sub("", unit)))
+    return out
+
+
+#: Why a claim v2 reads from a sentence's completion is not among v3's, in the order the reasons are
+#: tried (``claims_v3_loses``).
+LOSS_REASONS: dict[str, str] = {
+    "split": "a numbered list written on one line: v2 read it as one claim, v3 reads its items",
+    "cut": "the last line, cut by the token budget (v2 reads it, v3 does not)",
+    "renumbered": "a claim v3 keeps, written again under another list number ('1.1.1.3: X' after '1.1.1.2: X')",
+    "loop": "written after the completion started looping (v3 stopped there)",
+    "text": "the engine wrote other text for the sentence (v3's completion is not a prefix of v2's)",
+}
+
+
+def claims_v3_loses(v2_text: str, v2_cut: bool, v3_text: str, v3_cut: bool) -> dict[str, list[str]]:
+    """The claims v2 reads from its completion of one sentence that v3 does not read from its own, by reason.
+
+    v2 reads ``parse_claims(v2_text)``; v3 ``claims_until_loop(v3_text, cut=v3_cut)``; a claim is
+    the same claim in both when its ``claim_key`` is. v3's reading applied to v2's own text shows what
+    the rule changes (``split``, ``cut``, ``renumbered``, ``loop``: ``LOSS_REASONS``); what is left is
+    the engines' texts differing (``text``). Only ``loop`` and ``text`` can be real claims lost.
+
+    Returns:
+        reason -> the claims (v2's spelling, in v2's order, repeats once) lost for it; every reason present.
+    """
+    v3_claims = claims_until_loop(v3_text, cut=v3_cut)
+    v3_keys = {claim_key(c) for c in v3_claims}
+    v3_units = {unit_key(c) for c in v3_claims}
+    units = claim_units(v2_text)
+    every_unit = {claim_key(c) for u, _ in units for c in parse_claims(_MARKERS.sub("", u))}
+    whole_units = {claim_key(c) for u, _ in (units[:-1] if v2_cut else units) for c in parse_claims(_MARKERS.sub("", u))}
+    rule_on_v2 = {claim_key(c) for c in claims_until_loop(v2_text, cut=v2_cut)}
+    out: dict[str, list[str]] = {r: [] for r in LOSS_REASONS}
+    done: set[str] = set()
+    for c in parse_claims(v2_text):
+        k = claim_key(c)
+        if k in v3_keys or k in done:
+            continue
+        done.add(k)
+        reason = ("split" if k not in every_unit else "cut" if k not in whole_units
+                  else "renumbered" if unit_key(c) in v3_units else "loop" if k not in rule_on_v2 else "text")
+        out[reason].append(c)
     return out
 
 

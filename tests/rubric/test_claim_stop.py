@@ -267,3 +267,18 @@ def test_v3_equals_v2_on_generated_loop_free_lists():
         if text.endswith("\n"):
             assert claims_until_loop(text, cut=True) == claims
     assert n_repeats > 100  # the lists with a repeat further back were generated and checked too
+
+
+def test_a_repeated_header_is_skipped_without_counting_as_a_repeat():
+    # SmolLM2 on a WebGLM sentence (tests/rubric/data/claim_completions.jsonl): headers come back before each claim
+    text = ("Rome fell because of barbarian invasions.\n\nClaims in the excerpt:\nThe Western Empire fell to invaders.\n\n"
+            "Claims in the marked sentence:\nThe Western Empire fell to invaders.\n\nClaims in the excerpt:\n"
+            "The last emperor in the West was removed in 476 AD.\n\nClaims in the marked sentence:\n"
+            "The last emperor in the West was removed in 476 AD.\n\nClaims in the excerpt:\nThe last")
+    assert claims_until_loop(text, cut=True) == ["Rome fell because of barbarian invasions.",
+                                                 "The Western Empire fell to invaders.",
+                                                 "The last emperor in the West was removed in 476 AD."]
+    # the second repeated claim is the loop, seen once its newline is written
+    assert loop_position(text) == text.rindex("476 AD.\n") + len("476 AD.\n")
+    # a header written twice in a row is still a loop
+    assert loops("Claims:\nClaims:\n")
