@@ -17,17 +17,20 @@ been written. Units are judged in order, complete ones only:
 - A *blank* unit, with no letter or digit once ``<SOS>``/``<EOS>`` are taken out (an empty line,
   ``---``, ``...``, a line of dots, ``**``), is ignored: it is not read, not a repeat, and not the
   unit before the next one.
-- Every other unit has a key (``unit_key``: case, punctuation, list markers and ``<SOS>``/``<EOS>``
-  ignored; a bare count "2." has the empty key). Its *previous unit* is the last non-blank unit
-  before it; a unit *repeats* when an earlier non-blank unit has its key.
+- A *bare count*, a list marker and nothing else ("2.", "3)", "4. <SOS>"), is not read either; the
+  ``BARE_COUNTS``-th (third) in a row, blank units aside, is a loop ("2. 3. 4. ..." counting); fewer
+  are a stutter ("1. 3.", then the claims) and ignored like blank units.
+- Every other unit has a key (``unit_key``: case, punctuation, list markers, ``Claim 1:`` labels
+  and ``<SOS>``/``<EOS>`` ignored). Its *previous unit* is the last such unit before it; a unit
+  *repeats* when an earlier one has its key.
 - The completion loops at the first unit that repeats its previous unit (the same claim twice in
-  a row, or two bare counts in a row "2. 3."), or that is the *second repeat* of a claim: a unit
+  a row), or that is the *second repeat* of a claim: a unit
   ``parse_claims`` reads a claim from, repeating an earlier unit, when one such repeat came before
   it (the same claim seen a third time, or another earlier claim repeated after one repeat already).
 - A repeat that is neither is *skipped*: it is not read (the claim is not kept twice) and the
   reading goes on. That is the first repeat of a claim further back ("A, B, A, C"), and any repeat
   further back of a unit that is no claim (a header such as "Claims in the excerpt:", chatter, the
-  sentinel, a bare count), which is not counted either: a model that writes a header before each
+  sentinel), which is not counted either: a model that writes a header before each
   claim repeats the header without looping.
 - Inside a unit, a block of at most ``PERIODIC_MAX`` characters that holds a letter or digit,
   written again and again, at least three times in a row and over at least ``PERIODIC_RUN``
@@ -49,18 +52,21 @@ from functools import cache, lru_cache
 
 from rubric.scoring.claims import LOOP_RULE, claim_key, clean_claim_line, parse_claims
 
-__all__ = ["LOOP_RULE", "PERIODIC_RUN", "PERIODIC_MAX", "STOP_RULES", "LoopWatch", "claim_units", "unit_key",
+__all__ = ["LOOP_RULE", "PERIODIC_RUN", "PERIODIC_MAX", "BARE_COUNTS", "STOP_RULES", "LoopWatch", "claim_units", "unit_key",
            "loop_position", "loops", "claims_until_loop", "LOSS_REASONS", "claims_v3_loses"]
 
 PERIODIC_RUN = 48
 PERIODIC_MAX = 80
+BARE_COUNTS = 3
 
 # An inline list item: whitespace after sentence punctuation (or markdown emphasis, or a <SOS>/<EOS>
 # marker), then "3." / "3)" / "(3)" and a space. The whitespace run is the separator; the unit before
 # it is complete once the marker's space is written.
 _INLINE_ITEM = re.compile(r"(?<=[.!?:;)\]\"'”’>*])[ \t]+(?=\(?\d{1,3}[.)][ \t])")
-# List markers, bullets and the prompt's sentence markers at the start of a unit, nested ("1. 2.", "1.1.1").
-_LEAD = re.compile(r"^(?:\s*(?:[-*+•·‣◦▪–—>#]+|\(?\d{1,3}(?:\.\d{1,3})*[.):]|\[\d{1,3}\]))+(?=\s|$)\s*")
+# One list marker or bullet at the start of a unit ("2.", "1.1.1.3:", "(4)", "[5]", "-"), followed by a space
+# or the end; ``unit_key`` takes them off one at a time ("1. 2. X"). One at a time, because a repeated
+# group of markers with optional spaces between them backtracks exponentially on "1.1.1.1...1x".
+_LEAD = re.compile(r"^\s*(?:[-*+•·‣◦▪–—>#]+|\(?\d{1,3}(?:\.\d{1,3})*[.):]|\[\d{1,3}\])(?=\s|$)\s*")
 _MARKERS = re.compile(r"<SOS>|<EOS>", re.I)
 
 
@@ -141,7 +147,7 @@ def _scan(units: list[tuple[str, int | None]], before: int | None = None,
     """
     seen: set[str] = set()
     prev: str | None = None
-    repeats = 0
+    repeats = counts = 0
     read: list[int] = []
     for i, (unit, done_at) in enumerate(units):
         if done_at is None and final and i == len(units) - 1:
@@ -151,6 +157,12 @@ def _scan(units: list[tuple[str, int | None]], before: int | None = None,
         if _blank(unit):
             continue
         key = unit_key(unit)
+        if not key:  # a bare count: the third in a row is counting, fewer a stutter ("1. 3.")
+            counts += 1
+            if counts >= BARE_COUNTS:
+                return (done_at if done_at >= 0 else None), read
+            continue
+        counts = 0
         if key in seen:
             claim = _is_claim(unit)
             if key == prev or (claim and repeats >= 1):
