@@ -163,47 +163,38 @@ def claim_changes(base: list, other: list) -> dict:
     return out
 
 
-#: Why a sentence's claims differ between v2 and v3, in the order the reasons are tried.
-CHANGE_REASONS = {
-    "split": "a numbered list written on one line: v2 read it as one claim, v3 reads its items",
-    "item": "an item of such a one-line list (v3 only)",
-    "cut": "the last line, cut by the token budget (v2 reads it, v3 does not)",
-    "loop": "written after the completion started looping (v3 stopped there)",
-    "text": "the engine wrote other text for the sentence (v3's completion is not a prefix of v2's)",
-}
+def change_reasons() -> dict[str, str]:
+    """Why a sentence's claims differ between v2 and v3: ``rubric.scoring.LOSS_REASONS`` (a claim only v2
+    reads), then the claims only v3 reads."""
+    from rubric.scoring import LOSS_REASONS
+
+    return {**LOSS_REASONS, "item": "an item of such a one-line list (v3 only)",
+            "v3_text": "v3 only: the engine wrote other text for the sentence"}
 
 
 def classify_changes(v2_completions: list, v3_completions: list) -> dict[str, int]:
     """Per extraction prompt, each claim in one version's reading and not the other's, by reason.
 
-    v3 reads claims with ``claims_until_loop``; applied to v2's own completion of the same prompt it
-    shows what the rule alone changes: items of one-line lists (``split``/``item``), a budget-cut
-    last line (``cut``), lines after the loop (``loop``). What is left is the engines' texts
-    differing (``text``). Counts are distinct claims per sentence (answers dedupe further).
+    A claim only v2 reads is classified by ``rubric.scoring.claims_v3_loses`` (v3's reading applied to
+    v2's own completion of the same prompt: one-line lists, a budget-cut last line, a claim written
+    again under another number, lines after the loop; what is left is the engines' texts differing).
+    A claim only v3 reads is an item of a one-line list, or other text. Counts are distinct claims per
+    sentence (answers dedupe further).
     """
-    from rubric.scoring import claim_key, claim_units, claims_until_loop, parse_claims
-
-    def keys(claims):
-        return {claim_key(c) for c in claims}
+    from rubric.scoring import claim_key, claims_until_loop, claims_v3_loses, parse_claims
 
     v3_by_prompt = {p: (t, cut) for p, t, cut in v3_completions}
-    counts = dict.fromkeys(CHANGE_REASONS, 0)
+    counts = dict.fromkeys(change_reasons(), 0)
     for prompt, text, cut in v2_completions:
         if prompt not in v3_by_prompt:
             continue
         v3_text, v3_cut = v3_by_prompt[prompt]
-        v2 = keys(parse_claims(text))
-        v3 = keys(claims_until_loop(v3_text, cut=v3_cut))
-        units = claim_units(text)
-        every_unit = keys(c for u, _ in units for c in parse_claims(u))
-        whole_units = keys(c for u, _ in (units[:-1] if cut else units) for c in parse_claims(u))
-        rule_on_v2_text = keys(claims_until_loop(text, cut=cut))
-        for k in v2 - v3:
-            reason = ("split" if k not in every_unit else "cut" if k not in whole_units
-                      else "loop" if k not in rule_on_v2_text else "text")
-            counts[reason] += 1
-        for k in v3 - v2:
-            counts["item" if k in rule_on_v2_text else "text"] += 1
+        for reason, lost in claims_v3_loses(text, cut, v3_text, v3_cut).items():
+            counts[reason] += len(lost)
+        v2 = {claim_key(c) for c in parse_claims(text)}
+        rule_on_v2_text = {claim_key(c) for c in claims_until_loop(text, cut=cut)}
+        for k in {claim_key(c) for c in claims_until_loop(v3_text, cut=v3_cut)} - v2:
+            counts["item" if k in rule_on_v2_text else "v3_text"] += 1
     return counts
 
 
@@ -432,7 +423,7 @@ def main() -> int:
         counts = classify_changes(first["timed"].completions, r["timed"].completions)
         lines += ["", f"Why claims differ, {first['version']} -> {r['version']} (distinct claims per sentence):", "",
                   "| reason | claims |", "|---|---:|"]
-        lines += [f"| {CHANGE_REASONS[k]} | {n} |" for k, n in counts.items()]
+        lines += [f"| {change_reasons()[k]} | {n} |" for k, n in counts.items()]
     if args.compare_to:
         lines += ["", compare_dumps(json.loads(Path(args.compare_to).read_text(encoding="utf-8")), first["dump"])]
     end = os.getloadavg()

@@ -74,7 +74,7 @@ from rubric.scoring.claims import (
     FACTUALITY_V3, EXTRACT_V2, VERIFY_V2, VERIFY_TERNARY_V2, FactualityRecipe, factuality_recipe, sentence_evidence,
 )
 from rubric.scoring.claim_stop import (
-    LOOP_RULE, STOP_RULES, claim_units, unit_key, loop_position, loops, claims_until_loop,
+    LOOP_RULE, STOP_RULES, claim_units, unit_key, loop_position, loops, claims_until_loop, LOSS_REASONS, claims_v3_loses,
 )
 
 __all__ = [
@@ -104,7 +104,7 @@ __all__ = [
     "format_evidence", "verification_prompt", "VerdictReading", "read_verdict", "parse_verdict_text",
     "ClaimScores", "factuality_scores", "CheckedClaim", "claims_to_json", "claims_from_json", "claims_table", 'FACTUALITY_V2', 'FACTUALITY_VERSIONS', 'count_no_claims',
     "FACTUALITY_V3", "EXTRACT_V2", "VERIFY_V2", "VERIFY_TERNARY_V2", "FactualityRecipe", "factuality_recipe",
-    "sentence_evidence", "LOOP_RULE", "STOP_RULES", "claim_units", "unit_key", "loop_position", "loops", "claims_until_loop",
+    "sentence_evidence", "LOOP_RULE", "STOP_RULES", "claim_units", "unit_key", "loop_position", "loops", "claims_until_loop", "LOSS_REASONS", "claims_v3_loses",
     "CPU_RELEVANCE_VERSION", "CPU_COHERENCE_VERSION", "CPU_COMPLETENESS_VERSION", "CPU_FACTUALITY_VERSION",
     "CPU_SPECIFICITY_VERSION", "CPU_EXAMPLES_VERSION", "CPU_FLUENCY_VERSION", "FACTUALITY_NO_EVIDENCE",
     "QUESTION_TERM_POS", "CONCRETE_POS", "EXAMPLE_CUE", "FLUENCY_HARPER_KINDS", "centroid", "relevance_score",

@@ -69,6 +69,7 @@ __all__ = [
     "sentence_context",
     "extraction_prompts",
     "parse_claims",
+    "clean_claim_line",
     "EXTRACTION_STOP",
     "claim_key",
     "dedupe_claims",
@@ -103,7 +104,7 @@ VERIFY_TERNARY_VERSION = "factuality.verify_ternary.v1"
 VERIFY_V2 = "factuality.verify.v2"
 VERIFY_TERNARY_V2 = "factuality.verify_ternary.v2"
 #: The stop rule of ``factuality.extract.v2`` (``rubric.scoring.claim_stop``), by the name engines know it by.
-LOOP_RULE = "factuality.loop_stop.v1"
+LOOP_RULE = "factuality.loop_stop.v2"
 
 NO_CLAIM_SENTINEL = "No verifiable claim."
 NO_CLAIMS_REASON = "no verifiable claims in the answer"
@@ -257,6 +258,12 @@ def _strip_wrappers(line: str) -> str:
     return line
 
 
+def clean_claim_line(line: str) -> str:
+    """One line of an extraction output without its wrappers, as ``parse_claims`` reads it: bullets and
+    list numbers, a ``Claim 1:`` label, markdown emphasis and surrounding quotes removed."""
+    return _strip_wrappers(_LABEL.sub("", _strip_wrappers(line)))
+
+
 def parse_claims(text: str) -> list[str]:
     """Claims from one extraction output: one per line, cleaned; [] for the sentinel or junk.
 
@@ -277,7 +284,7 @@ def parse_claims(text: str) -> list[str]:
             continue
         if _ECHO.match(line):
             break
-        line = _strip_wrappers(_LABEL.sub("", _strip_wrappers(line)))
+        line = clean_claim_line(line)
         if not line or line.endswith(":") or _META.match(line):
             continue
         if _SENTINEL.search(line.rstrip(".!")):

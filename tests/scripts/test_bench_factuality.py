@@ -19,14 +19,17 @@ def test_claim_changes_counts_claims_by_key_and_verdicts_by_evidence():
 
 
 def test_classify_changes_names_why_claims_differ():
-    # v2's completion: a one-line list (read as one claim by v2, as items by v3), a repeat, then lines
-    # after the loop and a line cut by the budget
-    v2_text = ("1. The oven is hot. 2. The pan is oiled.\n3. The oven is hot.\n4. The fish is fresh.\n"
-               "5. The salt is coa")
-    v3_text = "1. The oven is hot. 2. The pan is oiled.\n3. The oven is hot."  # stopped by the rule
+    # v2's completion: a one-line list (read as one claim by v2, as items by v3), the same claim twice
+    # in a row (the loop), then a line after the loop and a line cut by the budget
+    v2_text = ("1. The oven is hot. 2. The pan is oiled.\n3. The oven is hot.\n4. The oven is hot.\n"
+               "5. The fish is fresh.\n6. The salt is coa")
+    v3_text = "1. The oven is hot. 2. The pan is oiled.\n3. The oven is hot.\n4. The oven is hot.\n"  # stopped by the rule
     other_v2 = "1. Water boils at 100 C."
     other_v3 = "1. Water boils at 90 C."  # the engine wrote other text
-    counts = classify_changes([("p", v2_text, True), ("q", other_v2, False)],
-                              [("p", v3_text, False), ("q", other_v3, False)])
+    # SmolLM2 numbers its claims again inside the list: the same claim under another number
+    numbered = "1. 1.1.1.1: The job is remote.\n2. 1.1.1.2: The job pays well.\n3. 1.1.1.3: The job pays well.\n"
+    counts = classify_changes([("p", v2_text, True), ("q", other_v2, False),
+                               ("r", numbered + "4. 1.1.1.4: The job pays well.\n", False)],
+                              [("p", v3_text, False), ("q", other_v3, False), ("r", numbered, False)])
     # "The oven is hot." is in both (v2 reads it on line 3); "The pan is oiled." is an item of v3 only
-    assert counts == {"split": 1, "item": 1, "cut": 1, "loop": 1, "text": 2}
+    assert counts == {"split": 1, "item": 1, "cut": 1, "renumbered": 2, "loop": 1, "text": 1, "v3_text": 1}
