@@ -32,7 +32,7 @@ from models.rubric_backends.text import load_spacy, pipeline_id
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem
 from rubric.scoring import (
-    CPU_COHERENCE_V3, CPU_COMPLETENESS_V3, CPU_RELEVANCE_V3, coherence_v3, copied_sentences, plain_case, without_repeats,
+    CPU_COHERENCE_V3, CPU_COMPLETENESS_V3, CPU_RELEVANCE_V3, coherence_v3, copied_sentences, plain_case, without_question_words, without_repeats,
     CONCRETE_POS, CPU_COHERENCE_V2, CPU_COHERENCE_VERSION, CPU_COMPLETENESS_REFERENCE, CPU_COMPLETENESS_V2,
     CPU_COMPLETENESS_VERSION, CPU_EXAMPLES_V2, CPU_EXAMPLES_VERSION, CPU_FACTUALITY_V2, CPU_FACTUALITY_VERSION,
     CPU_FLUENCY_V2, CPU_FLUENCY_VERSION, CPU_RELEVANCE_V2, CPU_RELEVANCE_VERSION, CPU_SPECIFICITY_VERSION, EXAMPLE_CUE,
@@ -77,6 +77,7 @@ class _Parsed:
     forms: set[str] = field(default_factory=set)  # the content words as written, lower-cased (questions)
     lemmas: set[str] = field(default_factory=set)  # every lemma and lower-cased form (answers)
     sentence_terms: list[set[str]] = field(default_factory=list)  # each sentence's content lemmas (answers)
+    sentence_words: list[list[tuple[str, str, str]]] = field(default_factory=list)  # (text and space, lemma, lower)
     n_words: int = 0
     n_concrete: int = 0
     n_entities: int = 0
@@ -107,7 +108,8 @@ def _parse_answer(doc: Any) -> _Parsed:
     sents = _kept_sents(doc)
     return _Parsed(sentences=[s.text.strip() for s in sents], lemmas=lemmas,
                    sentence_terms=[_content_terms(s) for s in sents], n_words=len(words), n_concrete=concrete,
-                   n_entities=len(doc.ents))
+                   n_entities=len(doc.ents),
+                   sentence_words=[[(t.text_with_ws, t.lemma_.lower(), t.lower_) for t in s] for s in sents])
 
 
 def _parse_question(doc: Any) -> _Parsed:
@@ -146,6 +148,8 @@ class CPURow:
         clean / C / clean_text / copies: a "clean" unit's answer: the parse, sentence embeddings and text of the
             answer without its word-for-word copies of earlier text (:func:`rubric.scoring.without_repeats`), and
             where in that text each copy was cut.
+        M: a "clean" unit's answer's sentences without the question's words
+            (:func:`rubric.scoring.without_question_words`), one embedding each (None: nothing else is left).
         question_terms: the question's content words and their lemmas, read as written and in plain case (a "clean"
             unit's): an answer's "Sardines" (a name to the tagger, lemma "sardines") is the question's "sardines".
     """
@@ -166,6 +170,7 @@ class CPURow:
     clean_text: str = ""
     copies: list[int] = field(default_factory=list)
     question_terms: set[str] = field(default_factory=set)
+    M: list[np.ndarray | None] = field(default_factory=list)
     _info: dict[bool, tuple[list[int], np.ndarray]] = field(default_factory=dict)
 
     def information(self, clean: bool = False) -> tuple[list[int], np.ndarray]:
@@ -178,7 +183,17 @@ class CPURow:
             keep = distinct_sentences(S, answer.sentences)
             w = {t: self.weights(t) for t in {t for i in keep for t in answer.sentence_terms[i]} | asked}
             nov = [novelty(answer.sentence_terms[i], asked, w) for i in keep]
-            self._info[clean] = keep, sentence_information(self.q, S[keep], nov)
+            if not clean:
+                self._info[clean] = keep, sentence_information(self.q, S[keep], nov)
+            else:  # v3: what each sentence says besides the question's words (its row of M; None: nothing else)
+                said = [i for i in keep if self.M[i] is not None]
+                info = np.zeros(len(keep))
+                if said:
+                    at = {i: k for k, i in enumerate(keep)}
+                    got = sentence_information(self.q, np.vstack([self.M[i] for i in said]),
+                                               [nov[at[i]] for i in said])
+                    info[[at[i] for i in said]] = got
+                self._info[clean] = keep, info
         return self._info[clean]
 
 
@@ -451,6 +466,7 @@ class CPUProfileScorer:
         evidence = self._parse([t[:MAX_EVIDENCE_CHARS] for ts in texts.values() for t in ts],
                                lambda d: _Parsed(sentences=_sentences(d)), senter_only=True) if cut else {}
         index: dict[str, int] = {}  # distinct sentence -> its row of the embedding matrix
+        masked: dict[int, list[str]] = {}  # a "clean" row's sentences without the question's words
         for i in live:
             r = rows[i]
             r.question = questions[items[i].question]
@@ -464,7 +480,10 @@ class CPUProfileScorer:
             if "reference" in self._needs and _has_text(items[i].reference):
                 r.reference = evidence[items[i].reference[:MAX_EVIDENCE_CHARS]].sentences[:MAX_EVIDENCE_SENTENCES]
             clean = r.clean.sentences if r.clean is not None else []
-            for s in (*r.answer.sentences, *clean, *r.question.sentences, *r.evidence, *r.reference):
+            masked[i] = ([without_question_words(ws, r.question_terms) for ws in r.clean.sentence_words]
+                         if r.clean is not None else [])
+            for s in (*r.answer.sentences, *clean, *r.question.sentences, *r.evidence, *r.reference,
+                      *(m for m in masked[i] if m)):
                 index.setdefault(s, len(index))
         emb = self.encoder.encode(list(index), batch_size=ENCODE_BATCH, convert_to_numpy=True,
                                   normalize_embeddings=True, show_progress_bar=False)
@@ -473,6 +492,7 @@ class CPUProfileScorer:
             r.S = emb[[index[s] for s in r.answer.sentences]]
             if r.clean is not None:
                 r.C = emb[[index[s] for s in r.clean.sentences]]
+                r.M = [emb[index[m]] if m else None for m in masked[i]]
             r.q = emb[index[r.question.sentences[0]]]
             r.E = emb[[index[s] for s in r.evidence]] if r.evidence else None
             r.R = emb[[index[s] for s in r.reference]] if r.reference else None

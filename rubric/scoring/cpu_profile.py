@@ -71,9 +71,14 @@ still move v2 up (a median 0.002, on a quarter of WebGLM's answers). Text said a
 information however it is split:
 
 - relevance (``relevance.minilm.v3``) and completeness (``completeness.coverage.v3``): v2's formulas over the answer
-  without its copies, the question's terms read as written and in plain case (:func:`plain_case`: a heading's
-  capitals make a tagger read "Sardines" as a name) and as written words besides their lemmas, so an answer's
-  "Sardines" is the question's "sardines".
+  without its copies, with a sentence's information read from what it says *besides the question's words*: its
+  cosine is the question's with the sentence with those words taken out (:func:`without_question_words`), times its
+  novelty as before. v2's cosine was highest for a sentence about the question's topic that says nothing of it
+  ("Heat pumps are a topic many people are curious about"); without "heat pumps" such a sentence is far from the
+  question, while an answer's "they move heat from the outside air with a refrigerant" stays near it. The
+  question's terms are read as written and in plain case (:func:`plain_case`: a heading's capitals make a tagger
+  read "Sardines" as a name), as written words besides their lemmas, so an answer's "Sardines" is the question's
+  "sardines".
 - coherence (``coherence.minilm.v3``): v2's links over the answer without its copies, a link into a sentence that
   says nothing new being 0 (one that repeats an earlier sentence, as v2; one a copy was cut from,
   :func:`copied_sentences`; one that restates the question) and each copy one more link of 0 (:func:`coherence_v3`):
@@ -104,7 +109,7 @@ __all__ = [
     "relevance_v2", "completeness_v2", "coherence_v2", "example_cues_v2", "ZIPF_TOP", "MIN_TERM_WEIGHT", "term_weight",
     "CPU_FLUENCY_V2", "UNKNOWN_WORD_ZIPF", "count_fluency_lints_v2", "repeated_sentences",
     "CPU_RELEVANCE_V3", "CPU_COHERENCE_V3", "CPU_COMPLETENESS_V3", "without_repeats", "plain_case", "coherence_v3",
-    "copied_sentences",
+    "copied_sentences", "without_question_words",
 ]
 
 CPU_RELEVANCE_VERSION = "relevance.minilm.v1"
@@ -453,6 +458,14 @@ def copied_sentences(text: str, sentences: Sequence[str], cuts: Sequence[int]) -
         pos = at + len(sent)
         out.append(any(at < c <= pos for c in cuts))
     return out
+
+
+def without_question_words(words: Iterable[tuple[str, str, str]], asked: set[str]) -> str:
+    """A sentence without the question's words: its ``words`` (each its text with the space after it, its lemma and
+    its lower-cased form, both lower-case) but those whose lemma or form is in ``asked``, joined and stripped; ""
+    when nothing with a letter or digit is left (the sentence only said the question's words)."""
+    text = "".join(t for t, lemma, lower in words if lemma not in asked and lower not in asked).strip()
+    return text if any(c.isalnum() for c in text) else ""
 
 
 def plain_case(text: str) -> str:

@@ -123,14 +123,17 @@ _add(RubricSpec("completeness", "completeness.coverage.v2", "cpu_text", 0.0, 1.0
 # the third (issue 44): text said again is read once before anything is parsed (without_repeats), so a repeat cannot
 # add information however the sentence splitter cuts it; a heading-style question's terms are read in plain case too
 _add(RubricSpec("relevance", "relevance.minilm.v3", "cpu_text", 0.0, 1.0,
-                description="relevance.minilm.v2 of the answer without its word-for-word copies of earlier text, the "
-                            "question's terms read as written and in plain case"))
+                description="mean over the distinct sentences of the answer without its word-for-word copies of the "
+                            "MiniLM cosine of the question and the sentence with the question's words taken out "
+                            "(floored at 0) times the share of the sentence's information the question lacks: what it "
+                            "says besides the question"))
 _add(RubricSpec("coherence", "coherence.minilm.v3", "cpu_text", 0.0, 1.0,
-                description="coherence.minilm.v2's links over the answer without its word-for-word copies of earlier "
-                            "text, each copy one more link of 0; abstains without any link"))
+                description="coherence.minilm.v2's links over the answer without its word-for-word copies; a link "
+                            "into a sentence a copy was cut from or that restates the question counts 0, and each "
+                            "copy is one more link of 0; abstains without any link"))
 _add(RubricSpec("completeness", "completeness.coverage.v3", "cpu_text", 0.0, 1.0,
-                description="reference-free: completeness.coverage.v2 with relevance.minilm.v3's information (the "
-                            "answer without its copies)"))
+                description="reference-free: 1 - prod(1 - information) over the distinct sentences, a sentence's "
+                            "information being relevance.minilm.v3's"))
 _add(RubricSpec("completeness", "completeness.reference.v1", "cpu_text", 0.0, 1.0,
                 description="opt-in, reads the reference: mean over the reference's sentences of their best MiniLM "
                             "cosine with an answer sentence (floored at 0); abstains without a reference"))

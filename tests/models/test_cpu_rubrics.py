@@ -176,7 +176,9 @@ def test_echo_repetition_and_a_non_answer_never_outrank_the_answer(cpu_scorers):
             assert got[probe][name].raw <= got["answer"][name].raw, (probe, name, got[probe][name].raw,
                                                                      got["answer"][name].raw)
     assert got["echo"]["relevance"].raw < 0.1 and got["echo"]["coherence"].extras["n_repeated"] >= 2
-    assert got["repeat"]["coherence"].extras["n_repeated"] == 1
+    # the copy is cut (one link of 0) and the sentence it was cut from links with 0 too
+    assert got["repeat"]["coherence"].extras["n_copies"] == 1 and got["repeat"]["coherence"].extras["n_repeated"] == 2
+    assert got["repeat"]["completeness"].raw == pytest.approx(got["answer"]["completeness"].raw, abs=1e-6)
     assert got["repeat"]["relevance"].raw == pytest.approx(got["answer"]["relevance"].raw, abs=1e-6)
 
 

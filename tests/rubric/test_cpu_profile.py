@@ -17,7 +17,7 @@ from rubric.scoring import (
     count_fluency_lints, example_cues, fluency_score, grammar_score, relevance_score, soft_recall, support_score,
     term_coverage, REPEAT_COS, ABSTAIN_PREFIX, Score, is_abstention, distinct_sentences, novelty,
     sentence_information, relevance_v2, completeness_v2, coherence_v2, example_cues_v2, term_weight, ZIPF_TOP,
-    MIN_TERM_WEIGHT, without_repeats, plain_case, coherence_v3, copied_sentences,
+    MIN_TERM_WEIGHT, without_repeats, plain_case, coherence_v3, copied_sentences, without_question_words,
 )
 
 R2 = 1 / math.sqrt(2)
@@ -338,3 +338,12 @@ def test_coherence_v3_breaks_the_link_into_a_copy_or_a_restated_question():
         coherence_v3(rows, copied=[True])
     with pytest.raises(ConfigError):
         coherence_v3(rows, copies=-1)
+
+
+def test_without_question_words_keeps_what_a_sentence_says_besides_the_question():
+    words = [("Heat ", "heat", "heat"), ("pumps ", "pump", "pumps"), ("are ", "be", "are"), ("a ", "a", "a"),
+             ("topic", "topic", "topic"), (".", ".", ".")]
+    assert without_question_words(words, {"heat", "pump"}) == "are a topic."
+    assert without_question_words(words, {"heat", "pumps"}) == "are a topic."  # the form as written counts too
+    assert without_question_words(words[:2] + words[-1:], {"heat", "pump"}) == ""  # only the question's words
+    assert without_question_words(words, set()) == "Heat pumps are a topic."
