@@ -281,14 +281,14 @@ def _check_minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[
 
 
 def _check_cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
-    from models.rubric_backends.cpu_rubrics import EMBEDDING_VERSIONS, PARSE_VERSIONS, WORDFREQ_VERSIONS  # constants only
+    from models.rubric_backends.cpu_rubrics import versions_needing  # no model loaded
 
     versions = {s.version for s in specs}
     why = ", ".join(sorted(versions)) or "the cpu_text backend"
-    problems = _spacy_problems(config, why) if versions & PARSE_VERSIONS or not versions else []
-    if versions & WORDFREQ_VERSIONS or not versions:
+    problems = _spacy_problems(config, why) if versions & versions_needing("parse") or not versions else []
+    if versions & versions_needing("wordfreq") or not versions:
         problems += _need("wordfreq", why, "pip install wordfreq==3.1.1 (or install the [cpu] extra)")
-    if versions & EMBEDDING_VERSIONS or not versions:
+    if versions & versions_needing("embed") or not versions:
         from models.rubric_backends.signals import minilm_problems
 
         problems += minilm_problems(why)

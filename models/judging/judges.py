@@ -337,6 +337,10 @@ class JudgeScorer:
                             f"{self.engine.max_context} tokens"))
                         continue
                 reads.append((u, o, prompt))
+        self._read_verdicts(reads)
+
+    def _read_verdicts(self, reads: list) -> None:
+        """Each ``(unit, order, verdict prompt)``'s verdict tokens scored in one engine call, read into its unit."""
         if not reads:
             return
         probs = self._score_tokens([p for _, _, p in reads], owners=[u for u, _, _ in reads])

@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from models.judging.judges import _TAG_SLACK, JudgeScorer, _Unit
 from rubric.scoring import ChatPrompt
-from rubric.judging import ORDERS, PAIRWISE_SCORER, JudgeSpec, VerdictProbs, verdict_probs, vote_probs
+from rubric.judging import ORDERS, PAIRWISE_SCORER, JudgeSpec, VerdictProbs, vote_probs
 from rubric.protocols import parse_pairwise_verdict
 
 __all__ = ["ProtocolJudgeScorer"]
@@ -107,11 +107,7 @@ class ProtocolJudgeScorer(JudgeScorer):
             prompt = self._verdict_prompt(u, o, text)  # type: ignore[arg-type]
             if prompt is not None:
                 reads.append((u, o, prompt))
-        if not reads:
-            return
-        probs = self._score_tokens([p for _, _, p in reads], owners=[u for u, _, _ in reads])
-        for (u, o, _), tp in zip(reads, probs):
-            u.probs[o] = verdict_probs(tp, u.spec, min_mass=self.min_mass, top_k=self.engine.top_k)
+        self._read_verdicts(reads)
 
     def _run_vote(self, units: list[_Unit]) -> None:
         super()._run_vote([u for u in units if not self._own(u.spec)])

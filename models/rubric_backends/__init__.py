@@ -30,8 +30,7 @@ from models.rubric_backends.factuality import (
 )
 from models.rubric_backends.cpu_rubrics import (
     CPUProfileScorer, CPUUnit, CPURow, CPU_UNITS, HarperFluencyScorer,
-    CPU_TEXT_VERSIONS, EMBEDDING_VERSIONS, PARSE_VERSIONS, MAX_EVIDENCE_SENTENCES, MAX_EVIDENCE_CHARS, SPACY_EXCLUDE,
-    WORDFREQ_VERSIONS,
+    versions_needing, MAX_EVIDENCE_SENTENCES, MAX_EVIDENCE_CHARS, SPACY_EXCLUDE,
 )
 
 __all__ = [
@@ -44,6 +43,5 @@ __all__ = [
     "HARPER_LANGUAGE", "LANGUAGETOOL_URL_ENV", "harper_linter", "TextGenerator", "SentenceSplitter",
     "SpacySentenceSplitter", "VLLMClaimGenerator", "claim_generator", "FactualityScorer", "claims_table",
     "CPUProfileScorer", "CPUUnit", "CPURow", "CPU_UNITS", "HarperFluencyScorer",
-    "CPU_TEXT_VERSIONS", "EMBEDDING_VERSIONS", "PARSE_VERSIONS", "MAX_EVIDENCE_SENTENCES",
-    "MAX_EVIDENCE_CHARS", "SPACY_EXCLUDE", "WORDFREQ_VERSIONS",
+    "versions_needing", "MAX_EVIDENCE_SENTENCES", "MAX_EVIDENCE_CHARS", "SPACY_EXCLUDE",
 ]

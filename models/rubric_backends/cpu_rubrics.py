@@ -44,8 +44,7 @@ from rubric.scoring import (
 )
 
 __all__ = ["CPUProfileScorer", "CPUUnit", "CPURow", "CPU_UNITS", "HarperFluencyScorer",
-           "CPU_TEXT_VERSIONS", "EMBEDDING_VERSIONS", "PARSE_VERSIONS", "MAX_EVIDENCE_SENTENCES",
-           "MAX_EVIDENCE_CHARS", "SPACY_EXCLUDE", "WORDFREQ_VERSIONS"]
+           "versions_needing", "MAX_EVIDENCE_SENTENCES", "MAX_EVIDENCE_CHARS", "SPACY_EXCLUDE"]
 
 log = logging.getLogger(__name__)
 
@@ -329,21 +328,19 @@ CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
     CPUUnit(CPU_COHERENCE_V3, _CLEAN, "minilm", _v3_coherence),
     CPUUnit(CPU_COMPLETENESS_V3, _CLEAN, "minilm", _v3_completeness),
 )}
-#: The versions :class:`CPUProfileScorer` serves.
-CPU_TEXT_VERSIONS: tuple[str, ...] = tuple(CPU_UNITS)
-#: Those among them that read sentence embeddings.
-EMBEDDING_VERSIONS: frozenset[str] = frozenset(v for v, u in CPU_UNITS.items() if "embed" in u.needs)
-#: Versions that read the spaCy parse of the answer.
-PARSE_VERSIONS: frozenset[str] = frozenset(v for v, u in CPU_UNITS.items() if "parse" in u.needs)
-#: Versions that read wordfreq's frequencies.
-WORDFREQ_VERSIONS: frozenset[str] = frozenset(v for v, u in CPU_UNITS.items() if "wordfreq" in u.needs)
+
+
+def versions_needing(need: str) -> frozenset[str]:
+    """The served versions whose unit needs ``need`` ("parse", "embed", "wordfreq", ...), read from
+    :data:`CPU_UNITS` when asked, so a unit added to it (a plugin's, a test's) is checked like the built-in ones."""
+    return frozenset(v for v, u in CPU_UNITS.items() if need in u.needs)
 
 
 class CPUProfileScorer:
     """The CPU profile's spaCy + MiniLM rubrics, sharing one parse and one encode per batch.
 
     Args:
-        specs: any of :data:`CPU_TEXT_VERSIONS`' registered specs, each at most once.
+        specs: any of the registered specs of :data:`CPU_UNITS`' versions, each at most once.
         spacy_model: spaCy pipeline package or folder.
         device: torch device of the encoder; None lets sentence-transformers choose.
 
@@ -357,7 +354,7 @@ class CPUProfileScorer:
         got = [s.version for s in specs]
         if not specs or len(set(got)) != len(got) or any(
                 s.version not in CPU_UNITS or RUBRICS.get(s.version) != s for s in specs):
-            raise ConfigError(f"CPUProfileScorer serves some of {list(CPU_TEXT_VERSIONS)}, each once; got {got}")
+            raise ConfigError(f"CPUProfileScorer serves some of {list(CPU_UNITS)}, each once; got {got}")
         self.specs: tuple[RubricSpec, ...] = tuple(specs)
         self._units = [(s.name, CPU_UNITS[s.version]) for s in specs]
         self._needs = frozenset().union(*(u.needs for _, u in self._units))
@@ -538,7 +535,7 @@ def _zipf_frequency() -> tuple[Callable[[str], float], str]:
     try:
         from wordfreq import zipf_frequency
     except ImportError as e:
-        raise BackendUnavailableError(f"{', '.join(sorted(WORDFREQ_VERSIONS | {CPU_FLUENCY_V2}))} need wordfreq: "
+        raise BackendUnavailableError(f"{', '.join(sorted(versions_needing('wordfreq') | {CPU_FLUENCY_V2}))} need wordfreq: "
                                       "pip install wordfreq==3.1.1 (or install the [cpu] extra)") from e
 
     @functools.lru_cache(maxsize=1 << 16)
