@@ -21,6 +21,7 @@ import atexit
 import json
 import logging
 import os
+import secrets
 import shutil
 import socket
 import tempfile
@@ -36,6 +37,12 @@ log = logging.getLogger(__name__)
 __all__ = ["LocalCluster", "NodeRemover", "free_port", "write_shards"]
 
 _LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+#: The token the tests' clusters authenticate with (Ray 2.60 starts a local cluster with token authentication):
+#: one per test process, given in the environment, which Ray reads before ``~/.ray/auth_token``. That file is one
+#: per user: another Ray started on this machine meanwhile (the suite's own, a user's) may replace it, and a job
+#: client reading it then fails with InvalidAuthToken.
+_AUTH_ENV = "RAY_AUTH_TOKEN"
+_TOKEN = secrets.token_hex(16)
 
 #: How fast the head notices a dead node (Ray's production defaults take longer; the tests want seconds).
 HEALTH_CHECK = {"health_check_initial_delay_ms": 0, "health_check_period_ms": 1000, "health_check_timeout_ms": 1000,
@@ -72,6 +79,7 @@ class LocalCluster:
     _nodes: list = field(default_factory=list)
     _seen: dict[int, str] = field(default_factory=dict)  # pid -> command line of everything seen running
     _env_before: tuple | None = None
+    _token_set: bool = False
 
     # --- start and stop ---------------------------------------------------------------------------------------
 
@@ -95,6 +103,7 @@ class LocalCluster:
         # process on this machine reads: this cluster is the tests' alone, so the file is not written
         write_address, ray_utils.write_ray_address = ray_utils.write_ray_address, lambda *a, **k: None
         self._loopback(True)
+        self._own_token(True)
         try:
             self._cluster = Cluster(initialize_head=True, head_node_args=head, shutdown_at_exit=True)
             for i in range(self.workers):
@@ -143,6 +152,16 @@ class LocalCluster:
             ray_constants.ENABLE_RAY_CLUSTER = const
             self._env_before = None
 
+    def _own_token(self, on: bool) -> None:
+        """Give this process and the cluster's (which inherit it) this test process's token (``_TOKEN``), unless
+        the environment names one; take it back on stop."""
+        if on and _AUTH_ENV not in os.environ:
+            os.environ[_AUTH_ENV] = _TOKEN
+            self._token_set = True
+        elif not on and self._token_set:
+            os.environ.pop(_AUTH_ENV, None)
+            self._token_set = False
+
     @property
     def address(self) -> str:
         """The GCS address (``ray.init(address=...)``, ``--address``)."""
@@ -169,6 +188,7 @@ class LocalCluster:
                 common.reset_ray_address = reset
             self._cluster = None
         self._loopback(False)
+        self._own_token(False)
         leftovers = self._kill_leftovers(timeout_s)
         if self.temp_dir:
             shutil.rmtree(self.temp_dir, ignore_errors=True)
