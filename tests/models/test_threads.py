@@ -71,8 +71,11 @@ def test_build_engine_sets_every_threads_pool_before_torch_loads(tmp_path, env, 
     from pathlib import Path
 
     repo = Path(__file__).resolve().parents[2]
+    # LD_PRELOAD: importing vLLM in this process (an earlier test's engine) sets it to torch's libgomp, which a child
+    # then loads at exec, before any OMP_NUM_THREADS it sets itself is read (a fresh CLI process has no such preload)
     base = {k: v for k, v in os.environ.items()
-            if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", threads.TORCH_THREADS_ENV, "CUDA_VISIBLE_DEVICES")}
+            if k not in ("OMP_NUM_THREADS", "OMP_WAIT_POLICY", threads.TORCH_THREADS_ENV, "CUDA_VISIBLE_DEVICES",
+                         "LD_PRELOAD")}
     base.update(env, CUDA_VISIBLE_DEVICES="", PYTHONPATH=os.pathsep.join(p for p in (str(repo), base.get("PYTHONPATH")) if p))
     done = subprocess.run([sys.executable, "-c", CODE, str(tmp_path)], capture_output=True, text=True, env=base,
                           cwd=repo, timeout=300)
