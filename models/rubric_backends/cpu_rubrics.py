@@ -12,6 +12,10 @@ version that needs no embedding loads no encoder; use_of_examples alone loads no
 
 :class:`HarperFluencyScorer` (backend ``harper_fluency``) is fluency.harper.v1 and v2; beside grammar.harper.v1 both
 read one Harper lint per answer (``models.rubric_backends.grammar.HarperPass``).
+
+At ~610 lines this module is over the project's ~600: the shared pass, the row it fills and the units that read the
+row are read together (a unit's needs decide what the pass computes); the next split is HarperFluencyScorer into
+``grammar.py`` beside HarperPass, left for issue 47's follow-up.
 """
 
 from __future__ import annotations
