@@ -395,7 +395,7 @@ def _cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
 
 @register_backend("harper_fluency", requires=_check_harper_fluency, pool="text")
 def _harper_fluency(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.rubric_backends.cpu_rubrics import HarperFluencyScorer
+    from models.rubric_backends.fluency import HarperFluencyScorer
 
     return HarperFluencyScorer(specs)
 

@@ -28,8 +28,9 @@ from models.rubric_backends.factuality import (
     TextGenerator, SentenceSplitter, SpacySentenceSplitter, VLLMClaimGenerator, claim_generator, FactualityScorer,
     claims_table,
 )
+from models.rubric_backends.fluency import HarperFluencyScorer
 from models.rubric_backends.cpu_rubrics import (
-    CPUProfileScorer, CPUUnit, CPURow, CPU_UNITS, HarperFluencyScorer,
+    CPUProfileScorer, CPUUnit, CPURow, CPU_UNITS,
     versions_needing, MAX_EVIDENCE_SENTENCES, MAX_EVIDENCE_CHARS, SPACY_EXCLUDE,
 )
 

@@ -10,12 +10,7 @@ provenance reads, and its formula (``rubric.scoring.cpu_profile``). A new CPU ve
 and its registry line (``rubric/scoring/specs.py``); nothing in the scorer branches on version names. A
 version that needs no embedding loads no encoder; use_of_examples alone loads nothing at all.
 
-:class:`HarperFluencyScorer` (backend ``harper_fluency``) is fluency.harper.v1 and v2; beside grammar.harper.v1 both
-read one Harper lint per answer (``models.rubric_backends.grammar.HarperPass``).
-
-At ~610 lines this module is over the project's ~600: the shared pass, the row it fills and the units that read the
-row are read together (a unit's needs decide what the pass computes); the next split is HarperFluencyScorer into
-``grammar.py`` beside HarperPass, left for issue 47's follow-up.
+Harper's fluency versions are ``models.rubric_backends.fluency``'s.
 """
 
 from __future__ import annotations
@@ -31,24 +26,21 @@ from typing import Any
 
 import numpy as np
 
-from models.rubric_backends.single_spec import SingleSpecScorer
 from models.rubric_backends.text import load_spacy, pipeline_id
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem
 from rubric.scoring import (
-    CPU_COHERENCE_V3, CPU_COMPLETENESS_V3, CPU_RELEVANCE_V3, coherence_v3, copied_sentences, plain_case, without_question_words, without_repeats,
-    CONCRETE_POS, CPU_COHERENCE_V2, CPU_COHERENCE_VERSION, CPU_COMPLETENESS_REFERENCE, CPU_COMPLETENESS_V2,
-    CPU_COMPLETENESS_VERSION, CPU_EXAMPLES_V2, CPU_EXAMPLES_VERSION, CPU_FACTUALITY_V2, CPU_FACTUALITY_VERSION,
-    CPU_FLUENCY_V2, CPU_FLUENCY_VERSION, CPU_RELEVANCE_V2, CPU_RELEVANCE_VERSION, CPU_SPECIFICITY_VERSION, EXAMPLE_CUE,
-    EXAMPLE_CUE_V2, FLUENCY_HARPER_KINDS, QUESTION_TERM_POS, RUBRICS, Provenance, RubricSpec, Score, ScoreSet,
-    coherence_score, coherence_v2, completeness_score, completeness_v2, concreteness, count_fluency_lints,
-    distinct_sentences, example_cues, example_cues_v2, fluency_score, novelty, relevance_score, relevance_v2,
-    sentence_information, soft_recall, support_score, term_coverage, term_weight, UNKNOWN_WORD_ZIPF,
-    count_fluency_lints_v2,
+    CPU_COHERENCE_V3, CPU_COHERENCE_V4, CPU_COMPLETENESS_V3, CPU_RELEVANCE_V3, coherence_v3, coherence_v4,
+    copied_sentences, plain_case, without_question_words, without_repeats, CONCRETE_POS, CPU_COHERENCE_V2,
+    CPU_COHERENCE_VERSION, CPU_COMPLETENESS_REFERENCE, CPU_COMPLETENESS_V2, CPU_COMPLETENESS_VERSION,
+    CPU_EXAMPLES_V2, CPU_EXAMPLES_VERSION, CPU_FACTUALITY_V2, CPU_FACTUALITY_VERSION, CPU_FLUENCY_V2,
+    CPU_RELEVANCE_V2, CPU_RELEVANCE_VERSION, CPU_SPECIFICITY_VERSION, EXAMPLE_CUE, EXAMPLE_CUE_V2,
+    QUESTION_TERM_POS, RUBRICS, Provenance, RubricSpec, Score, ScoreSet, coherence_score, coherence_v2,
+    completeness_score, completeness_v2, concreteness, distinct_sentences, example_cues, example_cues_v2, novelty,
+    relevance_score, relevance_v2, sentence_information, soft_recall, support_score, term_coverage, term_weight,
 )
 
-__all__ = ["CPUProfileScorer", "CPUUnit", "CPURow", "CPU_UNITS", "HarperFluencyScorer",
-           "versions_needing", "MAX_EVIDENCE_SENTENCES", "MAX_EVIDENCE_CHARS", "SPACY_EXCLUDE"]
+__all__ = ["CPUProfileScorer", "CPUUnit", "CPURow", "CPU_UNITS", "versions_needing", "text_problem", "english_zipf", "MAX_EVIDENCE_SENTENCES", "MAX_EVIDENCE_CHARS", "SPACY_EXCLUDE"]
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +116,8 @@ def _sentences(doc: Any) -> list[str]:
     return [s.text.strip() for s in _kept_sents(doc)]
 
 
-def _text_problem(value: Any, what: str) -> str | None:
+def text_problem(value: Any, what: str) -> str | None:
+    """Why ``value`` cannot be read as the ``what`` of an item (not a str, or no letter or digit), or None."""
     if not isinstance(value, str):
         return f"{what} is {type(value).__name__}, not str"
     if not any(c.isalnum() for c in value):
@@ -288,10 +281,23 @@ def _v3_completeness(r: CPURow) -> Score:
 
 
 def _v3_coherence(r: CPURow) -> Score:
+    return _clean_coherence(r, coherence_v3)
+
+
+def _v4_coherence(r: CPURow) -> Score:
+    keep, info = r.information(clean=True)
+    said = np.zeros(len(r.clean.sentences))  # a sentence left out of keep repeats an earlier one: it says nothing
+    said[keep] = np.clip(info, 0.0, 1.0)
+    return _clean_coherence(r, functools.partial(coherence_v4, information=said))
+
+
+def _clean_coherence(r: CPURow, links: Callable[..., tuple[float, float, int] | None]) -> Score:
+    """coherence v3 or v4 (``links``) over the answer without its copies."""
     a = r.clean
     w = {t: r.weights(t) for ts in a.sentence_terms for t in ts}
     copied = copied_sentences(r.clean_text, a.sentences, r.copies)
-    got = coherence_v3(r.C, a.sentences, a.sentence_terms, w, (r.q, r.question.sentences[0]), copied, len(r.copies))
+    got = links(r.C, texts=a.sentences, terms=a.sentence_terms, weights=w, question=(r.q, r.question.sentences[0]),
+                copied=copied, copies=len(r.copies))
     if got is None:
         return Score.abstain("one sentence: no link between sentences to judge", n_sentences=len(a.sentences))
     mean, least, repeats = got
@@ -331,6 +337,7 @@ CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
     CPUUnit(CPU_RELEVANCE_V3, _CLEAN, "minilm", _v3_relevance),
     CPUUnit(CPU_COHERENCE_V3, _CLEAN, "minilm", _v3_coherence),
     CPUUnit(CPU_COMPLETENESS_V3, _CLEAN, "minilm", _v3_completeness),
+    CPUUnit(CPU_COHERENCE_V4, _CLEAN, "minilm", _v4_coherence),
 )}
 
 
@@ -408,7 +415,7 @@ class CPUProfileScorer:
         rows: dict[int, CPURow] = {}
         ok = []
         for i, it in enumerate(items):
-            bad = _text_problem(it.answer, "answer")
+            bad = text_problem(it.answer, "answer")
             if bad is None:
                 ok.append(i)
             else:
@@ -450,7 +457,7 @@ class CPUProfileScorer:
         embedded = {s.name for s in self.specs if "embed" in CPU_UNITS[s.version].needs}
         live = []
         for i in rows:
-            bad = _text_problem(items[i].question, "question")
+            bad = text_problem(items[i].question, "question")
             if bad is None and not rows[i].answer.sentences:
                 bad = "answer has no sentence with a letter or digit"
             if bad is None:
@@ -530,7 +537,7 @@ def _load_minilm(device: str | None):
     return sentence_encoder(str(minilm_folder()), device)
 
 
-def _zipf_frequency() -> tuple[Callable[[str], float], str]:
+def english_zipf() -> tuple[Callable[[str], float], str]:
     """A word's English Zipf frequency (wordfreq), cached, and wordfreq's version.
 
     Raises:
@@ -551,7 +558,7 @@ def _zipf_frequency() -> tuple[Callable[[str], float], str]:
 
 def _term_weights() -> tuple[Callable[[str], float], str]:
     """Each term's information weight (``term_weight`` of its English Zipf frequency) and wordfreq's version."""
-    zipf, version = _zipf_frequency()
+    zipf, version = english_zipf()
     return (lambda term: term_weight(zipf(term))), version
 
 
@@ -562,55 +569,3 @@ def _minilm_revision() -> str:
         return f"{MINILM_PACKAGE}=={importlib.metadata.version(MINILM_PACKAGE)}"
     except importlib.metadata.PackageNotFoundError:
         return f"{MINILM_PACKAGE}==unknown"
-
-
-class HarperFluencyScorer(SingleSpecScorer):
-    """``fluency.harper.v1`` (Harper's findings of the kinds in ``FLUENCY_HARPER_KINDS``) or ``fluency.harper.v2``
-    (those plus the spelling findings on words general English hardly uses, ``count_fluency_lints_v2``), scored 1-5.
-
-    Args:
-        specs: exactly one of ``(RUBRICS.get("fluency.harper.v1"),)``, ``(RUBRICS.get("fluency.harper.v2"),)``.
-
-    Raises:
-        ConfigError: wrong specs.
-        BackendUnavailableError: harper-py (or, for v2, wordfreq) is not installed.
-    """
-
-    def __init__(self, specs: tuple[RubricSpec, ...]) -> None:
-        version = specs[0].version if len(specs) == 1 and specs[0].version == CPU_FLUENCY_V2 else CPU_FLUENCY_VERSION
-        self._serve(specs, version)
-        from models.rubric_backends.grammar import harper_linter
-
-        self._linter = harper_linter()  # built here, so a missing harper-py fails the build
-        self._revision = importlib.metadata.version("harper-py")
-        rule = ",".join(sorted(FLUENCY_HARPER_KINDS))
-        self._zipf = None
-        if version == CPU_FLUENCY_V2:
-            self._zipf, words = _zipf_frequency()
-            self._revision += f"; {words}"
-            rule += f";Spelling<{UNKNOWN_WORD_ZIPF}"
-        self._kinds_hash = hashlib.sha256(rule.encode()).hexdigest()[:12]
-
-    def provenance(self, rubric: str) -> Provenance:
-        return self._provenance(rubric, backend="harper_fluency", model_id="harper-py", model_revision=self._revision,
-                                template_hash=self._kinds_hash)
-
-    def precheck(self, item: AnswerItem) -> Score | None:
-        bad = _text_problem(item.answer, "answer")
-        return None if bad is None else Score.failed(bad)
-
-    def read_lints(self, item: AnswerItem, lints: list[Any]) -> Score:
-        kinds = [lint.lint_kind for lint in lints]
-        spelling = ([self._zipf(lint.problem_text.strip().lower()) for lint in lints
-                     if lint.lint_kind == "Spelling"] if self._zipf else [])
-        n = count_fluency_lints_v2(kinds, spelling) if self._zipf else count_fluency_lints(kinds)
-        extras = {"n_unknown_words": n - count_fluency_lints(kinds)} if self._zipf else {}
-        return Score.ok(fluency_score(n, item.answer), n_errors=n, n_lints=len(kinds),
-                        n_words=len(item.answer.split()), **extras)
-
-    def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
-        """One ``{"fluency": Score}`` per item, in order; a text Harper fails on gets ``Score.failed``. Beside
-        grammar.harper.v1, one ``models.rubric_backends.grammar.HarperPass`` lints each answer once for both."""
-        from models.rubric_backends.grammar import HarperPass
-
-        return HarperPass([self]).score_batch(items)

@@ -84,6 +84,12 @@ information however it is split:
   :func:`copied_sentences`; one that restates the question) and each copy one more link of 0 (:func:`coherence_v3`):
   saying a thing again, the question included, is a step that goes nowhere.
 
+The fourth coherence (``coherence.minilm.v4``, the preset's): v3's links, each times the later sentence's information
+about the question (relevance.minilm.v3's; :func:`coherence_v4`). A coherent answer builds a body of information about
+its question from sentence to sentence ("not just a heap of related information", G-Eval's definition); generic
+sentences about the topic link closely and build nothing, so each of their steps is near 0 (v3: they outranked the
+answer four times in ten). Coherence now shares relevance's reading of what a sentence says.
+
 Embeddings here are rows of unit-length vectors (what the encoder returns with normalisation on);
 the functions divide by norms anyway where a mean is taken.
 """
@@ -109,7 +115,7 @@ __all__ = [
     "relevance_v2", "completeness_v2", "coherence_v2", "example_cues_v2", "ZIPF_TOP", "MIN_TERM_WEIGHT", "term_weight",
     "CPU_FLUENCY_V2", "UNKNOWN_WORD_ZIPF", "count_fluency_lints_v2", "repeated_sentences",
     "CPU_RELEVANCE_V3", "CPU_COHERENCE_V3", "CPU_COMPLETENESS_V3", "without_repeats", "plain_case", "coherence_v3",
-    "copied_sentences", "without_question_words",
+    "copied_sentences", "without_question_words", "CPU_COHERENCE_V4", "coherence_v4",
 ]
 
 CPU_RELEVANCE_VERSION = "relevance.minilm.v1"
@@ -129,6 +135,7 @@ CPU_FLUENCY_V2 = "fluency.harper.v2"
 CPU_RELEVANCE_V3 = "relevance.minilm.v3"
 CPU_COHERENCE_V3 = "coherence.minilm.v3"
 CPU_COMPLETENESS_V3 = "completeness.coverage.v3"
+CPU_COHERENCE_V4 = "coherence.minilm.v4"
 
 #: fluency.harper.v2 counts a Harper spelling finding only on a word general English hardly uses: a Zipf
 #: frequency (wordfreq) below this. Typos made by character edits land at 0-1.2 ("thgih" 0, "approch" 1.2);
@@ -422,6 +429,17 @@ def coherence_v2(sentences: np.ndarray, texts: Iterable[str] | None = None,
     return float(np.mean(links)), float(np.min(links)), repeated
 
 
+def _clean_links(sentences: np.ndarray, texts: Iterable[str] | None, terms: Sequence[Iterable[str]] | None,
+                 weights: Mapping[str, float] | None, question: tuple[np.ndarray, str] | None,
+                 copied: Sequence[bool] | None, copies: int) -> tuple[list[float], int]:
+    """coherence v3's links (:func:`coherence_v3`) and its repeats, the copies counted."""
+    n = len(_rows(sentences, "sentence embeddings"))
+    if copies < 0:
+        raise ConfigError(f"copies must be >= 0, got {copies}")
+    links, repeated = _links(sentences, texts, terms, weights, question, copied) if n >= 2 else ([], 0)
+    return links + [0.0] * copies, repeated + copies
+
+
 def coherence_v3(sentences: np.ndarray, texts: Iterable[str] | None = None,
                  terms: Sequence[Iterable[str]] | None = None, weights: Mapping[str, float] | None = None,
                  question: tuple[np.ndarray, str] | None = None, copied: Sequence[bool] | None = None,
@@ -432,14 +450,33 @@ def coherence_v3(sentences: np.ndarray, texts: Iterable[str] | None = None,
     the earliest sentence; the question is no unit, it links to nothing) or one a copy was cut from (``copied``:
     :func:`copied_sentences`) — and each of the ``copies`` one more link of 0. ``(mean, least, repeats)``, repeats
     counting the copies; None (abstain) without any link."""
-    n = len(_rows(sentences, "sentence embeddings"))
-    if copies < 0:
-        raise ConfigError(f"copies must be >= 0, got {copies}")
-    links, repeated = _links(sentences, texts, terms, weights, question, copied) if n >= 2 else ([], 0)
-    links += [0.0] * copies
+    links, repeated = _clean_links(sentences, texts, terms, weights, question, copied, copies)
     if not links:
         return None
-    return float(np.mean(links)), float(np.min(links)), repeated + copies
+    return float(np.mean(links)), float(np.min(links)), repeated
+
+
+def coherence_v4(sentences: np.ndarray, information: Sequence[float], texts: Iterable[str] | None = None,
+                 terms: Sequence[Iterable[str]] | None = None, weights: Mapping[str, float] | None = None,
+                 question: tuple[np.ndarray, str] | None = None, copied: Sequence[bool] | None = None,
+                 copies: int = 0) -> tuple[float, float, int] | None:
+    """coherence.minilm.v4: :func:`coherence_v3`'s links, the link into sentence ``i`` times ``information[i]``
+    (what that sentence says about the question besides the question's words, in [0, 1]: relevance.minilm.v3's
+    reading; 0 for a sentence that repeats an earlier one) — a step builds the answer only when it adds
+    information about the question. ``(mean, least, repeats)``; None (abstain) without any link.
+
+    Raises:
+        ConfigError: ``information`` is not one value in [0, 1] per sentence.
+    """
+    n = len(_rows(sentences, "sentence embeddings"))
+    info = [float(x) for x in information]
+    if len(info) != n or any(not 0.0 <= x <= 1.0 for x in info):
+        raise ConfigError(f"need one information value in [0, 1] per sentence ({n}), got {info}")
+    links, repeated = _clean_links(sentences, texts, terms, weights, question, copied, copies)
+    if not links:
+        return None
+    steps = [link * info[i] for i, link in enumerate(links[:n - 1], start=1)] + links[n - 1:] if n >= 2 else links
+    return float(np.mean(steps)), float(np.min(steps)), repeated
 
 
 def copied_sentences(text: str, sentences: Sequence[str], cuts: Sequence[int]) -> list[bool]:

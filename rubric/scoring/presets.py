@@ -135,7 +135,7 @@ CPU = Preset(
         "grammar": "grammar.harper.v1",
         "fluency": "fluency.harper.v2",
         "completeness": "completeness.coverage.v3",
-        "coherence": "coherence.minilm.v3",
+        "coherence": "coherence.minilm.v4",
         "relevance": "relevance.minilm.v3",
         "conciseness": "conciseness.lexical_density.v1",
         "use_of_examples": "use_of_examples.cues.v2",

@@ -131,6 +131,11 @@ _add(RubricSpec("coherence", "coherence.minilm.v3", "cpu_text", 0.0, 1.0,
                 description="coherence.minilm.v2's links over the answer without its word-for-word copies; a link "
                             "into a sentence a copy was cut from or that restates the question counts 0, and each "
                             "copy is one more link of 0; abstains without any link"))
+# the fourth coherence (issue 44): v3's topical non-answers (generic sentences about the topic) linked closely
+_add(RubricSpec("coherence", "coherence.minilm.v4", "cpu_text", 0.0, 1.0,
+                description="coherence.minilm.v3's links, each times the later sentence's information about the "
+                            "question (relevance.minilm.v3's: what it says besides the question's words): a step "
+                            "counts as it builds information about the question; abstains without any link"))
 _add(RubricSpec("completeness", "completeness.coverage.v3", "cpu_text", 0.0, 1.0,
                 description="reference-free: 1 - prod(1 - information) over the distinct sentences, a sentence's "
                             "information being relevance.minilm.v3's"))

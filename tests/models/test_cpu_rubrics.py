@@ -203,7 +203,7 @@ def test_provenance_names_the_models(cpu_scorers):
 
 
 def test_fluency_v2_counts_a_typo_that_v1_could_not_see():
-    from models.rubric_backends.cpu_rubrics import HarperFluencyScorer
+    from models.rubric_backends.fluency import HarperFluencyScorer
 
     clean = ("Rosewater is a gentle ingredient that can be added to many skincare routines. The approach works "
              "well for most people, and it is easy to follow every day.")

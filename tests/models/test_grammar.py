@@ -107,7 +107,7 @@ def test_one_harper_pass_scores_grammar_and_fluency_as_the_two_scorers_alone(mon
     pytest.importorskip("harper")
     pytest.importorskip("wordfreq")
     from models.backends import build_scorers
-    from models.rubric_backends.cpu_rubrics import HarperFluencyScorer
+    from models.rubric_backends.fluency import HarperFluencyScorer
     from models.rubric_backends.grammar import HarperPass, SharedLinter, harper_linter
     from rubric.config import ScoringConfig
     from rubric.scoring import count_harper_lints, grammar_score

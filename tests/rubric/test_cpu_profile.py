@@ -17,7 +17,7 @@ from rubric.scoring import (
     count_fluency_lints, example_cues, fluency_score, grammar_score, relevance_score, soft_recall, support_score,
     term_coverage, REPEAT_COS, ABSTAIN_PREFIX, Score, is_abstention, distinct_sentences, novelty,
     sentence_information, relevance_v2, completeness_v2, coherence_v2, example_cues_v2, term_weight, ZIPF_TOP,
-    MIN_TERM_WEIGHT, without_repeats, plain_case, coherence_v3, copied_sentences, without_question_words,
+    MIN_TERM_WEIGHT, without_repeats, plain_case, coherence_v3, copied_sentences, without_question_words, coherence_v4,
 )
 
 R2 = 1 / math.sqrt(2)
@@ -338,6 +338,22 @@ def test_coherence_v3_breaks_the_link_into_a_copy_or_a_restated_question():
         coherence_v3(rows, copied=[True])
     with pytest.raises(ConfigError):
         coherence_v3(rows, copies=-1)
+
+
+def test_coherence_v4_counts_a_link_as_far_as_the_later_sentence_informs():
+    rows = _unit_rows(0, 60, 120)  # two links of cosine 0.5
+    assert coherence_v4(rows, [1.0, 1.0, 1.0]) == coherence_v3(rows)  # every sentence fully informative: v3's links
+    assert coherence_v4(rows, [0.0, 1.0, 1.0]) == coherence_v3(rows)  # the first sentence has no link into it
+    assert coherence_v4(rows, [0.3, 0.0, 0.5]) == (pytest.approx(0.125), 0.0, 0)  # steps 0.5 * 0 and 0.5 * 0.5
+    # closely linked sentences that say nothing about the question (a topical non-answer) build nothing
+    assert coherence_v4(_unit_rows(0, 40, 80, 120), [0.0] * 4)[0] == 0.0 < coherence_v3(_unit_rows(0, 40, 80, 120))[0]
+    assert coherence_v4(_unit_rows(0), [1.0]) is None
+    assert coherence_v4(_unit_rows(0), [1.0], copies=1) == (0.0, 0.0, 1)
+    q = _unit_rows(120)[0]  # the third sentence says the question again: its link is 0 whatever it informs
+    assert coherence_v4(rows, [1.0, 1.0, 1.0], question=(q, "what is it?")) == (pytest.approx(0.25), 0.0, 1)
+    for bad in ([1.0, 1.0], [1.0, 1.2, 1.0], [1.0, -0.1, 1.0]):
+        with pytest.raises(ConfigError):
+            coherence_v4(rows, bad)
 
 
 def test_without_question_words_keeps_what_a_sentence_says_besides_the_question():
