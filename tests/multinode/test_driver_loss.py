@@ -72,9 +72,10 @@ def test_killed_driver_resubmitted_resumes_without_rescoring(job_cluster, tmp_pa
         assert str(client.get_job_status(first).value) in {"PENDING", "RUNNING"}, client.get_job_logs(first)[-3000:]
         time.sleep(0.05)
     driver = _driver(out)
-    assert driver is not None, "the job's driver process was not found"
+    assert driver is not None, f"the job's driver process was not found:\n{client.get_job_logs(first)[-3000:]}"
     driver.kill()
-    assert _wait(client, first, {"FAILED", "STOPPED", "SUCCEEDED"}) == "FAILED"
+    ended = _wait(client, first, {"FAILED", "STOPPED", "SUCCEEDED"})
+    assert ended == "FAILED", (ended, client.get_job_logs(first)[-3000:])
     done, ids = _stored(out)
     assert 0 < len(done) < N_SHARDS, f"{len(done)} of {N_SHARDS} units were finished at the kill: not mid-job"
     assert not (out / "manifest.json").exists()
@@ -87,8 +88,10 @@ def test_killed_driver_resubmitted_resumes_without_rescoring(job_cluster, tmp_pa
     print(f"driver killed with {len(done)} of {N_SHARDS} units finished and {len(ids)} answers stored; the "
           f"resubmission scored {m['job']['answers_scored_now']} of {m['counts']['unique_answers']}")
     # the finished units are reused, the rest scored; of those, only the answers not stored yet
-    assert {i["path"].rsplit("/", 1)[-1].split(".")[0] for i in m["inputs"] if i["status"] == "reused"} == done
-    assert m["job"]["answers_scored_now"] == m["counts"]["unique_answers"] - len(ids)
+    reused = {i["path"].rsplit("/", 1)[-1].split(".")[0] for i in m["inputs"] if i["status"] == "reused"}
+    assert reused == done, (reused, done, client.get_job_logs(again)[-3000:])
+    assert m["job"]["answers_scored_now"] == m["counts"]["unique_answers"] - len(ids), (
+        m["job"], m["counts"], len(ids), client.get_job_logs(again)[-3000:])
     ref = run_job(shards, "lfqa-hp", resolve_rubrics("conciseness,length"), tmp_path / "local",
                   config=ScoringConfig(batch_size=8), progress=False)
     assert m["counts"] == ref["counts"]
