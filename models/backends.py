@@ -114,7 +114,7 @@ def build_scorers(specs: Sequence[RubricSpec], config: ScoringConfig) -> list[Sc
     if "cpu_text" in groups:  # before any factory imports torch (spaCy does): models.threads
         from models.threads import use_cpu_threads
 
-        use_cpu_threads(reserve=0)  # the wait policy PASSIVE; every core for MiniLM unless the environment says
+        use_cpu_threads()  # the wait policy PASSIVE, every usable core unless the environment says otherwise
     scorers = [BACKENDS.get(name)(tuple(group), config) for name, group in groups.items()]
     if "harper" in groups and "harper_fluency" in groups:  # one Harper lint per answer for both
         from models.rubric_backends.grammar import harper_pass

@@ -8,12 +8,11 @@ get the same ones:
   is read once, when the runtime loads): a thread waiting for the others sleeps instead of spinning, so it
   does not burn the core another job needs.
 - :func:`cpu_threads` / :func:`use_cpu_threads`: torch's intra-op threads (``OMP_NUM_THREADS``, set before
-  torch loads, so that every thread of the process runs the same count). Every parallel region ends when its
-  slowest thread does, so a pool as large as the machine runs at the pace of the thread that shares its core
-  with another job: beside one busy core, the embedded judge and MiniLM ran several times slower than with one
-  thread less (DEVELOPERS.md, "Engines beside another job"). The LLM engines keep one usable core free (the
-  usable cores less one, at least one); the CPU profile's MiniLM takes them all (on two idle cores it runs 1.8x
-  faster on both). ``LFQA_RUBRIC_TORCH_THREADS`` (an integer >= 1) sets the count for both instead.
+  torch loads, so that every thread of the process runs the same count): the usable cores.
+  ``LFQA_RUBRIC_TORCH_THREADS`` (an integer >= 1) sets another count. Beside a job that holds one of two cores,
+  every parallel region ends when the thread sharing that core does; with PASSIVE waits the embedded judge ran
+  as fast there with two threads as with one (1.30 against 1.27 answers/s) and 1.8x faster on idle cores
+  (2.32 against 1.28; DEVELOPERS.md, "Engines beside another job"), so no core is held back by default.
 """
 
 from __future__ import annotations
@@ -54,9 +53,8 @@ def _usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-def cpu_threads(*, reserve: int = 1) -> int:
-    """torch's intra-op threads for CPU work: ``$LFQA_RUBRIC_TORCH_THREADS``, else the usable cores less
-    ``reserve`` (at least one).
+def cpu_threads() -> int:
+    """torch's intra-op threads for CPU work: ``$LFQA_RUBRIC_TORCH_THREADS``, else the usable cores.
 
     Raises:
         ConfigError: ``$LFQA_RUBRIC_TORCH_THREADS`` is not an integer >= 1.
@@ -70,10 +68,10 @@ def cpu_threads(*, reserve: int = 1) -> int:
         if n < 1:
             raise ConfigError(f"{TORCH_THREADS_ENV}={value!r}: give an integer >= 1 (torch's CPU threads)")
         return n
-    return max(1, _usable_cores() - reserve)
+    return _usable_cores()
 
 
-def use_cpu_threads(*, reserve: int = 1) -> int | None:
+def use_cpu_threads() -> int | None:
     """Apply both settings to this process while torch is not imported yet; the thread count set, or None.
 
     The count goes to ``OMP_NUM_THREADS`` (unless the environment sets it; ``$LFQA_RUBRIC_TORCH_THREADS`` wins
@@ -81,19 +79,15 @@ def use_cpu_threads(*, reserve: int = 1) -> int | None:
     Once torch is loaded nothing is changed: ``torch.set_num_threads`` acts on the calling thread's OpenMP
     pool only, and vLLM-CPU's attention refuses a pool whose size differs between the thread that plans a
     step and the one that runs it (an engine kept busy by ``models.llm.engine_loop`` runs in its own thread).
-
-    Args:
-        reserve: usable cores left to other jobs (the LLM engines: 1; the CPU profile: 0, its MiniLM keeps
-            both cores of an idle machine).
     """
     prefer_passive_omp()
     if "torch" in sys.modules:
         log.debug("torch is already imported: its thread count stays (OMP_NUM_THREADS=%s)",
                   os.environ.get("OMP_NUM_THREADS"))
         return None
-    n = cpu_threads(reserve=reserve)
+    n = cpu_threads()
     if os.environ.get(TORCH_THREADS_ENV, "").strip():
         os.environ["OMP_NUM_THREADS"] = str(n)
-    elif n != _usable_cores():
+    else:
         os.environ.setdefault("OMP_NUM_THREADS", str(n))
-    return int(os.environ.get("OMP_NUM_THREADS") or n)
+    return int(os.environ["OMP_NUM_THREADS"])

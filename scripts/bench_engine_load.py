@@ -36,6 +36,7 @@ VARIANTS: dict[str, dict[str, str]] = {
     "shipped": {},
     "before": {"LFQA_RUBRIC_TORCH_THREADS": "2", "OMP_WAIT_POLICY": ""},  # the CLI's pool before: 2, spinning
     "threads2-passive": {"LFQA_RUBRIC_TORCH_THREADS": "2"},  # the test suite's before (conftest: PASSIVE)
+    "threads1-passive": {"LFQA_RUBRIC_TORCH_THREADS": "1"},  # shipped before engines took every core: one left free
     "threads1-active": {"LFQA_RUBRIC_TORCH_THREADS": "1", "OMP_WAIT_POLICY": "ACTIVE"},
 }
 __doc__ += "\n".join(f"    {k}: {' '.join(f'{a}={b}' for a, b in v.items()) or '(nothing)'}" for k, v in VARIANTS.items())

@@ -154,7 +154,7 @@ def _build_engine(config: ScoringConfig, *, logprobs_k: int | None = None) -> En
     """The engine ``config`` names: profile (``cpu``/``gpu``), backend, optional model override.
 
     When this is the first thing to load torch, its thread pool is set first (``models.threads.use_cpu_threads``:
-    one usable core left free, OpenMP's wait policy PASSIVE), so an engine beside another job keeps its speed.
+    OpenMP's wait policy PASSIVE, the usable cores), so an engine beside another job keeps its speed.
 
     ``config.engine_kwargs`` override the profile's per-backend defaults and go to the engine
     constructor (``vllm.LLM`` arguments for vllm; ``dtype``, ``device``, ``batch_size`` for

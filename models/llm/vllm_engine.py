@@ -37,7 +37,7 @@ DEFAULT_LOGPROBS_K = 20
 #: (init in ~4 s instead of ~30 s, identical logprobs) and keep the KV cache to 1 GiB. Applied with
 #: ``setdefault`` only when there is no CUDA device, so the caller's environment wins. In-process, vLLM
 #: binds no thread (``VLLM_CPU_OMP_THREADS_BIND`` and ``VLLM_CPU_NUM_OF_RESERVED_CPU`` are read only by its
-#: multiprocessing executor): torch's pool is set by ``models.threads.use_cpu_threads`` (one core left free,
+#: multiprocessing executor): torch's pool is set by ``models.threads.use_cpu_threads`` (the usable cores,
 #: OpenMP's wait policy PASSIVE), which ``models.llm.engines_cache.build_engine`` calls before torch loads.
 CPU_ENV_DEFAULTS: dict[str, str] = {
     "VLLM_ENABLE_V1_MULTIPROCESSING": "0",

@@ -20,10 +20,10 @@ def cores(monkeypatch):
     return set_cores
 
 
-def test_engines_leave_one_usable_core_free_and_the_profile_takes_them_all(cores):
-    for n, engine, profile in ((1, 1, 1), (2, 1, 2), (16, 15, 16)):
+def test_the_count_is_the_usable_cores(cores):
+    for n in (1, 2, 16):
         cores(n)
-        assert (threads.cpu_threads(), threads.cpu_threads(reserve=0)) == (engine, profile)
+        assert threads.cpu_threads() == n
 
 
 @pytest.mark.parametrize("value,want", [("3", 3), (" 1 ", 1), ("0", None), ("two", None), ("-1", None)])
@@ -34,7 +34,7 @@ def test_the_environment_sets_the_count_for_both(cores, monkeypatch, value, want
         with pytest.raises(ConfigError, match=threads.TORCH_THREADS_ENV):
             threads.cpu_threads()
     else:
-        assert threads.cpu_threads() == threads.cpu_threads(reserve=0) == want
+        assert threads.cpu_threads() == want
 
 
 #: In a fresh interpreter: build_engine with a stand-in engine class that records torch's thread count in the
@@ -59,9 +59,9 @@ print(seen["main"], seen["other"], os.environ.get("OMP_WAIT_POLICY"))
 
 
 @pytest.mark.parametrize("env,want", [
-    ({}, "1 1 PASSIVE"),  # one of the two cores left free (torch alone would take 2)
+    ({}, "2 2 PASSIVE"),  # the two usable cores, whatever the machine has
     ({threads.TORCH_THREADS_ENV: "1", "OMP_NUM_THREADS": "2"}, "1 1 PASSIVE"),  # ours wins over OpenMP's
-    ({"OMP_NUM_THREADS": "2", "OMP_WAIT_POLICY": "ACTIVE"}, "2 2 ACTIVE"),  # the user's environment wins over the default
+    ({"OMP_NUM_THREADS": "1", "OMP_WAIT_POLICY": "ACTIVE"}, "1 1 ACTIVE"),  # the user's environment wins over the default
 ])
 def test_build_engine_sets_every_threads_pool_before_torch_loads(tmp_path, env, want):
     """The one place the CLI, the service and the tests get their engines from applies the thread settings."""
