@@ -36,7 +36,7 @@ def _ray_scores(items, rubric: str, batch_sizes, config) -> dict[int, dict[str, 
     from rubric.scoring import resolve_rubrics
     from workers.cluster.actors import StageActor
     from workers.jobs.score import ScoreKind
-    from workers.cluster.pipeline import init_local_ray, item_rows
+    from workers.cluster.pipeline import init_local_ray, item_rows, shutdown_ray
 
     temp_dir = init_local_ray(num_cpus=2, object_store_mb=256)
     try:
@@ -55,7 +55,7 @@ def _ray_scores(items, rubric: str, batch_sizes, config) -> dict[int, dict[str, 
             ray.kill(actor)
         return out
     finally:
-        ray.shutdown()
+        shutdown_ray()
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 

@@ -39,7 +39,7 @@ def _run(items, versions, pool, config) -> tuple[float, dict[str, dict[str, floa
     import json
 
     from workers.jobs.score import ScoreKind
-    from workers.cluster.pipeline import add_pool_stage, item_rows
+    from workers.cluster.pipeline import add_pool_stage, item_rows, shutdown_ray
     from workers.storage.store import decode_score
 
     kind = ScoreKind("lfqa-hp", {}, versions, config)
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                 seconds, scores = _run(items, versions, pool, config)
                 rows.append((k, seconds, scores))
     finally:
-        ray.shutdown()
+        shutdown_ray()
         shutil.rmtree(temp_dir, ignore_errors=True)
     base_scores = next(sc for k, _, sc in rows if k == 1)
     pooled = {k: sum(s for kk, s, _ in rows if kk == k) for k in (1, args.batches_in_flight)}

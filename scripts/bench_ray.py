@@ -52,12 +52,11 @@ def main(argv: list[str] | None = None) -> int:
         return _prompt_tokens(args)
 
     import pyarrow.parquet as pq
-    import ray
 
     from rubric.config import ScoringConfig
     from rubric.scoring import resolve_rubrics
     from workers.jobs.score import run_job
-    from workers.cluster.pipeline import PoolConfig, RayStep, init_local_ray
+    from workers.cluster.pipeline import PoolConfig, RayStep, init_local_ray, shutdown_ray
 
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     questions = list(data)[: args.shards * args.questions_per_shard]
@@ -98,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
                         raise SystemExit(f"{name} differs between Ray and the single process")
                 rows.append((f"local Ray, {n} text actor(s)", f"{ray_init:.1f}", wall, answers / wall, wall / single))
         finally:
-            ray.shutdown()
+            shutdown_ray()
             import shutil
 
             shutil.rmtree(temp_dir, ignore_errors=True)

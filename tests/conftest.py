@@ -101,13 +101,13 @@ def ray_local():
     """One 2-CPU local Ray with a small object store for the whole session (starting one takes ~5-13 s
     and ~1 GB), shut down and its temp dir removed at the end."""
     ray = pytest.importorskip("ray")
-    from workers.cluster.pipeline import init_local_ray
+    from workers.cluster.pipeline import init_local_ray, shutdown_ray
 
     if ray.is_initialized():
-        ray.shutdown()
+        shutdown_ray()
     temp_dir = init_local_ray(num_cpus=2, object_store_mb=256)
     yield ray
-    ray.shutdown()
+    shutdown_ray()
     shutil.rmtree(temp_dir, ignore_errors=True)
 
 

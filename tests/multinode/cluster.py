@@ -172,9 +172,11 @@ class LocalCluster:
         delete the temp folder. Returns the processes that had to be killed (``pid command``), if any."""
         import ray
 
+        from workers.cluster.pipeline import shutdown_ray
+
         self.watch()
         if ray.is_initialized():
-            ray.shutdown()
+            shutdown_ray()
         if self._cluster is not None:
             import ray._common.utils as common
 

@@ -31,9 +31,10 @@ def _cluster(**kw):
     import ray
 
     from tests.multinode.cluster import LocalCluster
+    from workers.cluster.pipeline import shutdown_ray
 
     if ray.is_initialized():  # the session's local Ray (``ray_local``) would be the driver's cluster
-        ray.shutdown()
+        shutdown_ray()
     c = LocalCluster(workers=2, worker_cpus=2, **kw).start()
     yield c
     leftovers = c.stop()

@@ -209,3 +209,31 @@ def test_read_concurrency_below_one_is_refused_before_ray_starts(inputs, specs, 
     with pytest.raises(ConfigError, match="'read_concurrency' must be >= 1 or None, got 0"):
         run_ray_job([shards[0]], "lfqa-hp", specs, tmp_path / "out", config=CONFIG, progress=False,
                     read_concurrency=0)
+
+
+def test_shutdown_ray_finalizes_unreachable_objects_while_ray_is_still_connected(monkeypatch):
+    """Garbage holding Ray objects is finalized before ``ray.shutdown()``, not later in whichever thread the
+    collector next runs in (after a shutdown, a call into Ray's core worker ends the process with exit 1)."""
+    import gc
+
+    import ray
+
+    from workers.cluster.pipeline import shutdown_ray
+
+    events: list[str] = []
+
+    class HoldsARayObject:
+        def __del__(self):
+            events.append("finalized" if not events else f"finalized after {events[-1]}")
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: "shutdown" not in events)  # connected until shut down
+    monkeypatch.setattr(ray, "shutdown", lambda: events.append("shutdown"))
+    gc.disable()  # the cycle below stays until a collection, as between two automatic collections
+    try:
+        a, b = HoldsARayObject(), HoldsARayObject()
+        a.other, b.other = b, a
+        del a, b
+        shutdown_ray()
+    finally:
+        gc.enable()
+    assert events[-1] == "shutdown" and events[:-1] == ["finalized", "finalized after finalized"], events

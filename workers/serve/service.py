@@ -233,10 +233,12 @@ def _shut_down(temp_dir: str | None) -> None:
     import ray
     from ray import serve
 
+    from workers.cluster.pipeline import shutdown_ray
+
     try:
         if ray.is_initialized():
             serve.shutdown()
     finally:
-        ray.shutdown()
+        shutdown_ray()
         if temp_dir:
             shutil.rmtree(temp_dir, ignore_errors=True)
