@@ -92,6 +92,10 @@ answer four times in ten). Coherence now shares relevance's reading of what a se
 
 Embeddings here are rows of unit-length vectors (what the encoder returns with normalisation on);
 the functions divide by norms anyway where a mean is taken.
+
+Past ~600 lines because every registered version keeps its formula (old ones stay, so stored scores can be
+read again) and they share the text helpers below; the next split is by subject: the coherence versions
+(``coherence_score`` for v1, ``coherence_v2`` ... ``coherence_v4``, ``_clean_links``) into ``cpu_coherence.py``.
 """
 
 from __future__ import annotations
