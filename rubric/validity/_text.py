@@ -117,8 +117,29 @@ def insert_after(split: Split, i: int, sentence: str) -> str:
 # The opening of a question that is no part of its topic: a question word and the auxiliaries after it.
 _QUESTION_WORDS = frozenset("how why what when where which who whom whose is are was were do does did can could "
                             "should would will shall may might has have had to explain describe tell".split())
-_WORD = re.compile(r"[^\W\d_]+(?:['\u2019-][^\W\d_]+)*|\d+")
+# A word of a question: letters with the digits written inside it ("ww1", "mp3", "covid-19"); a bare number
+# ("1914") is not a topic word.
+_WORD = re.compile(r"[^\W_]+(?:['\u2019-][^\W_]+)*")
 _DETERMINERS = frozenset("a an the my your our their his her its this that these those".split())
+# What a question asks for, not what it is about: "definition of a sigmet", "types of dysarthria".
+_ASKING = frozenset("definition definitions define meaning meanings mean means type types kind kinds way ways "
+                    "example examples difference differences cause causes".split())
+# Words that join two topics into one ("wifi vs bluetooth", "salt and pepper").
+_JOINERS = frozenset("vs versus and or &".split())
+# Common English verbs in their base form: the verb of "How To Cook Pork Tenderloin" or "what can contour plowing
+# reduce" is what the question asks to do, not its topic. A general list (the verbs how-to and why-questions open
+# with), not one read off any data set; a verb it misses is still caught after "to".
+_VERBS = frozenset("""
+act add affect apply ask avoid bake be become begin boil break bring build burn buy calculate call care catch cause
+change check choose clean climb close come consist contain convert cook count cover crack create cure cut deal
+decide decorate delete describe design die do download draw dress drink drive dry earn eat enter evict explain
+fall feel fight fill find fix fly fold follow freeze fry get give go grill grow hang happen have hear help hide
+hold identify improve increase install keep kill know learn leave let lift light like live look lose make manage
+measure meet move need open own paint pass pay peel pick plan plant play prepare prevent protect pull put raise
+reach read reduce register remove repair replace reset respond roast run save say see sell send set sew show
+sing sit sleep speak spend stand start stay steam stop store strip study survive take talk teach tell test think
+tie train travel treat try tune turn tutor understand use visit wait walk want wash watch wear win work write
+""".split())
 
 
 def question_body(question: str) -> str:
@@ -131,16 +152,15 @@ def question_body(question: str) -> str:
     return " ".join(words[k:])
 
 
-def main_noun_phrase(question: str) -> str:
-    """A guess at the question's topic without a parser: the longest run of content words; from a
-    determiner on, its first two words ("a heat pump heat" -> "heat pump"), otherwise its last two
-    ("cook pork tenderloin" -> "pork tenderloin"). Lower case unless a word is capitalised mid-question
-    (a name). Falls back to "this topic"."""
-    found = [(m.group(), m.start()) for m in _WORD.finditer(question)]
+def _topic_runs(found: list[str]) -> list[list[int]]:
+    """The runs of content words of a question's words, with a verb taken off a run's edges: a run's first
+    word when it is a listed verb or follows "to", its last when it is a listed verb and no determiner opens
+    the run ("contour plowing reduce" but "the pilot light"). Two runs joined by "vs", "and" or "or" are one."""
+    lower = [w.lower() for w in found]
     runs: list[list[int]] = []
     current: list[int] = []
-    for i, (w, _) in enumerate(found):
-        if w.lower() in STOPWORDS or w.lower() in _QUESTION_WORDS or w.isdigit():
+    for i, w in enumerate(lower):
+        if w in STOPWORDS or w in _QUESTION_WORDS or w in _ASKING or w.isdigit():
             if current:
                 runs.append(current)
             current = []
@@ -148,17 +168,50 @@ def main_noun_phrase(question: str) -> str:
             current.append(i)
     if current:
         runs.append(current)
+    trimmed = []
+    for run in runs:
+        before = lower[run[0] - 1] if run[0] > 0 else ""
+        if before not in _JOINERS and (lower[run[0]] in _VERBS or before == "to"):
+            run = run[1:]
+        if len(run) > 1 and lower[run[-1]] in _VERBS and before not in _DETERMINERS:
+            run = run[:-1]
+        if run:
+            trimmed.append(run)
+    if not trimmed:  # "How To Lactate": the verb is all there is
+        trimmed = runs
+    joined: list[list[int]] = []
+    for run in trimmed:
+        prev = joined[-1] if joined else None
+        if prev and run[0] - prev[-1] == 2 and lower[run[0] - 1] in _JOINERS:
+            joined[-1] = prev + [run[0] - 1] + run
+        else:
+            joined.append(run)
+    return joined
+
+
+def main_noun_phrase(question: str) -> str:
+    """A guess at the question's topic without a parser: the first of the longest runs of content words
+    (verbs taken off its edges, "vs"/"and"/"or" joining two runs into one); from a determiner on, its first
+    two words ("a heat pump heat" -> "heat pump"), otherwise its last two ("cook pork tenderloin" -> "pork
+    tenderloin"); a joined run whole, two words a side ("wifi vs bluetooth"). Lower case unless a word is
+    capitalised mid-question (a name). Falls back to "this topic"."""
+    matches = list(_WORD.finditer(question))
+    found = [m.group() for m in matches]
+    runs = _topic_runs(found)
     if not runs:
         return "this topic"
-    run = max(runs, key=len)  # first of the longest
-    after_det = run[0] > 0 and found[run[0] - 1][0].lower() in _DETERMINERS
-    chosen = run[:2] if after_det else run[-2:]
-    out = []
-    for i in chosen:
-        w = found[i][0]
-        # a capital inside an all-capitalised question ("How To Cook Pork") is a title's, not a name's
-        title = sum(1 for x, _ in found if x[:1].isupper()) > len(found) / 2
-        out.append(w if (w[:1].isupper() and i > 0 and not title) else w.lower())
+    run = max(runs, key=lambda r: len([i for i in r if found[i].lower() not in _JOINERS]))  # first of the longest
+    joiner = next((k for k, i in enumerate(run) if found[i].lower() in _JOINERS), None)
+    after_det = run[0] > 0 and found[run[0] - 1].lower() in _DETERMINERS
+    if joiner is not None:
+        chosen = run[max(0, joiner - 2):joiner + 3]
+    else:
+        chosen = run[:2] if after_det else run[-2:]
+        if len(chosen) > 1 and found[chosen[0]].lower() in _VERBS:  # "volunteerily enter ww1" -> "ww1"
+            chosen = chosen[1:]
+    # a capital inside an all-capitalised question ("How To Cook Pork") is a title's, not a name's
+    title = sum(1 for x in found if x[:1].isupper()) > len(found) / 2
+    out = [found[i] if (found[i][:1].isupper() and i > 0 and not title) else found[i].lower() for i in chosen]
     return " ".join(out)
 
 

@@ -92,6 +92,16 @@ def test_main_noun_phrase():
     assert main_noun_phrase("How To Cook Pork Tenderloin") == "pork tenderloin"
     assert main_noun_phrase("What did Napoleon do in Egypt?") == "Napoleon"
     assert main_noun_phrase("Why?") == "this topic"
+    # a verb is what the question asks to do, not its topic: after "to", a listed verb at a run's edge
+    assert main_noun_phrase("How To Make Your Own Tortillas") == "tortillas"
+    assert main_noun_phrase("how to find the midsegment of a trapezoid") == "midsegment"
+    assert main_noun_phrase("what can contour plowing reduce") == "contour plowing"
+    assert main_noun_phrase("How To Light a Pilot Light") == "pilot light"  # a determiner opens a noun phrase
+    assert main_noun_phrase("How To Lactate") == "lactate"  # the verb is all there is
+    # a word written with digits is one word; "vs", "and", "or" join two topics; asking words are not the topic
+    assert main_noun_phrase("why did the us volunteerily enter ww1") == "ww1"
+    assert main_noun_phrase("what is wifi vs bluetooth") == "wifi vs bluetooth"
+    assert main_noun_phrase("definition of a sigmet") == "sigmet"
 
 
 # --- each family ------------------------------------------------------------------------------------------------
