@@ -30,7 +30,8 @@ from models.rubric_backends.text import load_spacy, pipeline_id
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem
 from rubric.scoring import (
-    CPU_COHERENCE_V3, CPU_COHERENCE_V4, CPU_COMPLETENESS_V3, CPU_RELEVANCE_V3, coherence_v3, coherence_v4,
+    CPU_COHERENCE_V3, CPU_COHERENCE_V4, CPU_COHERENCE_V5, CPU_COMPLETENESS_V3, CPU_COMPLETENESS_V4, CPU_RELEVANCE_V3,
+    CPU_RELEVANCE_V4, coherence_v3, coherence_v4,
     copied_sentences, plain_case, without_question_words, without_repeats, CONCRETE_POS, CPU_COHERENCE_V2,
     CPU_COHERENCE_VERSION, CPU_COMPLETENESS_REFERENCE, CPU_COMPLETENESS_V2, CPU_COMPLETENESS_VERSION,
     CPU_EXAMPLES_V2, CPU_EXAMPLES_VERSION, CPU_FACTUALITY_V2, CPU_FACTUALITY_VERSION, CPU_FLUENCY_V2,
@@ -70,8 +71,10 @@ class _Parsed:
     sentences: list[str]
     terms: set[str] = field(default_factory=set)  # content lemmas (questions)
     forms: set[str] = field(default_factory=set)  # the content words as written, lower-cased (questions)
+    codes: set[str] = field(default_factory=set)  # the words written with letters and digits, lower-cased (questions)
     lemmas: set[str] = field(default_factory=set)  # every lemma and lower-cased form (answers)
     sentence_terms: list[set[str]] = field(default_factory=list)  # each sentence's content lemmas (answers)
+    sentence_codes: list[set[str]] = field(default_factory=list)  # each sentence's words with digits (answers)
     sentence_words: list[list[tuple[str, str, str]]] = field(default_factory=list)  # (text and space, lemma, lower)
     n_words: int = 0
     n_concrete: int = 0
@@ -92,6 +95,13 @@ def _content_terms(tokens) -> set[str]:
     return {t.lemma_.lower() for t in _content_words(tokens)}
 
 
+def _codes(tokens) -> set[str]:
+    """The words written with letters and digits ("ww1", "mp3", "B12"), lower-cased, whatever their tag: names
+    and codes, which :func:`_content_words` leaves out (spaCy reads them neither as alphabetic nor as numbers)."""
+    return {t.lower_ for t in tokens
+            if t.text.isalnum() and any(c.isalpha() for c in t.text) and any(c.isdigit() for c in t.text)}
+
+
 def _kept_sents(doc: Any) -> list:
     return [s for s in doc.sents if any(c.isalnum() for c in s.text)]
 
@@ -102,14 +112,15 @@ def _parse_answer(doc: Any) -> _Parsed:
     lemmas = {t.lemma_.lower() for t in doc} | {t.lower_ for t in doc}
     sents = _kept_sents(doc)
     return _Parsed(sentences=[s.text.strip() for s in sents], lemmas=lemmas,
-                   sentence_terms=[_content_terms(s) for s in sents], n_words=len(words), n_concrete=concrete,
+                   sentence_terms=[_content_terms(s) for s in sents], sentence_codes=[_codes(s) for s in sents],
+                   n_words=len(words), n_concrete=concrete,
                    n_entities=len(doc.ents),
                    sentence_words=[[(t.text_with_ws, t.lemma_.lower(), t.lower_) for t in s] for s in sents])
 
 
 def _parse_question(doc: Any) -> _Parsed:
     return _Parsed(sentences=[doc.text.strip()], terms=_content_terms(doc),
-                   forms={t.lower_ for t in _content_words(doc)})
+                   forms={t.lower_ for t in _content_words(doc)}, codes=_codes(doc))
 
 
 def _sentences(doc: Any) -> list[str]:
@@ -144,10 +155,17 @@ class CPURow:
         clean / C / clean_text / copies: a "clean" unit's answer: the parse, sentence embeddings and text of the
             answer without its word-for-word copies of earlier text (:func:`rubric.scoring.without_repeats`), and
             where in that text each copy was cut.
-        M: a "clean" unit's answer's sentences without the question's words
-            (:func:`rubric.scoring.without_question_words`), one embedding each (None: nothing else is left).
+        M: per reading ("clean", "codes"; :meth:`asked`), a "clean" unit's answer's sentences without the
+            question's words (:func:`rubric.scoring.without_question_words`), one embedding each (None: nothing
+            else is left).
         question_terms: the question's content words and their lemmas, read as written and in plain case (a "clean"
             unit's): an answer's "Sardines" (a name to the tagger, lemma "sardines") is the question's "sardines".
+        question_codes: the question's words written with letters and digits ("ww1"), as written and in plain case.
+
+    The readings of what a sentence says about the question: "given" (the answer as given, the question's lemmas:
+    the second versions), "clean" (the answer without its copies, ``question_terms``: the third versions and
+    coherence.minilm.v4) and "codes" ("clean", with words written with digits counted as words on both sides: the
+    versions after those; a question's "ww1" said again is no information).
     """
 
     item: AnswerItem
@@ -166,31 +184,46 @@ class CPURow:
     clean_text: str = ""
     copies: list[int] = field(default_factory=list)
     question_terms: set[str] = field(default_factory=set)
-    M: list[np.ndarray | None] = field(default_factory=list)
-    _info: dict[bool, tuple[list[int], np.ndarray]] = field(default_factory=dict)
+    question_codes: set[str] = field(default_factory=set)
+    M: dict[str, list[np.ndarray | None]] = field(default_factory=dict)
+    _info: dict[str, tuple[list[int], np.ndarray]] = field(default_factory=dict)
 
-    def information(self, clean: bool = False) -> tuple[list[int], np.ndarray]:
+    def asked(self, reading: str) -> set[str]:
+        """The question's terms under ``reading`` (the class docstring's readings)."""
+        if reading == "given":
+            return self.question.terms
+        return self.question_terms | self.question_codes if reading == "codes" else self.question_terms
+
+    def terms(self, reading: str) -> list[set[str]]:
+        """Each sentence's content terms under ``reading``: of the answer as given, or without its copies."""
+        if reading == "given":
+            return self.answer.sentence_terms
+        if reading == "codes":
+            return [t | c for t, c in zip(self.clean.sentence_terms, self.clean.sentence_codes)]
+        return self.clean.sentence_terms
+
+    def information(self, reading: str = "given") -> tuple[list[int], np.ndarray]:
         """The distinct sentences and what each says about the question (relevance and completeness share it),
-        novelty weighted by each term's information (``weights``): of the answer as given (v2), or of the answer
-        without its copies against the question's terms in both readings (v3, ``clean``)."""
-        if clean not in self._info:
-            answer, S = (self.clean, self.C) if clean else (self.answer, self.S)
-            asked = self.question_terms if clean else self.question.terms
+        novelty weighted by each term's information (``weights``), under ``reading``: the answer as given (v2), or
+        without its copies, read without the question's words (its row of ``M[reading]``)."""
+        if reading not in self._info:
+            answer, S = (self.answer, self.S) if reading == "given" else (self.clean, self.C)
+            asked, terms = self.asked(reading), self.terms(reading)
             keep = distinct_sentences(S, answer.sentences)
-            w = {t: self.weights(t) for t in {t for i in keep for t in answer.sentence_terms[i]} | asked}
-            nov = [novelty(answer.sentence_terms[i], asked, w) for i in keep]
-            if not clean:
-                self._info[clean] = keep, sentence_information(self.q, S[keep], nov)
-            else:  # v3: what each sentence says besides the question's words (its row of M; None: nothing else)
-                said = [i for i in keep if self.M[i] is not None]
+            w = {t: self.weights(t) for t in {t for i in keep for t in terms[i]} | asked}
+            nov = [novelty(terms[i], asked, w) for i in keep]
+            if reading == "given":
+                self._info[reading] = keep, sentence_information(self.q, S[keep], nov)
+            else:  # what each sentence says besides the question's words (None: nothing else)
+                M = self.M[reading]
+                said = [i for i in keep if M[i] is not None]
                 info = np.zeros(len(keep))
                 if said:
                     at = {i: k for k, i in enumerate(keep)}
-                    got = sentence_information(self.q, np.vstack([self.M[i] for i in said]),
-                                               [nov[at[i]] for i in said])
+                    got = sentence_information(self.q, np.vstack([M[i] for i in said]), [nov[at[i]] for i in said])
                     info[[at[i] for i in said]] = got
-                self._info[clean] = keep, info
-        return self._info[clean]
+                self._info[reading] = keep, info
+        return self._info[reading]
 
 
 @dataclass(frozen=True)
@@ -268,35 +301,33 @@ def _v2_coherence(r: CPURow) -> Score:
     return Score.ok(mean, n_sentences=n, min_link=least, n_repeated=repeats)
 
 
-def _v3_relevance(r: CPURow) -> Score:
-    keep, info = r.information(clean=True)
-    return Score.ok(relevance_v2(info), n_sentences=len(r.clean.sentences), n_distinct=len(keep),
-                    n_copies=len(r.copies))
+def _clean_information(formula: Callable[[np.ndarray], float], reading: str) -> Callable[[CPURow], Score]:
+    """relevance or completeness (``formula`` of the sentences' information) over the answer without its copies."""
+    def score(r: CPURow) -> Score:
+        keep, info = r.information(reading)
+        return Score.ok(formula(info), n_sentences=len(r.clean.sentences), n_distinct=len(keep),
+                        n_copies=len(r.copies))
+    return score
 
 
-def _v3_completeness(r: CPURow) -> Score:
-    keep, info = r.information(clean=True)
-    return Score.ok(completeness_v2(info), n_sentences=len(r.clean.sentences), n_distinct=len(keep),
-                    n_copies=len(r.copies))
+def _building_coherence(reading: str) -> Callable[[CPURow], Score]:
+    """coherence v4 and later: v3's links, each times the later sentence's information under ``reading``."""
+    def score(r: CPURow) -> Score:
+        keep, info = r.information(reading)
+        said = np.zeros(len(r.clean.sentences))  # a sentence left out of keep repeats an earlier one: it says nothing
+        said[keep] = np.clip(info, 0.0, 1.0)
+        return _clean_coherence(r, functools.partial(coherence_v4, information=said), reading)
+    return score
 
 
-def _v3_coherence(r: CPURow) -> Score:
-    return _clean_coherence(r, coherence_v3)
-
-
-def _v4_coherence(r: CPURow) -> Score:
-    keep, info = r.information(clean=True)
-    said = np.zeros(len(r.clean.sentences))  # a sentence left out of keep repeats an earlier one: it says nothing
-    said[keep] = np.clip(info, 0.0, 1.0)
-    return _clean_coherence(r, functools.partial(coherence_v4, information=said))
-
-
-def _clean_coherence(r: CPURow, links: Callable[..., tuple[float, float, int] | None]) -> Score:
-    """coherence v3 or v4 (``links``) over the answer without its copies."""
+def _clean_coherence(r: CPURow, links: Callable[..., tuple[float, float, int] | None],
+                     reading: str = "clean") -> Score:
+    """coherence v3 or later (``links``) over the answer without its copies, its terms under ``reading``."""
     a = r.clean
-    w = {t: r.weights(t) for ts in a.sentence_terms for t in ts}
+    terms = r.terms(reading)
+    w = {t: r.weights(t) for ts in terms for t in ts}
     copied = copied_sentences(r.clean_text, a.sentences, r.copies)
-    got = links(r.C, texts=a.sentences, terms=a.sentence_terms, weights=w, question=(r.q, r.question.sentences[0]),
+    got = links(r.C, texts=a.sentences, terms=terms, weights=w, question=(r.q, r.question.sentences[0]),
                 copied=copied, copies=len(r.copies))
     if got is None:
         return Score.abstain("one sentence: no link between sentences to judge", n_sentences=len(a.sentences))
@@ -319,6 +350,7 @@ def _v2_factuality(r: CPURow) -> Score:
 _EMBED = frozenset({"parse", "embed"})
 _INFORMATION = _EMBED | {"wordfreq"}
 _CLEAN = _INFORMATION | {"clean"}
+_CODES = _CLEAN | {"codes"}
 
 #: The versions :class:`CPUProfileScorer` serves, one unit each.
 CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
@@ -334,10 +366,13 @@ CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
     CPUUnit(CPU_COMPLETENESS_REFERENCE, _EMBED | {"reference"}, "minilm", _reference_completeness),
     CPUUnit(CPU_FACTUALITY_V2, _EMBED | {"reference"}, "minilm", _v2_factuality),
     CPUUnit(CPU_EXAMPLES_V2, frozenset(), EXAMPLE_CUE_V2.pattern, _cues(example_cues_v2)),
-    CPUUnit(CPU_RELEVANCE_V3, _CLEAN, "minilm", _v3_relevance),
-    CPUUnit(CPU_COHERENCE_V3, _CLEAN, "minilm", _v3_coherence),
-    CPUUnit(CPU_COMPLETENESS_V3, _CLEAN, "minilm", _v3_completeness),
-    CPUUnit(CPU_COHERENCE_V4, _CLEAN, "minilm", _v4_coherence),
+    CPUUnit(CPU_RELEVANCE_V3, _CLEAN, "minilm", _clean_information(relevance_v2, "clean")),
+    CPUUnit(CPU_COHERENCE_V3, _CLEAN, "minilm", functools.partial(_clean_coherence, links=coherence_v3)),
+    CPUUnit(CPU_COMPLETENESS_V3, _CLEAN, "minilm", _clean_information(completeness_v2, "clean")),
+    CPUUnit(CPU_COHERENCE_V4, _CLEAN, "minilm", _building_coherence("clean")),
+    CPUUnit(CPU_RELEVANCE_V4, _CODES, "minilm", _clean_information(relevance_v2, "codes")),
+    CPUUnit(CPU_COMPLETENESS_V4, _CODES, "minilm", _clean_information(completeness_v2, "codes")),
+    CPUUnit(CPU_COHERENCE_V5, _CODES, "minilm", _building_coherence("codes")),
 )}
 
 
@@ -474,13 +509,15 @@ class CPUProfileScorer:
         evidence = self._parse([t[:MAX_EVIDENCE_CHARS] for ts in texts.values() for t in ts],
                                lambda d: _Parsed(sentences=_sentences(d)), senter_only=True) if cut else {}
         index: dict[str, int] = {}  # distinct sentence -> its row of the embedding matrix
-        masked: dict[int, list[str]] = {}  # a "clean" row's sentences without the question's words
+        readings = ("clean", "codes") if "codes" in self._needs else ("clean",)
+        masked: dict[int, dict[str, list[str]]] = {}  # a "clean" row's sentences without the question's words
         for i in live:
             r = rows[i]
             r.question = questions[items[i].question]
             if plain:
                 p = questions[plain[items[i].question]]
                 r.question_terms = r.question.terms | r.question.forms | p.terms | p.forms
+                r.question_codes = r.question.codes | p.codes
             r.weights = self._weights
             ev = [s for t in texts[i] for s in evidence[t[:MAX_EVIDENCE_CHARS]].sentences]
             r.evidence_cut = len(ev) > MAX_EVIDENCE_SENTENCES or any(cut[t] for t in texts[i])
@@ -488,10 +525,10 @@ class CPUProfileScorer:
             if "reference" in self._needs and _has_text(items[i].reference):
                 r.reference = evidence[items[i].reference[:MAX_EVIDENCE_CHARS]].sentences[:MAX_EVIDENCE_SENTENCES]
             clean = r.clean.sentences if r.clean is not None else []
-            masked[i] = ([without_question_words(ws, r.question_terms) for ws in r.clean.sentence_words]
-                         if r.clean is not None else [])
+            masked[i] = {k: [without_question_words(ws, r.asked(k)) for ws in r.clean.sentence_words]
+                         for k in readings} if r.clean is not None else {}
             for s in (*r.answer.sentences, *clean, *r.question.sentences, *r.evidence, *r.reference,
-                      *(m for m in masked[i] if m)):
+                      *(m for ms in masked[i].values() for m in ms if m)):
                 index.setdefault(s, len(index))
         emb = self.encoder.encode(list(index), batch_size=ENCODE_BATCH, convert_to_numpy=True,
                                   normalize_embeddings=True, show_progress_bar=False)
@@ -500,7 +537,7 @@ class CPUProfileScorer:
             r.S = emb[[index[s] for s in r.answer.sentences]]
             if r.clean is not None:
                 r.C = emb[[index[s] for s in r.clean.sentences]]
-                r.M = [emb[index[m]] if m else None for m in masked[i]]
+                r.M = {k: [emb[index[m]] if m else None for m in ms] for k, ms in masked[i].items()}
             r.q = emb[index[r.question.sentences[0]]]
             r.E = emb[[index[s] for s in r.evidence]] if r.evidence else None
             r.R = emb[[index[s] for s in r.reference]] if r.reference else None

@@ -64,7 +64,7 @@ has the tables). Each answers a way the first could be fooled:
   "example(s)"; precision and recall on the hand-labelled sentences of tests/rubric/data/example_cues.jsonl
   are in docs/validity.md.
 
-The third versions of relevance, coherence and completeness (the preset's) read the answer *without its copies*
+The third versions of relevance, coherence and completeness read the answer *without its copies*
 (:func:`without_repeats`, before anything is parsed): v2 dropped a sentence that repeats an earlier one, but a
 repeat glued to its own line ("- 1 cup flour - 1 cup flour") is one new sentence to the splitter, and a repeat could
 still move v2 up (a median 0.002, on a quarter of WebGLM's answers). Text said again is cut, so it cannot add
@@ -84,11 +84,17 @@ information however it is split:
   :func:`copied_sentences`; one that restates the question) and each copy one more link of 0 (:func:`coherence_v3`):
   saying a thing again, the question included, is a step that goes nowhere.
 
-The fourth coherence (``coherence.minilm.v4``, the preset's): v3's links, each times the later sentence's information
+The fourth coherence (``coherence.minilm.v4``): v3's links, each times the later sentence's information
 about the question (relevance.minilm.v3's; :func:`coherence_v4`). A coherent answer builds a body of information about
 its question from sentence to sentence ("not just a heap of related information", G-Eval's definition); generic
 sentences about the topic link closely and build nothing, so each of their steps is near 0 (v3: they outranked the
 answer four times in ten). Coherence now shares relevance's reading of what a sentence says.
+
+The preset's (``relevance.minilm.v4``, ``completeness.coverage.v4``, ``coherence.minilm.v5``): the same formulas, with
+a word written with letters and digits ("ww1", "mp3") a word of the question and of the answer. spaCy reads such a
+word neither as alphabetic nor as a number, so the third versions left it out of the question's words: a non-answer
+that said the question's "ww1" again kept it as something new (the formulas are here; the readings are the scorer's,
+``models.rubric_backends.cpu_rubrics.CPURow``).
 
 Embeddings here are rows of unit-length vectors (what the encoder returns with normalisation on);
 the functions divide by norms anyway where a mean is taken.
@@ -120,6 +126,7 @@ __all__ = [
     "CPU_FLUENCY_V2", "UNKNOWN_WORD_ZIPF", "count_fluency_lints_v2", "repeated_sentences",
     "CPU_RELEVANCE_V3", "CPU_COHERENCE_V3", "CPU_COMPLETENESS_V3", "without_repeats", "plain_case", "coherence_v3",
     "copied_sentences", "without_question_words", "CPU_COHERENCE_V4", "coherence_v4",
+    "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5",
 ]
 
 CPU_RELEVANCE_VERSION = "relevance.minilm.v1"
@@ -140,6 +147,9 @@ CPU_RELEVANCE_V3 = "relevance.minilm.v3"
 CPU_COHERENCE_V3 = "coherence.minilm.v3"
 CPU_COMPLETENESS_V3 = "completeness.coverage.v3"
 CPU_COHERENCE_V4 = "coherence.minilm.v4"
+CPU_RELEVANCE_V4 = "relevance.minilm.v4"
+CPU_COMPLETENESS_V4 = "completeness.coverage.v4"
+CPU_COHERENCE_V5 = "coherence.minilm.v5"
 
 #: fluency.harper.v2 counts a Harper spelling finding only on a word general English hardly uses: a Zipf
 #: frequency (wordfreq) below this. Typos made by character edits land at 0-1.2 ("thgih" 0, "approch" 1.2);

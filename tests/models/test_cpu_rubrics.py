@@ -217,3 +217,37 @@ def test_fluency_v2_counts_a_typo_that_v1_could_not_see():
     assert got["fluency.harper.v2"][1].extras["n_unknown_words"] == 2
     # "skincare" and "Rosewater" are words general English uses: no finding counted on the clean text
     assert got["fluency.harper.v2"][0].extras["n_unknown_words"] == 0
+
+
+WW1_Q = "why did the us enter ww1"
+WW1 = {
+    "answer": ("The U.S. entered WW1 in 1917 for two main reasons. Germany had resumed unrestricted submarine warfare "
+               "against neutral ships, and the Zimmermann telegram offered Mexico an alliance against the U.S."),
+    "non_answer": ("A lot has been written about ww1 over the years. Ww1 is a topic that many people are curious "
+                   "about. People have been interested in ww1 for a long time."),
+}
+CODES_V3 = ("relevance.minilm.v3", "completeness.coverage.v3", "coherence.minilm.v4")
+CODES_V4 = ("relevance.minilm.v4", "completeness.coverage.v4", "coherence.minilm.v5")
+
+
+def test_a_word_written_with_digits_is_a_word_of_the_question():
+    """spaCy reads "ww1" neither as alphabetic nor as a number: the third versions kept a non-answer's "ww1" as
+    something new (the non-answer outranked the answer on relevance, as a TREC-DL passage was outranked); the
+    preset's versions read it as the question's word. Scored in one scorer, the third versions' scores are the
+    same as alone: the two readings do not leak into each other."""
+    pytest.importorskip("sentence_transformers")
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
+
+    items = [AnswerItem(k, WW1_Q, v) for k, v in WW1.items()]
+    both = CPUProfileScorer(tuple(RUBRICS.get(v) for v in CODES_V4[:1] + CODES_V3[1:]))  # v4 relevance, v3 others
+    old = CPUProfileScorer(tuple(RUBRICS.get(v) for v in CODES_V3))
+    new = CPUProfileScorer(tuple(RUBRICS.get(v) for v in CODES_V4))
+    v3 = dict(zip(WW1, old.score_batch(items)))
+    v4 = dict(zip(WW1, new.score_batch(items)))
+    assert v3["non_answer"]["relevance"].raw > v3["answer"]["relevance"].raw  # what the third version did
+    for name in ("relevance", "completeness", "coherence"):
+        assert v4["non_answer"][name].raw < v4["answer"][name].raw, (name, v4["non_answer"][name], v4["answer"][name])
+    for k, r in zip(WW1, both.score_batch(items)):
+        assert r["relevance"].raw == pytest.approx(v4[k]["relevance"].raw, abs=1e-5)
+        for name in ("completeness", "coherence"):
+            assert r[name].raw == pytest.approx(v3[k][name].raw, abs=1e-5)

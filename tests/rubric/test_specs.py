@@ -18,6 +18,7 @@ EXPECTED_VERSIONS = {
     "relevance.minilm.v2", "coherence.minilm.v2", "completeness.coverage.v2", "completeness.reference.v1",
     "factuality.support.v2", "use_of_examples.cues.v2",
     "relevance.minilm.v3", "coherence.minilm.v3", "completeness.coverage.v3", "coherence.minilm.v4",
+    "relevance.minilm.v4", "completeness.coverage.v4", "coherence.minilm.v5",
     # extra signals (opt-in, outside the paper's nine)
     "length.words.v1", "qa_similarity.minilm.v1", "ref_rouge_l.v1", "ref_similarity.minilm.v1",
 }
