@@ -59,15 +59,16 @@ from rubric.scoring.claims import (
 from rubric.scoring.cpu_profile import (
     CPU_RELEVANCE_VERSION, CPU_COHERENCE_VERSION, CPU_COMPLETENESS_VERSION, CPU_FACTUALITY_VERSION,
     CPU_SPECIFICITY_VERSION, CPU_EXAMPLES_VERSION, CPU_FLUENCY_VERSION, FACTUALITY_NO_EVIDENCE, QUESTION_TERM_POS,
-    CONCRETE_POS, EXAMPLE_CUE, FLUENCY_HARPER_KINDS, centroid, relevance_score, coherence_score, soft_recall,
+    CONCRETE_POS, EXAMPLE_CUE, FLUENCY_HARPER_KINDS, centroid, relevance_score, soft_recall,
     term_coverage, completeness_score, support_score, concreteness, example_cues, count_fluency_lints, fluency_score,
     CPU_RELEVANCE_V2, CPU_COHERENCE_V2, CPU_COMPLETENESS_V2, CPU_COMPLETENESS_REFERENCE, CPU_FACTUALITY_V2,
     CPU_EXAMPLES_V2, REPEAT_COS, EXAMPLE_CUE_V2, distinct_sentences, novelty, sentence_information, relevance_v2,
-    completeness_v2, coherence_v2, example_cues_v2, ZIPF_TOP, MIN_TERM_WEIGHT, term_weight, CPU_FLUENCY_V2,
+    completeness_v2, example_cues_v2, ZIPF_TOP, MIN_TERM_WEIGHT, term_weight, CPU_FLUENCY_V2,
     UNKNOWN_WORD_ZIPF, count_fluency_lints_v2, repeated_sentences, CPU_RELEVANCE_V3, CPU_COHERENCE_V3,
-    CPU_COMPLETENESS_V3, without_repeats, plain_case, coherence_v3, copied_sentences, without_question_words,
-    CPU_COHERENCE_V4, coherence_v4, CPU_RELEVANCE_V4, CPU_COMPLETENESS_V4, CPU_COHERENCE_V5,
+    CPU_COMPLETENESS_V3, without_repeats, plain_case, copied_sentences, without_question_words,
+    CPU_COHERENCE_V4, CPU_RELEVANCE_V4, CPU_COMPLETENESS_V4, CPU_COHERENCE_V5,
 )
+from rubric.scoring.cpu_coherence import coherence_score, coherence_v2, coherence_v3, coherence_v4
 from rubric.scoring.claims import (
     FACTUALITY_V2, FACTUALITY_VERSIONS, count_no_claims,
 )

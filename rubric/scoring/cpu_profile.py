@@ -99,9 +99,7 @@ that said the question's "ww1" again kept it as something new (the formulas are 
 Embeddings here are rows of unit-length vectors (what the encoder returns with normalisation on);
 the functions divide by norms anyway where a mean is taken.
 
-Past ~600 lines because every registered version keeps its formula (old ones stay, so stored scores can be
-read again) and they share the text helpers below; the next split is by subject: the coherence versions
-(``coherence_score`` for v1, ``coherence_v2`` ... ``coherence_v4``, ``_clean_links``) into ``cpu_coherence.py``.
+The coherence formulas (v1 to v4; v5 is v4's over another reading) are ``rubric.scoring.cpu_coherence``'s.
 """
 
 from __future__ import annotations
@@ -118,14 +116,14 @@ __all__ = [
     "CPU_RELEVANCE_VERSION", "CPU_COHERENCE_VERSION", "CPU_COMPLETENESS_VERSION", "CPU_FACTUALITY_VERSION",
     "CPU_SPECIFICITY_VERSION", "CPU_EXAMPLES_VERSION", "CPU_FLUENCY_VERSION",
     "FACTUALITY_NO_EVIDENCE", "QUESTION_TERM_POS", "CONCRETE_POS", "EXAMPLE_CUE", "FLUENCY_HARPER_KINDS",
-    "centroid", "relevance_score", "coherence_score", "soft_recall", "term_coverage", "completeness_score",
+    "centroid", "relevance_score", "soft_recall", "term_coverage", "completeness_score",
     "support_score", "concreteness", "example_cues", "count_fluency_lints", "fluency_score",
     "CPU_RELEVANCE_V2", "CPU_COHERENCE_V2", "CPU_COMPLETENESS_V2", "CPU_COMPLETENESS_REFERENCE", "CPU_FACTUALITY_V2",
     "CPU_EXAMPLES_V2", "REPEAT_COS", "EXAMPLE_CUE_V2", "distinct_sentences", "novelty", "sentence_information",
-    "relevance_v2", "completeness_v2", "coherence_v2", "example_cues_v2", "ZIPF_TOP", "MIN_TERM_WEIGHT", "term_weight",
+    "relevance_v2", "completeness_v2", "example_cues_v2", "ZIPF_TOP", "MIN_TERM_WEIGHT", "term_weight",
     "CPU_FLUENCY_V2", "UNKNOWN_WORD_ZIPF", "count_fluency_lints_v2", "repeated_sentences",
-    "CPU_RELEVANCE_V3", "CPU_COHERENCE_V3", "CPU_COMPLETENESS_V3", "without_repeats", "plain_case", "coherence_v3",
-    "copied_sentences", "without_question_words", "CPU_COHERENCE_V4", "coherence_v4",
+    "CPU_RELEVANCE_V3", "CPU_COHERENCE_V3", "CPU_COMPLETENESS_V3", "without_repeats", "plain_case",
+    "copied_sentences", "without_question_words", "CPU_COHERENCE_V4",
     "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5",
 ]
 
@@ -234,18 +232,6 @@ def relevance_score(question: np.ndarray, sentences: np.ndarray) -> float:
     """relevance.minilm.v1: cosine of the question and the answer's centroid, in [-1, 1]."""
     q = _unit(np.asarray(question, dtype=np.float64).reshape(-1))
     return float(np.clip(q @ centroid(sentences), -1.0, 1.0))
-
-
-def coherence_score(question: np.ndarray, sentences: np.ndarray) -> tuple[float, float]:
-    """coherence.minilm.v1: mean (and least) cosine of adjacent units in (question, s1, ..., sn).
-
-    Returns:
-        ``(mean, minimum)`` over the n links, each in [-1, 1].
-    """
-    q = np.asarray(question, dtype=np.float64).reshape(1, -1)
-    units = _unit(np.vstack([q, _rows(sentences, "sentence embeddings")]))
-    links = np.clip(np.einsum("ij,ij->i", units[:-1], units[1:]), -1.0, 1.0)
-    return float(links.mean()), float(links.min())
 
 
 def soft_recall(targets: np.ndarray, candidates: np.ndarray) -> float:
@@ -394,103 +380,6 @@ def completeness_v2(information: np.ndarray) -> float:
     """completeness.coverage.v2: ``1 - prod(1 - information)`` over the distinct sentences, in [0, 1]."""
     info = np.clip(np.asarray(information, dtype=np.float64), 0.0, 1.0)
     return float(1.0 - np.prod(1.0 - info))
-
-
-def _links(sentences: np.ndarray, texts: Iterable[str] | None, terms: Sequence[Iterable[str]] | None,
-           weights: Mapping[str, float] | None, question: tuple[np.ndarray, str] | None = None,
-           copied: Sequence[bool] | None = None) -> tuple[list[float], int]:
-    """coherence's links between adjacent sentences (``coherence_v2``) and how many sentences repeat an earlier one
-    (or, given the ``question`` as its embedding and text, the question: ``repeated_sentences`` with the question
-    first)."""
-    s = _unit(_rows(sentences, "sentence embeddings"))
-    if terms is not None and len(terms) != len(s):
-        raise ConfigError(f"need one term set per sentence ({len(s)}), got {len(terms)}")
-    if question is None:
-        repeated = repeated_sentences(s, texts)
-    else:
-        q = np.asarray(question[0], dtype=np.float64).reshape(1, -1)
-        said = None if texts is None else [question[1], *texts]
-        repeated = repeated_sentences(np.vstack([q, s]), said)[1:]
-    if copied is not None:
-        if len(copied) != len(s):
-            raise ConfigError(f"need one copied flag per sentence ({len(s)}), got {len(copied)}")
-        repeated = [r or bool(c) for r, c in zip(repeated, copied)]
-    links = []
-    for i in range(1, len(s)):
-        if repeated[i]:
-            links.append(0.0)
-            continue
-        link = max(float(np.clip(s[i - 1] @ s[i], -1.0, 1.0)), 0.0)
-        links.append(link if terms is None else link * novelty(terms[i], terms[i - 1], weights))
-    return links, sum(repeated[1:])  # the first sentence has no link to lose
-
-
-def coherence_v2(sentences: np.ndarray, texts: Iterable[str] | None = None,
-                 terms: Sequence[Iterable[str]] | None = None,
-                 weights: Mapping[str, float] | None = None) -> tuple[float, float, int] | None:
-    """coherence.minilm.v2: ``(mean link, least link, repeated sentences)`` over adjacent sentences, or None
-    with fewer than two sentences (no link to judge: the rubric abstains).
-
-    A link is the two sentences' cosine floored at 0 times the later one's novelty against the earlier one
-    (given ``terms``, each sentence's content terms, weighted by ``weights``: the share of what it says that the
-    sentence before did not say): a coherent step is related to what came before *and* adds to it (the given-new
-    contract), so a sentence that only restates the topic links weakly. A link into a sentence that repeats an
-    earlier one (:func:`repeated_sentences`) is 0.
-    """
-    if len(_rows(sentences, "sentence embeddings")) < 2:
-        return None
-    links, repeated = _links(sentences, texts, terms, weights)
-    return float(np.mean(links)), float(np.min(links)), repeated
-
-
-def _clean_links(sentences: np.ndarray, texts: Iterable[str] | None, terms: Sequence[Iterable[str]] | None,
-                 weights: Mapping[str, float] | None, question: tuple[np.ndarray, str] | None,
-                 copied: Sequence[bool] | None, copies: int) -> tuple[list[float], int]:
-    """coherence v3's links (:func:`coherence_v3`) and its repeats, the copies counted."""
-    n = len(_rows(sentences, "sentence embeddings"))
-    if copies < 0:
-        raise ConfigError(f"copies must be >= 0, got {copies}")
-    links, repeated = _links(sentences, texts, terms, weights, question, copied) if n >= 2 else ([], 0)
-    return links + [0.0] * copies, repeated + copies
-
-
-def coherence_v3(sentences: np.ndarray, texts: Iterable[str] | None = None,
-                 terms: Sequence[Iterable[str]] | None = None, weights: Mapping[str, float] | None = None,
-                 question: tuple[np.ndarray, str] | None = None, copied: Sequence[bool] | None = None,
-                 copies: int = 0) -> tuple[float, float, int] | None:
-    """coherence.minilm.v3, over the answer without its copies (:func:`without_repeats`): v2's links
-    (``coherence_v2``), a link into a sentence that says nothing new being 0 — one that repeats an earlier sentence,
-    one that restates the ``question`` (given as its embedding and text: ``repeated_sentences`` with the question as
-    the earliest sentence; the question is no unit, it links to nothing) or one a copy was cut from (``copied``:
-    :func:`copied_sentences`) — and each of the ``copies`` one more link of 0. ``(mean, least, repeats)``, repeats
-    counting the copies; None (abstain) without any link."""
-    links, repeated = _clean_links(sentences, texts, terms, weights, question, copied, copies)
-    if not links:
-        return None
-    return float(np.mean(links)), float(np.min(links)), repeated
-
-
-def coherence_v4(sentences: np.ndarray, information: Sequence[float], texts: Iterable[str] | None = None,
-                 terms: Sequence[Iterable[str]] | None = None, weights: Mapping[str, float] | None = None,
-                 question: tuple[np.ndarray, str] | None = None, copied: Sequence[bool] | None = None,
-                 copies: int = 0) -> tuple[float, float, int] | None:
-    """coherence.minilm.v4: :func:`coherence_v3`'s links, the link into sentence ``i`` times ``information[i]``
-    (what that sentence says about the question besides the question's words, in [0, 1]: relevance.minilm.v3's
-    reading; 0 for a sentence that repeats an earlier one) — a step builds the answer only when it adds
-    information about the question. ``(mean, least, repeats)``; None (abstain) without any link.
-
-    Raises:
-        ConfigError: ``information`` is not one value in [0, 1] per sentence.
-    """
-    n = len(_rows(sentences, "sentence embeddings"))
-    info = [float(x) for x in information]
-    if len(info) != n or any(not 0.0 <= x <= 1.0 for x in info):
-        raise ConfigError(f"need one information value in [0, 1] per sentence ({n}), got {info}")
-    links, repeated = _clean_links(sentences, texts, terms, weights, question, copied, copies)
-    if not links:
-        return None
-    steps = [link * info[i] for i, link in enumerate(links[:n - 1], start=1)] + links[n - 1:] if n >= 2 else links
-    return float(np.mean(steps)), float(np.min(steps)), repeated
 
 
 def copied_sentences(text: str, sentences: Sequence[str], cuts: Sequence[int]) -> list[bool]:
