@@ -71,7 +71,7 @@ class _Parsed:
     sentences: list[str]
     terms: set[str] = field(default_factory=set)  # content lemmas (questions)
     forms: set[str] = field(default_factory=set)  # the content words as written, lower-cased (questions)
-    codes: set[str] = field(default_factory=set)  # the words written with letters and digits, lower-cased (questions)
+    words: set[str] = field(default_factory=set)  # the question's words, stop list or not (questions: _question_words)
     lemmas: set[str] = field(default_factory=set)  # every lemma and lower-cased form (answers)
     sentence_terms: list[set[str]] = field(default_factory=list)  # each sentence's content lemmas (answers)
     sentence_codes: list[set[str]] = field(default_factory=list)  # each sentence's words with digits (answers)
@@ -95,11 +95,23 @@ def _content_terms(tokens) -> set[str]:
     return {t.lemma_.lower() for t in _content_words(tokens)}
 
 
+def _is_code(t: Any) -> bool:
+    """A word written with letters and digits ("ww1", "mp3", "B12"): a name or a code, which
+    :func:`_content_words` leaves out (spaCy reads it neither as alphabetic nor as a number)."""
+    return t.text.isalnum() and any(c.isalpha() for c in t.text) and any(c.isdigit() for c in t.text)
+
+
 def _codes(tokens) -> set[str]:
-    """The words written with letters and digits ("ww1", "mp3", "B12"), lower-cased, whatever their tag: names
-    and codes, which :func:`_content_words` leaves out (spaCy reads them neither as alphabetic nor as numbers)."""
-    return {t.lower_ for t in tokens
-            if t.text.isalnum() and any(c.isalpha() for c in t.text) and any(c.isdigit() for c in t.text)}
+    """The words written with letters and digits, lower-cased, whatever their tag."""
+    return {t.lower_ for t in tokens if _is_code(t)}
+
+
+def _question_words(tokens) -> set[str]:
+    """What the question says, for the fourth reading: its nouns, proper nouns, verbs, adjectives and numbers
+    *whether or not spaCy's stop list holds them* ("back" in "How To Crack Your Back", "make", "side", "top" are on
+    it) and its words written with digits, each lower-cased as written and as its lemma."""
+    said = [t for t in tokens if (t.pos_ in QUESTION_TERM_POS and (t.is_alpha or t.like_num)) or _is_code(t)]
+    return {t.lower_ for t in said} | {t.lemma_.lower() for t in said}
 
 
 def _kept_sents(doc: Any) -> list:
@@ -120,7 +132,7 @@ def _parse_answer(doc: Any) -> _Parsed:
 
 def _parse_question(doc: Any) -> _Parsed:
     return _Parsed(sentences=[doc.text.strip()], terms=_content_terms(doc),
-                   forms={t.lower_ for t in _content_words(doc)}, codes=_codes(doc))
+                   forms={t.lower_ for t in _content_words(doc)}, words=_question_words(doc))
 
 
 def _sentences(doc: Any) -> list[str]:
@@ -155,17 +167,19 @@ class CPURow:
         clean / C / clean_text / copies: a "clean" unit's answer: the parse, sentence embeddings and text of the
             answer without its word-for-word copies of earlier text (:func:`rubric.scoring.without_repeats`), and
             where in that text each copy was cut.
-        M: per reading ("clean", "codes"; :meth:`asked`), a "clean" unit's answer's sentences without the
+        M: per reading ("clean", "words"; :meth:`asked`), a "clean" unit's answer's sentences without the
             question's words (:func:`rubric.scoring.without_question_words`), one embedding each (None: nothing
             else is left).
         question_terms: the question's content words and their lemmas, read as written and in plain case (a "clean"
             unit's): an answer's "Sardines" (a name to the tagger, lemma "sardines") is the question's "sardines".
-        question_codes: the question's words written with letters and digits ("ww1"), as written and in plain case.
+        question_words: the question's words for the "words" reading (``_question_words``), as written and in plain
+            case.
 
     The readings of what a sentence says about the question: "given" (the answer as given, the question's lemmas:
     the second versions), "clean" (the answer without its copies, ``question_terms``: the third versions and
-    coherence.minilm.v4) and "codes" ("clean", with words written with digits counted as words on both sides: the
-    versions after those; a question's "ww1" said again is no information).
+    coherence.minilm.v4) and "words" ("clean", with the question's words read whether or not spaCy's stop list holds
+    them, and words written with digits counted as words on both sides: the versions after those; a question's "ww1"
+    or "back" said again is no information).
     """
 
     item: AnswerItem
@@ -184,7 +198,7 @@ class CPURow:
     clean_text: str = ""
     copies: list[int] = field(default_factory=list)
     question_terms: set[str] = field(default_factory=set)
-    question_codes: set[str] = field(default_factory=set)
+    question_words: set[str] = field(default_factory=set)
     M: dict[str, list[np.ndarray | None]] = field(default_factory=dict)
     _info: dict[str, tuple[list[int], np.ndarray]] = field(default_factory=dict)
 
@@ -192,13 +206,13 @@ class CPURow:
         """The question's terms under ``reading`` (the class docstring's readings)."""
         if reading == "given":
             return self.question.terms
-        return self.question_terms | self.question_codes if reading == "codes" else self.question_terms
+        return self.question_terms | self.question_words if reading == "words" else self.question_terms
 
     def terms(self, reading: str) -> list[set[str]]:
         """Each sentence's content terms under ``reading``: of the answer as given, or without its copies."""
         if reading == "given":
             return self.answer.sentence_terms
-        if reading == "codes":
+        if reading == "words":
             return [t | c for t, c in zip(self.clean.sentence_terms, self.clean.sentence_codes)]
         return self.clean.sentence_terms
 
@@ -350,7 +364,7 @@ def _v2_factuality(r: CPURow) -> Score:
 _EMBED = frozenset({"parse", "embed"})
 _INFORMATION = _EMBED | {"wordfreq"}
 _CLEAN = _INFORMATION | {"clean"}
-_CODES = _CLEAN | {"codes"}
+_WORDS = _CLEAN | {"words"}
 
 #: The versions :class:`CPUProfileScorer` serves, one unit each.
 CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
@@ -370,9 +384,9 @@ CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
     CPUUnit(CPU_COHERENCE_V3, _CLEAN, "minilm", functools.partial(_clean_coherence, links=coherence_v3)),
     CPUUnit(CPU_COMPLETENESS_V3, _CLEAN, "minilm", _clean_information(completeness_v2, "clean")),
     CPUUnit(CPU_COHERENCE_V4, _CLEAN, "minilm", _building_coherence("clean")),
-    CPUUnit(CPU_RELEVANCE_V4, _CODES, "minilm", _clean_information(relevance_v2, "codes")),
-    CPUUnit(CPU_COMPLETENESS_V4, _CODES, "minilm", _clean_information(completeness_v2, "codes")),
-    CPUUnit(CPU_COHERENCE_V5, _CODES, "minilm", _building_coherence("codes")),
+    CPUUnit(CPU_RELEVANCE_V4, _WORDS, "minilm", _clean_information(relevance_v2, "words")),
+    CPUUnit(CPU_COMPLETENESS_V4, _WORDS, "minilm", _clean_information(completeness_v2, "words")),
+    CPUUnit(CPU_COHERENCE_V5, _WORDS, "minilm", _building_coherence("words")),
 )}
 
 
@@ -509,7 +523,7 @@ class CPUProfileScorer:
         evidence = self._parse([t[:MAX_EVIDENCE_CHARS] for ts in texts.values() for t in ts],
                                lambda d: _Parsed(sentences=_sentences(d)), senter_only=True) if cut else {}
         index: dict[str, int] = {}  # distinct sentence -> its row of the embedding matrix
-        readings = ("clean", "codes") if "codes" in self._needs else ("clean",)
+        readings = ("clean", "words") if "words" in self._needs else ("clean",)
         masked: dict[int, dict[str, list[str]]] = {}  # a "clean" row's sentences without the question's words
         for i in live:
             r = rows[i]
@@ -517,7 +531,7 @@ class CPUProfileScorer:
             if plain:
                 p = questions[plain[items[i].question]]
                 r.question_terms = r.question.terms | r.question.forms | p.terms | p.forms
-                r.question_codes = r.question.codes | p.codes
+                r.question_words = r.question.words | p.words
             r.weights = self._weights
             ev = [s for t in texts[i] for s in evidence[t[:MAX_EVIDENCE_CHARS]].sentences]
             r.evidence_cut = len(ev) > MAX_EVIDENCE_SENTENCES or any(cut[t] for t in texts[i])

@@ -90,11 +90,13 @@ its question from sentence to sentence ("not just a heap of related information"
 sentences about the topic link closely and build nothing, so each of their steps is near 0 (v3: they outranked the
 answer four times in ten). Coherence now shares relevance's reading of what a sentence says.
 
-The preset's (``relevance.minilm.v4``, ``completeness.coverage.v4``, ``coherence.minilm.v5``): the same formulas, with
-a word written with letters and digits ("ww1", "mp3") a word of the question and of the answer. spaCy reads such a
-word neither as alphabetic nor as a number, so the third versions left it out of the question's words: a non-answer
-that said the question's "ww1" again kept it as something new (the formulas are here; the readings are the scorer's,
-``models.rubric_backends.cpu_rubrics.CPURow``).
+The preset's (``relevance.minilm.v4``, ``completeness.coverage.v4``, ``coherence.minilm.v5``): the same formulas
+over the question's words read whole. The third versions took the question's words from its content words, which
+leave out what spaCy's stop list holds ("back" in "How To Crack Your Back", "make", "side", "top") and what it reads
+neither as alphabetic nor as a number ("ww1", "mp3"): a non-answer that said the question's "back" or "ww1" again kept
+it as something new. The fourth reading takes the question's nouns, verbs, adjectives and numbers whether or not the
+stop list holds them, and words written with letters and digits on both sides (the formulas are here; the readings
+are the scorer's, ``models.rubric_backends.cpu_rubrics.CPURow``).
 
 Embeddings here are rows of unit-length vectors (what the encoder returns with normalisation on);
 the functions divide by norms anyway where a mean is taken.

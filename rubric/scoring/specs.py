@@ -139,17 +139,19 @@ _add(RubricSpec("coherence", "coherence.minilm.v4", "cpu_text", 0.0, 1.0,
 _add(RubricSpec("completeness", "completeness.coverage.v3", "cpu_text", 0.0, 1.0,
                 description="reference-free: 1 - prod(1 - information) over the distinct sentences, a sentence's "
                             "information being relevance.minilm.v3's"))
-# the versions after those (issue 44): a word written with letters and digits ("ww1", "mp3") is a word of the
-# question and of the answer; the third versions' terms left it out, so a non-answer saying "ww1" again read as new
+# the versions after those (issue 44): the question's words read whole: its nouns, verbs, adjectives and numbers
+# whether or not spaCy's stop list holds them ("back", "make") and words written with letters and digits ("ww1"); the
+# third versions left both out, so a non-answer saying the question's "back" or "ww1" again read as new
 _add(RubricSpec("relevance", "relevance.minilm.v4", "cpu_text", 0.0, 1.0,
-                description="relevance.minilm.v3, with words written with letters and digits (\"ww1\") among the "
-                            "question's words and each sentence's terms"))
+                description="relevance.minilm.v3, with the question's words read whole (its nouns, verbs, adjectives "
+                            "and numbers, stop list or not, and words written with letters and digits such as "
+                            "\"ww1\"), and words with digits among each sentence's terms"))
 _add(RubricSpec("completeness", "completeness.coverage.v4", "cpu_text", 0.0, 1.0,
                 description="reference-free: 1 - prod(1 - information) over the distinct sentences, a sentence's "
                             "information being relevance.minilm.v4's"))
 _add(RubricSpec("coherence", "coherence.minilm.v5", "cpu_text", 0.0, 1.0,
-                description="coherence.minilm.v4 with relevance.minilm.v4's information and terms (words written "
-                            "with letters and digits are words); abstains without any link"))
+                description="coherence.minilm.v4 with relevance.minilm.v4's information and terms (the "
+                            "question's words read whole); abstains without any link"))
 _add(RubricSpec("completeness", "completeness.reference.v1", "cpu_text", 0.0, 1.0,
                 description="opt-in, reads the reference: mean over the reference's sentences of their best MiniLM "
                             "cosine with an answer sentence (floored at 0); abstains without a reference"))

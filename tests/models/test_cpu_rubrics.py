@@ -226,8 +226,8 @@ WW1 = {
     "non_answer": ("A lot has been written about ww1 over the years. Ww1 is a topic that many people are curious "
                    "about. People have been interested in ww1 for a long time."),
 }
-CODES_V3 = ("relevance.minilm.v3", "completeness.coverage.v3", "coherence.minilm.v4")
-CODES_V4 = ("relevance.minilm.v4", "completeness.coverage.v4", "coherence.minilm.v5")
+THIRD = ("relevance.minilm.v3", "completeness.coverage.v3", "coherence.minilm.v4")
+FOURTH = ("relevance.minilm.v4", "completeness.coverage.v4", "coherence.minilm.v5")
 
 
 def test_a_word_written_with_digits_is_a_word_of_the_question():
@@ -239,9 +239,9 @@ def test_a_word_written_with_digits_is_a_word_of_the_question():
     from models.rubric_backends.cpu_rubrics import CPUProfileScorer
 
     items = [AnswerItem(k, WW1_Q, v) for k, v in WW1.items()]
-    both = CPUProfileScorer(tuple(RUBRICS.get(v) for v in CODES_V4[:1] + CODES_V3[1:]))  # v4 relevance, v3 others
-    old = CPUProfileScorer(tuple(RUBRICS.get(v) for v in CODES_V3))
-    new = CPUProfileScorer(tuple(RUBRICS.get(v) for v in CODES_V4))
+    both = CPUProfileScorer(tuple(RUBRICS.get(v) for v in FOURTH[:1] + THIRD[1:]))  # v4 relevance, v3 others
+    old = CPUProfileScorer(tuple(RUBRICS.get(v) for v in THIRD))
+    new = CPUProfileScorer(tuple(RUBRICS.get(v) for v in FOURTH))
     v3 = dict(zip(WW1, old.score_batch(items)))
     v4 = dict(zip(WW1, new.score_batch(items)))
     assert v3["non_answer"]["relevance"].raw > v3["answer"]["relevance"].raw  # what the third version did
@@ -251,3 +251,17 @@ def test_a_word_written_with_digits_is_a_word_of_the_question():
         assert r["relevance"].raw == pytest.approx(v4[k]["relevance"].raw, abs=1e-5)
         for name in ("completeness", "coherence"):
             assert r[name].raw == pytest.approx(v3[k][name].raw, abs=1e-5)
+
+
+def test_a_question_word_on_the_stop_list_is_a_word_of_the_question():
+    """spaCy's stop list holds "back": the third versions did not take it out of a sentence, so a non-answer about
+    "back" said something about "How To Crack Your Back" (it outranked answers on coherence, validate on WebGLM)."""
+    pytest.importorskip("sentence_transformers")
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
+
+    q = "How To Crack Your Back"
+    items = [AnswerItem("non_answer", q, "A lot has been written about back over the years. Back can be looked at "
+                                         "from several points of view. It is worth thinking carefully about back.")]
+    old, new = (CPUProfileScorer((RUBRICS.get(v),)) for v in ("relevance.minilm.v3", "relevance.minilm.v4"))
+    (v3,), (v4,) = old.score_batch(items), new.score_batch(items)
+    assert v4["relevance"].raw < 0.05 < v3["relevance"].raw, (v3["relevance"], v4["relevance"])
