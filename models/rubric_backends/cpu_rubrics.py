@@ -19,6 +19,7 @@ import functools
 import hashlib
 import importlib.metadata
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -76,6 +77,7 @@ class _Parsed:
     sentence_terms: list[set[str]] = field(default_factory=list)  # each sentence's content lemmas (answers)
     sentence_codes: list[set[str]] = field(default_factory=list)  # each sentence's words with digits (answers)
     sentence_words: list[list[tuple[str, str, str]]] = field(default_factory=list)  # (text and space, lemma, lower)
+    lines: "_Parsed | None" = None  # the same sentences cut again at line breaks (answers: _lines)
     n_words: int = 0
     n_concrete: int = 0
     n_entities: int = 0
@@ -118,16 +120,46 @@ def _kept_sents(doc: Any) -> list:
     return [s for s in doc.sents if any(c.isalnum() for c in s.text)]
 
 
+_WORDISH = re.compile(r"[^\W\d_]{2,}")
+
+
+def _lines(doc: Any) -> list:
+    """spaCy's sentences cut again at every line break: a list's items, a heading and the line after it are
+    sentences of their own (the sentence recogniser reads a numbered list without full stops as one sentence, so a
+    coherent list of ten steps had no link to judge)."""
+    out = []
+    for sent in doc.sents:
+        start = sent.start
+        for t in sent:
+            if "\n" in t.text or "\n" in t.whitespace_:
+                end = t.i if t.is_space else t.i + 1
+                out.append(doc[start:end])
+                start = t.i + 1
+        out.append(doc[start:sent.end])
+    kept, marker = [], None
+    for span in out:  # a piece without a word of two letters ("1.", "-", "**") is a list marker: it opens the next
+        if marker is not None:
+            span, marker = doc[marker.start:span.end], None
+        if not _WORDISH.search(span.text):
+            marker = span
+        elif any(c.isalnum() for c in span.text):
+            kept.append(span)
+    return kept
+
+
+def _sentence_parse(sents: list, **counts: Any) -> _Parsed:
+    """What the rubrics read of each of ``sents`` (spans of one parsed answer)."""
+    return _Parsed(sentences=[s.text.strip() for s in sents], sentence_terms=[_content_terms(s) for s in sents],
+                   sentence_codes=[_codes(s) for s in sents],
+                   sentence_words=[[(t.text_with_ws, t.lemma_.lower(), t.lower_) for t in s] for s in sents], **counts)
+
+
 def _parse_answer(doc: Any) -> _Parsed:
     words = [t for t in doc if _word_like(t)]
     concrete = sum(1 for t in words if t.ent_type_ or t.pos_ in CONCRETE_POS or t.like_num)
     lemmas = {t.lemma_.lower() for t in doc} | {t.lower_ for t in doc}
-    sents = _kept_sents(doc)
-    return _Parsed(sentences=[s.text.strip() for s in sents], lemmas=lemmas,
-                   sentence_terms=[_content_terms(s) for s in sents], sentence_codes=[_codes(s) for s in sents],
-                   n_words=len(words), n_concrete=concrete,
-                   n_entities=len(doc.ents),
-                   sentence_words=[[(t.text_with_ws, t.lemma_.lower(), t.lower_) for t in s] for s in sents])
+    return _sentence_parse(_kept_sents(doc), lemmas=lemmas, n_words=len(words), n_concrete=concrete,
+                           n_entities=len(doc.ents), lines=_sentence_parse(_lines(doc)))
 
 
 def _parse_question(doc: Any) -> _Parsed:
@@ -167,6 +199,7 @@ class CPURow:
         clean / C / clean_text / copies: a "clean" unit's answer: the parse, sentence embeddings and text of the
             answer without its word-for-word copies of earlier text (:func:`rubric.scoring.without_repeats`), and
             where in that text each copy was cut.
+        L: a "words" unit's embeddings of ``clean.lines`` (the clean answer's sentences cut at line breaks).
         M: per reading ("clean", "words"; :meth:`asked`), a "clean" unit's answer's sentences without the
             question's words (:func:`rubric.scoring.without_question_words`), one embedding each (None: nothing
             else is left).
@@ -177,9 +210,10 @@ class CPURow:
 
     The readings of what a sentence says about the question: "given" (the answer as given, the question's lemmas:
     the second versions), "clean" (the answer without its copies, ``question_terms``: the third versions and
-    coherence.minilm.v4) and "words" ("clean", with the question's words read whether or not spaCy's stop list holds
-    them, and words written with digits counted as words on both sides: the versions after those; a question's "ww1"
-    or "back" said again is no information).
+    coherence.minilm.v4) and "words" (the answer without its copies, its sentences cut at line breaks too, with the
+    question's words read whether or not spaCy's stop list holds them and words written with digits counted as words
+    on both sides: the versions after those; a question's "ww1" or "back" said again is no information, and a list's
+    items are sentences).
     """
 
     item: AnswerItem
@@ -195,6 +229,7 @@ class CPURow:
     weights: Callable[[str], float] | None = None
     clean: _Parsed | None = None
     C: np.ndarray | None = None
+    L: np.ndarray | None = None
     clean_text: str = ""
     copies: list[int] = field(default_factory=list)
     question_terms: set[str] = field(default_factory=set)
@@ -208,20 +243,26 @@ class CPURow:
             return self.question.terms
         return self.question_terms | self.question_words if reading == "words" else self.question_terms
 
-    def terms(self, reading: str) -> list[set[str]]:
-        """Each sentence's content terms under ``reading``: of the answer as given, or without its copies."""
+    def read(self, reading: str) -> tuple[_Parsed, np.ndarray]:
+        """The answer's sentences and their embeddings under ``reading``: as given, without its copies, or without
+        its copies and cut at line breaks too."""
         if reading == "given":
-            return self.answer.sentence_terms
+            return self.answer, self.S
+        return (self.clean.lines, self.L) if reading == "words" else (self.clean, self.C)
+
+    def terms(self, reading: str) -> list[set[str]]:
+        """Each sentence's content terms under ``reading`` (with words written with digits under "words")."""
+        a, _ = self.read(reading)
         if reading == "words":
-            return [t | c for t, c in zip(self.clean.sentence_terms, self.clean.sentence_codes)]
-        return self.clean.sentence_terms
+            return [t | c for t, c in zip(a.sentence_terms, a.sentence_codes)]
+        return a.sentence_terms
 
     def information(self, reading: str = "given") -> tuple[list[int], np.ndarray]:
         """The distinct sentences and what each says about the question (relevance and completeness share it),
         novelty weighted by each term's information (``weights``), under ``reading``: the answer as given (v2), or
         without its copies, read without the question's words (its row of ``M[reading]``)."""
         if reading not in self._info:
-            answer, S = (self.answer, self.S) if reading == "given" else (self.clean, self.C)
+            answer, S = self.read(reading)
             asked, terms = self.asked(reading), self.terms(reading)
             keep = distinct_sentences(S, answer.sentences)
             w = {t: self.weights(t) for t in {t for i in keep for t in terms[i]} | asked}
@@ -319,7 +360,7 @@ def _clean_information(formula: Callable[[np.ndarray], float], reading: str) -> 
     """relevance or completeness (``formula`` of the sentences' information) over the answer without its copies."""
     def score(r: CPURow) -> Score:
         keep, info = r.information(reading)
-        return Score.ok(formula(info), n_sentences=len(r.clean.sentences), n_distinct=len(keep),
+        return Score.ok(formula(info), n_sentences=len(r.read(reading)[0].sentences), n_distinct=len(keep),
                         n_copies=len(r.copies))
     return score
 
@@ -328,7 +369,7 @@ def _building_coherence(reading: str) -> Callable[[CPURow], Score]:
     """coherence v4 and later: v3's links, each times the later sentence's information under ``reading``."""
     def score(r: CPURow) -> Score:
         keep, info = r.information(reading)
-        said = np.zeros(len(r.clean.sentences))  # a sentence left out of keep repeats an earlier one: it says nothing
+        said = np.zeros(len(r.read(reading)[0].sentences))  # one left out of keep repeats an earlier one: says nothing
         said[keep] = np.clip(info, 0.0, 1.0)
         return _clean_coherence(r, functools.partial(coherence_v4, information=said), reading)
     return score
@@ -337,11 +378,11 @@ def _building_coherence(reading: str) -> Callable[[CPURow], Score]:
 def _clean_coherence(r: CPURow, links: Callable[..., tuple[float, float, int] | None],
                      reading: str = "clean") -> Score:
     """coherence v3 or later (``links``) over the answer without its copies, its terms under ``reading``."""
-    a = r.clean
+    a, C = r.read(reading)
     terms = r.terms(reading)
     w = {t: r.weights(t) for ts in terms for t in ts}
     copied = copied_sentences(r.clean_text, a.sentences, r.copies)
-    got = links(r.C, texts=a.sentences, terms=terms, weights=w, question=(r.q, r.question.sentences[0]),
+    got = links(C, texts=a.sentences, terms=terms, weights=w, question=(r.q, r.question.sentences[0]),
                 copied=copied, copies=len(r.copies))
     if got is None:
         return Score.abstain("one sentence: no link between sentences to judge", n_sentences=len(a.sentences))
@@ -539,9 +580,10 @@ class CPUProfileScorer:
             if "reference" in self._needs and _has_text(items[i].reference):
                 r.reference = evidence[items[i].reference[:MAX_EVIDENCE_CHARS]].sentences[:MAX_EVIDENCE_SENTENCES]
             clean = r.clean.sentences if r.clean is not None else []
-            masked[i] = {k: [without_question_words(ws, r.asked(k)) for ws in r.clean.sentence_words]
+            masked[i] = {k: [without_question_words(ws, r.asked(k)) for ws in r.read(k)[0].sentence_words]
                          for k in readings} if r.clean is not None else {}
-            for s in (*r.answer.sentences, *clean, *r.question.sentences, *r.evidence, *r.reference,
+            lines = r.clean.lines.sentences if r.clean is not None and "words" in readings else []
+            for s in (*r.answer.sentences, *clean, *lines, *r.question.sentences, *r.evidence, *r.reference,
                       *(m for ms in masked[i].values() for m in ms if m)):
                 index.setdefault(s, len(index))
         emb = self.encoder.encode(list(index), batch_size=ENCODE_BATCH, convert_to_numpy=True,
@@ -551,6 +593,8 @@ class CPUProfileScorer:
             r.S = emb[[index[s] for s in r.answer.sentences]]
             if r.clean is not None:
                 r.C = emb[[index[s] for s in r.clean.sentences]]
+                if "words" in readings:
+                    r.L = emb[[index[s] for s in r.clean.lines.sentences]]
                 r.M = {k: [emb[index[m]] if m else None for m in ms] for k, ms in masked[i].items()}
             r.q = emb[index[r.question.sentences[0]]]
             r.E = emb[[index[s] for s in r.evidence]] if r.evidence else None

@@ -265,3 +265,19 @@ def test_a_question_word_on_the_stop_list_is_a_word_of_the_question():
     old, new = (CPUProfileScorer((RUBRICS.get(v),)) for v in ("relevance.minilm.v3", "relevance.minilm.v4"))
     (v3,), (v4,) = old.score_batch(items), new.score_batch(items)
     assert v4["relevance"].raw < 0.05 < v3["relevance"].raw, (v3["relevance"], v4["relevance"])
+
+
+def test_the_fourth_reading_takes_a_lists_items_as_sentences():
+    """spaCy's sentence recogniser reads a numbered list without full stops as one sentence (a ten-step answer had
+    one link, or none, to judge); the preset's versions cut sentences at line breaks too, a bare marker ("1.")
+    opening the line it is on."""
+    pytest.importorskip("sentence_transformers")
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
+
+    answer = ("To make a survival kit, gather these items:\n\n1. Water and water purification tablets\n"
+              "2. Canned food and energy bars\n3. A first aid kit with bandages\n4. A flashlight")
+    item = AnswerItem("list", "How To Make a Survival Kit", answer)
+    (v4,) = CPUProfileScorer((RUBRICS.get("coherence.minilm.v4"),)).score_batch([item])
+    (v5,) = CPUProfileScorer((RUBRICS.get("coherence.minilm.v5"),)).score_batch([item])
+    assert v5["coherence"].extras["n_sentences"] == 5 > v4["coherence"].extras["n_sentences"]
+    assert v5["coherence"].raw > 0
