@@ -10,7 +10,8 @@ provenance reads, and its formula (``rubric.scoring.cpu_profile``). A new CPU ve
 and its registry line (``rubric/scoring/specs.py``); nothing in the scorer branches on version names. A
 version that needs no embedding loads no encoder; use_of_examples alone loads nothing at all.
 
-Harper's fluency versions are ``models.rubric_backends.fluency``'s.
+What the pass reads of a parse is ``models.rubric_backends.cpu_parse``'s; Harper's fluency versions are
+``models.rubric_backends.fluency``'s.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import functools
 import hashlib
 import importlib.metadata
 import logging
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,17 +27,18 @@ from typing import Any
 
 import numpy as np
 
+from models.rubric_backends.cpu_parse import Parsed, parse_answer, parse_question, sentences_of
 from models.rubric_backends.text import load_spacy, pipeline_id
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem
 from rubric.scoring import (
     CPU_COHERENCE_V3, CPU_COHERENCE_V4, CPU_COHERENCE_V5, CPU_COMPLETENESS_V3, CPU_COMPLETENESS_V4, CPU_RELEVANCE_V3,
     CPU_RELEVANCE_V4, coherence_v3, coherence_v4,
-    copied_sentences, plain_case, without_question_words, without_repeats, CONCRETE_POS, CPU_COHERENCE_V2,
+    copied_sentences, plain_case, without_question_words, without_repeats, CPU_COHERENCE_V2,
     CPU_COHERENCE_VERSION, CPU_COMPLETENESS_REFERENCE, CPU_COMPLETENESS_V2, CPU_COMPLETENESS_VERSION,
     CPU_EXAMPLES_V2, CPU_EXAMPLES_VERSION, CPU_FACTUALITY_V2, CPU_FACTUALITY_VERSION, CPU_FLUENCY_V2,
     CPU_RELEVANCE_V2, CPU_RELEVANCE_VERSION, CPU_SPECIFICITY_VERSION, EXAMPLE_CUE, EXAMPLE_CUE_V2,
-    QUESTION_TERM_POS, RUBRICS, Provenance, RubricSpec, Score, ScoreSet, coherence_score, coherence_v2,
+    RUBRICS, Provenance, RubricSpec, Score, ScoreSet, coherence_score, coherence_v2,
     completeness_score, completeness_v2, concreteness, distinct_sentences, example_cues, example_cues_v2, novelty,
     relevance_score, relevance_v2, sentence_information, soft_recall, support_score, term_coverage, term_weight,
 )
@@ -63,112 +64,6 @@ SPACY_EXCLUDE: tuple[str, ...] = ("parser",)
 #: smaller batches pad less: on 603 TREC-DL sentences, one thread, 4.9 CPU-seconds at 16 against 6.0 at 64
 #: (and 4.6 at 8, where two threads have less to share).
 ENCODE_BATCH = 16
-
-
-@dataclass
-class _Parsed:
-    """What the rubrics read of one parsed text."""
-
-    sentences: list[str]
-    terms: set[str] = field(default_factory=set)  # content lemmas (questions)
-    forms: set[str] = field(default_factory=set)  # the content words as written, lower-cased (questions)
-    words: set[str] = field(default_factory=set)  # the question's words, stop list or not (questions: _question_words)
-    lemmas: set[str] = field(default_factory=set)  # every lemma and lower-cased form (answers)
-    sentence_terms: list[set[str]] = field(default_factory=list)  # each sentence's content lemmas (answers)
-    sentence_codes: list[set[str]] = field(default_factory=list)  # each sentence's words with digits (answers)
-    sentence_words: list[list[tuple[str, str, str]]] = field(default_factory=list)  # (text and space, lemma, lower)
-    lines: "_Parsed | None" = None  # the same sentences cut again at line breaks (answers: _lines)
-    n_words: int = 0
-    n_concrete: int = 0
-    n_entities: int = 0
-
-
-def _word_like(tok: Any) -> bool:
-    return tok.is_alpha or tok.like_num or tok.pos_ == "NUM"
-
-
-def _content_words(tokens) -> list:
-    """Content words: nouns, proper nouns, verbs, adjectives and numbers that are not stop words."""
-    return [t for t in tokens if t.pos_ in QUESTION_TERM_POS and not t.is_stop and (t.is_alpha or t.like_num)]
-
-
-def _content_terms(tokens) -> set[str]:
-    """Content lemmas (of :func:`_content_words`), lower-cased."""
-    return {t.lemma_.lower() for t in _content_words(tokens)}
-
-
-def _is_code(t: Any) -> bool:
-    """A word written with letters and digits ("ww1", "mp3", "B12"): a name or a code, which
-    :func:`_content_words` leaves out (spaCy reads it neither as alphabetic nor as a number)."""
-    return t.text.isalnum() and any(c.isalpha() for c in t.text) and any(c.isdigit() for c in t.text)
-
-
-def _codes(tokens) -> set[str]:
-    """The words written with letters and digits, lower-cased, whatever their tag."""
-    return {t.lower_ for t in tokens if _is_code(t)}
-
-
-def _question_words(tokens) -> set[str]:
-    """What the question says, for the fourth reading: its nouns, proper nouns, verbs, adjectives and numbers
-    *whether or not spaCy's stop list holds them* ("back" in "How To Crack Your Back", "make", "side", "top" are on
-    it) and its words written with digits, each lower-cased as written and as its lemma."""
-    said = [t for t in tokens if (t.pos_ in QUESTION_TERM_POS and (t.is_alpha or t.like_num)) or _is_code(t)]
-    return {t.lower_ for t in said} | {t.lemma_.lower() for t in said}
-
-
-def _kept_sents(doc: Any) -> list:
-    return [s for s in doc.sents if any(c.isalnum() for c in s.text)]
-
-
-_WORDISH = re.compile(r"[^\W\d_]{2,}")
-
-
-def _lines(doc: Any) -> list:
-    """spaCy's sentences cut again at every line break: a list's items, a heading and the line after it are
-    sentences of their own (the sentence recogniser reads a numbered list without full stops as one sentence, so a
-    coherent list of ten steps had no link to judge)."""
-    out = []
-    for sent in doc.sents:
-        start = sent.start
-        for t in sent:
-            if "\n" in t.text or "\n" in t.whitespace_:
-                end = t.i if t.is_space else t.i + 1
-                out.append(doc[start:end])
-                start = t.i + 1
-        out.append(doc[start:sent.end])
-    kept, marker = [], None
-    for span in out:  # a piece without a word of two letters ("1.", "-", "**") is a list marker: it opens the next
-        if marker is not None:
-            span, marker = doc[marker.start:span.end], None
-        if not _WORDISH.search(span.text):
-            marker = span
-        elif any(c.isalnum() for c in span.text):
-            kept.append(span)
-    return kept
-
-
-def _sentence_parse(sents: list, **counts: Any) -> _Parsed:
-    """What the rubrics read of each of ``sents`` (spans of one parsed answer)."""
-    return _Parsed(sentences=[s.text.strip() for s in sents], sentence_terms=[_content_terms(s) for s in sents],
-                   sentence_codes=[_codes(s) for s in sents],
-                   sentence_words=[[(t.text_with_ws, t.lemma_.lower(), t.lower_) for t in s] for s in sents], **counts)
-
-
-def _parse_answer(doc: Any) -> _Parsed:
-    words = [t for t in doc if _word_like(t)]
-    concrete = sum(1 for t in words if t.ent_type_ or t.pos_ in CONCRETE_POS or t.like_num)
-    lemmas = {t.lemma_.lower() for t in doc} | {t.lower_ for t in doc}
-    return _sentence_parse(_kept_sents(doc), lemmas=lemmas, n_words=len(words), n_concrete=concrete,
-                           n_entities=len(doc.ents), lines=_sentence_parse(_lines(doc)))
-
-
-def _parse_question(doc: Any) -> _Parsed:
-    return _Parsed(sentences=[doc.text.strip()], terms=_content_terms(doc),
-                   forms={t.lower_ for t in _content_words(doc)}, words=_question_words(doc))
-
-
-def _sentences(doc: Any) -> list[str]:
-    return [s.text.strip() for s in _kept_sents(doc)]
 
 
 def text_problem(value: Any, what: str) -> str | None:
@@ -217,8 +112,8 @@ class CPURow:
     """
 
     item: AnswerItem
-    answer: _Parsed
-    question: _Parsed | None = None
+    answer: Parsed
+    question: Parsed | None = None
     S: np.ndarray | None = None
     q: np.ndarray | None = None
     evidence: list[str] = field(default_factory=list)
@@ -227,7 +122,7 @@ class CPURow:
     reference: list[str] = field(default_factory=list)
     R: np.ndarray | None = None
     weights: Callable[[str], float] | None = None
-    clean: _Parsed | None = None
+    clean: Parsed | None = None
     C: np.ndarray | None = None
     L: np.ndarray | None = None
     clean_text: str = ""
@@ -243,7 +138,7 @@ class CPURow:
             return self.question.terms
         return self.question_terms | self.question_words if reading == "words" else self.question_terms
 
-    def read(self, reading: str) -> tuple[_Parsed, np.ndarray]:
+    def read(self, reading: str) -> tuple[Parsed, np.ndarray]:
         """The answer's sentences and their embeddings under ``reading``: as given, without its copies, or without
         its copies and cut at line breaks too."""
         if reading == "given":
@@ -512,14 +407,14 @@ class CPUProfileScorer:
                 out[i] = {s.name: Score.failed(bad) for s in self.specs}
         if ok and "parse" in self._needs:
             clean = {i: without_repeats(items[i].answer) for i in ok} if "clean" in self._needs else {}
-            answers = self._parse([items[i].answer for i in ok] + [t for t, _ in clean.values()], _parse_answer)
+            answers = self._parse([items[i].answer for i in ok] + [t for t, _ in clean.values()], parse_answer)
             rows = {i: CPURow(items[i], answers[items[i].answer]) for i in ok}
             for i, (text, copies) in clean.items():
                 rows[i].clean, rows[i].clean_text, rows[i].copies = answers[text], text, copies
             if "embed" in self._needs:
                 self._embed(items, rows, out)
         for i in ok:
-            row = rows.get(i) or CPURow(items[i], _Parsed(sentences=[]))
+            row = rows.get(i) or CPURow(items[i], Parsed(sentences=[]))
             for name, unit in self._units:
                 if name in out[i]:  # the row's reason is already there (no question, no sentence)
                     continue
@@ -529,7 +424,7 @@ class CPUProfileScorer:
                     out[i][name] = Score.failed(str(e))
         return out
 
-    def _parse(self, texts: Sequence[str], read, *, senter_only: bool = False) -> dict[str, _Parsed]:
+    def _parse(self, texts: Sequence[str], read, *, senter_only: bool = False) -> dict[str, Parsed]:
         """Each distinct text of ``texts`` parsed once and read with ``read``."""
         distinct = list(dict.fromkeys(texts))
         longest = max((len(t) for t in distinct), default=0)
@@ -558,11 +453,11 @@ class CPUProfileScorer:
             return
         asked = [items[i].question for i in live]
         plain = {q: plain_case(q) for q in asked} if "clean" in self._needs else {}
-        questions = self._parse(asked + list(plain.values()), _parse_question)
+        questions = self._parse(asked + list(plain.values()), parse_question)
         texts = {i: self._evidence_texts(items[i]) for i in live}
         cut = {t: len(t) > MAX_EVIDENCE_CHARS for ts in texts.values() for t in ts}
         evidence = self._parse([t[:MAX_EVIDENCE_CHARS] for ts in texts.values() for t in ts],
-                               lambda d: _Parsed(sentences=_sentences(d)), senter_only=True) if cut else {}
+                               lambda d: Parsed(sentences=sentences_of(d)), senter_only=True) if cut else {}
         index: dict[str, int] = {}  # distinct sentence -> its row of the embedding matrix
         readings = ("clean", "words") if "words" in self._needs else ("clean",)
         masked: dict[int, dict[str, list[str]]] = {}  # a "clean" row's sentences without the question's words
