@@ -94,21 +94,21 @@ class CPURow:
         clean / C / clean_text / copies: a "clean" unit's answer: the parse, sentence embeddings and text of the
             answer without its word-for-word copies of earlier text (:func:`rubric.scoring.without_repeats`), and
             where in that text each copy was cut.
-        L: a "words" unit's embeddings of ``clean.lines`` (the clean answer's sentences cut at line breaks).
-        M: per reading ("clean", "words"; :meth:`asked`), a "clean" unit's answer's sentences without the
+        L: a "lines" unit's embeddings of ``clean.lines`` (the clean answer's sentences cut at line breaks).
+        M: per reading ("clean", "words", "lines"; :meth:`asked`), a "clean" unit's answer's sentences without the
             question's words (:func:`rubric.scoring.without_question_words`), one embedding each (None: nothing
             else is left).
         question_terms: the question's content words and their lemmas, read as written and in plain case (a "clean"
             unit's): an answer's "Sardines" (a name to the tagger, lemma "sardines") is the question's "sardines".
-        question_words: the question's words for the "words" reading (``_question_words``), as written and in plain
+        question_words: the question's words for the "words" and "lines" readings (``_question_words``), as written and in plain
             case.
 
     The readings of what a sentence says about the question: "given" (the answer as given, the question's lemmas:
     the second versions), "clean" (the answer without its copies, ``question_terms``: the third versions and
-    coherence.minilm.v4) and "words" (the answer without its copies, its sentences cut at line breaks too, with the
-    question's words read whether or not spaCy's stop list holds them and words written with digits counted as words
-    on both sides: the versions after those; a question's "ww1" or "back" said again is no information, and a list's
-    items are sentences).
+    coherence.minilm.v4), "words" (the answer without its copies, with the question's words read whether or not
+    spaCy's stop list holds them and words written with digits counted as words on both sides: relevance.minilm.v4
+    and completeness.coverage.v4; a question's "ww1" or "back" said again is no information) and "lines" ("words",
+    its sentences cut at line breaks too: coherence.minilm.v5; a list's items are sentences, with links between them).
     """
 
     item: AnswerItem
@@ -136,19 +136,19 @@ class CPURow:
         """The question's terms under ``reading`` (the class docstring's readings)."""
         if reading == "given":
             return self.question.terms
-        return self.question_terms | self.question_words if reading == "words" else self.question_terms
+        return self.question_terms | self.question_words if reading in ("words", "lines") else self.question_terms
 
     def read(self, reading: str) -> tuple[Parsed, np.ndarray]:
         """The answer's sentences and their embeddings under ``reading``: as given, without its copies, or without
-        its copies and cut at line breaks too."""
+        its copies and cut at line breaks too ("lines")."""
         if reading == "given":
             return self.answer, self.S
-        return (self.clean.lines, self.L) if reading == "words" else (self.clean, self.C)
+        return (self.clean.lines, self.L) if reading == "lines" else (self.clean, self.C)
 
     def terms(self, reading: str) -> list[set[str]]:
-        """Each sentence's content terms under ``reading`` (with words written with digits under "words")."""
+        """Each sentence's content terms under ``reading`` (with words written with digits under "words", "lines")."""
         a, _ = self.read(reading)
-        if reading == "words":
+        if reading in ("words", "lines"):
             return [t | c for t, c in zip(a.sentence_terms, a.sentence_codes)]
         return a.sentence_terms
 
@@ -301,6 +301,7 @@ _EMBED = frozenset({"parse", "embed"})
 _INFORMATION = _EMBED | {"wordfreq"}
 _CLEAN = _INFORMATION | {"clean"}
 _WORDS = _CLEAN | {"words"}
+_LINES = _CLEAN | {"lines"}
 
 #: The versions :class:`CPUProfileScorer` serves, one unit each.
 CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
@@ -322,7 +323,7 @@ CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
     CPUUnit(CPU_COHERENCE_V4, _CLEAN, "minilm", _building_coherence("clean")),
     CPUUnit(CPU_RELEVANCE_V4, _WORDS, "minilm", _clean_information(relevance_v2, "words")),
     CPUUnit(CPU_COMPLETENESS_V4, _WORDS, "minilm", _clean_information(completeness_v2, "words")),
-    CPUUnit(CPU_COHERENCE_V5, _WORDS, "minilm", _building_coherence("words")),
+    CPUUnit(CPU_COHERENCE_V5, _LINES, "minilm", _building_coherence("lines")),
 )}
 
 
@@ -459,7 +460,7 @@ class CPUProfileScorer:
         evidence = self._parse([t[:MAX_EVIDENCE_CHARS] for ts in texts.values() for t in ts],
                                lambda d: Parsed(sentences=sentences_of(d)), senter_only=True) if cut else {}
         index: dict[str, int] = {}  # distinct sentence -> its row of the embedding matrix
-        readings = ("clean", "words") if "words" in self._needs else ("clean",)
+        readings = ("clean", *(k for k in ("words", "lines") if k in self._needs))
         masked: dict[int, dict[str, list[str]]] = {}  # a "clean" row's sentences without the question's words
         for i in live:
             r = rows[i]
@@ -477,7 +478,7 @@ class CPUProfileScorer:
             clean = r.clean.sentences if r.clean is not None else []
             masked[i] = {k: [without_question_words(ws, r.asked(k)) for ws in r.read(k)[0].sentence_words]
                          for k in readings} if r.clean is not None else {}
-            lines = r.clean.lines.sentences if r.clean is not None and "words" in readings else []
+            lines = r.clean.lines.sentences if r.clean is not None and "lines" in readings else []
             for s in (*r.answer.sentences, *clean, *lines, *r.question.sentences, *r.evidence, *r.reference,
                       *(m for ms in masked[i].values() for m in ms if m)):
                 index.setdefault(s, len(index))
@@ -488,7 +489,7 @@ class CPUProfileScorer:
             r.S = emb[[index[s] for s in r.answer.sentences]]
             if r.clean is not None:
                 r.C = emb[[index[s] for s in r.clean.sentences]]
-                if "words" in readings:
+                if "lines" in readings:
                     r.L = emb[[index[s] for s in r.clean.lines.sentences]]
                 r.M = {k: [emb[index[m]] if m else None for m in ms] for k, ms in masked[i].items()}
             r.q = emb[index[r.question.sentences[0]]]

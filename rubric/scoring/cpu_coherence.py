@@ -1,6 +1,6 @@
 """The CPU profile's coherence formulas, one per registered version (old ones stay, so stored scores can be read
 again): ``coherence_score`` (coherence.minilm.v1), :func:`coherence_v2`, :func:`coherence_v3` and
-:func:`coherence_v4` (also coherence.minilm.v5's, over the scorer's "words" reading). What each version reads and why
+:func:`coherence_v4` (also coherence.minilm.v5's, over the scorer's "lines" reading: sentences cut at line breaks too). What each version reads and why
 is in ``rubric.scoring.cpu_profile``'s docstring; the helpers they share (unit rows, repeats, novelty) are its.
 """
 

@@ -95,8 +95,10 @@ over the question's words read whole. The third versions took the question's wor
 leave out what spaCy's stop list holds ("back" in "How To Crack Your Back", "make", "side", "top") and what it reads
 neither as alphabetic nor as a number ("ww1", "mp3"): a non-answer that said the question's "back" or "ww1" again kept
 it as something new. The fourth reading takes the question's nouns, verbs, adjectives and numbers whether or not the
-stop list holds them, and words written with letters and digits on both sides (the formulas are here; the readings
-are the scorer's, ``models.rubric_backends.cpu_rubrics.CPURow``).
+stop list holds them, and words written with letters and digits on both sides. coherence.minilm.v5 also cuts the
+answer's sentences at line breaks: spaCy's sentence recogniser reads a numbered list without full stops as one
+sentence, so a coherent list of steps had one link, or none (the formulas are here; the readings are the scorer's,
+``models.rubric_backends.cpu_rubrics.CPURow``).
 
 Embeddings here are rows of unit-length vectors (what the encoder returns with normalisation on);
 the functions divide by norms anyway where a mean is taken.

@@ -150,8 +150,9 @@ _add(RubricSpec("completeness", "completeness.coverage.v4", "cpu_text", 0.0, 1.0
                 description="reference-free: 1 - prod(1 - information) over the distinct sentences, a sentence's "
                             "information being relevance.minilm.v4's"))
 _add(RubricSpec("coherence", "coherence.minilm.v5", "cpu_text", 0.0, 1.0,
-                description="coherence.minilm.v4 with relevance.minilm.v4's information and terms (the "
-                            "question's words read whole); abstains without any link"))
+                description="coherence.minilm.v4 over the answer's sentences cut at line breaks too (a list's items "
+                            "are sentences), with relevance.minilm.v4's reading of what each says (the question's "
+                            "words read whole); abstains without any link"))
 _add(RubricSpec("completeness", "completeness.reference.v1", "cpu_text", 0.0, 1.0,
                 description="opt-in, reads the reference: mean over the reference's sentences of their best MiniLM "
                             "cosine with an answer sentence (floored at 0); abstains without a reference"))
