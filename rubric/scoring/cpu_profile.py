@@ -66,9 +66,11 @@ has the tables). Each answers a way the first could be fooled:
 
 The third versions of relevance, coherence and completeness read the answer *without its copies*
 (:func:`without_repeats`, before anything is parsed): v2 dropped a sentence that repeats an earlier one, but a
-repeat glued to its own line ("- 1 cup flour - 1 cup flour") is one new sentence to the splitter, and a repeat could
+repeat glued to its own line ("* 1 cup flour * 1 cup flour") is one new sentence to the splitter, and a repeat could
 still move v2 up (a median 0.002, on a quarter of WebGLM's answers). Text said again is cut, so it cannot add
-information however it is split:
+information however it is split. Not cut: a copy after an inline "- " bullet ("- 1 cup flour - 1 cup flour": a hyphen
+is no break, so the copy starts inside a sentence, where it needs ``REPEAT_MIN_WORDS_INSIDE`` words) and a one-word
+line said again on its own line ("Terrier Terrier"):
 
 - relevance (``relevance.minilm.v3``) and completeness (``completeness.coverage.v3``): v2's formulas over the answer
   without its copies, with a sentence's information read from what it says *besides the question's words*: its
