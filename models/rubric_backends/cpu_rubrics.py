@@ -94,7 +94,9 @@ class CPURow:
         clean / C / clean_text / copies: a "clean" unit's answer: the parse, sentence embeddings and text of the
             answer without its word-for-word copies of earlier text (:func:`rubric.scoring.without_repeats`), and
             where in that text each copy was cut.
-        L: a "lines" unit's embeddings of ``clean.lines`` (the clean answer's sentences cut at line breaks).
+        tidy / T / tidy_text / tidy_copies: the same for a "words" or "lines" unit, the copies found with
+            ``without_repeats(glued=True)`` (a copy glued right after its original counts from two words).
+        L: a "lines" unit's embeddings of ``tidy.lines`` (the tidy answer's sentences cut at line breaks).
         M: per reading ("clean", "words", "lines"; :meth:`asked`), a "clean" unit's answer's sentences without the
             question's words (:func:`rubric.scoring.without_question_words`), one embedding each (None: nothing
             else is left).
@@ -105,7 +107,7 @@ class CPURow:
 
     The readings of what a sentence says about the question: "given" (the answer as given, the question's lemmas:
     the second versions), "clean" (the answer without its copies, ``question_terms``: the third versions and
-    coherence.minilm.v4), "words" (the answer without its copies, with the question's words read whether or not
+    coherence.minilm.v4), "words" (the answer without its copies, glued ones too, with the question's words read whether or not
     spaCy's stop list holds them and words written with digits counted as words on both sides: relevance.minilm.v4
     and completeness.coverage.v4; a question's "ww1" or "back" said again is no information) and "lines" ("words",
     its sentences cut at line breaks too: coherence.minilm.v5; a list's items are sentences, with links between them).
@@ -127,6 +129,10 @@ class CPURow:
     L: np.ndarray | None = None
     clean_text: str = ""
     copies: list[int] = field(default_factory=list)
+    tidy: Parsed | None = None
+    T: np.ndarray | None = None
+    tidy_text: str = ""
+    tidy_copies: list[int] = field(default_factory=list)
     question_terms: set[str] = field(default_factory=set)
     question_words: set[str] = field(default_factory=set)
     M: dict[str, list[np.ndarray | None]] = field(default_factory=dict)
@@ -143,7 +149,13 @@ class CPURow:
         its copies and cut at line breaks too ("lines")."""
         if reading == "given":
             return self.answer, self.S
-        return (self.clean.lines, self.L) if reading == "lines" else (self.clean, self.C)
+        if reading == "clean":
+            return self.clean, self.C
+        return (self.tidy.lines, self.L) if reading == "lines" else (self.tidy, self.T)
+
+    def cut(self, reading: str) -> tuple[str, list[int]]:
+        """The text a "clean" reading reads and where its copies were cut (``without_repeats``)."""
+        return (self.clean_text, self.copies) if reading == "clean" else (self.tidy_text, self.tidy_copies)
 
     def terms(self, reading: str) -> list[set[str]]:
         """Each sentence's content terms under ``reading`` (with words written with digits under "words", "lines")."""
@@ -256,7 +268,7 @@ def _clean_information(formula: Callable[[np.ndarray], float], reading: str) -> 
     def score(r: CPURow) -> Score:
         keep, info = r.information(reading)
         return Score.ok(formula(info), n_sentences=len(r.read(reading)[0].sentences), n_distinct=len(keep),
-                        n_copies=len(r.copies))
+                        n_copies=len(r.cut(reading)[1]))
     return score
 
 
@@ -276,13 +288,14 @@ def _clean_coherence(r: CPURow, links: Callable[..., tuple[float, float, int] | 
     a, C = r.read(reading)
     terms = r.terms(reading)
     w = {t: r.weights(t) for ts in terms for t in ts}
-    copied = copied_sentences(r.clean_text, a.sentences, r.copies)
+    text, copies = r.cut(reading)
+    copied = copied_sentences(text, a.sentences, copies)
     got = links(C, texts=a.sentences, terms=terms, weights=w, question=(r.q, r.question.sentences[0]),
-                copied=copied, copies=len(r.copies))
+                copied=copied, copies=len(copies))
     if got is None:
         return Score.abstain("one sentence: no link between sentences to judge", n_sentences=len(a.sentences))
     mean, least, repeats = got
-    return Score.ok(mean, n_sentences=len(a.sentences), min_link=least, n_repeated=repeats, n_copies=len(r.copies))
+    return Score.ok(mean, n_sentences=len(a.sentences), min_link=least, n_repeated=repeats, n_copies=len(copies))
 
 
 def _reference_completeness(r: CPURow) -> Score:
@@ -408,10 +421,15 @@ class CPUProfileScorer:
                 out[i] = {s.name: Score.failed(bad) for s in self.specs}
         if ok and "parse" in self._needs:
             clean = {i: without_repeats(items[i].answer) for i in ok} if "clean" in self._needs else {}
-            answers = self._parse([items[i].answer for i in ok] + [t for t, _ in clean.values()], parse_answer)
+            tidy = ({i: without_repeats(items[i].answer, glued=True) for i in ok}
+                    if self._needs & {"words", "lines"} else {})
+            answers = self._parse([items[i].answer for i in ok] + [t for t, _ in (*clean.values(), *tidy.values())],
+                                  parse_answer)
             rows = {i: CPURow(items[i], answers[items[i].answer]) for i in ok}
             for i, (text, copies) in clean.items():
                 rows[i].clean, rows[i].clean_text, rows[i].copies = answers[text], text, copies
+            for i, (text, copies) in tidy.items():
+                rows[i].tidy, rows[i].tidy_text, rows[i].tidy_copies = answers[text], text, copies
             if "embed" in self._needs:
                 self._embed(items, rows, out)
         for i in ok:
@@ -478,8 +496,9 @@ class CPUProfileScorer:
             clean = r.clean.sentences if r.clean is not None else []
             masked[i] = {k: [without_question_words(ws, r.asked(k)) for ws in r.read(k)[0].sentence_words]
                          for k in readings} if r.clean is not None else {}
-            lines = r.clean.lines.sentences if r.clean is not None and "lines" in readings else []
-            for s in (*r.answer.sentences, *clean, *lines, *r.question.sentences, *r.evidence, *r.reference,
+            tidy = r.tidy.sentences if r.tidy is not None else []
+            lines = r.tidy.lines.sentences if r.tidy is not None and "lines" in readings else []
+            for s in (*r.answer.sentences, *clean, *tidy, *lines, *r.question.sentences, *r.evidence, *r.reference,
                       *(m for ms in masked[i].values() for m in ms if m)):
                 index.setdefault(s, len(index))
         emb = self.encoder.encode(list(index), batch_size=ENCODE_BATCH, convert_to_numpy=True,
@@ -489,9 +508,11 @@ class CPUProfileScorer:
             r.S = emb[[index[s] for s in r.answer.sentences]]
             if r.clean is not None:
                 r.C = emb[[index[s] for s in r.clean.sentences]]
+            if r.tidy is not None:
+                r.T = emb[[index[s] for s in r.tidy.sentences]]
                 if "lines" in readings:
-                    r.L = emb[[index[s] for s in r.clean.lines.sentences]]
-                r.M = {k: [emb[index[m]] if m else None for m in ms] for k, ms in masked[i].items()}
+                    r.L = emb[[index[s] for s in r.tidy.lines.sentences]]
+            r.M = {k: [emb[index[m]] if m else None for m in ms] for k, ms in masked[i].items()}
             r.q = emb[index[r.question.sentences[0]]]
             r.E = emb[[index[s] for s in r.evidence]] if r.evidence else None
             r.R = emb[[index[s] for s in r.reference]] if r.reference else None

@@ -68,9 +68,10 @@ The third versions of relevance, coherence and completeness read the answer *wit
 (:func:`without_repeats`, before anything is parsed): v2 dropped a sentence that repeats an earlier one, but a
 repeat glued to its own line ("* 1 cup flour * 1 cup flour") is one new sentence to the splitter, and a repeat could
 still move v2 up (a median 0.002, on a quarter of WebGLM's answers). Text said again is cut, so it cannot add
-information however it is split. Not cut: a copy after an inline "- " bullet ("- 1 cup flour - 1 cup flour": a hyphen
-is no break, so the copy starts inside a sentence, where it needs ``REPEAT_MIN_WORDS_INSIDE`` words) and a one-word
-line said again on its own line ("Terrier Terrier"):
+information however it is split. Not cut by them: a copy after an inline "- " bullet ("- 1 cup flour - 1 cup flour": a
+hyphen is no break, so the copy starts inside a sentence, where it needs ``REPEAT_MIN_WORDS_INSIDE`` words; the
+versions after them cut it, ``without_repeats(glued=True)``) and a one-word line said again on its own line ("Terrier
+Terrier"):
 
 - relevance (``relevance.minilm.v3``) and completeness (``completeness.coverage.v3``): v2's formulas over the answer
   without its copies, with a sentence's information read from what it says *besides the question's words*: its
@@ -445,7 +446,7 @@ _WORD = re.compile(r"\w+")
 _BREAK = re.compile(r"[\n*•]|[.!?;:]\W*\s")
 
 
-def without_repeats(text: str) -> tuple[str, list[int]]:
+def without_repeats(text: str, glued: bool = False) -> tuple[str, list[int]]:
     """``text`` with every later word-for-word copy of earlier text removed, and where each copy was cut: its offset
     in the returned text (right after the word the copy followed).
 
@@ -457,6 +458,11 @@ def without_repeats(text: str) -> tuple[str, list[int]]:
     inside a sentence; the longest such run is taken. The text from the end of the word before a copy to the end of
     the copy is cut, so a sentence said again right after itself (on its own line, or glued to its line without a
     break) leaves the text it was said in, however a sentence splitter would have cut it.
+
+    With ``glued`` (the versions after the third), a run said again right after itself that starts, the first time,
+    at a break and ends, the second time, at one is a copy from ``REPEAT_MIN_WORDS_WHOLE`` words, with no break
+    between the two: "- Clear school glue - Clear school glue" (a hyphen is no break) and "Skip to main content Skip
+    to main content". The third versions read the text without it (their definition stays).
     """
     spans = [(m.start(), m.end()) for m in _WORD.finditer(text)]
     words = [text[a:b].lower() for a, b in spans]
@@ -480,6 +486,7 @@ def without_repeats(text: str) -> tuple[str, list[int]]:
                     continue
                 whole = brk[i] and brk[j] and brk[j + m]
                 least = (1 if whole and j + m == i else REPEAT_MIN_WORDS_WHOLE if whole
+                         else REPEAT_MIN_WORDS_WHOLE if glued and j + m == i and brk[j]
                          else REPEAT_MIN_WORDS if brk[i] else REPEAT_MIN_WORDS_INSIDE)
                 if m >= least:
                     best = max(best, m)

@@ -145,7 +145,8 @@ _add(RubricSpec("completeness", "completeness.coverage.v3", "cpu_text", 0.0, 1.0
 _add(RubricSpec("relevance", "relevance.minilm.v4", "cpu_text", 0.0, 1.0,
                 description="relevance.minilm.v3, with the question's words read whole (its nouns, verbs, adjectives "
                             "and numbers, stop list or not, and words written with letters and digits such as "
-                            "\"ww1\"), and words with digits among each sentence's terms"))
+                            "\"ww1\"), and words with digits among each sentence's terms; a copy said right after itself "
+                            "is cut from two words even with no break between (\"- glue - glue\")"))
 _add(RubricSpec("completeness", "completeness.coverage.v4", "cpu_text", 0.0, 1.0,
                 description="reference-free: 1 - prod(1 - information) over the distinct sentences, a sentence's "
                             "information being relevance.minilm.v4's"))

@@ -281,3 +281,22 @@ def test_the_fourth_reading_takes_a_lists_items_as_sentences():
     (v5,) = CPUProfileScorer((RUBRICS.get("coherence.minilm.v5"),)).score_batch([item])
     assert v5["coherence"].extras["n_sentences"] == 5 > v4["coherence"].extras["n_sentences"]
     assert v5["coherence"].raw > 0
+
+
+def test_the_preset_cuts_a_copy_glued_after_a_hyphen_bullet():
+    """"- Clear school glue - Clear school glue": a hyphen is no break, so to the third versions the copy was inside
+    a sentence and stayed (validate on WebGLM: it raised coherence.minilm.v5's score when it read them that way); the
+    preset's versions cut it and score the answer as without it."""
+    pytest.importorskip("sentence_transformers")
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
+
+    q = "How To Make Clear Slime"
+    once = ("To make clear slime you need a few things.\nIngredients:\n- Clear school glue\n- Liquid starch\n"
+            "Stir the glue and the starch in a bowl until the slime pulls away from the sides.")
+    twice = once.replace("- Clear school glue\n", "- Clear school glue - Clear school glue\n")
+    items = [AnswerItem("once", q, once), AnswerItem("twice", q, twice)]
+    new = CPUProfileScorer(tuple(RUBRICS.get(v) for v in FOURTH)).score_batch(items)
+    old = CPUProfileScorer(tuple(RUBRICS.get(v) for v in THIRD)).score_batch(items)
+    assert new[1]["coherence"].extras["n_copies"] == 1 and old[1]["coherence"].extras["n_copies"] == 0
+    for name in ("relevance", "completeness", "coherence"):
+        assert new[1][name].raw <= new[0][name].raw + 1e-6, (name, new[0][name].raw, new[1][name].raw)

@@ -294,6 +294,19 @@ def test_without_repeats_gives_back_the_text_a_copy_was_added_to(said_again):
 ])
 def test_without_repeats_leaves_phrasing_alone(text):
     assert without_repeats(text) == (text, [])
+    assert without_repeats(text, glued=True) == (text, [])
+
+
+@pytest.mark.parametrize("text,once", [
+    # a hyphen is no break: to the third versions the copy starts inside a sentence, where it needs five words
+    ("Ingredients:\n- Clear school glue - Clear school glue\n- Water", "Ingredients:\n- Clear school glue\n- Water"),
+    ("We talk. Skip to main content Skip to main content", "We talk. Skip to main content"),
+])
+def test_without_repeats_glued_cuts_a_short_copy_said_right_after_itself(text, once):
+    assert without_repeats(text) == (text, [])  # the third versions' definition stays
+    clean, cuts = without_repeats(text, glued=True)
+    assert clean == once and len(cuts) == 1
+    assert without_repeats("New York New York is a song.", glued=True) == ("New York New York is a song.", [])
 
 
 def test_without_repeats_cuts_a_long_run_said_again_inside_a_sentence():
