@@ -103,12 +103,13 @@ def _sentence_parse(sents: list, **counts: Any) -> Parsed:
                    sentence_words=[[(t.text_with_ws, t.lemma_.lower(), t.lower_) for t in s] for s in sents], **counts)
 
 
-def parse_answer(doc: Any) -> Parsed:
+def parse_answer(doc: Any, lines: bool = False) -> Parsed:
+    """What the rubrics read of an answer's parse; with ``lines``, also its sentences cut at line breaks."""
     words = [t for t in doc if _word_like(t)]
     concrete = sum(1 for t in words if t.ent_type_ or t.pos_ in CONCRETE_POS or t.like_num)
     lemmas = {t.lemma_.lower() for t in doc} | {t.lower_ for t in doc}
     return _sentence_parse(_kept_sents(doc), lemmas=lemmas, n_words=len(words), n_concrete=concrete,
-                           n_entities=len(doc.ents), lines=_sentence_parse(_lines(doc)))
+                           n_entities=len(doc.ents), lines=_sentence_parse(_lines(doc)) if lines else None)
 
 
 def parse_question(doc: Any) -> Parsed:

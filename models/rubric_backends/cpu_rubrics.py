@@ -196,8 +196,9 @@ class CPUUnit:
         version: the registered version (``rubric.scoring.RUBRICS``).
         needs: of "parse" (the answer's spaCy parse), "embed" (sentence embeddings; implies "parse" and the
             question's parse), "evidence" (reference and the answer's documents), "reference" (the question's
-            reference alone), "wordfreq" (terms' information weights, :func:`rubric.scoring.term_weight`), "clean"
-            (the answer without its word-for-word copies, parsed and embedded: ``CPURow.clean``).
+            reference alone), "wordfreq" (terms' information weights, :func:`rubric.scoring.term_weight`), and the
+            reading it reads of the answer without its word-for-word copies, parsed and embedded only when a served
+            unit needs it: "clean" (``CPURow.clean``), "words" or "lines" (``CPURow.tidy``; CPURow's docstring).
         model: "minilm" (MiniLM + spaCy), "spacy" or a regex pattern (its hash is the template hash).
         score: the formula over a :class:`CPURow` (a text item's row; for a regex unit only ``item`` is set).
     """
@@ -313,8 +314,11 @@ def _v2_factuality(r: CPURow) -> Score:
 _EMBED = frozenset({"parse", "embed"})
 _INFORMATION = _EMBED | {"wordfreq"}
 _CLEAN = _INFORMATION | {"clean"}
-_WORDS = _CLEAN | {"words"}
-_LINES = _CLEAN | {"lines"}
+_WORDS = _INFORMATION | {"words"}
+_LINES = _INFORMATION | {"lines"}
+#: The needs that are readings of the answer without its copies (CPURow's docstring); each is computed and embedded
+#: only when a served unit reads it.
+_CLEAN_READINGS = ("clean", "words", "lines")
 
 #: The versions :class:`CPUProfileScorer` serves, one unit each.
 CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
@@ -422,9 +426,9 @@ class CPUProfileScorer:
         if ok and "parse" in self._needs:
             clean = {i: without_repeats(items[i].answer) for i in ok} if "clean" in self._needs else {}
             tidy = ({i: without_repeats(items[i].answer, glued=True) for i in ok}
-                    if self._needs & {"words", "lines"} else {})
+                    if self._needs & {"words", "lines"} else {})  # the readings after the third
             answers = self._parse([items[i].answer for i in ok] + [t for t, _ in (*clean.values(), *tidy.values())],
-                                  parse_answer)
+                                  functools.partial(parse_answer, lines="lines" in self._needs))
             rows = {i: CPURow(items[i], answers[items[i].answer]) for i in ok}
             for i, (text, copies) in clean.items():
                 rows[i].clean, rows[i].clean_text, rows[i].copies = answers[text], text, copies
@@ -471,15 +475,15 @@ class CPUProfileScorer:
         if not live:
             return
         asked = [items[i].question for i in live]
-        plain = {q: plain_case(q) for q in asked} if "clean" in self._needs else {}
+        plain = {q: plain_case(q) for q in asked} if self._needs & set(_CLEAN_READINGS) else {}
         questions = self._parse(asked + list(plain.values()), parse_question)
         texts = {i: self._evidence_texts(items[i]) for i in live}
         cut = {t: len(t) > MAX_EVIDENCE_CHARS for ts in texts.values() for t in ts}
         evidence = self._parse([t[:MAX_EVIDENCE_CHARS] for ts in texts.values() for t in ts],
                                lambda d: Parsed(sentences=sentences_of(d)), senter_only=True) if cut else {}
         index: dict[str, int] = {}  # distinct sentence -> its row of the embedding matrix
-        readings = ("clean", *(k for k in ("words", "lines") if k in self._needs))
-        masked: dict[int, dict[str, list[str]]] = {}  # a "clean" row's sentences without the question's words
+        readings = tuple(k for k in _CLEAN_READINGS if k in self._needs)
+        masked: dict[int, dict[str, list[str]]] = {}  # each reading's sentences without the question's words
         for i in live:
             r = rows[i]
             r.question = questions[items[i].question]
@@ -495,7 +499,7 @@ class CPUProfileScorer:
                 r.reference = evidence[items[i].reference[:MAX_EVIDENCE_CHARS]].sentences[:MAX_EVIDENCE_SENTENCES]
             clean = r.clean.sentences if r.clean is not None else []
             masked[i] = {k: [without_question_words(ws, r.asked(k)) for ws in r.read(k)[0].sentence_words]
-                         for k in readings} if r.clean is not None else {}
+                         for k in readings}
             tidy = r.tidy.sentences if r.tidy is not None else []
             lines = r.tidy.lines.sentences if r.tidy is not None and "lines" in readings else []
             for s in (*r.answer.sentences, *clean, *tidy, *lines, *r.question.sentences, *r.evidence, *r.reference,
