@@ -5,11 +5,10 @@ digits and words; a question's terms and words.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from rubric.scoring import CONCRETE_POS, QUESTION_TERM_POS
+from rubric.scoring import CONCRETE_POS, QUESTION_TERM_POS, list_marker
 
 __all__ = ["Parsed", "parse_answer", "parse_question", "sentences_of"]
 
@@ -69,9 +68,6 @@ def _kept_sents(doc: Any) -> list:
     return [s for s in doc.sents if any(c.isalnum() for c in s.text)]
 
 
-_WORDISH = re.compile(r"[^\W\d_]{2,}")
-
-
 def _lines(doc: Any) -> list:
     """spaCy's sentences cut again at every line break: a list's items, a heading and the line after it are
     sentences of their own (the sentence recogniser reads a numbered list without full stops as one sentence, so a
@@ -89,7 +85,7 @@ def _lines(doc: Any) -> list:
     for span in out:  # a piece without a word of two letters ("1.", "-", "**") is a list marker: it opens the next
         if marker is not None:
             span, marker = doc[marker.start:span.end], None
-        if not _WORDISH.search(span.text):
+        if list_marker(span.text):
             marker = span
         elif any(c.isalnum() for c in span.text):
             kept.append(span)

@@ -65,7 +65,7 @@ from rubric.scoring.cpu_profile import (
     CPU_EXAMPLES_V2, REPEAT_COS, EXAMPLE_CUE_V2, distinct_sentences, novelty, sentence_information, relevance_v2,
     completeness_v2, example_cues_v2, ZIPF_TOP, MIN_TERM_WEIGHT, term_weight, CPU_FLUENCY_V2,
     UNKNOWN_WORD_ZIPF, count_fluency_lints_v2, repeated_sentences, CPU_RELEVANCE_V3, CPU_COHERENCE_V3,
-    CPU_COMPLETENESS_V3, without_repeats, plain_case, copied_sentences, without_question_words,
+    CPU_COMPLETENESS_V3, without_repeats, plain_case, list_marker, copied_sentences, without_question_words,
     CPU_COHERENCE_V4, CPU_RELEVANCE_V4, CPU_COMPLETENESS_V4, CPU_COHERENCE_V5,
 )
 from rubric.scoring.cpu_coherence import coherence_score, coherence_v2, coherence_v3, coherence_v4
@@ -84,7 +84,7 @@ __all__ = [
     "CPU_EXAMPLES_V2", "REPEAT_COS", "EXAMPLE_CUE_V2", "distinct_sentences", "novelty", "sentence_information",
     "relevance_v2", "completeness_v2", "coherence_v2", "example_cues_v2", "ZIPF_TOP", "MIN_TERM_WEIGHT", "term_weight", "CPU_FLUENCY_V2", "UNKNOWN_WORD_ZIPF",
     "count_fluency_lints_v2", "repeated_sentences", "CPU_RELEVANCE_V3", "CPU_COHERENCE_V3", "CPU_COMPLETENESS_V3",
-    "without_repeats", "plain_case", "coherence_v3", "copied_sentences", "without_question_words",
+    "without_repeats", "plain_case", "list_marker", "coherence_v3", "copied_sentences", "without_question_words",
     "CPU_COHERENCE_V4", "coherence_v4", "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5", "model_preset_problems", "model_preset_tag",
     "Preset", "PAPER", "CPU", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges", "preset_tag",
     "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY",

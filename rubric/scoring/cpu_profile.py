@@ -129,7 +129,7 @@ __all__ = [
     "CPU_EXAMPLES_V2", "REPEAT_COS", "EXAMPLE_CUE_V2", "distinct_sentences", "novelty", "sentence_information",
     "relevance_v2", "completeness_v2", "example_cues_v2", "ZIPF_TOP", "MIN_TERM_WEIGHT", "term_weight",
     "CPU_FLUENCY_V2", "UNKNOWN_WORD_ZIPF", "count_fluency_lints_v2", "repeated_sentences",
-    "CPU_RELEVANCE_V3", "CPU_COHERENCE_V3", "CPU_COMPLETENESS_V3", "without_repeats", "plain_case",
+    "CPU_RELEVANCE_V3", "CPU_COHERENCE_V3", "CPU_COMPLETENESS_V3", "without_repeats", "plain_case", "list_marker",
     "copied_sentences", "without_question_words", "CPU_COHERENCE_V4",
     "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5",
 ]
@@ -423,6 +423,15 @@ def plain_case(text: str) -> str:
     if not (len(ws) > 2 and sum(w[:1].isupper() for w in ws) > len(ws) / 2):
         return text
     return re.sub(r"\S+", lambda m: m.group(0) if m.group(0) == "I" else m.group(0).lower(), text)
+
+
+_WORDISH = re.compile(r"[^\W\d_]{2,}")
+
+
+def list_marker(piece: str) -> bool:
+    """Whether a piece of text (a sentence or line as a splitter cut it) is a list marker or markup, not a sentence:
+    it holds no word of two letters ("1.", "-", "**", "2)"). Such a piece opens the sentence after it."""
+    return not _WORDISH.search(piece)
 
 
 def example_cues_v2(text: str) -> list[str]:

@@ -12,13 +12,12 @@ import re
 from dataclasses import dataclass
 
 from rubric.perturbation import STOPWORDS
+from rubric.scoring import list_marker
 
 __all__ = ["Split", "split_sentences", "join", "insert_after", "main_noun_phrase", "NUMBER", "names", "numbers", "question_body"]
 
 # A sentence ends at . ! ? (closing quotes or brackets after it) followed by whitespace, or at a newline.
 _END = re.compile(r"(?<=[.!?])[\"')\]\u201d\u2019]*\s+|\s*\n\s*")
-# A piece with no word of two letters ("1.", "-", "**") is a list marker or markup: it joins the next piece.
-_WORDISH = re.compile(r"[^\W\d_]{2,}")
 # Abbreviations whose full stop does not end a sentence.
 _ABBREV = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|Dr|Mr|Mrs|Ms|St|No|approx|U\.S|a\.m|p\.m)\.)$", re.IGNORECASE)
 
@@ -66,7 +65,7 @@ def split_sentences(text: str) -> Split:
     carry = ""
     last = len(pieces) - 1
     for i, piece in enumerate(pieces):
-        if not _WORDISH.search(piece):
+        if list_marker(piece):  # a list marker or markup joins the next piece
             if i < last:
                 carry += piece + seps[i]
                 continue

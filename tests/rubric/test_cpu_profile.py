@@ -376,3 +376,13 @@ def test_without_question_words_keeps_what_a_sentence_says_besides_the_question(
     assert without_question_words(words, {"heat", "pumps"}) == "are a topic."  # the form as written counts too
     assert without_question_words(words[:2] + words[-1:], {"heat", "pump"}) == ""  # only the question's words
     assert without_question_words(words, set()) == "Heat pumps are a topic."
+
+
+@pytest.mark.parametrize("piece, marker", [("1.", True), ("-", True), ("**", True), ("2)", True), ("\u2022 ", True),
+                                           ("a", True), ("Go.", False), ("1. Mix", False), ("ww1", False)])
+def test_list_marker(piece, marker):
+    """A piece with no word of two letters is a list marker or markup (both sentence splitters join it to the
+    next piece); one with a word is a sentence."""
+    from rubric.scoring import list_marker
+
+    assert list_marker(piece) is marker
