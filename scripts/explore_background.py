@@ -2,6 +2,9 @@
 question (issue 44's last residual: a topical non-answer that outranks a TREC-DL-NF passage graded 2-3).
 
     python scripts/explore_background.py ../shared/data/TREC-DL-NF.json --min-grade 2
+    python scripts/explore_background.py ../shared/data/WEBGLM_50.json --min-grade 1 --families non_answer,echo,repeat
+
+Any graded answer list (``--format graded``) is read; the families copy the answers graded at least ``--min-grade``.
 
 The preset's relevance.minilm.v4, completeness.coverage.v4 and coherence.minilm.v5 read each sentence's information
 as its cosine with the question, the sentence taken without the question's words, times its novelty
@@ -13,15 +16,14 @@ to any in the bank). ``none`` is the preset as it is.
 
 An exploration, not a version: for the run it stands in for ``CPURow.information`` (registering nothing). The
 answers are parsed and embedded once; each variant re-reads the same rows. For each variant and rubric it prints
-how many copies of each family (``--families``, rubric.validity's, seed 0) outrank the passage they were made from
+how many copies of each family (``--families``, rubric.validity's, seed 0) outrank the answer they were made from
 (by more than validate's tolerance), and the rubric's agreement with the file's grades: over every pair of one
-question's passages with different grades, the share it orders as the grades do, a tie counting one half.
+question's answers with different grades, the share it orders as the grades do, a tie counting one half.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -30,10 +32,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from models.rubric_backends import cpu_rubrics  # noqa: E402
-from rubric.io import AnswerItem, content_id  # noqa: E402
+from rubric.io import AnswerItem, RowError, content_id, graded_item, load_graded  # noqa: E402
 from rubric.scoring import RUBRICS, distinct_sentences, novelty  # noqa: E402
 from rubric.validity import DEFAULT_TOLERANCE, minimal_pairs, pair_items  # noqa: E402
 
+MAX_ANSWER_CHARS = 10**9  # an exploration reads every answer the file holds
 VERSIONS = {"relevance": "relevance.minilm.v4", "completeness": "completeness.coverage.v4",
             "coherence": "coherence.minilm.v5"}
 STATS = {
@@ -47,15 +50,22 @@ STATS = {
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("data", help="a graded file of the TREC-DL-NF shape: question -> [{passage, label}]")
-    ap.add_argument("--min-grade", type=int, default=2, help="the passages the families copy: graded at least this")
+    ap.add_argument("data", help="a graded answer list (--format graded: TREC-DL-NF's, WebGLM's)")
+    ap.add_argument("--min-grade", type=int, default=2, help="the answers the families copy: graded at least this")
     ap.add_argument("--families", default="non_answer,echo")
     ap.add_argument("--stats", default="none,mean,mean_sd,q90,top5,max")
     ap.add_argument("--bank", default=str(Path(__file__).with_name("data") / "background_questions.txt"))
     args = ap.parse_args()
-    data = json.loads(Path(args.data).read_text(encoding="utf-8"))
-    every = {content_id(q, p["passage"]): (AnswerItem(content_id(q, p["passage"]), q, p["passage"]), p["label"])
-             for q in data for p in data[q]}
+    _, questions = load_graded(args.data, include_references=False)
+    every: dict[str, tuple[AnswerItem, int]] = {}
+    for gq in questions:
+        for _key, value in gq.items if gq.repeats is None else ():
+            try:
+                text, grade_of = graded_item(value, MAX_ANSWER_CHARS)
+            except RowError:
+                continue
+            every.setdefault(content_id(gq.question, text), (AnswerItem(content_id(gq.question, text), gq.question, text),
+                                                             grade_of))
     grade = {k: g for k, (_, g) in every.items()}
     originals = [it for it, g in every.values() if g >= args.min_grade]
     families = tuple(f for f in args.families.split(",") if f)
@@ -89,8 +99,8 @@ def main() -> None:
     by_question: dict[str, list[str]] = {}
     for k, (it, _) in every.items():
         by_question.setdefault(it.question, []).append(k)
-    print(f"{len(originals)} passages graded >= {args.min_grade} of {len(data)} questions, {len(pairs)} copies; "
-          f"agreement over the pairs of one question's passages with different grades; bank of {len(bank_texts)}\n")
+    print(f"{len(originals)} answers graded >= {args.min_grade} of {len({it.question for it in originals})} questions, {len(pairs)} copies; "
+          f"agreement over the pairs of one question's answers with different grades; bank of {len(bank_texts)}\n")
     print("| background | rubric | " + " | ".join(f"{f} outranks" for f in families) + " | agreement |")
     print("|---|---|" + "---:|" * (len(families) + 1))
     for stat in args.stats.split(","):
