@@ -1,16 +1,64 @@
 """What the CPU profile reads of a spaCy parse (``models.rubric_backends.cpu_rubrics``'s shared pass): an answer's
 sentences, as the sentence recogniser gives them and cut at line breaks too, each one's content terms, words with
-digits and words; a question's terms and words.
+digits and words; a question's terms and words; and the readings of an answer the profile's versions choose from
+(:data:`READINGS`: with or without its copies, under which of the question's words).
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rubric.scoring import CONCRETE_POS, QUESTION_TERM_POS, list_marker
+from rubric.scoring import CONCRETE_POS, QUESTION_TERM_POS, list_marker, without_repeats
 
-__all__ = ["Parsed", "parse_answer", "parse_question", "sentences_of"]
+__all__ = ["Parsed", "parse_answer", "parse_question", "sentences_of", "Reading", "READINGS", "COPY_RULES"]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One reading of what an answer's sentences say about its question.
+
+    Attributes:
+        copies: the copy rule (a key of :data:`COPY_RULES`) the answer is read without; None: the answer as given.
+        question: the question's words a sentence's novelty leaves out (and, without copies, its text read without
+            them, ``CPURow.M``): "lemmas" (its content lemmas), "terms"
+            (its content words and lemmas as written and in plain case, ``CPURow.question_terms``) or "words" (those
+            and its words whether or not spaCy's stop list holds them, ``CPURow.question_words``).
+        codes: a sentence's words written with letters and digits ("ww1") are among its terms.
+        lines: the answer's sentences are cut at line breaks too (a list's items are sentences).
+    """
+
+    copies: str | None
+    question: str
+    codes: bool = False
+    lines: bool = False
+
+
+#: The rules that cut an answer's word-for-word copies of earlier text (:func:`rubric.scoring.without_repeats`):
+#: "clean", the third versions'; "tidy", the versions after them, which also cut a copy glued right after itself.
+COPY_RULES: dict[str, Callable[[str], tuple[str, list[int]]]] = {
+    "clean": without_repeats,
+    "tidy": functools.partial(without_repeats, glued=True),
+}
+
+#: The readings, each named by the need (``CPUUnit.needs``) that asks for it; the answer's copies are cut, parsed and
+#: embedded only for a reading a served unit needs.
+#:
+#: - "given": the answer as given, its novelty against the question's content lemmas (the second versions);
+#: - "clean": the answer without its copies, read without ``question_terms`` (the third versions, coherence.minilm.v4);
+#: - "words": without its copies, glued ones too, read without the question's words whether or not spaCy's stop list
+#:   holds them, words written with digits counted as words on both sides (relevance.minilm.v4, completeness.coverage.v4:
+#:   a question's "ww1" or "back" said again is no information);
+#: - "lines": "words" with the sentences cut at line breaks too (coherence.minilm.v5: a list's items are sentences,
+#:   with links between them).
+READINGS: dict[str, Reading] = {
+    "given": Reading(None, "lemmas"),
+    "clean": Reading("clean", "terms"),
+    "words": Reading("tidy", "words", codes=True),
+    "lines": Reading("tidy", "words", codes=True, lines=True),
+}
 
 
 @dataclass

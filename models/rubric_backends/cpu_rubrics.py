@@ -27,14 +27,14 @@ from typing import Any
 
 import numpy as np
 
-from models.rubric_backends.cpu_parse import Parsed, parse_answer, parse_question, sentences_of
+from models.rubric_backends.cpu_parse import READINGS, COPY_RULES, Parsed, parse_answer, parse_question, sentences_of
 from models.rubric_backends.text import load_spacy, pipeline_id
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem
 from rubric.scoring import (
     CPU_COHERENCE_V3, CPU_COHERENCE_V4, CPU_COHERENCE_V5, CPU_COMPLETENESS_V3, CPU_COMPLETENESS_V4, CPU_RELEVANCE_V3,
     CPU_RELEVANCE_V4, coherence_v3, coherence_v4,
-    copied_sentences, plain_case, without_question_words, without_repeats, CPU_COHERENCE_V2,
+    copied_sentences, plain_case, without_question_words, CPU_COHERENCE_V2,
     CPU_COHERENCE_VERSION, CPU_COMPLETENESS_REFERENCE, CPU_COMPLETENESS_V2, CPU_COMPLETENESS_VERSION,
     CPU_EXAMPLES_V2, CPU_EXAMPLES_VERSION, CPU_FACTUALITY_V2, CPU_FACTUALITY_VERSION, CPU_FLUENCY_V2,
     CPU_RELEVANCE_V2, CPU_RELEVANCE_VERSION, CPU_SPECIFICITY_VERSION, EXAMPLE_CUE, EXAMPLE_CUE_V2,
@@ -91,26 +91,17 @@ class CPURow:
         evidence / E: the evidence sentences a "evidence" unit reads (reference, then the answer's documents;
             at most ``MAX_EVIDENCE_SENTENCES``) and their embeddings; ``evidence_cut`` when a cap cut them.
         reference / R: the question's reference answer's sentences and embeddings (a "reference" unit's).
-        clean / C / clean_text / copies: a "clean" unit's answer: the parse, sentence embeddings and text of the
-            answer without its word-for-word copies of earlier text (:func:`rubric.scoring.without_repeats`), and
-            where in that text each copy was cut.
-        tidy / T / tidy_text / tidy_copies: the same for a "words" or "lines" unit, the copies found with
-            ``without_repeats(glued=True)`` (a copy glued right after its original counts from two words).
-        L: a "lines" unit's embeddings of ``tidy.lines`` (the tidy answer's sentences cut at line breaks).
-        M: per reading ("clean", "words", "lines"; :meth:`asked`), a "clean" unit's answer's sentences without the
-            question's words (:func:`rubric.scoring.without_question_words`), one embedding each (None: nothing
+        free: per copy rule (:data:`COPY_RULES`) a served reading reads, the answer without its word-for-word copies
+            of earlier text: its parse, its text and where in that text each copy was cut.
+        X: per reading but "given" (:data:`READINGS`) a served unit reads, its sentences' embeddings.
+        M: per reading without copies a served unit reads, the answer's sentences without the question's words (:func:`rubric.scoring.without_question_words`), one embedding each (None: nothing
             else is left).
-        question_terms: the question's content words and their lemmas, read as written and in plain case (a "clean"
-            unit's): an answer's "Sardines" (a name to the tagger, lemma "sardines") is the question's "sardines".
-        question_words: the question's words for the "words" and "lines" readings (``_question_words``), as written and in plain
-            case.
+        question_terms: the question's content words and their lemmas, read as written and in plain case (the
+            "terms" and "words" readings'): an answer's "Sardines" (a name to the tagger, lemma "sardines") is the question's "sardines".
+        question_words: the question's words for the "words" readings (``cpu_parse``'s ``_question_words``), as
+            written and in plain case.
 
-    The readings of what a sentence says about the question: "given" (the answer as given, the question's lemmas:
-    the second versions), "clean" (the answer without its copies, ``question_terms``: the third versions and
-    coherence.minilm.v4), "words" (the answer without its copies, glued ones too, with the question's words read whether or not
-    spaCy's stop list holds them and words written with digits counted as words on both sides: relevance.minilm.v4
-    and completeness.coverage.v4; a question's "ww1" or "back" said again is no information) and "lines" ("words",
-    its sentences cut at line breaks too: coherence.minilm.v5; a list's items are sentences, with links between them).
+    The readings of what a sentence says about the question are :data:`READINGS`.
     """
 
     item: AnswerItem
@@ -124,43 +115,38 @@ class CPURow:
     reference: list[str] = field(default_factory=list)
     R: np.ndarray | None = None
     weights: Callable[[str], float] | None = None
-    clean: Parsed | None = None
-    C: np.ndarray | None = None
-    L: np.ndarray | None = None
-    clean_text: str = ""
-    copies: list[int] = field(default_factory=list)
-    tidy: Parsed | None = None
-    T: np.ndarray | None = None
-    tidy_text: str = ""
-    tidy_copies: list[int] = field(default_factory=list)
+    free: dict[str, tuple[Parsed, str, list[int]]] = field(default_factory=dict)
+    X: dict[str, np.ndarray] = field(default_factory=dict)
     question_terms: set[str] = field(default_factory=set)
     question_words: set[str] = field(default_factory=set)
     M: dict[str, list[np.ndarray | None]] = field(default_factory=dict)
     _info: dict[str, tuple[list[int], np.ndarray]] = field(default_factory=dict)
 
     def asked(self, reading: str) -> set[str]:
-        """The question's terms under ``reading`` (the class docstring's readings)."""
-        if reading == "given":
+        """The question's terms under ``reading`` (:data:`READINGS`)."""
+        kind = READINGS[reading].question
+        if kind == "lemmas":
             return self.question.terms
-        return self.question_terms | self.question_words if reading in ("words", "lines") else self.question_terms
+        return self.question_terms | self.question_words if kind == "words" else self.question_terms
 
-    def read(self, reading: str) -> tuple[Parsed, np.ndarray]:
-        """The answer's sentences and their embeddings under ``reading``: as given, without its copies, or without
-        its copies and cut at line breaks too ("lines")."""
-        if reading == "given":
+    def read(self, reading: str) -> tuple[Parsed, np.ndarray | None]:
+        """The answer's sentences and their embeddings under ``reading``: as given, or without its copies (cut at line
+        breaks too where the reading says so)."""
+        how = READINGS[reading]
+        if how.copies is None:
             return self.answer, self.S
-        if reading == "clean":
-            return self.clean, self.C
-        return (self.tidy.lines, self.L) if reading == "lines" else (self.tidy, self.T)
+        parsed = self.free[how.copies][0]
+        return (parsed.lines if how.lines else parsed), self.X.get(reading)
 
     def cut(self, reading: str) -> tuple[str, list[int]]:
-        """The text a "clean" reading reads and where its copies were cut (``without_repeats``)."""
-        return (self.clean_text, self.copies) if reading == "clean" else (self.tidy_text, self.tidy_copies)
+        """The text a reading without copies reads and where its copies were cut (its copy rule's)."""
+        _, text, copies = self.free[READINGS[reading].copies]
+        return text, copies
 
     def terms(self, reading: str) -> list[set[str]]:
-        """Each sentence's content terms under ``reading`` (with words written with digits under "words", "lines")."""
+        """Each sentence's content terms under ``reading`` (with its words written with digits where it says so)."""
         a, _ = self.read(reading)
-        if reading in ("words", "lines"):
+        if READINGS[reading].codes:
             return [t | c for t, c in zip(a.sentence_terms, a.sentence_codes)]
         return a.sentence_terms
 
@@ -174,7 +160,7 @@ class CPURow:
             keep = distinct_sentences(S, answer.sentences)
             w = {t: self.weights(t) for t in {t for i in keep for t in terms[i]} | asked}
             nov = [novelty(terms[i], asked, w) for i in keep]
-            if reading == "given":
+            if READINGS[reading].copies is None:
                 self._info[reading] = keep, sentence_information(self.q, S[keep], nov)
             else:  # what each sentence says besides the question's words (None: nothing else)
                 M = self.M[reading]
@@ -198,7 +184,7 @@ class CPUUnit:
             question's parse), "evidence" (reference and the answer's documents), "reference" (the question's
             reference alone), "wordfreq" (terms' information weights, :func:`rubric.scoring.term_weight`), and the
             reading it reads of the answer without its word-for-word copies, parsed and embedded only when a served
-            unit needs it: "clean" (``CPURow.clean``), "words" or "lines" (``CPURow.tidy``; CPURow's docstring).
+            unit needs it: one of :data:`READINGS` but "given" ("clean", "words", "lines").
         model: "minilm" (MiniLM + spaCy), "spacy" or a regex pattern (its hash is the template hash).
         score: the formula over a :class:`CPURow` (a text item's row; for a regex unit only ``item`` is set).
     """
@@ -316,9 +302,14 @@ _INFORMATION = _EMBED | {"wordfreq"}
 _CLEAN = _INFORMATION | {"clean"}
 _WORDS = _INFORMATION | {"words"}
 _LINES = _INFORMATION | {"lines"}
-#: The needs that are readings of the answer without its copies (CPURow's docstring); each is computed and embedded
-#: only when a served unit reads it.
-_CLEAN_READINGS = ("clean", "words", "lines")
+
+
+def _free_readings(needs: frozenset[str] | set[str]) -> tuple[str, ...]:
+    """The readings of the answer without its copies (``cpu_parse.READINGS``, read when asked, so a reading added to it
+    is served like the built-in ones) among ``needs``: each is cut, parsed and embedded only when a served unit reads
+    it."""
+    return tuple(k for k, how in READINGS.items() if how.copies is not None and k in needs)
+
 
 #: The versions :class:`CPUProfileScorer` serves, one unit each.
 CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
@@ -424,16 +415,15 @@ class CPUProfileScorer:
             else:
                 out[i] = {s.name: Score.failed(bad) for s in self.specs}
         if ok and "parse" in self._needs:
-            clean = {i: without_repeats(items[i].answer) for i in ok} if "clean" in self._needs else {}
-            tidy = ({i: without_repeats(items[i].answer, glued=True) for i in ok}
-                    if self._needs & {"words", "lines"} else {})  # the readings after the third
-            answers = self._parse([items[i].answer for i in ok] + [t for t, _ in (*clean.values(), *tidy.values())],
-                                  functools.partial(parse_answer, lines="lines" in self._needs))
+            readings = [READINGS[k] for k in _free_readings(self._needs)]
+            free = {rule: {i: cut(items[i].answer) for i in ok} for rule, cut in COPY_RULES.items()
+                    if any(how.copies == rule for how in readings)}
+            answers = self._parse([items[i].answer for i in ok] + [t for per in free.values() for t, _ in per.values()],
+                                  functools.partial(parse_answer, lines=any(how.lines for how in readings)))
             rows = {i: CPURow(items[i], answers[items[i].answer]) for i in ok}
-            for i, (text, copies) in clean.items():
-                rows[i].clean, rows[i].clean_text, rows[i].copies = answers[text], text, copies
-            for i, (text, copies) in tidy.items():
-                rows[i].tidy, rows[i].tidy_text, rows[i].tidy_copies = answers[text], text, copies
+            for rule, per in free.items():
+                for i, (text, copies) in per.items():
+                    rows[i].free[rule] = (answers[text], text, copies)
             if "embed" in self._needs:
                 self._embed(items, rows, out)
         for i in ok:
@@ -475,14 +465,14 @@ class CPUProfileScorer:
         if not live:
             return
         asked = [items[i].question for i in live]
-        plain = {q: plain_case(q) for q in asked} if self._needs & set(_CLEAN_READINGS) else {}
+        plain = {q: plain_case(q) for q in asked} if _free_readings(self._needs) else {}
         questions = self._parse(asked + list(plain.values()), parse_question)
         texts = {i: self._evidence_texts(items[i]) for i in live}
         cut = {t: len(t) > MAX_EVIDENCE_CHARS for ts in texts.values() for t in ts}
         evidence = self._parse([t[:MAX_EVIDENCE_CHARS] for ts in texts.values() for t in ts],
                                lambda d: Parsed(sentences=sentences_of(d)), senter_only=True) if cut else {}
         index: dict[str, int] = {}  # distinct sentence -> its row of the embedding matrix
-        readings = tuple(k for k in _CLEAN_READINGS if k in self._needs)
+        readings = _free_readings(self._needs)
         masked: dict[int, dict[str, list[str]]] = {}  # each reading's sentences without the question's words
         for i in live:
             r = rows[i]
@@ -497,12 +487,10 @@ class CPUProfileScorer:
             r.evidence = ev[:MAX_EVIDENCE_SENTENCES] if "evidence" in self._needs else []
             if "reference" in self._needs and _has_text(items[i].reference):
                 r.reference = evidence[items[i].reference[:MAX_EVIDENCE_CHARS]].sentences[:MAX_EVIDENCE_SENTENCES]
-            clean = r.clean.sentences if r.clean is not None else []
             masked[i] = {k: [without_question_words(ws, r.asked(k)) for ws in r.read(k)[0].sentence_words]
                          for k in readings}
-            tidy = r.tidy.sentences if r.tidy is not None else []
-            lines = r.tidy.lines.sentences if r.tidy is not None and "lines" in readings else []
-            for s in (*r.answer.sentences, *clean, *tidy, *lines, *r.question.sentences, *r.evidence, *r.reference,
+            for s in (*r.answer.sentences, *(s for k in readings for s in r.read(k)[0].sentences),
+                      *r.question.sentences, *r.evidence, *r.reference,
                       *(m for ms in masked[i].values() for m in ms if m)):
                 index.setdefault(s, len(index))
         emb = self.encoder.encode(list(index), batch_size=ENCODE_BATCH, convert_to_numpy=True,
@@ -510,12 +498,7 @@ class CPUProfileScorer:
         for i in live:
             r = rows[i]
             r.S = emb[[index[s] for s in r.answer.sentences]]
-            if r.clean is not None:
-                r.C = emb[[index[s] for s in r.clean.sentences]]
-            if r.tidy is not None:
-                r.T = emb[[index[s] for s in r.tidy.sentences]]
-                if "lines" in readings:
-                    r.L = emb[[index[s] for s in r.tidy.lines.sentences]]
+            r.X = {k: emb[[index[s] for s in r.read(k)[0].sentences]] for k in readings}
             r.M = {k: [emb[index[m]] if m else None for m in ms] for k, ms in masked[i].items()}
             r.q = emb[index[r.question.sentences[0]]]
             r.E = emb[[index[s] for s in r.evidence]] if r.evidence else None

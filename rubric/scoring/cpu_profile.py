@@ -101,7 +101,7 @@ it as something new. The fourth reading takes the question's nouns, verbs, adjec
 stop list holds them, and words written with letters and digits on both sides. coherence.minilm.v5 also cuts the
 answer's sentences at line breaks: spaCy's sentence recogniser reads a numbered list without full stops as one
 sentence, so a coherent list of steps had one link, or none (the formulas are here; the readings are the scorer's,
-``models.rubric_backends.cpu_rubrics.CPURow``).
+``models.rubric_backends.cpu_parse.READINGS``).
 
 Embeddings here are rows of unit-length vectors (what the encoder returns with normalisation on);
 the functions divide by norms anyway where a mean is taken.

@@ -53,3 +53,40 @@ def test_a_cpu_version_declared_here_runs_through_score(numbered, tmp_path):
         assert a["use_of_examples_version"] == "use_of_examples.cues.v2" and a["use_of_examples_error"] is None
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["rubrics"]["specificity"]["rubric_version"] == VERSION
+
+
+READING_VERSION = "coherence.clean_lines.v1"
+
+
+def test_a_reading_declared_here_is_cut_parsed_and_embedded(monkeypatch):
+    """A new reading of the answer is one line of ``cpu_parse.READINGS``: a unit that needs it is handed the answer
+    without its copies under the reading's copy rule, its sentences cut at line breaks, their embeddings and the
+    sentences without the question's words, with nothing in the scorer told of it."""
+    pytest.importorskip("sentence_transformers")
+    from models.rubric_backends.cpu_parse import READINGS, Reading
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
+    from rubric.io import AnswerItem
+
+    seen: dict[str, object] = {}
+
+    def lines_read(r: CPURow) -> Score:
+        parsed, X = r.read("clean_lines")
+        seen.update(sentences=parsed.sentences, shape=X.shape, cut=r.cut("clean_lines"), masked=len(r.M["clean_lines"]))
+        return Score.ok(float(len(parsed.sentences)))
+
+    monkeypatch.setitem(READINGS, "clean_lines", Reading("clean", "terms", lines=True))
+    spec = RubricSpec("coherence", READING_VERSION, "cpu_text", 0.0, 10.0, description="sentences of a reading")
+    RUBRICS.register(READING_VERSION, spec)
+    try:
+        monkeypatch.setitem(CPU_UNITS, READING_VERSION, CPUUnit(
+            READING_VERSION, frozenset({"parse", "embed", "wordfreq", "clean_lines"}), "minilm", lines_read))
+        answer = "Steps to make dough:\n1. Mix the flour and salt\n2. Add warm water\n2. Add warm water"
+        got = CPUProfileScorer((spec,)).score_batch([AnswerItem("a1", "How do I make dough?", answer)])[0]
+    finally:
+        RUBRICS.remove(READING_VERSION)
+    assert got["coherence"].raw == 3.0  # three lines; the line said again is cut by the "clean" rule
+    assert [s.strip() for s in seen["sentences"]] == ["Steps to make dough:", "1. Mix the flour and salt",
+                                                      "2. Add warm water"]
+    assert seen["shape"] == (3, 384) and seen["masked"] == 3
+    text, copies = seen["cut"]
+    assert text.count("Add warm water") == 1 and len(copies) == 1
