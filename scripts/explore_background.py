@@ -6,7 +6,7 @@ question (issue 44's last residual: a topical non-answer that outranks a TREC-DL
 
 Any graded answer list (``--format graded``) is read; the families copy the answers graded at least ``--min-grade``.
 
-The preset's relevance.minilm.v4, completeness.coverage.v4 and coherence.minilm.v5 read each sentence's information
+The preset's relevance, completeness and coherence (relevance.minilm.v4 and after) read each sentence's information
 as its cosine with the question, the sentence taken without the question's words, times its novelty
 (``rubric.scoring.sentence_information``). Each variant here takes from that cosine a statistic of the same sentence's
 cosines with a bank of general questions (``--bank``: 70 questions written for this script, not drawn from the shared
@@ -33,12 +33,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from models.rubric_backends import cpu_rubrics  # noqa: E402
 from rubric.io import AnswerItem, RowError, content_id, graded_item, load_graded  # noqa: E402
-from rubric.scoring import RUBRICS, distinct_sentences, novelty  # noqa: E402
+from rubric.scoring import CPU, RUBRICS, distinct_sentences, novelty  # noqa: E402
 from rubric.validity import DEFAULT_TOLERANCE, minimal_pairs, pair_items  # noqa: E402
 
 MAX_ANSWER_CHARS = 10**9  # an exploration reads every answer the file holds
-VERSIONS = {"relevance": "relevance.minilm.v4", "completeness": "completeness.coverage.v4",
-            "coherence": "coherence.minilm.v5"}
+VERSIONS = {name: CPU.rubric_versions[name] for name in ("relevance", "completeness", "coherence")}  # the preset's
 STATS = {
     "mean": lambda b: b.mean(),
     "mean_sd": lambda b: b.mean() + b.std(),
@@ -78,7 +77,7 @@ def main() -> None:
 
     def information(self, reading: str = "given"):
         rows.setdefault(self.item.answer_id, self)
-        if mode["stat"] == "none" or reading not in ("words", "lines"):
+        if mode["stat"] == "none" or cpu_rubrics.READINGS[reading].question != "words":
             return preset(self, reading)
         answer, S = self.read(reading)
         asked, terms = self.asked(reading), self.terms(reading)

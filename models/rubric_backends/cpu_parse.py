@@ -37,10 +37,12 @@ class Reading:
 
 
 #: The rules that cut an answer's word-for-word copies of earlier text (:func:`rubric.scoring.without_repeats`):
-#: "clean", the third versions'; "tidy", the versions after them, which also cut a copy glued right after itself.
+#: "clean", the third versions'; "tidy", the versions after them, which also cut a copy glued right after itself;
+#: "aligned", the versions after those, which keep a copy in phase with the sentences.
 COPY_RULES: dict[str, Callable[[str], tuple[str, list[int]]]] = {
     "clean": without_repeats,
     "tidy": functools.partial(without_repeats, glued=True),
+    "aligned": functools.partial(without_repeats, glued=True, aligned=True),
 }
 
 #: The readings, each named by the need (``CPUUnit.needs``) that asks for it; the answer's copies are cut, parsed and
@@ -52,12 +54,16 @@ COPY_RULES: dict[str, Callable[[str], tuple[str, list[int]]]] = {
 #:   holds them, words written with digits counted as words on both sides (relevance.minilm.v4, completeness.coverage.v4:
 #:   a question's "ww1" or "back" said again is no information);
 #: - "lines": "words" with the sentences cut at line breaks too (coherence.minilm.v5: a list's items are sentences,
-#:   with links between them).
+#:   with links between them);
+#: - "aligned_words", "aligned_lines": "words" and "lines" over the answer without its copies cut in phase with its
+#:   sentences (relevance.minilm.v5, completeness.coverage.v5; coherence.minilm.v6).
 READINGS: dict[str, Reading] = {
     "given": Reading(None, "lemmas"),
     "clean": Reading("clean", "terms"),
     "words": Reading("tidy", "words", codes=True),
     "lines": Reading("tidy", "words", codes=True, lines=True),
+    "aligned_words": Reading("aligned", "words", codes=True),
+    "aligned_lines": Reading("aligned", "words", codes=True, lines=True),
 }
 
 

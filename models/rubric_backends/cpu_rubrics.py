@@ -32,8 +32,8 @@ from models.rubric_backends.text import load_spacy, pipeline_id
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem
 from rubric.scoring import (
-    CPU_COHERENCE_V3, CPU_COHERENCE_V4, CPU_COHERENCE_V5, CPU_COMPLETENESS_V3, CPU_COMPLETENESS_V4, CPU_RELEVANCE_V3,
-    CPU_RELEVANCE_V4, coherence_v3, coherence_v4,
+    CPU_COHERENCE_V3, CPU_COHERENCE_V4, CPU_COHERENCE_V5, CPU_COHERENCE_V6, CPU_COMPLETENESS_V3, CPU_COMPLETENESS_V4,
+    CPU_COMPLETENESS_V5, CPU_RELEVANCE_V3, CPU_RELEVANCE_V4, CPU_RELEVANCE_V5, coherence_v3, coherence_v4,
     copied_sentences, plain_case, without_question_words, CPU_COHERENCE_V2,
     CPU_COHERENCE_VERSION, CPU_COMPLETENESS_REFERENCE, CPU_COMPLETENESS_V2, CPU_COMPLETENESS_VERSION,
     CPU_EXAMPLES_V2, CPU_EXAMPLES_VERSION, CPU_FACTUALITY_V2, CPU_FACTUALITY_VERSION, CPU_FLUENCY_V2,
@@ -302,6 +302,8 @@ _INFORMATION = _EMBED | {"wordfreq"}
 _CLEAN = _INFORMATION | {"clean"}
 _WORDS = _INFORMATION | {"words"}
 _LINES = _INFORMATION | {"lines"}
+_ALIGNED_WORDS = _INFORMATION | {"aligned_words"}
+_ALIGNED_LINES = _INFORMATION | {"aligned_lines"}
 
 
 def _free_readings(needs: frozenset[str] | set[str]) -> tuple[str, ...]:
@@ -332,6 +334,9 @@ CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
     CPUUnit(CPU_RELEVANCE_V4, _WORDS, "minilm", _clean_information(relevance_v2, "words")),
     CPUUnit(CPU_COMPLETENESS_V4, _WORDS, "minilm", _clean_information(completeness_v2, "words")),
     CPUUnit(CPU_COHERENCE_V5, _LINES, "minilm", _building_coherence("lines")),
+    CPUUnit(CPU_RELEVANCE_V5, _ALIGNED_WORDS, "minilm", _clean_information(relevance_v2, "aligned_words")),
+    CPUUnit(CPU_COMPLETENESS_V5, _ALIGNED_WORDS, "minilm", _clean_information(completeness_v2, "aligned_words")),
+    CPUUnit(CPU_COHERENCE_V6, _ALIGNED_LINES, "minilm", _building_coherence("aligned_lines")),
 )}
 
 

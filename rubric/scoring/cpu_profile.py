@@ -103,6 +103,15 @@ answer's sentences at line breaks: spaCy's sentence recogniser reads a numbered 
 sentence, so a coherent list of steps had one link, or none (the formulas are here; the readings are the scorer's,
 ``models.rubric_backends.cpu_parse.READINGS``).
 
+The preset's now (``relevance.minilm.v5``, ``completeness.coverage.v5``, ``coherence.minilm.v6``): the fourth versions
+over the answer without its copies cut *in phase* with its sentences (``without_repeats(glued=True, aligned=True)``).
+The fourth versions' rule could cut a sentence said again right after itself, whose last words also end the text before
+it, as those words and the start of the copy ("back pain. 1. Locate the points", a run inside a sentence crossing its
+end) and then the rest: as many words as the copy added, but the sentence that stays lost its last words and said more
+that was new (validate's repeat family, with other seeds, raised relevance and completeness on WebGLM and on TREC-DL).
+A run that starts inside a sentence, copying text that starts inside one too, is now a copy only up to that
+sentence's end.
+
 Embeddings here are rows of unit-length vectors (what the encoder returns with normalisation on);
 the functions divide by norms anyway where a mean is taken.
 
@@ -131,7 +140,8 @@ __all__ = [
     "CPU_FLUENCY_V2", "UNKNOWN_WORD_ZIPF", "count_fluency_lints_v2", "repeated_sentences",
     "CPU_RELEVANCE_V3", "CPU_COHERENCE_V3", "CPU_COMPLETENESS_V3", "without_repeats", "plain_case", "list_marker",
     "copied_sentences", "without_question_words", "CPU_COHERENCE_V4",
-    "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5",
+    "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5", "CPU_RELEVANCE_V5", "CPU_COMPLETENESS_V5",
+    "CPU_COHERENCE_V6",
 ]
 
 CPU_RELEVANCE_VERSION = "relevance.minilm.v1"
@@ -155,6 +165,9 @@ CPU_COHERENCE_V4 = "coherence.minilm.v4"
 CPU_RELEVANCE_V4 = "relevance.minilm.v4"
 CPU_COMPLETENESS_V4 = "completeness.coverage.v4"
 CPU_COHERENCE_V5 = "coherence.minilm.v5"
+CPU_RELEVANCE_V5 = "relevance.minilm.v5"
+CPU_COMPLETENESS_V5 = "completeness.coverage.v5"
+CPU_COHERENCE_V6 = "coherence.minilm.v6"
 
 #: fluency.harper.v2 counts a Harper spelling finding only on a word general English hardly uses: a Zipf
 #: frequency (wordfreq) below this. Typos made by character edits land at 0-1.2 ("thgih" 0, "approch" 1.2);
@@ -455,7 +468,7 @@ _WORD = re.compile(r"\w+")
 _BREAK = re.compile(r"[\n*•]|[.!?;:]\W*\s")
 
 
-def without_repeats(text: str, glued: bool = False) -> tuple[str, list[int]]:
+def without_repeats(text: str, glued: bool = False, aligned: bool = False) -> tuple[str, list[int]]:
     """``text`` with every later word-for-word copy of earlier text removed, and where each copy was cut: its offset
     in the returned text (right after the word the copy followed).
 
@@ -472,6 +485,14 @@ def without_repeats(text: str, glued: bool = False) -> tuple[str, list[int]]:
     at a break and ends, the second time, at one is a copy from ``REPEAT_MIN_WORDS_WHOLE`` words, with no break
     between the two: "- Clear school glue - Clear school glue" (a hyphen is no break) and "Skip to main content Skip
     to main content". The third versions read the text without it (their definition stays).
+
+    With ``aligned`` too (the versions after the fourth relevance and completeness, fifth coherence), a copy keeps in
+    phase with the sentences: a run that starts inside a sentence, copying text that starts inside one too, is a copy
+    only up to that sentence's end (it may not cross a break; a run that copies from a break on, such as a list item
+    glued after itself, "3. First aid kit 3. First aid kit", is in phase), so a sentence said again right after itself whose last words also end the text before it
+    ("… for back pain:\n\n1. Find the points that ease back pain. 1. Find the points that ease back pain.") is cut
+    as the whole sentence said again, not as "back pain. 1. Find the points" and the rest, which took "back pain" from
+    the sentence that stays.
     """
     spans = [(m.start(), m.end()) for m in _WORD.finditer(text)]
     words = [text[a:b].lower() for a, b in spans]
@@ -491,7 +512,7 @@ def without_repeats(text: str, glued: bool = False) -> tuple[str, list[int]]:
             while i + length < n and j + length < i and words[j + length] == words[i + length]:
                 length += 1
             for m in range(length, 0, -1):  # the longest run that is a copy
-                if not brk[i + m]:
+                if not brk[i + m] or (aligned and not brk[i] and not brk[j] and any(brk[i + 1:i + m])):
                     continue
                 whole = brk[i] and brk[j] and brk[j + m]
                 least = (1 if whole and j + m == i else REPEAT_MIN_WORDS_WHOLE if whole

@@ -154,6 +154,19 @@ _add(RubricSpec("coherence", "coherence.minilm.v5", "cpu_text", 0.0, 1.0,
                 description="coherence.minilm.v4 over the answer's sentences cut at line breaks too (a list's items "
                             "are sentences), with relevance.minilm.v4's reading of what each says (the question's "
                             "words read whole); abstains without any link"))
+# the versions after those (issue 44): a copy kept in phase with the sentences (``without_repeats(aligned=True)``): a run
+# that starts inside a sentence is a copy only up to that sentence's end; the fourth versions could cut a sentence said
+# again as the words that end the text before it and the start of the copy, taking those words from the sentence that
+# stays
+_add(RubricSpec("relevance", "relevance.minilm.v5", "cpu_text", 0.0, 1.0,
+                description="relevance.minilm.v4 over the answer without its copies cut in phase with its sentences (a "
+                            "copy that starts inside a sentence ends with it)"))
+_add(RubricSpec("completeness", "completeness.coverage.v5", "cpu_text", 0.0, 1.0,
+                description="reference-free: 1 - prod(1 - information) over the distinct sentences, a sentence's "
+                            "information being relevance.minilm.v5's"))
+_add(RubricSpec("coherence", "coherence.minilm.v6", "cpu_text", 0.0, 1.0,
+                description="coherence.minilm.v5 over the answer without its copies cut in phase with its sentences "
+                            "(relevance.minilm.v5's reading); abstains without any link"))
 _add(RubricSpec("completeness", "completeness.reference.v1", "cpu_text", 0.0, 1.0,
                 description="opt-in, reads the reference: mean over the reference's sentences of their best MiniLM "
                             "cosine with an answer sentence (floored at 0); abstains without a reference"))

@@ -233,7 +233,7 @@ FOURTH = ("relevance.minilm.v4", "completeness.coverage.v4", "coherence.minilm.v
 def test_a_word_written_with_digits_is_a_word_of_the_question():
     """spaCy reads "ww1" neither as alphabetic nor as a number: the third versions kept a non-answer's "ww1" as
     something new (the non-answer outranked the answer on relevance, as a TREC-DL passage was outranked); the
-    preset's versions read it as the question's word. Scored in one scorer, the third versions' scores are the
+    fourth versions (and the fifth) read it as the question's word. Scored in one scorer, the third versions' scores are the
     same as alone: the two readings do not leak into each other."""
     pytest.importorskip("sentence_transformers")
     from models.rubric_backends.cpu_rubrics import CPUProfileScorer
@@ -269,7 +269,7 @@ def test_a_question_word_on_the_stop_list_is_a_word_of_the_question():
 
 def test_the_fourth_reading_takes_a_lists_items_as_sentences():
     """spaCy's sentence recogniser reads a numbered list without full stops as one sentence (a ten-step answer had
-    one link, or none, to judge); the preset's versions cut sentences at line breaks too, a bare marker ("1.")
+    one link, or none, to judge); coherence.minilm.v5 (and v6) cuts sentences at line breaks too, a bare marker ("1.")
     opening the line it is on."""
     pytest.importorskip("sentence_transformers")
     from models.rubric_backends.cpu_rubrics import CPUProfileScorer
@@ -283,10 +283,10 @@ def test_the_fourth_reading_takes_a_lists_items_as_sentences():
     assert v5["coherence"].raw > 0
 
 
-def test_the_preset_cuts_a_copy_glued_after_a_hyphen_bullet():
+def test_the_fourth_versions_cut_a_copy_glued_after_a_hyphen_bullet():
     """"- Clear school glue - Clear school glue": a hyphen is no break, so to the third versions the copy was inside
     a sentence and stayed (validate on WebGLM: it raised coherence.minilm.v5's score when it read them that way); the
-    preset's versions cut it and score the answer as without it."""
+    fourth versions (and the fifth) cut it and score the answer as without it."""
     pytest.importorskip("sentence_transformers")
     from models.rubric_backends.cpu_rubrics import CPUProfileScorer
 
@@ -300,3 +300,34 @@ def test_the_preset_cuts_a_copy_glued_after_a_hyphen_bullet():
     assert new[1]["coherence"].extras["n_copies"] == 1 and old[1]["coherence"].extras["n_copies"] == 0
     for name in ("relevance", "completeness", "coherence"):
         assert new[1][name].raw <= new[0][name].raw + 1e-6, (name, new[0][name].raw, new[1][name].raw)
+
+
+FIFTH = ("relevance.minilm.v5", "completeness.coverage.v5", "coherence.minilm.v6")
+
+
+def test_the_fifth_versions_cut_a_copy_in_phase_with_its_sentence():
+    """A list item said again right after itself, whose last words ("back pain") also end the line before it: the
+    fourth versions cut as many words as the copy added, but out of phase ("back pain. 1. Locate the points" and the
+    rest), so the item's own sentence lost "back pain" and said more that was new (validate's repeat family, other
+    seeds, on WebGLM: relevance and completeness rose); the fifth cut the whole sentence said again and score the
+    answer as without it. Scored beside them, the fourth versions' scores are the same as alone."""
+    pytest.importorskip("sentence_transformers")
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
+
+    q = "How do I use acupressure for back pain?"
+    once = ("Acupressure can relieve back pain. Here is how to use it for back pain:\n\n1. Locate the points: there "
+            "are several points on the body that can help alleviate back pain. Press each one for a minute.")
+    twice = once.replace("alleviate back pain. ", "alleviate back pain. 1. Locate the points: there are several points"
+                         " on the body that can help alleviate back pain. ", 1)
+    items = [AnswerItem("once", q, once), AnswerItem("twice", q, twice)]
+    new = CPUProfileScorer(tuple(RUBRICS.get(v) for v in FIFTH)).score_batch(items)
+    fourth = CPUProfileScorer(tuple(RUBRICS.get(v) for v in FOURTH)).score_batch(items)
+    for name in ("relevance", "completeness"):
+        assert fourth[1][name].raw > fourth[0][name].raw + 1e-4, (name, fourth[0][name], fourth[1][name])  # as before
+        assert new[1][name].raw == pytest.approx(new[0][name].raw, abs=1e-5)
+    assert new[1]["coherence"].raw <= new[0]["coherence"].raw + 1e-5
+    both = CPUProfileScorer(tuple(RUBRICS.get(v) for v in FIFTH[:1] + FOURTH[1:])).score_batch(items)
+    for k in range(2):
+        assert both[k]["relevance"].raw == pytest.approx(new[k]["relevance"].raw, abs=1e-5)
+        for name in ("completeness", "coherence"):
+            assert both[k][name].raw == pytest.approx(fourth[k][name].raw, abs=1e-5)

@@ -386,3 +386,26 @@ def test_list_marker(piece, marker):
     from rubric.scoring import list_marker
 
     assert list_marker(piece) is marker
+
+
+#: A sentence said again right after itself whose last words ("back pain") also end the text before it.
+OUT_OF_PHASE = ("Use it for back pain:\n\n1. Locate the points: There are points that ease back pain. "
+                "1. Locate the points: There are points that ease back pain. Some points for back pain are here.")
+
+
+def test_without_repeats_aligned_cuts_a_copy_in_phase_with_its_sentence():
+    """The fourth versions' rule cuts as many words as the copy added but out of phase: "back pain. 1. Locate the
+    points" (a run inside a sentence that crosses its end) and the rest, taking "back pain" from the sentence that
+    stays; aligned, a run that starts inside a sentence ends with it, and the copy is the whole sentence."""
+    once = OUT_OF_PHASE.replace("back pain. 1. Locate the points: There are points that ease back pain. ", "back pain. ", 1)
+    assert without_repeats(OUT_OF_PHASE, glued=True)[0] == OUT_OF_PHASE.replace(
+        " back pain. 1. Locate the points: There are points that ease back pain.", ".", 1)  # the fourth's, kept
+    clean, cuts = without_repeats(OUT_OF_PHASE, glued=True, aligned=True)
+    assert clean == once and cuts == [once.index(". Some")]  # right after the word the copy followed
+    # a list item glued after itself copies from a break on: in phase, cut whole as by the fourth versions' rule
+    glued = "Pack these:\n3. First aid kit with bandages 3. First aid kit with bandages\n4. A knife"
+    assert without_repeats(glued, glued=True, aligned=True) == without_repeats(glued, glued=True)
+    assert without_repeats(glued, glued=True, aligned=True)[0] == "Pack these:\n3. First aid kit with bandages\n4. A knife"
+    # a copy that starts inside a sentence is still cut up to that sentence's end
+    text = "We saw that the cat sat on the mat. Later the cat sat on the mat. It slept."
+    assert without_repeats(text, glued=True, aligned=True)[0] == "We saw that the cat sat on the mat. Later. It slept."
