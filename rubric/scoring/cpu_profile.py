@@ -93,7 +93,7 @@ its question from sentence to sentence ("not just a heap of related information"
 sentences about the topic link closely and build nothing, so each of their steps is near 0 (v3: they outranked the
 answer four times in ten). Coherence now shares relevance's reading of what a sentence says.
 
-The preset's (``relevance.minilm.v4``, ``completeness.coverage.v4``, ``coherence.minilm.v5``): the same formulas
+The fourth versions (``relevance.minilm.v4``, ``completeness.coverage.v4``, ``coherence.minilm.v5``): the same formulas
 over the question's words read whole. The third versions took the question's words from its content words, which
 leave out what spaCy's stop list holds ("back" in "How To Crack Your Back", "make", "side", "top") and what it reads
 neither as alphabetic nor as a number ("ww1", "mp3"): a non-answer that said the question's "back" or "ww1" again kept
@@ -103,7 +103,7 @@ answer's sentences at line breaks: spaCy's sentence recogniser reads a numbered 
 sentence, so a coherent list of steps had one link, or none (the formulas are here; the readings are the scorer's,
 ``models.rubric_backends.cpu_parse.READINGS``).
 
-The preset's now (``relevance.minilm.v5``, ``completeness.coverage.v5``, ``coherence.minilm.v6``): the fourth versions
+The preset's (``relevance.minilm.v5``, ``completeness.coverage.v5``, ``coherence.minilm.v6``): the fourth versions
 over the answer without its copies cut *in phase* with its sentences (``without_repeats(glued=True, aligned=True)``).
 The fourth versions' rule could cut a sentence said again right after itself, whose last words also end the text before
 it, as those words and the start of the copy ("back pain. 1. Locate the points", a run inside a sentence crossing its
