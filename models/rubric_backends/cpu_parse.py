@@ -7,6 +7,7 @@ digits and words; a question's terms and words; and the readings of an answer th
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,8 +25,9 @@ class Reading:
         copies: the copy rule (a key of :data:`COPY_RULES`) the answer is read without; None: the answer as given.
         question: the question's words a sentence's novelty leaves out (and, without copies, its text read without
             them, ``CPURow.M``): "lemmas" (its content lemmas), "terms"
-            (its content words and lemmas as written and in plain case, ``CPURow.question_terms``) or "words" (those
-            and its words whether or not spaCy's stop list holds them, ``CPURow.question_words``).
+            (its content words and lemmas as written and in plain case, ``CPURow.question_terms``), "words" (those
+            and its words whether or not spaCy's stop list holds them, ``CPURow.question_words``) or "open" (those and
+            every other word of it but its function words, whatever the tagger calls it, ``CPURow.question_open``).
         codes: a sentence's words written with letters and digits ("ww1") are among its terms.
         lines: the answer's sentences are cut at line breaks too (a list's items are sentences).
     """
@@ -56,7 +58,11 @@ COPY_RULES: dict[str, Callable[[str], tuple[str, list[int]]]] = {
 #: - "lines": "words" with the sentences cut at line breaks too (coherence.minilm.v5: a list's items are sentences,
 #:   with links between them);
 #: - "aligned_words", "aligned_lines": "words" and "lines" over the answer without its copies cut in phase with its
-#:   sentences (relevance.minilm.v5, completeness.coverage.v5; coherence.minilm.v6).
+#:   sentences (relevance.minilm.v5, completeness.coverage.v5; coherence.minilm.v6);
+#: - "open_words", "open_lines": "aligned_words" and "aligned_lines" read without every word of the question but its
+#:   function words (``_open_words``), whatever the tagger calls them (relevance.minilm.v6, completeness.coverage.v6;
+#:   coherence.minilm.v7: a question's "far away", "mint.com" or a word the tagger reads as a pronoun, said again, is
+#:   no information).
 READINGS: dict[str, Reading] = {
     "given": Reading(None, "lemmas"),
     "clean": Reading("clean", "terms"),
@@ -64,6 +70,8 @@ READINGS: dict[str, Reading] = {
     "lines": Reading("tidy", "words", codes=True, lines=True),
     "aligned_words": Reading("aligned", "words", codes=True),
     "aligned_lines": Reading("aligned", "words", codes=True, lines=True),
+    "open_words": Reading("aligned", "open", codes=True),
+    "open_lines": Reading("aligned", "open", codes=True, lines=True),
 }
 
 
@@ -75,6 +83,7 @@ class Parsed:
     terms: set[str] = field(default_factory=set)  # content lemmas (questions)
     forms: set[str] = field(default_factory=set)  # the content words as written, lower-cased (questions)
     words: set[str] = field(default_factory=set)  # the question's words, stop list or not (questions: _question_words)
+    open: set[str] = field(default_factory=set)  # its words but its function words (questions: _open_words)
     lemmas: set[str] = field(default_factory=set)  # every lemma and lower-cased form (answers)
     sentence_terms: list[set[str]] = field(default_factory=list)  # each sentence's content lemmas (answers)
     sentence_codes: list[set[str]] = field(default_factory=list)  # each sentence's words with digits (answers)
@@ -116,6 +125,23 @@ def _question_words(tokens) -> set[str]:
     it) and its words written with digits, each lower-cased as written and as its lemma."""
     said = [t for t in tokens if (t.pos_ in QUESTION_TERM_POS and (t.is_alpha or t.like_num)) or _is_code(t)]
     return {t.lower_ for t in said} | {t.lemma_.lower() for t in said}
+
+
+_PIECE = re.compile(r"[^\W_]+")
+
+
+def _open_words(tokens) -> set[str]:
+    """What the question says, for the readings after the fourth: every word but its function words, whatever the
+    tagger calls it (spaCy tags "far" and "away" adverbs, "mint.com" X, a rare word a pronoun or a determiner: none of
+    them is among :func:`_question_words`), each lower-cased as written, as its lemma and as the pieces punctuation
+    joins ("mint.com": "mint", "com"). A function word is a word on spaCy's stop list ("what", "the", "ever") or
+    punctuation; :func:`_question_words` keeps the stop-listed nouns, verbs, adjectives and numbers ("back", "make")."""
+    out = set()
+    for t in tokens:
+        pieces = _PIECE.findall(t.lower_)
+        if pieces and not (t.is_stop or t.is_punct):
+            out |= {t.lower_, t.lemma_.lower(), *pieces}
+    return out
 
 
 def _kept_sents(doc: Any) -> list:
@@ -164,7 +190,8 @@ def parse_answer(doc: Any, lines: bool = False) -> Parsed:
 
 def parse_question(doc: Any) -> Parsed:
     return Parsed(sentences=[doc.text.strip()], terms=_content_terms(doc),
-                   forms={t.lower_ for t in _content_words(doc)}, words=_question_words(doc))
+                   forms={t.lower_ for t in _content_words(doc)}, words=_question_words(doc),
+                  open=_open_words(doc))
 
 
 def sentences_of(doc: Any) -> list[str]:

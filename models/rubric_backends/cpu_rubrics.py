@@ -34,6 +34,7 @@ from rubric.io import AnswerItem
 from rubric.scoring import (
     CPU_COHERENCE_V3, CPU_COHERENCE_V4, CPU_COHERENCE_V5, CPU_COHERENCE_V6, CPU_COMPLETENESS_V3, CPU_COMPLETENESS_V4,
     CPU_COMPLETENESS_V5, CPU_RELEVANCE_V3, CPU_RELEVANCE_V4, CPU_RELEVANCE_V5, coherence_v3, coherence_v4,
+    CPU_RELEVANCE_V6, CPU_COMPLETENESS_V6, CPU_COHERENCE_V7,
     copied_sentences, plain_case, without_question_words, CPU_COHERENCE_V2,
     CPU_COHERENCE_VERSION, CPU_COMPLETENESS_REFERENCE, CPU_COMPLETENESS_V2, CPU_COMPLETENESS_VERSION,
     CPU_EXAMPLES_V2, CPU_EXAMPLES_VERSION, CPU_FACTUALITY_V2, CPU_FACTUALITY_VERSION, CPU_FLUENCY_V2,
@@ -100,6 +101,8 @@ class CPURow:
             "terms" and "words" readings'): an answer's "Sardines" (a name to the tagger, lemma "sardines") is the question's "sardines".
         question_words: the question's words for the "words" readings (``cpu_parse``'s ``_question_words``), as
             written and in plain case.
+        question_open: the question's words but its function words, for the "open" readings (``cpu_parse``'s
+            ``_open_words``), as written and in plain case.
 
     The readings of what a sentence says about the question are :data:`READINGS`.
     """
@@ -119,6 +122,7 @@ class CPURow:
     X: dict[str, np.ndarray] = field(default_factory=dict)
     question_terms: set[str] = field(default_factory=set)
     question_words: set[str] = field(default_factory=set)
+    question_open: set[str] = field(default_factory=set)
     M: dict[str, list[np.ndarray | None]] = field(default_factory=dict)
     _info: dict[str, tuple[list[int], np.ndarray]] = field(default_factory=dict)
 
@@ -127,6 +131,8 @@ class CPURow:
         kind = READINGS[reading].question
         if kind == "lemmas":
             return self.question.terms
+        if kind == "open":
+            return self.question_terms | self.question_words | self.question_open
         return self.question_terms | self.question_words if kind == "words" else self.question_terms
 
     def read(self, reading: str) -> tuple[Parsed, np.ndarray | None]:
@@ -184,7 +190,7 @@ class CPUUnit:
             question's parse), "evidence" (reference and the answer's documents), "reference" (the question's
             reference alone), "wordfreq" (terms' information weights, :func:`rubric.scoring.term_weight`), and the
             reading it reads of the answer without its word-for-word copies, parsed and embedded only when a served
-            unit needs it: one of :data:`READINGS` but "given" ("clean", "words", "lines").
+            unit needs it: one of :data:`READINGS` but "given" ("clean", "words", "lines", ...).
         model: "minilm" (MiniLM + spaCy), "spacy" or a regex pattern (its hash is the template hash).
         score: the formula over a :class:`CPURow` (a text item's row; for a regex unit only ``item`` is set).
     """
@@ -304,6 +310,8 @@ _WORDS = _INFORMATION | {"words"}
 _LINES = _INFORMATION | {"lines"}
 _ALIGNED_WORDS = _INFORMATION | {"aligned_words"}
 _ALIGNED_LINES = _INFORMATION | {"aligned_lines"}
+_OPEN_WORDS = _INFORMATION | {"open_words"}
+_OPEN_LINES = _INFORMATION | {"open_lines"}
 
 
 def _free_readings(needs: frozenset[str] | set[str]) -> tuple[str, ...]:
@@ -337,6 +345,9 @@ CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
     CPUUnit(CPU_RELEVANCE_V5, _ALIGNED_WORDS, "minilm", _clean_information(relevance_v2, "aligned_words")),
     CPUUnit(CPU_COMPLETENESS_V5, _ALIGNED_WORDS, "minilm", _clean_information(completeness_v2, "aligned_words")),
     CPUUnit(CPU_COHERENCE_V6, _ALIGNED_LINES, "minilm", _building_coherence("aligned_lines")),
+    CPUUnit(CPU_RELEVANCE_V6, _OPEN_WORDS, "minilm", _clean_information(relevance_v2, "open_words")),
+    CPUUnit(CPU_COMPLETENESS_V6, _OPEN_WORDS, "minilm", _clean_information(completeness_v2, "open_words")),
+    CPUUnit(CPU_COHERENCE_V7, _OPEN_LINES, "minilm", _building_coherence("open_lines")),
 )}
 
 
@@ -486,6 +497,7 @@ class CPUProfileScorer:
                 p = questions[plain[items[i].question]]
                 r.question_terms = r.question.terms | r.question.forms | p.terms | p.forms
                 r.question_words = r.question.words | p.words
+                r.question_open = r.question.open | p.open
             r.weights = self._weights
             ev = [s for t in texts[i] for s in evidence[t[:MAX_EVIDENCE_CHARS]].sentences]
             r.evidence_cut = len(ev) > MAX_EVIDENCE_SENTENCES or any(cut[t] for t in texts[i])

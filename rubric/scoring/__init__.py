@@ -67,7 +67,7 @@ from rubric.scoring.cpu_profile import (
     UNKNOWN_WORD_ZIPF, count_fluency_lints_v2, repeated_sentences, CPU_RELEVANCE_V3, CPU_COHERENCE_V3,
     CPU_COMPLETENESS_V3, without_repeats, plain_case, list_marker, copied_sentences, without_question_words,
     CPU_COHERENCE_V4, CPU_RELEVANCE_V4, CPU_COMPLETENESS_V4, CPU_COHERENCE_V5, CPU_RELEVANCE_V5,
-    CPU_COMPLETENESS_V5, CPU_COHERENCE_V6,
+    CPU_COMPLETENESS_V5, CPU_COHERENCE_V6, CPU_RELEVANCE_V6, CPU_COMPLETENESS_V6, CPU_COHERENCE_V7,
 )
 from rubric.scoring.cpu_coherence import coherence_score, coherence_v2, coherence_v3, coherence_v4
 from rubric.scoring.claims import (
@@ -87,7 +87,7 @@ __all__ = [
     "count_fluency_lints_v2", "repeated_sentences", "CPU_RELEVANCE_V3", "CPU_COHERENCE_V3", "CPU_COMPLETENESS_V3",
     "without_repeats", "plain_case", "list_marker", "coherence_v3", "copied_sentences", "without_question_words",
     "CPU_COHERENCE_V4", "coherence_v4", "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5", "CPU_RELEVANCE_V5",
-    "CPU_COMPLETENESS_V5", "CPU_COHERENCE_V6", "model_preset_problems", "model_preset_tag",
+    "CPU_COMPLETENESS_V5", "CPU_COHERENCE_V6", "CPU_RELEVANCE_V6", "CPU_COMPLETENESS_V6", "CPU_COHERENCE_V7", "model_preset_problems", "model_preset_tag",
     "Preset", "PAPER", "CPU", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges", "preset_tag",
     "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY",
     "minmax_1_5", "FittedMinMax", "LENGTH_WORD_CAP", "LENGTH_RAW_MAX", "whitespace_words", "length_raw",

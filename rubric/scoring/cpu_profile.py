@@ -103,7 +103,7 @@ answer's sentences at line breaks: spaCy's sentence recogniser reads a numbered 
 sentence, so a coherent list of steps had one link, or none (the formulas are here; the readings are the scorer's,
 ``models.rubric_backends.cpu_parse.READINGS``).
 
-The preset's (``relevance.minilm.v5``, ``completeness.coverage.v5``, ``coherence.minilm.v6``): the fourth versions
+The fifth versions (``relevance.minilm.v5``, ``completeness.coverage.v5``, ``coherence.minilm.v6``): the fourth versions
 over the answer without its copies cut *in phase* with its sentences (``without_repeats(glued=True, aligned=True)``).
 The fourth versions' rule could cut a sentence said again right after itself, whose last words also end the text before
 it, as those words and the start of the copy ("back pain. 1. Locate the points", a run inside a sentence crossing its
@@ -111,6 +111,13 @@ end) and then the rest: as many words as the copy added, but the sentence that s
 that was new (validate's repeat family, with other seeds, raised relevance and completeness on WebGLM and on TREC-DL).
 A run that starts inside a sentence, copying text that starts inside one too, is now a copy only up to that
 sentence's end.
+
+The preset's now (``relevance.minilm.v6``, ``completeness.coverage.v6``, ``coherence.minilm.v7``) read the
+fifth versions' sentences without every word of the question but its function words (spaCy's stop list and
+punctuation), whatever the tagger calls it, and without the pieces punctuation joins ("mint.com": "mint", "com"). The
+fifth read only the question's nouns, verbs, adjectives and numbers, so a topical non-answer that said the question's
+"far away" (adverbs), "mint.com" (X) or a rare word the tagger reads as a pronoun read as saying something (validate on
+RAG-QA Arena's answers).
 
 Embeddings here are rows of unit-length vectors (what the encoder returns with normalisation on);
 the functions divide by norms anyway where a mean is taken.
@@ -141,7 +148,7 @@ __all__ = [
     "CPU_RELEVANCE_V3", "CPU_COHERENCE_V3", "CPU_COMPLETENESS_V3", "without_repeats", "plain_case", "list_marker",
     "copied_sentences", "without_question_words", "CPU_COHERENCE_V4",
     "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5", "CPU_RELEVANCE_V5", "CPU_COMPLETENESS_V5",
-    "CPU_COHERENCE_V6",
+    "CPU_COHERENCE_V6", "CPU_RELEVANCE_V6", "CPU_COMPLETENESS_V6", "CPU_COHERENCE_V7",
 ]
 
 CPU_RELEVANCE_VERSION = "relevance.minilm.v1"
@@ -168,6 +175,9 @@ CPU_COHERENCE_V5 = "coherence.minilm.v5"
 CPU_RELEVANCE_V5 = "relevance.minilm.v5"
 CPU_COMPLETENESS_V5 = "completeness.coverage.v5"
 CPU_COHERENCE_V6 = "coherence.minilm.v6"
+CPU_RELEVANCE_V6 = "relevance.minilm.v6"
+CPU_COMPLETENESS_V6 = "completeness.coverage.v6"
+CPU_COHERENCE_V7 = "coherence.minilm.v7"
 
 #: fluency.harper.v2 counts a Harper spelling finding only on a word general English hardly uses: a Zipf
 #: frequency (wordfreq) below this. Typos made by character edits land at 0-1.2 ("thgih" 0, "approch" 1.2);

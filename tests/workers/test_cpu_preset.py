@@ -39,10 +39,10 @@ def test_score_takes_the_profiles_versions():
     args = build_parser().parse_args(["score", "x.jsonl", "--format", "lfqa-hp", "--out", "o", "--preset", "cpu",
                                       "--rubrics", "relevance,grammar"])
     apply_preset(args, "score")
-    assert args.rubrics == "relevance.minilm.v5,grammar.harper.v1"
+    assert args.rubrics == "relevance.minilm.v6,grammar.harper.v1"
     args = build_parser().parse_args(["score", "x.jsonl", "--format", "lfqa-hp", "--out", "o", "--preset", "cpu",
                                       "--rubrics", "relevance.geval.v1"])
-    with pytest.raises(ConfigError, match="--preset cpu uses relevance.minilm.v5, not relevance.geval.v1"):
+    with pytest.raises(ConfigError, match="--preset cpu uses relevance.minilm.v6, not relevance.geval.v1"):
         apply_preset(args, "score")
 
 
@@ -89,8 +89,8 @@ def test_transfer_refuses_a_table_made_otherwise(tmp_path, capsys):
 
 @pytest.mark.parametrize("names,versions,profile_only", [
     (None, list(CPU.rubric_versions.values()), True),  # the demo's default: the nine, the profile's versions
-    ("relevance,grammar", ["relevance.minilm.v5", "grammar.harper.v1"], True),
-    ("relevance,coherence.geval.v1", ["relevance.minilm.v5", "coherence.geval.v1"], False),  # a named version
+    ("relevance,grammar", ["relevance.minilm.v6", "grammar.harper.v1"], True),
+    ("relevance,coherence.geval.v1", ["relevance.minilm.v6", "coherence.geval.v1"], False),  # a named version
     ("qa_similarity", ["qa_similarity"], False),  # not a rubric of the profile: resolved later, as named
 ])
 def test_demo_rubrics_take_the_profiles_versions(names, versions, profile_only):
