@@ -1,6 +1,7 @@
 """The cpu preset's relevance, coherence and completeness against the probes issue 44 found them failing, on the
-shared data: the question echoed, a sentence repeated and a topical non-answer (rubric.validity's families) never
-outrank the answer they were made from. Real spaCy and MiniLM; the shared data is CI's (the test skips without it).
+shared data: the question echoed, a sentence repeated and a topical non-answer (rubric.validity's families) do not
+outrank the answer they were made from (never, on the WebGLM and TREC-DL samples; on RAG-QA Arena's, but a few).
+Real spaCy and MiniLM; the shared data is CI's (the test skips without it).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ pytestmark = pytest.mark.slow
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
 RUBRICS_CHECKED = ("relevance", "coherence", "completeness")
 #: (file, questions taken, answers per question): every WebGLM answer of 25 questions, the first eight
-#: passages graded 2-3 of 12 TREC-DL questions.
-SETS = {"webglm": ("WEBGLM_50.json", 25, 3), "trec": ("TREC-DL-NF.json", 12, 8)}
+#: passages graded 2-3 of 12 TREC-DL questions, the first five answers of each RAG-QA Arena domain (LFRQA's answers
+#: written by people from the documents; one per question).
+SETS = {"webglm": ("WEBGLM_50.json", 25, 3), "trec": ("TREC-DL-NF.json", 12, 8),
+        "arena": ("rag-qa-arena/annotations_*_with_citation.jsonl", 5, 1)}
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +37,14 @@ def scorer():
 def _items(name: str):
     """The set's answers: every WebGLM answer of its first questions; the TREC-DL passages graded 2 or 3 (those
     that answer the question: a passage graded 0 is often spam or navigation text, which a topical non-answer may
-    rightly match)."""
+    rightly match); the first answers of each RAG-QA Arena domain file, in file-name order."""
     file, n_questions, per_question = SETS[name]
+    if name == "arena":
+        files = sorted(SHARED.glob(file))
+        if not files:
+            pytest.skip(f"{SHARED / file} is CI's shared data; not here")
+        recs = [json.loads(line) for f in files for line in f.read_text(encoding="utf-8").splitlines()[:n_questions]]
+        return [AnswerItem(content_id(r["question"], r["answer"]), r["question"], r["answer"]) for r in recs]
     path = SHARED / file
     if not path.is_file():
         pytest.skip(f"{path} is CI's shared data; not here")
@@ -59,6 +68,13 @@ def _items(name: str):
 #: versions' reading of "ww1", a question word spaCy reads neither as alphabetic nor as a number, as new information.
 FLOORS = {name: {family: {rubric: 1.0 for rubric in RUBRICS_CHECKED} for family in ("echo", "repeat", "non_answer")}
           for name in SETS}
+#: RAG-QA Arena's answers are often one short sentence ("Mobs won't spawn closer than 24 blocks."), which the three or
+#: four sentences of an echo or a non-answer, each saying a little that a MiniLM cosine reads as about the question,
+#: can outrank on completeness (1 - prod(1 - information) grows with each sentence) and coherence: measured on this
+#: sample with the sixth versions, 1 echo of 30 on completeness, 2 non-answers of 30 on completeness and 1 of 26 on
+#: coherence (docs/validity.md has the whole sample of 1,200). The floors hold that, not "never".
+FLOORS["arena"]["echo"]["completeness"] = 0.96
+FLOORS["arena"]["non_answer"].update(completeness=0.93, coherence=0.96)
 
 
 @pytest.mark.parametrize("name", list(SETS))
