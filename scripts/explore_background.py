@@ -77,7 +77,7 @@ def main() -> None:
 
     def information(self, reading: str = "given"):
         rows.setdefault(self.item.answer_id, self)
-        if mode["stat"] == "none" or cpu_rubrics.READINGS[reading].question != "words":
+        if mode["stat"] == "none" or cpu_rubrics.READINGS[reading].copies is None:  # the versions that read ``M``
             return preset(self, reading)
         answer, S = self.read(reading)
         asked, terms = self.asked(reading), self.terms(reading)
