@@ -131,11 +131,12 @@ _PIECE = re.compile(r"[^\W_]+")
 
 
 def _open_words(tokens) -> set[str]:
-    """What the question says, for the readings after the fourth: every word but its function words, whatever the
-    tagger calls it (spaCy tags "far" and "away" adverbs, "mint.com" X, a rare word a pronoun or a determiner: none of
-    them is among :func:`_question_words`), each lower-cased as written, as its lemma and as the pieces punctuation
-    joins ("mint.com": "mint", "com"). A function word is a word on spaCy's stop list ("what", "the", "ever") or
-    punctuation; :func:`_question_words` keeps the stop-listed nouns, verbs, adjectives and numbers ("back", "make")."""
+    """What the question says, for the "open" readings (the sixth versions): every word but its function words,
+    whatever the tagger calls it (spaCy tags "far" and "away" adverbs, "mint.com" X, a rare word a pronoun or a
+    determiner: none of them is among :func:`_question_words`), each lower-cased as written, as its lemma and as the
+    pieces punctuation joins ("mint.com": "mint", "com"). A function word is a word on spaCy's stop list ("what",
+    "the", "ever") or punctuation; :func:`_question_words` keeps the stop-listed nouns, verbs, adjectives and numbers
+    ("back", "make")."""
     out = set()
     for t in tokens:
         pieces = _PIECE.findall(t.lower_)
@@ -191,7 +192,7 @@ def parse_answer(doc: Any, lines: bool = False) -> Parsed:
 def parse_question(doc: Any) -> Parsed:
     return Parsed(sentences=[doc.text.strip()], terms=_content_terms(doc),
                    forms={t.lower_ for t in _content_words(doc)}, words=_question_words(doc),
-                  open=_open_words(doc))
+                   open=_open_words(doc))
 
 
 def sentences_of(doc: Any) -> list[str]:
