@@ -53,8 +53,8 @@ COPY_RULES: dict[str, Callable[[str], tuple[str, list[int]]]] = {
 #: - "given": the answer as given, its novelty against the question's content lemmas (the second versions);
 #: - "clean": the answer without its copies, read without ``question_terms`` (the third versions, coherence.minilm.v4);
 #: - "words": without its copies, glued ones too, read without the question's words whether or not spaCy's stop list
-#:   holds them, words written with digits counted as words on both sides (relevance.minilm.v4, completeness.coverage.v4:
-#:   a question's "ww1" or "back" said again is no information);
+#:   holds them, words written with digits counted as words on both sides (relevance.minilm.v4,
+#:   completeness.coverage.v4: a question's "ww1" or "back" said again is no information);
 #: - "lines": "words" with the sentences cut at line breaks too (coherence.minilm.v5: a list's items are sentences,
 #:   with links between them);
 #: - "aligned_words", "aligned_lines": "words" and "lines" over the answer without its copies cut in phase with its

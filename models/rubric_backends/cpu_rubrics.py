@@ -95,10 +95,11 @@ class CPURow:
         free: per copy rule (:data:`COPY_RULES`) a served reading reads, the answer without its word-for-word copies
             of earlier text: its parse, its text and where in that text each copy was cut.
         X: per reading but "given" (:data:`READINGS`) a served unit reads, its sentences' embeddings.
-        M: per reading without copies a served unit reads, the answer's sentences without the question's words (:func:`rubric.scoring.without_question_words`), one embedding each (None: nothing
-            else is left).
+        M: per reading without copies a served unit reads, the answer's sentences without the question's words
+            (:func:`rubric.scoring.without_question_words`), one embedding each (None: nothing else is left).
         question_terms: the question's content words and their lemmas, read as written and in plain case (the
-            "terms" and "words" readings'): an answer's "Sardines" (a name to the tagger, lemma "sardines") is the question's "sardines".
+            "terms" and "words" readings'): an answer's "Sardines" (a name to the tagger, lemma "sardines") is the
+            question's "sardines".
         question_words: the question's words for the "words" readings (``cpu_parse``'s ``_question_words``), as
             written and in plain case.
         question_open: the question's words but its function words, for the "open" readings (``cpu_parse``'s

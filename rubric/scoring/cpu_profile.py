@@ -499,7 +499,8 @@ def without_repeats(text: str, glued: bool = False, aligned: bool = False) -> tu
     With ``aligned`` too (the versions after the fourth relevance and completeness, fifth coherence), a copy keeps in
     phase with the sentences: a run that starts inside a sentence, copying text that starts inside one too, is a copy
     only up to that sentence's end (it may not cross a break; a run that copies from a break on, such as a list item
-    glued after itself, "3. First aid kit 3. First aid kit", is in phase), so a sentence said again right after itself whose last words also end the text before it
+    glued after itself, "3. First aid kit 3. First aid kit", is in phase), so a sentence said again right after
+    itself whose last words also end the text before it
     ("… for back pain:\n\n1. Find the points that ease back pain. 1. Find the points that ease back pain.") is cut
     as the whole sentence said again, not as "back pain. 1. Find the points" and the rest, which took "back pain" from
     the sentence that stays.
