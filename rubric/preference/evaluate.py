@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from rubric.errors import ConfigError, InputError, ProvenanceError
-from rubric.tables import DesignMatrix, design_matrix, fit_length_betas, table_style
+from rubric.tables import DEFAULT_MISSING, DesignMatrix, design_matrix, fit_length_betas, table_style
 from rubric.preference.fitted_on import FITTED_ON_KEY, SampleStatus, fitted_on_record, sample_status
 from rubric.preference.metrics import MetricRow, always_a, evaluate_predictions, longer_answer_wins
 from rubric.preference.model import PreferenceModel
@@ -87,7 +87,7 @@ def read_pairs(out_dir: str | Path) -> pa.Table:
 def fit_model(pairs: pa.Table, *, split: str = "train", C: float | str = 1.0, ties: str = "drop",
               features: list[str] | None = None, style: bool = True, decorrelate: bool = False,
               cv_grid: tuple[float, ...] = C_GRID, cv_folds: int = 5, n_boot_weights: int = 0,
-              seed: int = 0) -> tuple[PreferenceModel, DesignMatrix]:
+              seed: int = 0, missing: str = DEFAULT_MISSING) -> tuple[PreferenceModel, DesignMatrix]:
     """Fit on one split of a pairs table; rubrics without values, or constant, are excluded (and reported).
 
     The model records the provenance of its features, read from the table, and in ``metadata_`` how it
@@ -110,6 +110,8 @@ def fit_model(pairs: pa.Table, *, split: str = "train", C: float | str = 1.0, ti
         cv_folds: its folds (fewer with fewer questions).
         n_boot_weights: replicates of the question bootstrap of the weights (0: no weight CIs).
         seed: seed of that bootstrap.
+        missing: how a rubric missing on one answer of a pair is read (:mod:`rubric.tables.missing`: "mean",
+            "zero" or "drop"); the rule is fitted on the split and saved with the model.
 
     Raises:
         ProvenanceError: the table records no provenance ("re-run score"), or a used feature's
@@ -121,7 +123,7 @@ def fit_model(pairs: pa.Table, *, split: str = "train", C: float | str = 1.0, ti
         raise ConfigError(f"'C' must be a number > 0 or 'cv', got {C!r}")
     records = table_provenance(pairs)  # refuses tables written before provenance was recorded
     keep_ties = ties == "three_way"
-    dm = design_matrix(pairs, split=split, features=features, keep_ties=keep_ties, style=style)
+    dm = design_matrix(pairs, split=split, features=features, keep_ties=keep_ties, style=style, missing=missing)
     if not dm.features:
         raise ConfigError("no rubric is left to fit on; excluded: "
                           + "; ".join(f"{k}: {v}" for k, v in dm.excluded.items()))
@@ -140,11 +142,11 @@ def fit_model(pairs: pa.Table, *, split: str = "train", C: float | str = 1.0, ti
     betas = fit_length_betas(pairs, dm.features, split=split) if decorrelate else None
     if betas is not None or style_used != list(dm.style_features):
         dm = design_matrix(pairs, split=split, features=dm.features, keep_ties=keep_ties, style=style_used,
-                           length_betas=betas)
+                           length_betas=betas, missing=dm.missing)
     dm = replace(dm, excluded=excluded)
     model = PreferenceModel(C=1.0 if C == "cv" else C, ties=ties, feature_names=dm.features,
                             provenance={f: records[f] for f in dm.features}, style_features=tuple(dm.style_features),
-                            length_betas=betas)
+                            length_betas=betas, missing=dm.missing)
     selection = None
     if C == "cv":
         selection = cross_validate_C(model, dm.X, dm.y, dm.question_id, grid=cv_grid, n_splits=cv_folds)
@@ -152,6 +154,7 @@ def fit_model(pairs: pa.Table, *, split: str = "train", C: float | str = 1.0, ti
     model.fit(dm.X, dm.y)
     metadata: dict = {"split": split, "style": bool(style), "decorrelate": decorrelate, "excluded": excluded,
                       "style_excluded": style_excluded, "n_unlabeled": dm.n_unlabeled,
+                      "n_filled": dict(dm.n_filled), "n_missing_rows": dm.n_missing_rows,
                       "train_pairs": {"n": int(len(dm.y)), "fingerprint": pairs_fingerprint(dm.pair_id)},
                       "features_given": None if features is None else list(features),
                       FITTED_ON_KEY: fitted_on_record(pairs, split=split, n_pairs=len(dm.y),
@@ -179,8 +182,9 @@ def pairs_fingerprint(pair_ids) -> str:
 
 def model_inputs(model: PreferenceModel, pairs: pa.Table, *, split: str | None = None,
                  keep_unlabeled: bool = False, keep_ties: bool | None = None) -> DesignMatrix:
-    """The design matrix a fitted model expects, from a pairs table: its rubrics, residualised with its
-    length betas, then its style covariates.
+    """The design matrix a fitted model expects, from a pairs table: its rubrics (a missing side read by its
+    missing-value rule), residualised with its length betas, its missing-side indicators, then its style
+    covariates.
 
     Args:
         model: a fitted model.
@@ -192,7 +196,7 @@ def model_inputs(model: PreferenceModel, pairs: pa.Table, *, split: str | None =
     return design_matrix(pairs, split=split, features=model.features_,
                          keep_ties=(model.ties == "three_way") if keep_ties is None else keep_ties,
                          keep_unlabeled=keep_unlabeled, style=list(model.style_features_),
-                         length_betas=model.length_betas)
+                         length_betas=model.length_betas, missing=model.missing_)
 
 
 @dataclass(frozen=True)
@@ -411,6 +415,8 @@ def write_report(ev: Evaluation, model: PreferenceModel, report_path: str | Path
     counts = {"pairs evaluated": len(ev.dm.y), "questions evaluated": len(set(ev.dm.question_id)),
               "ties dropped": ev.dm.n_ties_dropped,
               "pairs dropped for a missing rubric value": ev.dm.n_missing_rows,
+              "pairs with a rubric missing on one answer, read by the model's missing-value rule "
+              f"({model.missing_.mode!r})": ", ".join(f"{r} {n}" for r, n in ev.dm.n_filled.items()) or "none",
               "unlabeled pairs left out": ev.dm.n_unlabeled,
               "features": ", ".join(model.features_),
               "style covariates": ", ".join(model.style_features_) or "none (fitted without style)"}

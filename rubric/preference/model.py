@@ -26,22 +26,27 @@ from sklearn.utils.validation import check_is_fitted
 from rubric.preference.core import check_core_params, fit_core, restore_core
 from rubric.errors import ConfigError, InputError, ProvenanceError
 from rubric.tables import check_record
-from rubric.tables import STYLE_COVARIATES, check_style_record, style_record
+from rubric.tables import STYLE_COVARIATES, MissingRule, check_style_record, style_record
 
 __all__ = ["PreferenceModel"]
 
-_FORMAT = "lfqa-rubric.preference-model.v3"
-#: Still readable: v2 has no style covariates and no length betas; v1 also records no provenance.
+_FORMAT = "lfqa-rubric.preference-model.v4"
+#: Still readable: v3 reads no missing value (a pair missing one of its rubrics on one side has no prediction); v2
+#: also has no style covariates and no length betas; v1 also records no provenance.
+_FORMAT_V3 = "lfqa-rubric.preference-model.v3"
 _FORMAT_V2 = "lfqa-rubric.preference-model.v2"
 _FORMAT_V1 = "lfqa-rubric.preference-model.v1"
-_FORMATS = (_FORMAT, _FORMAT_V2, _FORMAT_V1)
+_FORMATS = (_FORMAT, _FORMAT_V3, _FORMAT_V2, _FORMAT_V1)
+#: The rule of a model saved before missing values were read: such a pair leaves.
+_DROP = MissingRule(mode="drop")
 
 
 class PreferenceModel(ClassifierMixin, BaseEstimator):
     """Predicts which of two answers people prefer from their rubric differences.
 
-    ``X`` has one row per pair: the rubric differences ``a - b`` (the ``feature_names`` columns),
-    then the style covariates (the ``style_features`` columns), as
+    ``X`` has one row per pair: the rubric differences ``a - b`` (the ``feature_names`` columns), then the
+    missing-side indicators of ``missing.indicators`` (``missing_<rubric>``), then the style covariates (the
+    ``style_features`` columns), as
     :func:`rubric.tables.features.design_matrix` builds them. When ``length_betas`` are set, the rubric
     columns must already be residualised with them (``design_matrix(..., length_betas=...)`` does
     it; :func:`rubric.preference.evaluate.model_inputs` builds the matrix a fitted model expects).
@@ -68,6 +73,10 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
         Rubric -> beta of the length decorrelation the rubric columns went through
         (``d - beta * (n_words_a - n_words_b)``); recorded so that the same residualisation is applied
         wherever the model is used. None: no decorrelation.
+    missing : MissingRule or None, default=None
+        How a rubric missing on one answer of a pair was read into ``X`` (:mod:`rubric.tables.missing`: the fill
+        values and the indicator columns, fitted on the training split); saved with the model so every use reads
+        a gap the same way. None: the pairs had no gap ("drop": a pair with one leaves).
 
     Attributes
     ----------
@@ -82,7 +91,9 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
     style_features_ : tuple of str
         The style covariate names in column order (after the rubrics).
     columns_ : list of str
-        Every column of ``X``: ``features_`` then ``style_features_``.
+        Every column of ``X``: ``features_``, the indicator columns of ``missing_``, then ``style_features_``.
+    missing_ : MissingRule
+        The missing-value rule in use (``missing``, or "drop" when None).
     style_provenance_ : dict
         Style covariate -> ``{"kind": "style", "version": ...}``: the formula behind the covariate.
     n_features_in_ : int
@@ -97,7 +108,8 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, C: float = 1.0, ties: str = "drop", max_iter: int = 1000,
                  feature_names: list[str] | None = None, provenance: dict | None = None,
-                 style_features: tuple[str, ...] = (), length_betas: dict | None = None) -> None:
+                 style_features: tuple[str, ...] = (), length_betas: dict | None = None,
+                 missing: MissingRule | None = None) -> None:
         self.C = C
         self.ties = ties
         self.max_iter = max_iter
@@ -105,6 +117,7 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
         self.provenance = provenance
         self.style_features = style_features
         self.length_betas = length_betas
+        self.missing = missing
 
     def _check_params(self) -> None:
         if self.ties not in ("drop", "three_way"):
@@ -117,6 +130,8 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
                               f"got {unknown}")
         if len(set(style)) != len(style):
             raise ConfigError(f"'style_features' must be distinct, got {style}")
+        if self.missing is not None and not isinstance(self.missing, MissingRule):
+            raise ConfigError(f"'missing' must be a MissingRule or None, got {type(self.missing).__name__}")
         if self.length_betas is not None:
             if not isinstance(self.length_betas, Mapping):
                 raise ConfigError(f"'length_betas' must be a dict or None, got {type(self.length_betas).__name__}")
@@ -145,11 +160,16 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
         if len(set(y)) < 2:
             raise ConfigError(f"need at least two label classes to fit, got {sorted(set(y))} in {len(y)} rows")
         n_style = len(self.style_features)
-        n_rubric = X.shape[1] - n_style
+        self.missing_ = self.missing if self.missing is not None else _DROP
+        n_indicators = len(self.missing_.indicators)
+        n_rubric = X.shape[1] - n_style - n_indicators
         self.features_ = list(self.feature_names) if self.feature_names else [f"f{i}" for i in range(max(n_rubric, 0))]
         if len(self.features_) != n_rubric:
-            raise ConfigError(f"{len(self.features_)} feature names and {n_style} style covariates "
-                              f"for {X.shape[1]} columns")
+            raise ConfigError(f"{len(self.features_)} feature names, {n_indicators} missing-value indicators and "
+                              f"{n_style} style covariates for {X.shape[1]} columns")
+        stray = sorted(set(self.missing_.indicators) - set(self.features_))
+        if stray:
+            raise ConfigError(f"missing-value indicators {stray} are not rubric features {self.features_}")
         self.style_features_ = tuple(self.style_features)
         clash = sorted(set(self.features_) & set(self.style_features_))
         if clash:
@@ -162,7 +182,7 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
             stray = sorted(set(self.length_betas) - set(self.features_))
             if stray:
                 raise ConfigError(f"'length_betas' names {stray}, which are not rubric features {self.features_}")
-        self.columns_ = self.features_ + list(self.style_features_)
+        self.columns_ = self.features_ + self.missing_.columns + list(self.style_features_)
         self.style_provenance_ = {s: style_record(s) for s in self.style_features_}
         self.scaler_, self.lr_ = fit_core(X, y.astype(str), C=self.C, max_iter=self.max_iter)
         self.classes_ = self.lr_.classes_
@@ -180,7 +200,7 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
                 raise ConfigError("this model has no style covariates to control for (fitted without style)")
             # AlpacaEval LC: the prediction for two answers of equal length and markdown, i.e. the raw
             # covariates at 0 -- set before scaling, so their scaled value is -mean/scale, not 0.
-            X[:, len(self.features_):] = 0.0
+            X[:, X.shape[1] - len(self.style_features_):] = 0.0
         return self.scaler_.transform(X)
 
     def predict_proba(self, X, *, style_controlled: bool = False) -> np.ndarray:
@@ -264,6 +284,7 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
             "features": self.features_,
             "style_features": list(self.style_features_),
             "length_betas": None if self.length_betas is None else {k: float(v) for k, v in self.length_betas.items()},
+            "missing": self.missing_.to_dict(),
             "provenance": provenance if provenance or self.provenance is not None else None,
             "classes": [str(c) for c in self.classes_],
             "scaler": {"mean": self.scaler_.mean_.tolist(), "scale": self.scaler_.scale_.tolist(),
@@ -334,7 +355,17 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
             raise _Damaged(f"'features' must be a list of distinct names, got {features!r}")
         style: list = []
         betas = None
+        missing = _DROP
         if fmt == _FORMAT:
+            if "missing" not in doc:
+                raise _Damaged("missing key 'missing'")
+            try:
+                missing = MissingRule.from_dict(doc["missing"])
+            except ConfigError as e:
+                raise _Damaged(f"'missing': {e}") from None
+            if not set(missing.indicators) <= set(features) or not set(missing.fill) <= set(features):
+                raise _Damaged(f"'missing' names rubrics that are not features {features}: {doc['missing']!r}")
+        if fmt in (_FORMAT, _FORMAT_V3):
             style = _get(doc, "style_features", list)
             if any(s not in STYLE_COVARIATES for s in style) or len(set(style)) != len(style):
                 raise _Damaged(f"'style_features' must be distinct names from {sorted(STYLE_COVARIATES)}, "
@@ -351,7 +382,7 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
                 betas = {k: float(v) for k, v in betas.items()}
         if not features and not style:
             raise _Damaged("'features' must be a non-empty list of distinct names, got []")
-        nf = len(features) + len(style)
+        nf = len(features) + len(missing.indicators) + len(style)
         classes = _get(doc, "classes", list)
         if len(classes) < 2 or not all(isinstance(c, str) for c in classes):
             raise _Damaged(f"'classes' must list at least two labels, got {classes!r}")
@@ -396,11 +427,12 @@ class PreferenceModel(ClassifierMixin, BaseEstimator):
             raise _Damaged(f"'metadata' must be an object, got {type(metadata).__name__}")
 
         model = cls(**params, feature_names=list(features), provenance=provenance, style_features=tuple(style),
-                    length_betas=betas)
+                    length_betas=betas, missing=missing)
         model._check_params()
         model.features_ = list(features)
         model.style_features_ = tuple(style)
-        model.columns_ = list(features) + list(style)
+        model.missing_ = missing
+        model.columns_ = list(features) + missing.columns + list(style)
         model.style_provenance_ = style_prov
         model.n_features_in_ = nf
         model.n_ties_dropped_ = n_ties
@@ -418,6 +450,8 @@ def _checksum(doc: Mapping) -> str:
 
     bound = {k: doc.get(k) for k in ("features", "classes", "coef", "intercept")}
     bound["style_features"] = doc.get("style_features", [])  # absent in a v2 file: none
+    if "missing" in doc:  # a v4 file: its indicator columns and fill values are numbers of the model too
+        bound["missing"] = doc["missing"]
     sc = doc.get("scaler")
     bound["scaler"] = {k: sc.get(k) for k in ("mean", "scale", "var")} if isinstance(sc, Mapping) else sc
     return hashlib.sha256(json.dumps(bound, sort_keys=True).encode()).hexdigest()

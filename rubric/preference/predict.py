@@ -6,8 +6,11 @@ contribution to the logit, so a prediction can be read off its parts::
 
     sum(contrib_<column>) + intercept == log(p_a / (1 - p_a))
 
-A pair the model cannot score (a rubric value missing for one of its answers) keeps its row, with null
-predictions and the reason in ``error``, so the output accounts for every input pair.
+A rubric missing on one answer of a pair (it abstained, or its score failed) is read by the model's missing-value
+rule (:mod:`rubric.tables.missing`), and ``missing`` names the rubrics so read for that pair. A pair the model
+cannot score (a style count missing; or a model saved before missing values were read, format v3, and a rubric
+missing on one side) keeps its row, with null predictions and the reason in ``error``, so the output accounts for
+every input pair.
 """
 
 from __future__ import annotations
@@ -44,9 +47,30 @@ def _missing_reasons(pairs: pa.Table, rows: list[int], model: PreferenceModel) -
         for side in "ab":
             checks.append((f"{count}_{side} (for {s})", pairs.column(f"{count}_{side}").to_pylist()))
     out = {}
+    old = " (this model reads no missing value: it was saved before lfqa-rubric modelled them; re-fit it)" \
+        if model.missing_.mode == "drop" else ""
     for i in rows:
         missing = [name for name, values in checks if values[i] is None or not math.isfinite(values[i])]
-        out[i] = "missing value for " + ", ".join(missing) if missing else "not scored"
+        out[i] = "missing value for " + ", ".join(missing) + old if missing else "not scored"
+    return out
+
+
+def _filled(pairs: pa.Table, rows: list[int], model: PreferenceModel) -> list[str | None]:
+    """Per row, the model's rubrics that had no value on one answer or both and were read by its missing-value
+    rule (``coherence (a)``, ``factuality (a, b)``), or None."""
+    sides = {r: (pairs.column(f"a_{r}").to_pylist(), pairs.column(f"b_{r}").to_pylist()) for r in model.features_}
+
+    def gone(x) -> bool:
+        return x is None or not math.isfinite(x)
+
+    out = []
+    for i in rows:
+        parts = []
+        for r, (a, b) in sides.items():
+            which = [s for s, v in (("a", a[i]), ("b", b[i])) if gone(v)]
+            if which:
+                parts.append(f"{r} ({', '.join(which)})")
+        out.append("; ".join(parts) or None)
     return out
 
 
@@ -65,8 +89,9 @@ def predict_pairs(model: PreferenceModel, pairs: pa.Table, *, split: str | None 
         A table with ``pair_id``, ``question_id``, ``split``, ``label`` (null when unknown), ``p_a``
         (``p_b`` and ``p_tie`` too for a three-way model), ``p_a_style_controlled`` (models with style
         covariates), ``predicted``, for binary models ``contrib_<column>`` (the column's weight times its
-        standardised value) and ``intercept`` (signed for "a"), and ``error`` (why a pair has no
-        prediction, else null).
+        standardised value) and ``intercept`` (signed for "a"), ``missing`` (the rubrics without a value on
+        an answer of the pair, read by the model's missing-value rule; null when none) and ``error`` (why a pair
+        has no prediction, else null).
 
     Raises:
         ProvenanceError: the model's and the table's provenance differ and that is not allowed.
@@ -121,15 +146,18 @@ def predict_pairs(model: PreferenceModel, pairs: pa.Table, *, split: str | None 
     else:
         log.info("no per-feature contributions for a three-way model (one logit per class)")
     reasons = _missing_reasons(pairs, [i for i, ok in zip(rows, scored) if not ok], model)
+    filled = _filled(pairs, rows, model)
+    cols["missing"] = [f if ok else None for f, ok in zip(filled, scored)]
     cols["error"] = [None if ok else reasons[i] for i, ok in zip(rows, scored)]
     types = {"pair_id": pa.string(), "question_id": pa.string(), "split": pa.string(), "label": pa.string(),
-             "predicted": pa.string(), "error": pa.string()}
+             "predicted": pa.string(), "missing": pa.string(), "error": pa.string()}
     table = pa.table({k: pa.array(v, type=types.get(k, pa.float64())) for k, v in cols.items()})
     status = sample_status(model, pairs, split or "all")
     fitted = (model.metadata_ or {}).get(FITTED_ON_KEY) if isinstance(model.metadata_, dict) else None
     meta = {"model_features": list(model.features_), "style_features": list(model.style_features_),
             "length_betas": model.length_betas, "classes": classes, "provenance_differences": differences,
-            "n_pairs": n, "n_unscored": int((~scored).sum()),
+            "n_pairs": n, "n_unscored": int((~scored).sum()), "missing_rule": model.missing_.to_dict(),
+            "n_read_by_missing_rule": sum(1 for f, ok in zip(filled, scored) if ok and f),
             # what the model was fitted on travels with its predictions: `analyze` marks the rows of any
             # table of them by question overlap (rubric.analysis.predictions_systems), never by file or split name
             FITTED_ON_KEY: {k: fitted[k] for k in ("split", "pairs_sha256", "question_hashes") if k in fitted}

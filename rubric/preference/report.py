@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from rubric.preference.fitted_on import IN_SAMPLE_MARK, PARTLY_IN_SAMPLE_MARK
 from rubric.preference.metrics import METRICS, ClusteredMean, MetricRow, ReliabilityBin
 from rubric.preference.selection import MAX_DEGENERATE_SHARE
+from rubric.tables import is_indicator_column
 
 if TYPE_CHECKING:
     from rubric.preference.selection import AblationRow, Calibration
@@ -97,7 +98,8 @@ def weights_markdown(weights: Mapping[str, float], *, style_features: Sequence[s
         weight_ci = {"ci": ci, "n_degenerate": {}}
     lines = ["| feature | kind | weight | 95% CI |", "|---|---|---:|---|"]
     for k, v in weights.items():
-        kind = "style covariate" if k in style_features else "rubric"
+        kind = ("style covariate" if k in style_features else
+                "missing-value indicator" if is_indicator_column(k) else "rubric")
         lines.append(f"| {k} | {kind} | {v:+.4f} | {weight_ci_cell(k, weight_ci)} |")
     return "\n".join(lines)
 

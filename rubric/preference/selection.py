@@ -35,6 +35,7 @@ from rubric.errors import ConfigError
 from rubric.preference.metrics import (ClusteredMean, ReliabilityBin, brier_score, clustered_mean, paired_accuracy_delta,
                             reliability_bins)
 from rubric.preference.model import PreferenceModel
+from rubric.tables import MissingRule, indicator_column
 
 __all__ = ["C_GRID", "question_folds", "CVResult", "cross_validate_C", "AblationRow", "drop_one_ablation",
            "Calibration", "calibration", "WeightCIs", "bootstrap_weight_cis", "MAX_DEGENERATE_SHARE"]
@@ -167,11 +168,21 @@ class AblationRow:
 
 
 def _without(model: PreferenceModel, feature: str) -> PreferenceModel:
-    """An unfitted clone of ``model`` with one rubric fewer (its provenance and beta dropped with it)."""
+    """An unfitted clone of ``model`` with one rubric fewer (its provenance, beta, fill value and missing-side
+    indicator dropped with it)."""
     names = [f for f in model.features_ if f != feature]
     prov = None if model.provenance is None else {f: model.provenance[f] for f in names}
     betas = None if model.length_betas is None else {f: b for f, b in model.length_betas.items() if f != feature}
-    return clone(model).set_params(feature_names=names, provenance=prov, length_betas=betas)
+    rule = model.missing_
+    missing = MissingRule(mode=rule.mode, fill={f: v for f, v in rule.fill.items() if f != feature},
+                          indicators=tuple(f for f in rule.indicators if f != feature))
+    return clone(model).set_params(feature_names=names, provenance=prov, length_betas=betas, missing=missing)
+
+
+def _columns_of(model: PreferenceModel, feature: str) -> list[int]:
+    """The columns of ``X`` that hold ``feature``: its difference and its missing-side indicator, if any."""
+    own = {feature, indicator_column(feature)} if feature in model.missing_.indicators else {feature}
+    return [k for k, c in enumerate(model.columns_) if c in own]
 
 
 def _majority(y: np.ndarray, n: int) -> np.ndarray:
@@ -203,8 +214,9 @@ def drop_one_ablation(model: PreferenceModel, X_train, y_train, X_eval, y_eval, 
     full = clone(model).fit(X_train, y_train).predict(X_eval)
     acc_full = float(np.mean(full == y_eval)) if len(y_eval) else float("nan")
     rows = []
-    for j, f in enumerate(model.features_):
-        cols = [k for k in range(X_train.shape[1]) if k != j]
+    for f in model.features_:
+        gone = _columns_of(model, f)
+        cols = [k for k in range(X_train.shape[1]) if k not in gone]
         if cols:
             pred = _without(model, f).fit(X_train[:, cols], y_train).predict(X_eval[:, cols])
         else:

@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 
 from rubric.errors import ConfigError, ProvenanceError
 from rubric.preference.evaluate import fit_model, model_inputs, model_table_differences
+from rubric.tables import DEFAULT_MISSING
 from rubric.preference.fitted_on import SampleStatus, sample_status
 from rubric.preference.metrics import MetricRow, evaluate_predictions, longer_answer_wins
 from rubric.preference.model import PreferenceModel
@@ -140,9 +141,9 @@ def labeled_pairs(pairs: pa.Table) -> tuple[pa.Table, int]:
     return kept, pairs.num_rows - kept.num_rows
 
 
-def _fit(name: str, pairs: pa.Table, *, C: float, ties: str, style: bool) -> TrainedModel:
+def _fit(name: str, pairs: pa.Table, *, C: float, ties: str, style: bool, missing: str) -> TrainedModel:
     try:
-        model, dm = fit_model(pairs, split="train", C=C, ties=ties, style=style)
+        model, dm = fit_model(pairs, split="train", C=C, ties=ties, style=style, missing=missing)
     except (ConfigError, ProvenanceError) as e:
         log.warning("no model for training set %s: %s", name, e)
         return TrainedModel(name=name, model=None, problem=str(e))
@@ -195,7 +196,8 @@ def _cell(trained: TrainedModel, eval_name: str, pairs: pa.Table, *, split: str,
 
 
 def transfer(train: Mapping[str, pa.Table], evals: Mapping[str, pa.Table], *, C: float = 1.0, ties: str = "drop",
-             style: bool = True, split: str = "test", n_boot: int = 1000, seed: int = 0) -> Transfer:
+             style: bool = True, split: str = "test", n_boot: int = 1000, seed: int = 0,
+             missing: str = DEFAULT_MISSING) -> Transfer:
     """Fit on each training set's train split and evaluate on each evaluation set's ``split``.
 
     A set named on both sides is the same set: its cell is in-distribution. Give the same name
@@ -211,6 +213,7 @@ def transfer(train: Mapping[str, pa.Table], evals: Mapping[str, pa.Table], *, C:
         split: the evaluated split of every evaluation set ("test"; "dev" while choosing settings).
         n_boot: bootstrap replicates per cell.
         seed: bootstrap seed.
+        missing: how each model reads a rubric missing on one answer (:mod:`rubric.tables.missing`).
 
     Returns:
         Every cell, with a number or the reason it has none.
@@ -230,7 +233,7 @@ def transfer(train: Mapping[str, pa.Table], evals: Mapping[str, pa.Table], *, C:
             tables[name], n_unlabeled[name] = labeled_pairs(table)
             if n_unlabeled[name]:
                 log.info("%s: %d pairs without a human judgement left out", name, n_unlabeled[name])
-    models = {name: _fit(name, tables[name], C=C, ties=ties, style=style) for name in train}
+    models = {name: _fit(name, tables[name], C=C, ties=ties, style=style, missing=missing) for name in train}
     cells = {}
     for t in train:
         for e in evals:

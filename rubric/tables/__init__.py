@@ -20,6 +20,10 @@ from rubric.tables.provenance import (
     provenance_key, provenance_column, provenance_metadata, table_provenance, table_provenance_index,
     provenance_differences, table_provenance_problems, require_uniform_provenance,
 )
+from rubric.tables.missing import (
+    MISSING_MODES, DEFAULT_MISSING, MissingRule, indicator_column, is_indicator_column, fit_missing_rule,
+    missing_sides,
+)
 from rubric.tables.features import (
     answers_table, pairs_table, table_rubrics, table_style, concat_feature_tables, DesignMatrix,
     design_matrix, fit_length_betas, word_count, ASPECT_COLUMN_PREFIX,
@@ -50,5 +54,6 @@ __all__ = [
     "assemble_stream", "TableFiles", "FileSink", "InputUnit", "AnswerTables", "write_answer_tables", "ANSWER_TABLE_FILES",
     "COST_FILE", "COST_COLUMNS", "TOKEN_KEYS", "DEFAULT_MAX_FAILED", "CostRow", "cost_table", "cost_summary",
     "over_budget", "budget_lines", "GPUS", "MODEL_PARAMETERS", "roofline_estimate", "cost_markdown", "check_max_failed",
-    "budget_refusal", "cost_line",
+    "budget_refusal", "cost_line", "MISSING_MODES", "DEFAULT_MISSING", "MissingRule", "indicator_column", "is_indicator_column",
+    "fit_missing_rule", "missing_sides",
 ]

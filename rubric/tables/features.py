@@ -36,6 +36,7 @@ from rubric.io import AnswerItem, PairRecord
 from rubric.scoring import FittedMinMax
 from rubric.scoring import Provenance, Score, is_abstention
 from rubric.scoring import RubricSpec
+from rubric.tables.missing import MissingRule, fit_missing_rule
 from rubric.tables.style import (STYLE_COVARIATES, STYLE_META_KEY, length_decorrelation_beta, markdown_count,
                           normalised_difference)
 
@@ -242,13 +243,14 @@ class DesignMatrix:
     """Rubric differences (and style covariates) ready for the preference model.
 
     Attributes:
-        X: (n, f + s) float array: the ``a - b`` differences of the used rubrics (residualised against
-            the length difference when ``length_betas`` were given), then the style covariates.
+        X: (n, f + m + s) float array: the ``a - b`` differences of the used rubrics (a missing side read by
+            ``missing``; residualised against the length difference when ``length_betas`` were given), then the
+            missing-side indicators of ``missing.indicators``, then the style covariates.
         y: labels "a"/"b"/"tie", or None for an unlabeled pair (kept only with ``keep_unlabeled``).
         features: the used rubric names, in column order (the first f columns).
         excluded: rubric name -> why it was left out (e.g. no values at all).
-        n_missing_rows: pairs dropped because a used rubric (or a style count) was missing for one
-            of their answers.
+        n_missing_rows: pairs dropped because a used rubric was missing for one of their answers and the rule
+            drops such pairs (``missing.mode == "drop"``), or because a style count was missing.
         n_ties_dropped: ties dropped (when ties are not modelled).
         n_words_a / n_words_b: answer lengths, for the "longer answer wins" baseline.
         pair_id: the pair ids of the kept rows.
@@ -256,6 +258,8 @@ class DesignMatrix:
         n_unlabeled: unlabeled pairs dropped (0 with ``keep_unlabeled``, which keeps them).
         style_features: the style covariate names, in column order (the last s columns).
         row_index: the table row of each kept row.
+        missing: the rule that read a rubric missing on one side (:class:`rubric.tables.missing.MissingRule`).
+        n_filled: rubric -> kept pairs whose value was missing on one side and read by ``missing``.
     """
 
     X: np.ndarray
@@ -271,11 +275,13 @@ class DesignMatrix:
     n_unlabeled: int = 0
     style_features: tuple[str, ...] = ()
     row_index: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))
+    missing: MissingRule = field(default_factory=lambda: MissingRule(mode="drop"))
+    n_filled: dict[str, int] = field(default_factory=dict)
 
     @property
     def columns(self) -> list[str]:
-        """Every column name of ``X``: the rubrics, then the style covariates."""
-        return list(self.features) + list(self.style_features)
+        """Every column name of ``X``: the rubrics, their missing-side indicators, then the style covariates."""
+        return list(self.features) + self.missing.columns + list(self.style_features)
 
 
 def _style_columns(pairs: pa.Table, names: Sequence[str]) -> dict[str, tuple[list, list]]:
@@ -298,8 +304,8 @@ def _style_columns(pairs: pa.Table, names: Sequence[str]) -> dict[str, tuple[lis
 
 def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequence[str] | None = None,
                   keep_ties: bool = False, max_missing: float = 0.5, keep_unlabeled: bool = False,
-                  style: bool | Sequence[str] = False,
-                  length_betas: Mapping[str, float] | None = None) -> DesignMatrix:
+                  style: bool | Sequence[str] = False, length_betas: Mapping[str, float] | None = None,
+                  missing: MissingRule | str | None = None) -> DesignMatrix:
     """Select a split's rows and the rubric differences to model.
 
     Args:
@@ -308,8 +314,9 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
         features: rubrics to use (a fitted model's), taken as given; None chooses them: every rubric
             that has values on enough of the split's pairs and is not constant on its kept rows.
         keep_ties: keep "tie" rows (3-way model) instead of dropping them.
-        max_missing: when choosing features, a rubric missing on more than this share of the
-            split's pairs is excluded (and reported) rather than dropping most pairs.
+        max_missing: when choosing features under the "drop" rule, a rubric missing on more than this share of
+            the split's pairs is excluded (and reported) rather than dropping most pairs; a rule that reads the gap
+            keeps every pair, and so the rubric.
         keep_unlabeled: keep pairs without a label (their ``y`` is None), for prediction; fitting and
             evaluating drop them and count them in ``n_unlabeled``.
         style: append the style covariates (:data:`rubric.tables.style.STYLE_COVARIATES`) as the last columns:
@@ -319,6 +326,9 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
         length_betas: rubric -> beta of the length decorrelation (see :func:`fit_length_betas`); the
             rubric's difference becomes ``d - beta * (n_words_a - n_words_b)``. Rubrics not named are
             left as they are.
+        missing: how a rubric missing on one answer is read (:mod:`rubric.tables.missing`): a fitted
+            :class:`MissingRule` (a model's), or a mode ("mean", "zero", "drop") to fit one on the split's rows
+            for the features used; None: "drop" (the pair leaves).
 
     Raises:
         ConfigError: a requested feature is not in the table, the split is empty, a beta names a rubric
@@ -341,22 +351,32 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
             n_missing_r = sum(1 for i in rows if vals[i] is None)
             if n_missing_r == len(rows):
                 excluded[r] = "no values (every answer failed or the rubric was not scored)"
-            elif n_missing_r > max_missing * len(rows):
+            elif n_missing_r > max_missing * len(rows) and missing in (None, "drop"):
                 excluded[r] = (f"missing for {n_missing_r} of {len(rows)} pairs (over {max_missing:.0%}); "
                                f"see the {r}_error column of answers.parquet")
             else:
                 use.append(r)
     else:
-        missing = [f for f in features if f not in rubrics]
-        if missing:
-            raise ConfigError(f"features {missing} are not in this table (it has {rubrics})")
+        absent = [f for f in features if f not in rubrics]
+        if absent:
+            raise ConfigError(f"features {absent} are not in this table (it has {rubrics})")
         use = list(features)
-    diffs = {r: pairs.column(f"d_{r}").to_pylist() for r in use}
+    fitted = isinstance(missing, MissingRule)
+
+    def rule_for(used: Sequence[str]) -> MissingRule:
+        return missing if fitted else fit_missing_rule(pairs, used, rows, missing or "drop")
+
+    values = {r: (pairs.column(f"a_{r}").to_pylist(), pairs.column(f"b_{r}").to_pylist(),
+                  pairs.column(f"d_{r}").to_pylist()) for r in rubrics}
+
+    def read(rule: MissingRule, used: Sequence[str]) -> dict[str, dict[int, tuple[float | None, int]]]:
+        """Each used rubric's (difference, indicator) on each of the split's rows, read by ``rule``."""
+        return {r: {i: rule.difference(r, *(v[i] for v in values[r])) for i in rows} for r in used}
 
     def bad(x) -> bool:
         return x is None or not math.isfinite(x)
 
-    def kept_rows(used: Sequence[str]) -> tuple[list[int], int, int, int]:
+    def kept_rows(used: Sequence[str], read_: Mapping[str, list]) -> tuple[list[int], int, int, int]:
         kept, n_missing, n_ties, n_unlabeled = [], 0, 0, 0
         for i in rows:
             label = cols["label"][i]
@@ -366,13 +386,16 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
             if not keep_ties and label == "tie":
                 n_ties += 1
                 continue
-            if any(bad(diffs[r][i]) for r in used) or any(bad(a[i]) or bad(b[i]) for a, b in style_counts.values()):
+            if any(read_[r][i][0] is None for r in used) or any(bad(a[i]) or bad(b[i])
+                                                                 for a, b in style_counts.values()):
                 n_missing += 1
                 continue
             kept.append(i)
         return kept, n_missing, n_ties, n_unlabeled
 
-    kept, n_missing, n_ties, n_unlabeled = kept_rows(use)
+    rule = rule_for(use)
+    diffs = read(rule, use)
+    kept, n_missing, n_ties, n_unlabeled = kept_rows(use, diffs)
     if features is None:
         # A rubric whose difference never varies (grammar 5.0 on every answer) carries no information:
         # the scaler maps it to 0 and its weight would be reported as a measured -0.0000. Dropping it can
@@ -388,8 +411,8 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
             if not constant:
                 break
             for r in constant:
-                value = diffs[r][labeled[0]]
-                a_r = pairs.column(f"a_{r}").to_pylist()
+                value = diffs[r][labeled[0]][0]
+                a_r = values[r][0]
                 if all(a_r[i] is None for i in labeled):  # a difference 0 with no value: both answers abstained
                     excluded[r] = (f"every answer of the {split or 'all'} split's pairs abstained (the rubric had "
                                    f"nothing to judge; the reasons are in the {r}_error column of answers.parquet)")
@@ -398,22 +421,32 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
                                    "nothing to learn")
                 log.warning("rubric %s left out: %s", r, excluded[r])
             use = [r for r in use if r not in constant]
-            kept, n_missing, n_ties, n_unlabeled = kept_rows(use)
+            rule = rule_for(use)
+            diffs = read(rule, use)
+            kept, n_missing, n_ties, n_unlabeled = kept_rows(use, diffs)
     betas = dict(length_betas or {})
     stray = sorted(set(betas) - set(use))
     if stray:
         raise ConfigError(f"length betas given for {stray}, which are not among the used rubrics {use}")
     n_words_a = np.array([cols["n_words_a"][i] for i in kept], dtype=float)
     n_words_b = np.array([cols["n_words_b"][i] for i in kept], dtype=float)
-    X = np.array([[diffs[r][i] for r in use] for i in kept], dtype=float).reshape(len(kept), len(use))
+    X = np.array([[diffs[r][i][0] for r in use] for i in kept], dtype=float).reshape(len(kept), len(use))
     for j, r in enumerate(use):
         if r in betas:
             X[:, j] -= float(betas[r]) * (n_words_a - n_words_b)
+    unused = sorted(set(rule.indicators) - set(use))
+    if unused:
+        raise ConfigError(f"missing-value indicators of {unused}, which are not among the used rubrics {use}")
+    if rule.indicators:
+        M = np.array([[diffs[r][i][1] for r in rule.indicators] for i in kept],
+                     dtype=float).reshape(len(kept), len(rule.indicators))
+        X = np.hstack([X, M])
     style_names = tuple(style_counts)
     if style_names:
         S = np.column_stack([normalised_difference([a[i] for i in kept], [b[i] for i in kept])
                              for a, b in style_counts.values()]).reshape(len(kept), len(style_names))
         X = np.hstack([X, S])
+    n_filled = {r: sum(1 for i in kept if bad(values[r][0][i]) != bad(values[r][1][i])) for r in use}
     return DesignMatrix(
         X=X,
         y=np.array([cols["label"][i] for i in kept], dtype=object),
@@ -428,6 +461,8 @@ def design_matrix(pairs: pa.Table, *, split: str | None = None, features: Sequen
         n_unlabeled=n_unlabeled,
         style_features=style_names,
         row_index=np.array(kept, dtype=int),
+        missing=rule,
+        n_filled={r: n for r, n in n_filled.items() if n and rule.mode != "drop"},
     )
 
 

@@ -91,7 +91,7 @@ def _saved(tmp_path, **kw):
 def test_provenance_is_saved_and_loaded(tmp_path):
     prov = {f: {**PROV, "rubric_version": f"{f}.v1"} for f in ("x", "y", "z")}
     path, doc = _saved(tmp_path, provenance=prov)
-    assert doc["format"] == "lfqa-rubric.preference-model.v3" and doc["provenance"] == prov
+    assert doc["format"] == "lfqa-rubric.preference-model.v4" and doc["provenance"] == prov
     assert PreferenceModel.from_json(path).provenance == prov
 
 
@@ -204,7 +204,7 @@ def test_style_covariates_are_scaled_with_the_features_and_zeroed_raw_under_styl
         plain.predict_proba(X[:, :2], style_controlled=True)
     with pytest.raises(ConfigError, match="'style_features' must name style covariates"):
         PreferenceModel(style_features=("style_emoji",)).fit(X, y)
-    with pytest.raises(ConfigError, match="2 feature names and 1 style covariates for 2 columns"):
+    with pytest.raises(ConfigError, match="2 feature names, 0 missing-value indicators and 1 style covariates for 2 columns"):
         PreferenceModel(feature_names=["good", "noise"], style_features=("style_length",)).fit(X[:, :2], y)
 
 
@@ -219,7 +219,7 @@ def test_contributions_plus_intercept_are_the_logit_of_a():
     np.testing.assert_allclose(contrib, m.scaler_.transform(np.where(np.arange(3) == 2, 0.0, X)) * w)
 
 
-def test_v3_file_round_trips_style_covariates_and_length_betas(tmp_path):
+def test_v4_file_round_trips_style_covariates_and_length_betas(tmp_path):
     X, y = _styled()
     prov = {f: {**PROV, "rubric_version": f"{f}.v1"} for f in ("good", "noise")}
     m = PreferenceModel(feature_names=["good", "noise"], provenance=prov, style_features=("style_length",),
@@ -227,7 +227,8 @@ def test_v3_file_round_trips_style_covariates_and_length_betas(tmp_path):
     m.metadata_ = {"split": "train"}
     m.to_json(tmp_path / "m.json", trained_on="x")
     doc = json.loads((tmp_path / "m.json").read_text())
-    assert doc["format"] == "lfqa-rubric.preference-model.v3"
+    assert doc["format"] == "lfqa-rubric.preference-model.v4"
+    assert doc["missing"] == {"mode": "drop", "fill": {}, "indicators": []}
     assert doc["style_features"] == ["style_length"] and doc["length_betas"] == {"good": 0.004}
     assert doc["provenance"]["style_length"] == {"kind": "style", "version": "style.length_normdiff.v1"}
     assert doc["metadata"] == {"split": "train", "trained_on": "x"}

@@ -26,6 +26,16 @@ def _provenance_error(e: ProvenanceError, what: str) -> ProvenanceError:
     return ProvenanceError(f"{what}: {e}")
 
 
+def _add_missing(p: argparse.ArgumentParser) -> None:
+    from rubric.tables import DEFAULT_MISSING, MISSING_MODES
+
+    p.add_argument("--missing", choices=MISSING_MODES, default=DEFAULT_MISSING,
+                   help="a rubric with no value for one answer of a pair (it abstained, or its score failed): 'mean' "
+                        "(default) reads that side as the rubric's mean on the training answers and adds a "
+                        "missing_<rubric> column the model fits; 'zero' reads the difference as 0, with the column; "
+                        "'drop' leaves the pair out (no prediction for it)")
+
+
 def add_fit(f: argparse.ArgumentParser) -> None:
     f.add_argument("outdir")
     f.add_argument("--out", required=True, help="model JSON path")
@@ -45,6 +55,7 @@ def add_fit(f: argparse.ArgumentParser) -> None:
     f.add_argument("--decorrelate", action="store_true",
                    help="residualise each rubric against answer length on the train answers first (ArmoRM-style; "
                         "the betas are saved in the model)")
+    _add_missing(f)
     f.add_argument("--weight-boot", type=int, default=200,
                    help="replicates of the bootstrap over training questions for the weights' 95%% CIs (0: none)")
     f.add_argument("--seed", type=int, default=0, help="seed of the weight bootstrap")
@@ -68,7 +79,7 @@ def fit(args) -> int:
     try:
         model, dm = fit_model(pairs, split=args.split, C=args.C, ties=args.ties, features=features, style=args.style,
                               decorrelate=args.decorrelate, cv_folds=args.cv_folds,
-                              n_boot_weights=args.weight_boot, seed=args.seed)
+                              n_boot_weights=args.weight_boot, seed=args.seed, missing=args.missing)
     except ProvenanceError as e:  # the message comes from the table; say which file it is
         raise _provenance_error(e, str(Path(args.outdir) / "pairs.parquet")) from None
     from workers.storage.outdir import output_file
@@ -79,9 +90,11 @@ def fit(args) -> int:
                       preset=getattr(args, "preset", None))
     if dm.excluded:
         log.warning("rubrics left out: %s", dm.excluded)
-    log.info("fitted on %d %s pairs (%d ties dropped, %d with a missing rubric, %d unlabeled left out; C=%g; "
-             "style covariates: %s) -> %s", len(dm.y), args.split, dm.n_ties_dropped, dm.n_missing_rows,
-             dm.n_unlabeled, model.C, ", ".join(model.style_features_) or "none", args.out)
+    filled = ", ".join(f"{r} {n}" for r, n in dm.n_filled.items())
+    log.info("fitted on %d %s pairs (%d ties dropped, %d left out for a missing rubric, %d unlabeled left out; "
+             "a rubric missing on one answer read by %r%s; C=%g; style covariates: %s) -> %s", len(dm.y), args.split,
+             dm.n_ties_dropped, dm.n_missing_rows, dm.n_unlabeled, model.missing_.mode,
+             f" in {filled}" if filled else "", model.C, ", ".join(model.style_features_) or "none", args.out)
     return 0
 
 
@@ -186,6 +199,7 @@ def add_transfer(t: argparse.ArgumentParser) -> None:
     t.add_argument("--ties", choices=("drop", "three_way"), default="drop")
     t.add_argument("--style", action=argparse.BooleanOptionalAction, default=True,
                    help="fit with the style covariates (length, markdown) and add the style-controlled table")
+    _add_missing(t)
     t.add_argument("--n-boot", type=int, default=1000, help="question-clustered bootstrap replicates per cell")
     t.add_argument("--seed", type=int, default=0, help="bootstrap seed")
 
@@ -196,7 +210,7 @@ def transfer(args) -> int:
     from workers.jobs.export import run_transfer
 
     result = run_transfer(args.train, args.eval, C=args.C, ties=args.ties, style=args.style, split=args.split,
-                          n_boot=args.n_boot, seed=args.seed)
+                          n_boot=args.n_boot, seed=args.seed, missing=args.missing)
     from workers.storage.outdir import out_path, output_file
 
     text = transfer_markdown(result, title=preset_title("Transfer of the preference model",
