@@ -1,7 +1,7 @@
 """A section of the HTML report (:class:`HtmlSection`): what it reads from its output folder, and the
 template that renders it. The report looks a protocol folder's section up by its manifest's
 ``protocol`` among the sections it is given (``workers.protocols.html_sections()``: each protocol
-declares its own; this package names no protocol), and a check's (``validate``) by its manifest's
+declares its own; this package names no protocol), and a check's (``validate``, ``validate --human``) by its manifest's
 ``kind`` in :data:`CHECKS`.
 """
 
@@ -33,9 +33,10 @@ class HtmlSection:
 
 
 def _checks() -> dict[str, HtmlSection]:
-    from rubric.validity import VALIDATE_KIND, read_validity
+    from rubric.validity import HUMAN_KIND, VALIDATE_KIND, read_agreement, read_validity
 
-    return {VALIDATE_KIND: HtmlSection(read_validity, "section_validity.html.j2")}
+    return {VALIDATE_KIND: HtmlSection(read_validity, "section_validity.html.j2"),
+            HUMAN_KIND: HtmlSection(read_agreement, "section_agreement.html.j2")}
 
 
 #: manifest ``kind`` -> the section of a check's output folder (``lfqa-rubric validate``'s).

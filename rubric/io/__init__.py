@@ -45,6 +45,9 @@ from rubric.io.readers import (
     READERS, FORMATS, read_input,
 )
 
+from rubric.io.ratings import (
+    RATING_FIELDS, RatedAnswer, RatingsRead, parse_aspects, read_ratings, read_graded_ratings,
+)
 from rubric.io.codec import record_json, record_from_json
 from rubric.io.units import COPY_CHUNK, is_uri, read_whole, read_unit, answer_work
 
@@ -64,5 +67,6 @@ __all__ = [
     "GradedQuestion", "read_graded", "read_graded_labels", "graded_item", "load_graded", "DEFAULT_HF_SPLIT",
     "HF_OPTIONS", "hf_name", "open_hf_dataset", "hf_files", "Block", "BLOCK_ROWS", "BLOCK_BYTES",
     "plan_blocks", "read_block", "read_hf", "READERS", "FORMATS", "read_input", "is_uri", "read_whole", "read_unit",
-    "answer_work", "COPY_CHUNK",
+    "answer_work", "COPY_CHUNK", "RATING_FIELDS", "RatedAnswer", "RatingsRead", "parse_aspects", "read_ratings",
+    "read_graded_ratings",
 ]

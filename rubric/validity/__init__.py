@@ -9,6 +9,11 @@ runner and store), and :func:`summarise` counts per rubric version and family ho
 expected way, with a CI from a bootstrap over questions. Perturbations are seeded and recorded; nothing is
 fitted.
 
+Beside the minimal pairs, people are the judge: ``_agreement`` measures each rubric version's agreement with
+people's ratings of each aspect (Spearman and Kendall within sources, pooled, per system; pairwise aspect
+judgements), beside length and the other rubrics (``validate --human``, ``workers.jobs.agreement``), and
+``_agreement_report`` writes its tables and page.
+
 ``_text`` (sentences as slots, a question's main noun phrase, numbers and names; no parser),
 ``_families`` (the families), ``_pairs`` (minimal pairs), ``_stats`` (outcomes, the table) and
 ``_report`` (Markdown, Parquet, the HTML section's data).
@@ -23,6 +28,11 @@ from rubric.validity._report import (EXPECT_WORDS, OUTCOMES_FILE, REPORT_FILE, S
 from rubric.validity._stats import (DEFAULT_TOLERANCE, N_EXAMPLES, Outcome, ValidityRow, ValidityTable, outcomes,
                                     summarise, summary_of)
 from rubric.validity._text import Split, join, main_noun_phrase, split_sentences
+from rubric.validity._agreement import (LENGTH_SCORER, LEVELS, STATISTICS, AgreementRow, AgreementTable, Rated,
+                                        agreement_table)
+from rubric.validity._agreement_report import (AGREEMENT_ANSWERS_FILE, AGREEMENT_FILE, HUMAN_KIND, OwnAspect,
+                                               agreement_markdown, agreement_page, agreement_rows_table,
+                                               own_aspect_rows, read_agreement)
 
 __all__ = [
     "FAMILIES", "Family", "Row", "EXPECTATIONS", "EXAMPLE_CUE", "family_names",
@@ -32,4 +42,7 @@ __all__ = [
     "OUTCOMES_FILE", "SUMMARY_FILE", "REPORT_FILE", "VALIDATE_KIND", "EXPECT_WORDS", "table_markdown",
     "validity_page", "outcomes_table", "summary_table", "read_validity",
     "Split", "split_sentences", "join", "main_noun_phrase",
+    "LENGTH_SCORER", "LEVELS", "STATISTICS", "AgreementRow", "AgreementTable", "Rated", "agreement_table",
+    "AGREEMENT_ANSWERS_FILE", "AGREEMENT_FILE", "HUMAN_KIND", "OwnAspect", "agreement_markdown", "agreement_page",
+    "agreement_rows_table", "own_aspect_rows", "read_agreement",
 ]

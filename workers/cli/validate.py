@@ -1,4 +1,5 @@
-"""``validate``: do the rubric versions move the way their names say on minimal pairs (``rubric.validity``)?"""
+"""``validate``: do the rubric versions move the way their names say on minimal pairs (``rubric.validity``)? With
+``--human``: do they agree with people's ratings of their aspect (``rubric.validity.agreement_table``)?"""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import logging
 import sys
 
+from rubric.errors import ConfigError
 from workers.cli.options import add_input_args, add_scoring_args, reader_options, scoring_config
 
 __all__ = ["add_validate", "validate", "VALIDATE_HELP"]
@@ -38,10 +40,60 @@ def add_validate(p: argparse.ArgumentParser) -> None:
                    help=f"largest |perturbed - original| raw-score difference read as a tie (default "
                         f"{DEFAULT_TOLERANCE:g}: above the LLM rubrics' measured batch noise)")
     p.add_argument("--n-boot", type=int, default=N_BOOT, help="bootstrap replicates of the pass rates' CIs")
+    p.add_argument("--human", action="store_true",
+                   help="instead of minimal pairs, compare each rubric version with people's ratings of each aspect: "
+                        "rated answers (--format jsonl/parquet/csv with --map question=COL,answer=COL[,source=COL,"
+                        "system=COL,reference=COL,docs=COL,id=COL], or --format graded, its grades the one aspect "
+                        "named) or pairs with aspect judgements (lfqa-eval); Spearman and Kendall within each source, "
+                        "pooled and per system, with length and every rubric beside each other (report.md, "
+                        "agreement.parquet)")
+    p.add_argument("--aspects", default=None, metavar="ASPECT[=COLUMN],...",
+                   help="--human: the rating columns, each an aspect (coherence,fluency,factuality=consistency reads "
+                        "the aspect factuality from the column consistency); a rubric's own aspect is the one of its "
+                        "name. Pairs: which of their aspect judgements (default: all, and the overall label)")
+
+
+def _human_options(args) -> dict:
+    """Reader options of ``--human``: rated tables map the ratings fields (``rubric.io.RATING_FIELDS``); any other
+    format reads as it does everywhere."""
+    from rubric.io import mapping_entries
+    from workers.jobs.agreement import RATED_FORMATS
+
+    if args.format in RATED_FORMATS and args.format != "graded":
+        if not args.map:
+            from rubric.io import RATING_FIELDS
+
+            raise ConfigError(f"--human --format {args.format} needs --map naming the rated answers' columns: "
+                              f"{', '.join(RATING_FIELDS)} (question and answer required)")
+        return {"mapping": mapping_entries(args.map), "max_answer_chars": args.max_answer_chars,
+                "max_question_chars": args.max_question_chars}
+    return reader_options(args)
+
+
+def human(args) -> int:
+    """``validate --human``: the agreement job, then its summary-level table as the job computed it."""
+    from rubric.scoring import resolve_rubrics
+    from rubric.validity import agreement_markdown, read_agreement
+    from workers.jobs.agreement import run_agreement_job
+
+    if args.families is not None:
+        raise ConfigError("--families names minimal-pair families; --human compares with people's ratings instead")
+    run_agreement_job(args.inputs, args.format, resolve_rubrics(args.rubrics), args.out, config=scoring_config(args),
+                      reader_options=_human_options(args), aspects=args.aspects, n_boot=args.n_boot, seed=args.seed,
+                      progress=not args.quiet, force=args.force)
+    shown = read_agreement(args.out)
+    sys.stdout.write(agreement_markdown(shown["table"]))
+    log.info("every level, each rubric against its own aspect: %s/report.md", args.out)
+    return 0
 
 
 def validate(args) -> int:
     from rubric.scoring import resolve_rubrics
+
+    if args.human:
+        return human(args)
+    if args.aspects is not None:
+        raise ConfigError("--aspects is --human's: the rating columns to compare the rubrics with")
     from rubric.validity import read_validity, table_markdown
     from workers.jobs.validate import run_validate_job
 
