@@ -64,18 +64,24 @@ class WordNetSynonyms:
 
     Args:
         folder: the folder with ``index.<pos>`` and ``data.<pos>``; None looks in :func:`wordnet_dir`.
+        max_senses: read only a word's first senses per part of speech (its commonest: "pump" is then a machine,
+            never a "heart"); None reads them all (the attack's candidates).
 
     Raises:
         BackendUnavailableError: no WordNet files were found (the message says how to install them).
+        ConfigError: ``max_senses`` below 1.
     """
 
-    def __init__(self, folder: str | Path | None = None) -> None:
+    def __init__(self, folder: str | Path | None = None, *, max_senses: int | None = None) -> None:
+        if max_senses is not None:
+            check_range("max_senses", max_senses, low=1)
+        self.max_senses = max_senses
         found = Path(folder) if folder is not None else wordnet_dir()
         if found is None or not (found / "index.noun").is_file():
             where = str(folder) if folder is not None else ", ".join(WORDNET_DIRS)
             raise BackendUnavailableError(f"WordNet's database files are not in {where}: {_INSTALL}")
         self.folder = found
-        self.name = f"wordnet:{found}"
+        self.name = f"wordnet:{found}" + (f":first-{max_senses}-senses" if max_senses else "")
         # lemma -> [(pos, tagged sense count, synset offsets in sense order)]
         self._index: dict[str, list[tuple[str, int, list[int]]]] = {}
         for pos in _POS:
@@ -118,7 +124,7 @@ class WordNetSynonyms:
         entries = sorted(self._index.get(key, []), key=lambda e: -e[1])  # the most used part of speech first
         out: list[str] = []
         for pos, _tagged, offsets in entries:
-            for off in offsets:
+            for off in offsets[:self.max_senses]:
                 for lemma in self._synset_words(pos, off):
                     if "_" in lemma or lemma.lower() == key or lemma in out:
                         continue

@@ -15,18 +15,21 @@ judgements), beside length and the other rubrics (``validate --human``, ``worker
 ``_agreement_report`` writes its tables and page.
 
 ``_text`` (sentences as slots, a question's main noun phrase, numbers and names; no parser),
-``_families`` (the families), ``_pairs`` (minimal pairs), ``_stats`` (outcomes, the table) and
+``_families`` (the families), ``_paraphrase`` (the families that say it in other words, and the answer to another
+question on the same topic), ``_pairs`` (minimal pairs), ``_stats`` (outcomes, the table) and
 ``_report`` (Markdown, Parquet, the HTML section's data).
 
 This is the package's public face: other packages import from here, not from its modules.
 """
 
-from rubric.validity._families import EXAMPLE_CUE, EXPECTATIONS, FAMILIES, Family, Row, family_names
+from rubric.validity._families import EXAMPLE_CUE, EXPECTATIONS, FAMILIES, TOOLS, Family, Row, family_names
+from rubric.validity._paraphrase import paraphrase, topic_words
 from rubric.validity._pairs import MinimalPair, minimal_pairs, pair_items, resolve_families, rows_of
-from rubric.validity._report import (EXPECT_WORDS, OUTCOMES_FILE, REPORT_FILE, SUMMARY_FILE, VALIDATE_KIND,
-                                     outcomes_table, read_validity, summary_table, table_markdown, validity_page)
-from rubric.validity._stats import (DEFAULT_TOLERANCE, N_EXAMPLES, Outcome, ValidityRow, ValidityTable, outcomes,
-                                    summarise, summary_of)
+from rubric.validity._report import (EXPECT_WORDS, OUTCOMES_FILE, REPORT_FILE, SUMMARY_FILE, UNINFORMATIVE,
+                                     VALIDATE_KIND, outcomes_table, read_validity, summary_table, table_markdown,
+                                     validity_page)
+from rubric.validity._stats import (BASELINES, DEFAULT_TOLERANCE, N_EXAMPLES, Outcome, ValidityRow, ValidityTable,
+                                    outcomes, summarise, summary_of)
 from rubric.validity._text import Split, join, main_noun_phrase, split_sentences
 from rubric.validity._agreement import (LENGTH_SCORER, LEVELS, STATISTICS, AgreementRow, AgreementTable, Rated,
                                         agreement_table)
@@ -35,9 +38,10 @@ from rubric.validity._agreement_report import (AGREEMENT_ANSWERS_FILE, AGREEMENT
                                                own_aspect_rows, read_agreement)
 
 __all__ = [
-    "FAMILIES", "Family", "Row", "EXPECTATIONS", "EXAMPLE_CUE", "family_names",
+    "FAMILIES", "Family", "Row", "EXPECTATIONS", "TOOLS", "EXAMPLE_CUE", "family_names", "paraphrase", "topic_words",
     "MinimalPair", "minimal_pairs", "pair_items", "resolve_families", "rows_of",
-    "DEFAULT_TOLERANCE", "N_EXAMPLES", "Outcome", "ValidityRow", "ValidityTable", "outcomes", "summarise",
+    "BASELINES", "UNINFORMATIVE", "DEFAULT_TOLERANCE", "N_EXAMPLES", "Outcome", "ValidityRow", "ValidityTable",
+    "outcomes", "summarise",
     "summary_of",
     "OUTCOMES_FILE", "SUMMARY_FILE", "REPORT_FILE", "VALIDATE_KIND", "EXPECT_WORDS", "table_markdown",
     "validity_page", "outcomes_table", "summary_table", "read_validity",

@@ -5,7 +5,8 @@ Sai et al. 2021's perturbation checklists for NLG metrics).
 A family's ``build(row, rng, others)`` returns the perturbed answer, or None when it cannot apply to the
 row (one sentence to shuffle, no example to drop, no evidence to contradict). ``rng`` is a
 ``random.Random`` seeded from the run's seed, the family and the answer; ``others`` are the rows of the
-other questions (``splice`` and ``other_answer`` take from them). Nothing is fitted and no rubric's
+other questions (``splice`` and ``other_answer`` take from them). A family that ``needs`` a tool (``synonyms``:
+:mod:`rubric.validity._paraphrase`'s) gets it as a keyword argument of that name. Nothing is fitted and no rubric's
 formula is copied: the rules are about the text.
 
 Expectations (what a rubric of that name should do on the perturbed copy, against the original):
@@ -28,10 +29,12 @@ from rubric.registry import Registry
 from rubric.scoring import plain_case
 from rubric.validity._text import insert_after, join, main_noun_phrase, names, numbers, question_body, split_sentences
 
-__all__ = ["Row", "Family", "FAMILIES", "EXPECTATIONS", "family_names", "EXAMPLE_CUE"]
+__all__ = ["Row", "Family", "FAMILIES", "EXPECTATIONS", "TOOLS", "family_names", "EXAMPLE_CUE"]
 
 #: The expectations a family may declare for a rubric.
 EXPECTATIONS: tuple[str, ...] = ("lower", "not_higher", "same")
+#: The tools a family may need (``Family.needs``): ``synonyms``, a source of a word's synonyms (``candidates(word)``).
+TOOLS: tuple[str, ...] = ("synonyms",)
 
 
 @dataclass(frozen=True)
@@ -66,19 +69,25 @@ class Family:
         name: the family's name (``--families``).
         expect: rubric name -> its expectation (:data:`EXPECTATIONS`).
         description: one line for the report.
-        build: ``build(row, rng, others) -> perturbed answer | None``.
+        build: ``build(row, rng, others[, tool=...]) -> perturbed answer | None``.
+        needs: the tools ``build`` takes by keyword (:data:`TOOLS`), given by the job.
     """
 
     name: str
     expect: Mapping[str, str]
     description: str
     build: Builder = field(repr=False, compare=False)
+    needs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         bad = {r: e for r, e in self.expect.items() if e not in EXPECTATIONS}
         if bad:
             raise ConfigError(f"family {self.name!r}: expectations must be one of {', '.join(EXPECTATIONS)}, got {bad}")
+        unknown = [n for n in self.needs if n not in TOOLS]
+        if unknown:
+            raise ConfigError(f"family {self.name!r} needs {unknown}; the tools a job gives: {', '.join(TOOLS)}")
         object.__setattr__(self, "expect", MappingProxyType(dict(self.expect)))
+        object.__setattr__(self, "needs", tuple(self.needs))
 
 
 #: Every family, by name.
@@ -88,9 +97,10 @@ FAMILIES: Registry[Family] = Registry("validity family")
 _ORDER: list[str] = []
 
 
-def _family(name: str, expect: Mapping[str, str], description: str) -> Callable[[Builder], Builder]:
+def _family(name: str, expect: Mapping[str, str], description: str,
+            needs: Sequence[str] = ()) -> Callable[[Builder], Builder]:
     def register(fn: Builder) -> Builder:
-        FAMILIES.register(name, Family(name, expect, description, fn))
+        FAMILIES.register(name, Family(name, expect, description, fn, tuple(needs)))
         _ORDER.append(name)
         return fn
     return register

@@ -76,7 +76,7 @@ def resolve_families(names: str | Sequence[str] | None) -> list[str]:
 
 
 def minimal_pairs(items: Iterable[AnswerItem | Row], families: str | Sequence[str] | None = None,
-                  seed: int = 0) -> list[MinimalPair]:
+                  seed: int = 0, *, synonyms=None) -> list[MinimalPair]:
     """Every family's perturbed copy of every distinct answer it applies to.
 
     Deterministic for a seed: each copy's random choices come from a generator seeded by the seed, the family
@@ -84,19 +84,28 @@ def minimal_pairs(items: Iterable[AnswerItem | Row], families: str | Sequence[st
 
     Args:
         items: the distinct answers of an input (``rubric.io.explode`` of its pairs).
-        families: family names (default: all).
+        families: family names (default: all, but those that need a tool not given).
         seed: the seed.
+        synonyms: the synonym source of the families that need one (``Family.needs``).
 
     Returns:
         The pairs, by answer then family; a copy equal to its original is left out.
+
+    Raises:
+        ConfigError: a family named in ``families`` needs a tool that was not given.
     """
     rows = rows_of(items)
     chosen = [FAMILIES.get(n) for n in resolve_families(families)]
+    tools = {"synonyms": synonyms}
+    lacking = sorted({f"{fam.name} ({n})" for fam in chosen for n in fam.needs if tools.get(n) is None})
+    if lacking and families is not None:
+        raise ConfigError(f"families {', '.join(lacking)} need a tool that was not given")
+    chosen = [fam for fam in chosen if all(tools.get(n) is not None for n in fam.needs)]
     out: list[MinimalPair] = []
     for row in rows:
         for fam in chosen:
             rng = random.Random(f"{seed}\x00{fam.name}\x00{row.answer_id}")
-            text = fam.build(row, rng, rows)
+            text = fam.build(row, rng, rows, **{n: tools[n] for n in fam.needs})
             if text is None or not text.strip() or text == row.answer:
                 continue
             out.append(MinimalPair(fam.name, tuple(fam.expect.items()), row.question_id, row.question, row.answer,

@@ -14,7 +14,7 @@ from rubric.validity._families import FAMILIES
 from rubric.validity._stats import Outcome, ValidityRow, ValidityTable, summary_of
 
 __all__ = ["OUTCOMES_FILE", "SUMMARY_FILE", "REPORT_FILE", "VALIDATE_KIND", "table_markdown", "validity_page",
-           "outcomes_table", "summary_table", "read_validity", "EXPECT_WORDS"]
+           "outcomes_table", "summary_table", "read_validity", "EXPECT_WORDS", "UNINFORMATIVE"]
 
 #: The files a validate run publishes (besides its manifest).
 OUTCOMES_FILE = "validity_pairs.parquet"
@@ -22,6 +22,9 @@ SUMMARY_FILE = "validity.parquet"
 REPORT_FILE = "report.md"
 #: The manifest's ``kind`` of a validate run.
 VALIDATE_KIND = "validate"
+
+#: What a row says when the rubric passes no more pairs than a constant scorer or length: the pass says nothing.
+UNINFORMATIVE = "uninformative"
 
 #: How each expectation reads in a table.
 EXPECT_WORDS = {"lower": "lower", "not_higher": "not higher", "same": "same (invariance)"}
@@ -35,13 +38,20 @@ def _rate(r: ValidityRow) -> str:
     return f"{r.pass_rate:.3f}{ci}"
 
 
+def _plain(x: float) -> str:
+    return "n/a" if math.isnan(x) else f"{x:.3f}"
+
+
 def table_markdown(table: ValidityTable) -> str:
-    """The table per rubric version and family, as Markdown (what the command prints)."""
-    lines = ["| rubric version | family | expects | n | pass rate [95% CI] | ties | fails | missing |",
-             "|---|---|---|---:|---|---:|---:|---:|"]
+    """The table per rubric version and family, as Markdown (what the command prints), each row beside the pass
+    rates of a constant scorer and of length on the same pairs, marked when the rubric does not beat them."""
+    lines = ["| rubric version | family | expects | n | pass rate [95% CI] | constant | length | ties | fails | missing "
+             "| |", "|---|---|---|---:|---|---:|---:|---:|---:|---:|---|"]
     for r in table.rows:
-        lines.append(f"| {r.version} | {r.family} | {EXPECT_WORDS[r.expectation]} | {r.n} | {_rate(r)} | {r.ties} | "
-                     f"{r.fails} | {r.missing} |")
+        mark = "" if r.informative or math.isnan(r.pass_rate) else UNINFORMATIVE
+        lines.append(f"| {r.version} | {r.family} | {EXPECT_WORDS[r.expectation]} | {r.n} | {_rate(r)} | "
+                     f"{_plain(r.constant_rate)} | {_plain(r.length_rate)} | {r.ties} | {r.fails} | {r.missing} | "
+                     f"{mark} |")
     out = "\n".join(lines) + "\n"
     if table.unchecked:
         out += f"\nNo selected family checks {', '.join(table.unchecked)}.\n"
@@ -66,7 +76,9 @@ def validity_page(table: ValidityTable, *, inputs: Sequence[str], seed: int, fam
              f"A pair passes when the perturbed copy's raw score moves the expected way by more than "
              f"{table.tolerance:g} (a tie passes *not higher* and *same*, and fails *lower*); pass rates are over "
              f"the pairs scored on both sides, with 95% CIs from {n_boot} bootstrap replicates over questions. "
-             f"Nothing is fitted.\n",
+             "Beside each row, the pass rate on the same pairs of a constant scorer (every pair a tie: it passes every "
+             "*not higher* and *same* row) and of the answer's length in words; a row whose rubric does not beat both "
+             f"is marked *{UNINFORMATIVE}*: its pass says nothing about the rubric. Nothing is fitted.\n",
              table_markdown(table),
              "\n## Families\n",
              "| family | what changes | expectations |", "|---|---|---|"]
@@ -114,18 +126,23 @@ def summary_table(table: ValidityTable):
              "passes": r.passes, "ties": r.ties, "fails": r.fails, "missing": r.missing,
              "pass_rate": None if math.isnan(r.pass_rate) else r.pass_rate,
              "ci_low": None if math.isnan(r.ci[0]) else r.ci[0], "ci_high": None if math.isnan(r.ci[1]) else r.ci[1],
-             "n_questions": r.n_questions, "tolerance": table.tolerance} for r in table.rows]
+             "n_questions": r.n_questions, "tolerance": table.tolerance,
+             "constant_pass_rate": None if math.isnan(r.constant_rate) else r.constant_rate,
+             "length_pass_rate": None if math.isnan(r.length_rate) else r.length_rate,
+             "informative": r.informative} for r in table.rows]
     schema = pa.schema([("rubric", pa.string()), ("version", pa.string()), ("family", pa.string()),
                         ("expectation", pa.string()), ("n", pa.int64()), ("passes", pa.int64()), ("ties", pa.int64()),
                         ("fails", pa.int64()), ("missing", pa.int64()), ("pass_rate", pa.float64()),
                         ("ci_low", pa.float64()), ("ci_high", pa.float64()), ("n_questions", pa.int64()),
-                        ("tolerance", pa.float64())])
+                        ("tolerance", pa.float64()), ("constant_pass_rate", pa.float64()),
+                        ("length_pass_rate", pa.float64()), ("informative", pa.bool_())])
     return pa.Table.from_pylist(rows, schema=schema)
 
 
-def read_validity(folder: str | Path, *, n_boot: int = 1000, seed: int = 0) -> dict:
-    """A validate output folder's table, computed again from its published pairs with ``n_boot`` and ``seed``
-    (the HTML report's section; the same function as the command's table).
+def read_validity(folder: str | Path, *, n_boot: int | None = None, seed: int | None = None) -> dict:
+    """A validate output folder's table as its run computed it: summarised again from its published pairs with the
+    run's own bootstrap replicates and seed (its manifest's), so the HTML report's section and the printed table
+    show the run's CIs (``n_boot`` and ``seed`` are accepted for the report's call and not used).
 
     Raises:
         InputError: the folder is not one validate run's complete set.
@@ -142,9 +159,9 @@ def read_validity(folder: str | Path, *, n_boot: int = 1000, seed: int = 0) -> d
     results = [Outcome(**{k: row[k] for k in _OUTCOME_FIELDS})
                for row in pq.read_table(folder / OUTCOMES_FILE).to_pylist()]
     table = summary_of(results, versions=v["rubrics"], families=v["families"], tolerance=v["tolerance"],
-                       n_boot=n_boot, seed=seed)
-    return {"folder": str(folder), "table": table, "seed": v["seed"], "families": v["families"],
+                       n_boot=int(v["n_boot"]), seed=int(v["seed"]))
+    return {"folder": str(folder), "table": table, "seed": v["seed"], "n_boot": v["n_boot"], "families": v["families"],
             "descriptions": {f: FAMILIES.get(f).description for f in v["families"] if f in FAMILIES},
-            "expect_words": EXPECT_WORDS}
+            "expect_words": EXPECT_WORDS, "uninformative": UNINFORMATIVE}
 
 

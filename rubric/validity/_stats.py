@@ -3,6 +3,7 @@ question-clustered CIs (``rubric.preference.clustered_mean``, the project's one 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -11,7 +12,7 @@ from rubric.validity._families import FAMILIES, family_names
 from rubric.validity._pairs import MinimalPair
 
 __all__ = ["DEFAULT_TOLERANCE", "Outcome", "ValidityRow", "ValidityTable", "outcomes", "summarise", "summary_of",
-           "N_EXAMPLES"]
+           "N_EXAMPLES", "BASELINES"]
 
 #: Two raw scores closer than this are a tie. The measured vLLM batch noise of the LLM rubrics is ~2e-5 on the
 #: 1-5 scale (docs/llm.md, "Batch noise"; tests/tolerances.py:LLM_BATCH_NOISE): 1e-4 on raw scores stays above
@@ -105,6 +106,8 @@ class ValidityRow:
         ci: its question-clustered bootstrap 95% CI; (nan, nan) with fewer than two questions.
         n_questions: questions among the scored pairs.
         examples: a few pairs that did not pass (a fail, or a tie where the copy should be lower), the worst first.
+        constant_rate / length_rate: the pass rate on the same pairs of a scorer that gives every answer the same
+            value (every pair a tie) and of the answer's length in words (:data:`BASELINES`): what a pass is worth.
     """
 
     rubric: str
@@ -120,6 +123,15 @@ class ValidityRow:
     ci: tuple[float, float]
     n_questions: int
     examples: tuple[Outcome, ...] = ()
+    constant_rate: float = math.nan
+    length_rate: float = math.nan
+
+    @property
+    def informative(self) -> bool:
+        """Whether the rubric passes more of the pairs than a constant scorer and than length do: a pass rate no
+        higher than a baseline's says nothing about the rubric (a constant passes every "not higher" row)."""
+        best = max((r for r in (self.constant_rate, self.length_rate) if not math.isnan(r)), default=math.nan)
+        return not math.isnan(self.pass_rate) and (math.isnan(best) or self.pass_rate > best)
 
 
 @dataclass
@@ -134,6 +146,21 @@ class ValidityTable:
     rows: list[ValidityRow]
     tolerance: float
     unchecked: list[str] = field(default_factory=list)
+
+
+#: The baselines every row carries: a constant scorer, and the answer's length in whitespace words.
+BASELINES: tuple[str, ...] = ("constant", "length")
+
+
+def _baseline_rate(scored: Sequence[Outcome], baseline: str) -> float:
+    """The pass rate of a baseline on the pairs a rubric was scored on (a tie within no tolerance for whole words)."""
+    if not scored:
+        return math.nan
+    passed = 0
+    for o in scored:
+        d = 0.0 if baseline == "constant" else float(len(o.perturbed.split()) - len(o.original.split()))
+        passed += _judge(o.expectation, d, 0.0)[1]
+    return passed / len(scored)
 
 
 def summary_of(results: Sequence[Outcome], *, versions: Mapping[str, str], families: Sequence[str] | None = None,
@@ -159,7 +186,8 @@ def summary_of(results: Sequence[Outcome], *, versions: Mapping[str, str], famil
             rows.append(ValidityRow(rubric, version, fam, FAMILIES.get(fam).expect[rubric], len(got),
                                     sum(o.passed for o in got), sum(o.outcome == "tie" for o in got),
                                     sum(o.outcome == "fail" for o in got), len(got) - len(scored), m.value, m.ci,
-                                    m.n_questions, tuple(failing[:N_EXAMPLES])))
+                                    m.n_questions, tuple(failing[:N_EXAMPLES]), _baseline_rate(scored, "constant"),
+                                    _baseline_rate(scored, "length")))
     return ValidityTable(rows, tolerance, unchecked)
 
 

@@ -71,6 +71,15 @@ def test_wordnet_candidates_follow_sense_order_and_drop_phrases_and_the_word(tin
     assert "wordnet:" in wn.name
 
 
+def test_wordnet_reads_only_the_first_senses_when_asked(tiny_wordnet):
+    first = WordNetSynonyms(tiny_wordnet, max_senses=1)
+    assert first.candidates("big") == ["large"]  # not "bad", its second sense
+    assert first.candidates("run") == ["operate"]
+    assert "first-1-senses" in first.name
+    with pytest.raises(ConfigError, match="max_senses"):
+        WordNetSynonyms(tiny_wordnet, max_senses=0)
+
+
 def test_the_attack_never_gets_the_word_itself_from_wordnet(tiny_wordnet):
     wn = WordNetSynonyms(tiny_wordnet)
     for w in ["Big", "car", "RUN", "quick", "speedy", "large"]:

@@ -60,6 +60,9 @@ CONTRACT = {
     "typos": {"grammar": "lower", "fluency": "lower"},
     "drop_function_words": {"grammar": "lower", "fluency": "lower"},
     "changed_fact": {"factuality": "lower"},
+    "echo_paraphrase": {"relevance": "lower", "coherence": "not_higher", "completeness": "not_higher"},
+    "restated_point": {"completeness": "not_higher"},
+    "other_topic_answer": {"relevance": "lower", "completeness": "not_higher"},
 }
 
 

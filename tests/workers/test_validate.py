@@ -28,9 +28,18 @@ def test_validate_prints_the_table_writes_its_report_and_reuses_the_store(tmp_pa
     out = tmp_path / "v"
     manifest = _run(out, "--max-questions", "6")
     printed = capsys.readouterr().out
-    assert printed.startswith("| rubric version | family | expects | n | pass rate [95% CI] | ties | fails | missing |")
+    assert printed.startswith("| rubric version | family | expects | n | pass rate [95% CI] | constant | length | ties "
+                              "| fails | missing | |")
     assert "| conciseness.lexical_density.v1 | filler | lower |" in printed
     assert "| grammar.harper.v1 | shuffle | same (invariance) |" in printed
+    # every row beside a constant scorer and length on the same pairs: a shuffle is passed by both (every pair a
+    # tie for a constant, the same words for length), so grammar passing it says nothing and is marked so
+    shuffle = next(line for line in printed.splitlines() if line.startswith("| grammar.harper.v1 | shuffle |"))
+    cells = [c.strip() for c in shuffle.strip("|").split("|")]
+    assert cells[5:7] == ["1.000", "1.000"] and cells[-1] == "uninformative"
+    filler = next(line for line in printed.splitlines() if line.startswith("| conciseness.lexical_density.v1 | filler"))
+    cells = [c.strip() for c in filler.strip("|").split("|")]
+    assert cells[5:7] == ["0.000", "0.000"] and cells[-1] == ""  # filler adds words: neither baseline passes
     assert "No selected family checks length.words.v1." in printed
     v = manifest["validity"]
     assert manifest["kind"] == "validate" and v["seed"] == 0 and v["max_questions"] == 6

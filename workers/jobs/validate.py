@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rubric.config import ScoringConfig, check_range
-from rubric.errors import ConfigError
+from rubric.errors import BackendUnavailableError, ConfigError
 from rubric.io import explode, question_id, read_whole
 from rubric.scoring import RubricSpec
 from rubric.validity import (DEFAULT_TOLERANCE, FAMILIES, OUTCOMES_FILE, REPORT_FILE, SUMMARY_FILE, VALIDATE_KIND,
@@ -53,6 +53,27 @@ def _checking(families: list[str], rubrics: Sequence[str], *, given: bool) -> li
     return chosen
 
 
+def _synonyms_for(families: list[str], *, given: bool):
+    """The synonym source of the families that need one (WordNet, each word's commonest sense), and the families
+    left out, with why, when WordNet's files are not installed (an error when the families were asked for by name).
+
+    Raises:
+        BackendUnavailableError: a family asked for by name needs WordNet and its files are not installed.
+    """
+    needing = [f for f in families if "synonyms" in FAMILIES.get(f).needs]
+    if not needing:
+        return None, {}
+    from models.attacks import WordNetSynonyms
+
+    try:
+        return WordNetSynonyms(max_senses=1), {}
+    except BackendUnavailableError as e:
+        if given:
+            raise BackendUnavailableError(f"--families {', '.join(needing)}: {e}") from None
+        log.warning("families %s left out: %s", ", ".join(needing), e)
+        return None, {f: str(e) for f in needing}
+
+
 class ValidateKind(ScoreKind):
     """The validate job: items are the originals and perturbed copies of a unit's answers, one score per rubric.
 
@@ -80,6 +101,10 @@ class ValidateKind(ScoreKind):
         if max_questions is not None:
             check_range("max_questions", max_questions, low=1)
         self.families = _checking(resolve_families(families), self.names, given=families is not None)
+        self.synonyms, self.skipped = _synonyms_for(self.families, given=families is not None)
+        self.families = [f for f in self.families if f not in self.skipped]
+        if not self.families:
+            raise ConfigError(f"no family left to check {', '.join(self.names)}: {self.skipped}")
         self.tolerance, self.max_questions, self.n_boot = float(tolerance), max_questions, n_boot
         self.key_fields = {**self.key_fields, "validity": {"families": self.families, "seed": seed,
                                                           "max_questions": max_questions}}
@@ -97,7 +122,8 @@ class ValidateKind(ScoreKind):
             if self.max_questions is not None:
                 keep = list(dict.fromkeys(question_id(a.question) for a in answers))[:self.max_questions]
                 answers = [a for a in answers if question_id(a.question) in set(keep)]
-            self._pairs[uri] = (minimal_pairs(answers, self.families, self.seed), len(read.rejects))
+            self._pairs[uri] = (minimal_pairs(answers, self.families, self.seed, synonyms=self.synonyms),
+                                len(read.rejects))
         return self._pairs[uri]
 
     def unit_key(self, uri: str) -> Mapping[str, Any]:
@@ -135,6 +161,8 @@ class ValidateKind(ScoreKind):
         return KindManifest({"validity": {"seed": self.seed, "families": self.families, "tolerance": self.tolerance,
                                           "n_boot": self.n_boot, "max_questions": self.max_questions,
                                           "rubrics": versions, "pairs_by_family": by_family,
+                                          "families_left_out": self.skipped,
+                                          "synonyms": None if self.synonyms is None else self.synonyms.name,
                                           "pass_rates": {f"{r.version}/{r.family}": r.pass_rate for r in table.rows
                                                          if r.n > r.missing},
                                           "unchecked": table.unchecked},
