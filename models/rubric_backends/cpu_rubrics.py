@@ -34,7 +34,7 @@ from rubric.io import AnswerItem
 from rubric.scoring import (
     CPU_COHERENCE_V3, CPU_COHERENCE_V4, CPU_COHERENCE_V5, CPU_COHERENCE_V6, CPU_COMPLETENESS_V3, CPU_COMPLETENESS_V4,
     CPU_COMPLETENESS_V5, CPU_RELEVANCE_V3, CPU_RELEVANCE_V4, CPU_RELEVANCE_V5, coherence_v3, coherence_v4,
-    CPU_RELEVANCE_V6, CPU_COMPLETENESS_V6, CPU_COHERENCE_V7,
+    CPU_RELEVANCE_V6, CPU_COMPLETENESS_V6, CPU_COHERENCE_V7, CPU_FACTUALITY_V3, EVIDENCE_CUT, claims_support,
     copied_sentences, plain_case, without_question_words, CPU_COHERENCE_V2,
     CPU_COHERENCE_VERSION, CPU_COMPLETENESS_REFERENCE, CPU_COMPLETENESS_V2, CPU_COMPLETENESS_VERSION,
     CPU_EXAMPLES_V2, CPU_EXAMPLES_VERSION, CPU_FACTUALITY_V2, CPU_FACTUALITY_VERSION, CPU_FLUENCY_V2,
@@ -221,7 +221,7 @@ def _v1_completeness(r: CPURow) -> Score:
 
 
 def _v1_factuality(r: CPURow) -> Score:
-    return Score.ok(support_score(r.S, r.E), n_evidence=len(r.evidence), evidence_truncated=r.evidence_cut)
+    return Score.ok(support_score(r.S, r.E), n_evidence=len(r.evidence), **{EVIDENCE_CUT: r.evidence_cut})
 
 
 def _specificity(r: CPURow) -> Score:
@@ -295,13 +295,20 @@ def _clean_coherence(r: CPURow, links: Callable[..., tuple[float, float, int] | 
 def _reference_completeness(r: CPURow) -> Score:
     if not r.reference:
         return Score.abstain("no reference answer for this question", n_reference=0)
-    return Score.ok(soft_recall(r.R, r.S), n_reference=len(r.reference), evidence_truncated=r.evidence_cut)
+    return Score.ok(soft_recall(r.R, r.S), n_reference=len(r.reference), **{EVIDENCE_CUT: r.evidence_cut})
 
 
 def _v2_factuality(r: CPURow) -> Score:
     if not r.reference:
         return Score.abstain("no evidence both answers share (the question has no reference answer)", n_evidence=0)
-    return Score.ok(soft_recall(r.S, r.R), n_evidence=len(r.reference), evidence_truncated=r.evidence_cut)
+    return Score.ok(soft_recall(r.S, r.R), n_evidence=len(r.reference), **{EVIDENCE_CUT: r.evidence_cut})
+
+
+def _v3_factuality(r: CPURow) -> Score:
+    if not r.reference:
+        return Score.abstain("no evidence both answers share (the question has no reference answer)", n_evidence=0)
+    value, n_claims = claims_support(r.S, r.q, r.R)
+    return Score.ok(value, n_claims=n_claims, n_evidence=len(r.reference), **{EVIDENCE_CUT: r.evidence_cut})
 
 
 _EMBED = frozenset({"parse", "embed"})
@@ -335,6 +342,7 @@ CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
     CPUUnit(CPU_COMPLETENESS_V2, _INFORMATION, "minilm", _v2_completeness),
     CPUUnit(CPU_COMPLETENESS_REFERENCE, _EMBED | {"reference"}, "minilm", _reference_completeness),
     CPUUnit(CPU_FACTUALITY_V2, _EMBED | {"reference"}, "minilm", _v2_factuality),
+    CPUUnit(CPU_FACTUALITY_V3, _EMBED | {"reference"}, "minilm", _v3_factuality),
     CPUUnit(CPU_EXAMPLES_V2, frozenset(), EXAMPLE_CUE_V2.pattern, _cues(example_cues_v2)),
     CPUUnit(CPU_RELEVANCE_V3, _CLEAN, "minilm", _clean_information(relevance_v2, "clean")),
     CPUUnit(CPU_COHERENCE_V3, _CLEAN, "minilm", functools.partial(_clean_coherence, links=coherence_v3)),

@@ -21,7 +21,7 @@ from rubric.scoring.specs import (
     RubricSpec, RUBRICS, DEFAULT_VERSIONS, EXTRA_SIGNALS, PAPER_RUBRICS, resolve_rubrics,
 )
 from rubric.scoring.scorer import (
-    Score, Provenance, Scorer, ScoreSet, check_batch, ABSTAIN_PREFIX, is_abstention,
+    Score, Provenance, Scorer, ScoreSet, check_batch, ABSTAIN_PREFIX, is_abstention, EVIDENCE_CUT,
 )
 # geval registers the LLM rubrics, which the presets check
 from rubric.scoring.prompts import (
@@ -67,7 +67,7 @@ from rubric.scoring.cpu_profile import (
     UNKNOWN_WORD_ZIPF, count_fluency_lints_v2, repeated_sentences, CPU_RELEVANCE_V3, CPU_COHERENCE_V3,
     CPU_COMPLETENESS_V3, without_repeats, plain_case, list_marker, copied_sentences, without_question_words,
     CPU_COHERENCE_V4, CPU_RELEVANCE_V4, CPU_COMPLETENESS_V4, CPU_COHERENCE_V5, CPU_RELEVANCE_V5,
-    CPU_COMPLETENESS_V5, CPU_COHERENCE_V6, CPU_RELEVANCE_V6, CPU_COMPLETENESS_V6, CPU_COHERENCE_V7,
+    CPU_COMPLETENESS_V5, CPU_COHERENCE_V6, CPU_RELEVANCE_V6, CPU_COMPLETENESS_V6, CPU_COHERENCE_V7, CPU_FACTUALITY_V3, claims_support,
 )
 from rubric.scoring.cpu_coherence import coherence_score, coherence_v2, coherence_v3, coherence_v4
 from rubric.scoring.claims import (
@@ -88,11 +88,11 @@ __all__ = [
     "without_repeats", "plain_case", "list_marker", "coherence_v3", "copied_sentences", "without_question_words",
     "CPU_COHERENCE_V4", "coherence_v4", "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5",
     "CPU_RELEVANCE_V5", "CPU_COMPLETENESS_V5", "CPU_COHERENCE_V6", "CPU_RELEVANCE_V6", "CPU_COMPLETENESS_V6",
-    "CPU_COHERENCE_V7", "model_preset_problems", "model_preset_tag",
+    "CPU_COHERENCE_V7", "CPU_FACTUALITY_V3", "claims_support", "model_preset_problems", "model_preset_tag",
     "Preset", "PAPER", "CPU", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges", "preset_tag",
     "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY",
     "minmax_1_5", "FittedMinMax", "LENGTH_WORD_CAP", "LENGTH_RAW_MAX", "whitespace_words", "length_raw",
-    "row_cosine", "ABSTAIN_PREFIX", "is_abstention", "RubricSpec", "RUBRICS", "DEFAULT_VERSIONS", "EXTRA_SIGNALS", "PAPER_RUBRICS",
+    "row_cosine", "ABSTAIN_PREFIX", "is_abstention", "EVIDENCE_CUT", "RubricSpec", "RUBRICS", "DEFAULT_VERSIONS", "EXTRA_SIGNALS", "PAPER_RUBRICS",
     "resolve_rubrics", "Score", "Provenance", "Scorer", "ScoreSet", "check_batch", "ChatPrompt",
     "PROMPTS_DIR", "PromptTemplate", "ParsedScore", "Layout", "LAYOUTS", "DEFAULT_MIN_MASS",
     "DEFAULT_LOG_SCORE_TOL", "LFQ_FILTER_VERSION", "TEMPLATE_VERSIONS", "get_template", "lfq_filter_template",

@@ -148,7 +148,8 @@ __all__ = [
     "CPU_RELEVANCE_V3", "CPU_COHERENCE_V3", "CPU_COMPLETENESS_V3", "without_repeats", "plain_case", "list_marker",
     "copied_sentences", "without_question_words", "CPU_COHERENCE_V4",
     "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5", "CPU_RELEVANCE_V5", "CPU_COMPLETENESS_V5",
-    "CPU_COHERENCE_V6", "CPU_RELEVANCE_V6", "CPU_COMPLETENESS_V6", "CPU_COHERENCE_V7",
+    "CPU_COHERENCE_V6", "CPU_RELEVANCE_V6", "CPU_COMPLETENESS_V6", "CPU_COHERENCE_V7", "CPU_FACTUALITY_V3",
+    "claims_support", "RESTATE_FLOOR",
 ]
 
 CPU_RELEVANCE_VERSION = "relevance.minilm.v1"
@@ -163,6 +164,7 @@ CPU_COHERENCE_V2 = "coherence.minilm.v2"
 CPU_COMPLETENESS_V2 = "completeness.coverage.v2"
 CPU_COMPLETENESS_REFERENCE = "completeness.reference.v1"
 CPU_FACTUALITY_V2 = "factuality.support.v2"
+CPU_FACTUALITY_V3 = "factuality.support.v3"
 CPU_EXAMPLES_V2 = "use_of_examples.cues.v2"
 CPU_FLUENCY_V2 = "fluency.harper.v2"
 CPU_RELEVANCE_V3 = "relevance.minilm.v3"
@@ -184,6 +186,12 @@ CPU_COHERENCE_V7 = "coherence.minilm.v7"
 #: technical terms and names sit above ("subducted" 1.91, "tenderloin" 2.58, "skincare" 3.32), and so do the
 #: commonest misspellings ("recieve" 2.75, "teh" 3.04), which wordfreq has seen often enough to list.
 UNKNOWN_WORD_ZIPF = 1.5
+
+#: factuality.support.v3: a sentence at least this close to the question (MiniLM cosine) is about it, and restates
+#: it when it is closer to the question than to any evidence sentence. Real answers' sentences sit at 0.6-0.65 to
+#: their question and closer to the evidence; the question restated sits at 0.81-0.96 (a heat pump answer and its
+#: echo, tests/models/test_cpu_rubrics.py).
+RESTATE_FLOOR = 0.5
 
 #: Cosine at or above which a sentence says again what an earlier sentence of the same answer said. On
 #: MiniLM, paraphrases sit above it and adjacent sentences of real answers below it (0.46-0.62 on a heat
@@ -302,6 +310,26 @@ def support_score(sentences: np.ndarray, evidence: np.ndarray | None) -> float:
     if evidence is None or np.asarray(evidence).shape[0] == 0:
         return FACTUALITY_NO_EVIDENCE
     return soft_recall(sentences, evidence)
+
+
+def claims_support(sentences: np.ndarray, question: np.ndarray, evidence: np.ndarray) -> tuple[float, int]:
+    """factuality.support.v3: how much of what the answer asserts the evidence supports, and how many assertions.
+
+    A sentence that restates the question asserts nothing and is no claim (as VeriScore extracts no verifiable
+    claim from "The question is how heat pumps work"): one that is about the question (cosine with it at least
+    ``RESTATE_FLOOR``) and closer to the question than to any evidence sentence. Every other sentence is a claim,
+    an off-topic one too (it is far from both, and unsupported). The score is :func:`soft_recall` of the claims in
+    the evidence; an answer with no claim scores 0.0 (the paper's rule for factuality, as
+    ``factuality.veriscore.v2``), never "supported".
+    """
+    s = _unit(_rows(sentences, "sentence embeddings"))
+    q = _unit(np.asarray(question, dtype=np.float64).reshape(-1))
+    e = _unit(_rows(evidence, "evidence"))
+    to_question, to_evidence = s @ q, (s @ e.T).max(axis=1)
+    claims = s[~((to_question >= RESTATE_FLOOR) & (to_question > to_evidence))]
+    if len(claims) == 0:
+        return 0.0, 0
+    return soft_recall(claims, e), len(claims)
 
 
 def concreteness(n_concrete: int, n_words: int) -> float:

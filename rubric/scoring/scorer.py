@@ -11,7 +11,8 @@ from rubric.errors import BatchMismatchError, ConfigError
 from rubric.io import AnswerItem
 from rubric.scoring.specs import RubricSpec
 
-__all__ = ["Score", "Provenance", "Scorer", "ScoreSet", "check_batch", "ABSTAIN_PREFIX", "is_abstention"]
+__all__ = ["Score", "Provenance", "Scorer", "ScoreSet", "check_batch", "ABSTAIN_PREFIX", "is_abstention",
+           "EVIDENCE_CUT"]
 
 Extra = float | int | str | bool | None
 
@@ -23,6 +24,11 @@ Extra = float | int | str | bool | None
 #: prediction), any other missing side leaves the difference missing (``rubric.tables.pairs_table``), and the
 #: manifest counts abstentions apart from errors.
 ABSTAIN_PREFIX = "abstains: "
+
+
+#: The extra a score sets (True) when the evidence it read was cut at a cap (a reference of more sentences than a
+#: scorer reads): the manifest counts these per rubric and the job names them in one line, so a cut is never silent.
+EVIDENCE_CUT = "evidence_truncated"
 
 
 def is_abstention(error: str | None) -> bool:

@@ -186,6 +186,11 @@ _add(RubricSpec("completeness", "completeness.reference.v1", "cpu_text", 0.0, 1.
 _add(RubricSpec("factuality", "factuality.support.v2", "cpu_text", 0.0, 1.0,
                 description="mean best MiniLM cosine of each answer sentence with the question's reference answer's "
                             "sentences (evidence both answers share); abstains without a reference"))
+_add(RubricSpec("factuality", "factuality.support.v3", "cpu_text", 0.0, 1.0,
+                description="factuality.support.v2 over the answer's claims: a sentence that restates the question "
+                            "(about it, MiniLM cosine >= 0.5, and closer to it than to any evidence sentence) asserts "
+                            "nothing and is no claim, and an answer with no claim scores 0 (the paper's rule), never "
+                            "supported; abstains without a reference"))
 _add(RubricSpec("fluency", "fluency.harper.v2", "harper_fluency", 1.0, 5.0,
                 description="as fluency.harper.v1, plus Harper's spelling findings on words general English hardly "
                             "uses (wordfreq Zipf < 1.5): typos count, names and technical terms do not"))

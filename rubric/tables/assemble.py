@@ -29,7 +29,7 @@ from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.io import ReadResult
 from rubric.io import AnswerItem, PairRecord, Reject, explode
 from rubric.scoring import FittedMinMax
-from rubric.scoring import Provenance, Score
+from rubric.scoring import EVIDENCE_CUT, Provenance, Score
 from rubric.scoring import RubricSpec
 from rubric.io import SPLITS, assign_splits
 
@@ -86,12 +86,16 @@ class Assembled:
 
 
 
-def outcome_counts(errors: Mapping[str, int], abstained: Mapping[str, int]) -> dict:
-    """The manifest's counts of missing values by rubric: ``errors_by_rubric`` (failures), and
-    ``abstained_by_rubric`` (a rubric that had nothing to judge: ``rubric.scoring.Score.abstain``) when any."""
+def outcome_counts(errors: Mapping[str, int], abstained: Mapping[str, int],
+                   evidence_cut: Mapping[str, int] | None = None) -> dict:
+    """The manifest's counts by rubric: ``errors_by_rubric`` (failures), ``abstained_by_rubric`` (a rubric that
+    had nothing to judge: ``rubric.scoring.Score.abstain``) when any, and ``evidence_cut_by_rubric`` (scores whose
+    evidence was cut at a cap: ``rubric.scoring.EVIDENCE_CUT``) when any."""
     out: dict = {"errors_by_rubric": dict(errors)}
     if any(abstained.values()):
         out["abstained_by_rubric"] = dict(abstained)
+    if evidence_cut and any(evidence_cut.values()):
+        out["evidence_cut_by_rubric"] = {k: v for k, v in evidence_cut.items() if v}
     return out
 
 def combine_inputs(inputs: Sequence[JobInput]) -> tuple[list[PairRecord], list[Reject], dict[str, dict]]:
@@ -244,7 +248,8 @@ def assemble(inputs: Sequence[JobInput], scores: Mapping[str, Mapping[str, Score
         "splits": {s: splits.count(s) for s in SPLITS},
         **outcome_counts({n: sum(1 for sc in col if sc.error is not None and not sc.abstained)
                           for n, col in columns.items()},
-                         {n: sum(1 for sc in col if sc.abstained) for n, col in columns.items()}),
+                         {n: sum(1 for sc in col if sc.abstained) for n, col in columns.items()},
+                         {n: sum(1 for sc in col if sc.extras.get(EVIDENCE_CUT) is True) for n, col in columns.items()}),
         "per_input": per_input,
     }
     if "factuality" in columns:  # answers with no verifiable claim, scored 0.0 by factuality.veriscore.v2

@@ -12,7 +12,7 @@ from rubric.config import DEFAULT_SPLIT_FRACTIONS
 from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.io import AnswerItem, PairRecord, Reject
 from rubric.scoring import FittedMinMax
-from rubric.scoring import Provenance, Score
+from rubric.scoring import EVIDENCE_CUT, Provenance, Score
 from rubric.scoring import RubricSpec
 from rubric.io import SPLITS
 from rubric.tables.assemble import JobInput, outcome_counts
@@ -356,6 +356,7 @@ def _check_and_fit(answers: _Answers, scores: ScoreLookup, names: Sequence[str],
     first_lost = no_rubric = None
     errors = dict.fromkeys(names, 0)
     abstained = dict.fromkeys(names, 0)
+    cut = dict.fromkeys(names, 0)
     keys: dict[str, set[str]] = {r: set() for r in names}
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
@@ -376,6 +377,7 @@ def _check_and_fit(answers: _Answers, scores: ScoreLookup, names: Sequence[str],
                     continue
                 errors[r] += sc.error is not None and not sc.abstained
                 abstained[r] += sc.abstained
+                cut[r] += sc.extras.get(EVIDENCE_CUT) is True
                 keys[r].update(sc.extras)
                 if train and sc.raw is not None:  # a Score's raw value is finite
                     lo[r], hi[r] = min(lo.get(r, sc.raw), sc.raw), max(hi.get(r, sc.raw), sc.raw)
@@ -386,7 +388,7 @@ def _check_and_fit(answers: _Answers, scores: ScoreLookup, names: Sequence[str],
     fit = None
     if fitted:  # min and max of the pieces' ranges: the same bounds as fitting all values at once
         fit = FittedMinMax.fit({r: [lo[r], hi[r]] for r in names if r in lo})
-    return fit, outcome_counts(errors, abstained), keys
+    return fit, outcome_counts(errors, abstained, cut), keys
 
 
 def _assemble_in_pieces(read_inputs, scores: ScoreLookup, provenance, specs, answers: _Answers, tmp: str, *,

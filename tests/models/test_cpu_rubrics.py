@@ -182,6 +182,24 @@ def test_echo_repetition_and_a_non_answer_never_outrank_the_answer(cpu_scorers):
     assert got["repeat"]["relevance"].raw == pytest.approx(got["answer"]["relevance"].raw, abs=1e-6)
 
 
+HEAT_REF = ("A heat pump moves heat from the cold outdoor air into the house. Its refrigerant absorbs heat outside, "
+            "a compressor raises its temperature, and indoors the refrigerant gives the heat off.")
+
+
+def test_factuality_v3_finds_nothing_supported_in_an_answer_that_only_restates_the_question():
+    """An echo of the question asserts nothing: v2 rated it above the answer it was made from (27 of 30 on the
+    issue's probes); v3 reads no claim in it and scores 0, the paper's rule for an answer without a claim."""
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
+
+    items = [AnswerItem(k, HEAT_Q, v, reference=HEAT_REF) for k, v in (("answer", HEAT), ("echo", PROBES["echo"]))]
+    v2 = dict(zip(("answer", "echo"), CPUProfileScorer((RUBRICS.get("factuality.support.v2"),)).score_batch(items)))
+    v3 = dict(zip(("answer", "echo"), CPUProfileScorer((RUBRICS.get("factuality.support.v3"),)).score_batch(items)))
+    assert v2["echo"]["factuality"].raw > v2["answer"]["factuality"].raw  # the failure v3 answers
+    assert v3["echo"]["factuality"].raw == 0.0 and v3["echo"]["factuality"].extras["n_claims"] == 0
+    assert v3["answer"]["factuality"].raw > 0.5 and v3["answer"]["factuality"].extras["n_claims"] == 4
+    assert v3["answer"]["factuality"].raw == pytest.approx(v2["answer"]["factuality"].raw, abs=1e-6)
+
+
 def test_scores_do_not_depend_on_the_batch(cpu_scorers, scores):
     for scorer in cpu_scorers:
         for it in ITEMS[::2]:
@@ -379,3 +397,26 @@ def test_the_sixth_versions_read_every_word_the_question_says():
             assert sixth[k + 1][name].raw < sixth[k][name].raw, (name, items[k].question)
         # the answer (one sentence each) is read alike: its words are not the question's new words
         assert sixth[k]["relevance"].raw == pytest.approx(fifth[k]["relevance"].raw, abs=1e-5)
+
+
+def test_evidence_cut_at_the_cap_is_counted_in_the_manifest_and_named_in_one_line(tmp_path, caplog):
+    import json
+    import logging
+
+    from workers.cli import main
+
+    huge = " ".join(f"Fact number {i} is about wireless links." for i in range(400))
+    rows = [{"q": Q, "a": ITEMS[0].answer, "b": ITEMS[1].answer, "l": "a", "r": huge},
+            {"q": "how long do you roast pork tenderloin", "a": ITEMS[3].answer, "b": ITEMS[4].answer, "l": "a",
+             "r": "Roast it for 20 minutes."}]
+    src = tmp_path / "pairs.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = tmp_path / "o"
+    with caplog.at_level(logging.WARNING):
+        assert main(["score", str(src), "--format", "jsonl", "--map", "question=q,answer_a=a,answer_b=b,label=l,"
+                     "reference=r", "--rubrics", "factuality.support.v3", "--quiet", "--out", str(out)]) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["counts"]["evidence_cut_by_rubric"] == {"factuality": 2}  # both answers of the first pair
+    lines = [r.getMessage() for r in caplog.records if "cut at its scorer's cap" in r.getMessage()]
+    assert lines == ["factuality: the evidence of 2 answers was cut at its scorer's cap and only its start was read "
+                     "(the factuality_evidence_truncated column of answers.parquet names them)"]

@@ -26,7 +26,7 @@ from models.backends import POOLS, check_backends, pool_of_backend
 from models.scorer_set import ScorerSet
 from rubric.config import ScoringConfig
 from rubric.io import AnswerItem, answer_work
-from rubric.scoring import RUBRICS, RubricSpec
+from rubric.scoring import EVIDENCE_CUT, RUBRICS, RubricSpec
 from rubric.tables import ANSWER_TABLE_FILES, write_answer_tables
 from workers.runner import KindManifest, JobKind, JobRun, RunScores, run
 
@@ -97,6 +97,9 @@ class ScoreKind(JobKind):
         log.info("wrote %s: %d rows in, %d pairs, %d rejected, %d unique answers (%d scored now); errors by rubric: "
                  "%s", job.out, c["rows_in"], c["pairs"], c["rejected"], c["unique_answers"], job.step.scored,
                  c["errors_by_rubric"])
+        for rubric, n in (c.get("evidence_cut_by_rubric") or {}).items():
+            log.warning("%s: the evidence of %d answers was cut at its scorer's cap and only its start was read (the "
+                        "%s_%s column of answers.parquet names them)", rubric, n, rubric, EVIDENCE_CUT)
         return KindManifest({"counts": counts, "rubrics": tables.rubrics,
                              "split_seed": self.seed, "split_fractions": list(self.config.split_fractions),
                              "split_source": tables.split_source, "rescale": self.config.rescale},
