@@ -10,7 +10,7 @@ the judges' verdicts in both orders from ``judgments.parquet``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -19,7 +19,8 @@ from rubric.preference import Evaluation, evaluate_model, read_pairs, saved_weig
 from rubric.tables import table_rubrics
 from rubric.html_report._charts import plot_accuracy, svg_of
 from rubric.preference import PreferenceModel
-from rubric.preference import ci_warning, plot_reliability, plot_weights, weight_ci_cell, weight_ci_note
+from rubric.preference import (ci_warning, column_kind, plot_reliability, plot_weights, weight_ci_cell,
+                                weight_ci_note)
 
 __all__ = ["ModelSection", "model_section", "pair_browser_data"]
 
@@ -41,6 +42,9 @@ class ModelSection:
         warning: the "CIs are unreliable" line, or None.
         weight_cells: column -> its CI as the Markdown report prints it; weight_note: the line above them.
         accuracy_svg / weights_svg / calibration_svg: the charts.
+        people: rubric column -> its version's measured agreement with people's ratings of its aspect
+            (``rubric.scoring.agreement_line``), shown beside its weight.
+        kinds: column -> what it is (rubric, signal, missing-value indicator, style covariate).
     """
 
     model_path: str
@@ -57,6 +61,8 @@ class ModelSection:
     mark: str = ""
     weight_cells: dict[str, str] | None = None
     weight_note: str = ""
+    people: dict[str, str] = field(default_factory=dict)
+    kinds: dict[str, str] = field(default_factory=dict)
 
 
 def model_section(model_path: str | Path, folder: str | Path, *, split: str = "test", n_boot: int = 1000,
@@ -90,7 +96,16 @@ def model_section(model_path: str | Path, folder: str | Path, *, split: str = "t
                         accuracy_svg=plot_accuracy(ev.rows, title=f"{split} split: the model beside its baselines"),
                         mark=sample.mark if sample is not None else "",
                         weight_cells={c: weight_ci_cell(c, weight_ci) for c in weights} if weights else None,
-                        weight_note=weight_ci_note(weight_ci) if weight_ci else "")
+                        weight_note=weight_ci_note(weight_ci) if weight_ci else "",
+                        people=_people(model), kinds={c: column_kind(c, model.style_features_) for c in model.columns_})
+
+
+def _people(model: PreferenceModel) -> dict[str, str]:
+    from rubric.scoring import agreement_line
+
+    prov = model.provenance if isinstance(model.provenance, dict) else {}
+    return {f: agreement_line(prov[f]["rubric_version"], f) for f in model.features_
+            if isinstance(prov.get(f), dict) and prov[f].get("rubric_version")}
 
 
 def _f(x) -> float | None:

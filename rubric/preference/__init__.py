@@ -25,7 +25,7 @@ from rubric.preference.report import (
     MIN_QUESTIONS_FOR_CI, MIN_PAIRS_FOR_CI, IN_SAMPLE_SPLITS, IN_SAMPLE_MARK, metrics_markdown, ci_warning,
     weight_ci_cell, weight_ci_note, CHART_WIDTH, CHART_MIN_FONT, chart_label, legend_beside,
     weights_markdown, selection_markdown, ablation_markdown, calibration_markdown, render_report,
-    plot_weights, plot_reliability,
+    plot_weights, plot_reliability, column_kind,
 )
 from rubric.preference.aspects import (
     OVERALL, AspectAgreement, agreement, aspect_agreement, judgements_of, aspect_agreement_from_table,
@@ -56,7 +56,7 @@ from rubric.preference.fitted_on import (
 )
 
 from rubric.preference.readable import (
-    answer_vectors_markdown, explained_pairs, pair_explanations_markdown, readable_view,
+    answer_vectors_markdown, explained_pairs, pair_explanations_markdown, readable_view, people_markdown,
 )
 
 from rubric.preference.service import (
@@ -69,7 +69,7 @@ from rubric.preference.encoder_baseline import (
 )
 __all__ = [
     "ServiceLimits", "check_body_size", "request_items", "answer_item", "preference_pair", "cache_key", "score_rows", "prefer_rows", "SERVE_SPLIT",
-    "answer_vectors_markdown", "explained_pairs", "pair_explanations_markdown", "readable_view",
+    "answer_vectors_markdown", "explained_pairs", "pair_explanations_markdown", "readable_view", "people_markdown",
     "METRICS", "MetricRow", "evaluate_predictions", "question_bootstrap_weights", "ClusteredMean",
     "clustered_mean", "paired_accuracy_delta", "brier_score", "ReliabilityBin", "reliability_bins",
     "longer_answer_wins", "always_a", "per_question_kendall", "PreferenceModel", "C_GRID", "question_folds",
@@ -84,6 +84,6 @@ __all__ = [
     "PREDICTIONS_META_KEY", "predict_pairs", "write_predictions", "TrainedModel", "TransferCell", "Transfer",
     "labeled_pairs", "transfer", "transfer_markdown", "check_core_params", "fit_core", "restore_core", 'model_row_names', 'FITTED_ON_KEY', 'IDENTITY_COLUMNS', 'pairs_table_digest', 'fitted_on_record', 'SampleStatus', 'sample_status', 'question_overlap',
     "weight_ci_cell", "weight_ci_note", "MAX_DEGENERATE_SHARE", "PARTLY_IN_SAMPLE_MARK", "CHART_WIDTH",
-    "CHART_MIN_FONT", "chart_label", "legend_beside", "EncoderPairs", "encoder_pairs", "pair_differences",
+    "CHART_MIN_FONT", "chart_label", "legend_beside", "column_kind", "EncoderPairs", "encoder_pairs", "pair_differences",
     "fit_encoder_head", "encoder_test_metrics", "encoder_predictions_table",
 ]

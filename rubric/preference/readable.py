@@ -19,7 +19,8 @@ from rubric.tables import table_rubrics
 from rubric.preference.model import PreferenceModel
 from rubric.preference.report import weights_markdown
 
-__all__ = ["answer_vectors_markdown", "explained_pairs", "pair_explanations_markdown", "readable_view"]
+__all__ = ["answer_vectors_markdown", "explained_pairs", "pair_explanations_markdown", "readable_view",
+           "people_markdown"]
 
 #: Splits in the order their pairs are preferred for the explanations: held-out first.
 _SPLIT_ORDER = {"test": 0, "dev": 1, "train": 2}
@@ -108,6 +109,19 @@ def pair_explanations_markdown(predictions: pa.Table, pairs: pa.Table, rows: Seq
     return "\n\n".join(blocks)
 
 
+def people_markdown(model: PreferenceModel) -> str:
+    """What each of the model's columns means to people: its version and its measured agreement with people's
+    ratings of its own aspect (``rubric.scoring.agreement_line``), so "coherence" is read as what it tracks."""
+    from rubric.scoring import agreement_line
+
+    prov = model.provenance if isinstance(model.provenance, Mapping) else {}
+    lines = ["| column | version | agreement with people's ratings of its aspect |", "|---|---|---|"]
+    for f in model.features_:
+        version = (prov.get(f) or {}).get("rubric_version") or "unrecorded"
+        lines.append(f"| {f} | `{version}` | {agreement_line(version, f) if version != 'unrecorded' else 'n/a'} |")
+    return "\n".join(lines)
+
+
 def _weight_cis(model: PreferenceModel) -> Mapping | None:
     from rubric.preference.evaluate import saved_weight_ci
 
@@ -141,6 +155,11 @@ def readable_view(answers: pa.Table, pairs: pa.Table, model: PreferenceModel, pr
            "Style covariates (length, markdown) absorb the preference for longer or more formatted answers, "
            "so the rubric weights are style-controlled.", "",
            weights_markdown(model.weights(), style_features=model.style_features_, weight_ci=_weight_cis(model)), "",
+           "## What each column means to people", "",
+           "Each rubric version's measured agreement with people's ratings of the aspect it is named for (Spearman "
+           "within each source, averaged; `lfqa-rubric validate --human`, rubric/data/agreement.json): a name is "
+           "what the column tracks only as far as this says.", "",
+           people_markdown(model), "",
            f"## Why the predicted winner wins: {len(rows)} pairs", "",
            "Each row is the rubric's weight times its standardised difference; the contributions and the "
            "intercept add up to the logit of P(a preferred).", "",

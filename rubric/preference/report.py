@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from rubric.preference.fitted_on import IN_SAMPLE_MARK, PARTLY_IN_SAMPLE_MARK
 from rubric.preference.metrics import METRICS, ClusteredMean, MetricRow, ReliabilityBin
 from rubric.preference.selection import MAX_DEGENERATE_SHARE
+from rubric.scoring import EXTRA_SIGNALS
 from rubric.tables import is_indicator_column
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MIN_QUESTIONS_FOR_CI", "MIN_PAIRS_FOR_CI", "IN_SAMPLE_SPLITS", "IN_SAMPLE_MARK", "metrics_markdown",
            "ci_warning", "weight_ci_cell", "weight_ci_note", "weights_markdown", "selection_markdown", "ablation_markdown", "calibration_markdown", "render_report", "plot_weights",
-           "plot_reliability", "CHART_WIDTH", "CHART_MIN_FONT", "chart_label", "legend_beside"]
+           "plot_reliability", "CHART_WIDTH", "CHART_MIN_FONT", "chart_label", "legend_beside", "column_kind"]
 
 
 #: Below either, a question-clustered bootstrap has too few clusters for its CIs to mean much.
@@ -89,6 +90,14 @@ def weight_ci_cell(column: str, weight_ci: Mapping | None) -> str:
     return text + (f" ({n_deg} of {fitted} replicates constant: left out)" if n_deg else "")
 
 
+def column_kind(column: str, style_features: Sequence[str] = ()) -> str:
+    """What a model column is: a style covariate, a missing-value indicator, an extra signal (a feature people reward
+    that is no rubric, under its own name: ``qa_similarity``) or a rubric."""
+    return ("style covariate" if column in style_features else
+            "missing-value indicator" if is_indicator_column(column) else
+            "signal" if column in EXTRA_SIGNALS else "rubric")
+
+
 def weights_markdown(weights: Mapping[str, float], *, style_features: Sequence[str] = (),
                      ci: Mapping[str, tuple[float, float]] | None = None, weight_ci: Mapping | None = None) -> str:
     """The weight table (the paper's Table 3): one row per column, style covariates marked as such,
@@ -98,8 +107,7 @@ def weights_markdown(weights: Mapping[str, float], *, style_features: Sequence[s
         weight_ci = {"ci": ci, "n_degenerate": {}}
     lines = ["| feature | kind | weight | 95% CI |", "|---|---|---:|---|"]
     for k, v in weights.items():
-        kind = ("style covariate" if k in style_features else
-                "missing-value indicator" if is_indicator_column(k) else "rubric")
+        kind = column_kind(k, style_features)
         lines.append(f"| {k} | {kind} | {v:+.4f} | {weight_ci_cell(k, weight_ci)} |")
     return "\n".join(lines)
 

@@ -20,6 +20,9 @@ from rubric.scoring.signals import (
 from rubric.scoring.specs import (
     RubricSpec, RUBRICS, DEFAULT_VERSIONS, EXTRA_SIGNALS, PAPER_RUBRICS, resolve_rubrics,
 )
+from rubric.scoring.agreement import (
+    AGREEMENT_DATA, MeasuredAgreement, measured_agreement, agreement_line, agreement_record,
+)
 from rubric.scoring.scorer import (
     Score, Provenance, Scorer, ScoreSet, check_batch, ABSTAIN_PREFIX, is_abstention, EVIDENCE_CUT,
 )
@@ -68,8 +71,9 @@ from rubric.scoring.cpu_profile import (
     CPU_COMPLETENESS_V3, without_repeats, plain_case, list_marker, copied_sentences, without_question_words,
     CPU_COHERENCE_V4, CPU_RELEVANCE_V4, CPU_COMPLETENESS_V4, CPU_COHERENCE_V5, CPU_RELEVANCE_V5,
     CPU_COMPLETENESS_V5, CPU_COHERENCE_V6, CPU_RELEVANCE_V6, CPU_COMPLETENESS_V6, CPU_COHERENCE_V7, CPU_FACTUALITY_V3, claims_support,
+    CPU_COHERENCE_V8,
 )
-from rubric.scoring.cpu_coherence import coherence_score, coherence_v2, coherence_v3, coherence_v4
+from rubric.scoring.cpu_coherence import coherence_score, coherence_v2, coherence_v3, coherence_v4, adjacent_coherence
 from rubric.scoring.claims import (
     FACTUALITY_V2, FACTUALITY_VERSIONS, count_no_claims,
 )
@@ -81,6 +85,7 @@ from rubric.scoring.claim_stop import (
 )
 
 __all__ = [
+    "AGREEMENT_DATA", "MeasuredAgreement", "measured_agreement", "agreement_line", "agreement_record",
     "CPU_RELEVANCE_V2", "CPU_COHERENCE_V2", "CPU_COMPLETENESS_V2", "CPU_COMPLETENESS_REFERENCE", "CPU_FACTUALITY_V2",
     "CPU_EXAMPLES_V2", "REPEAT_COS", "EXAMPLE_CUE_V2", "distinct_sentences", "novelty", "sentence_information",
     "relevance_v2", "completeness_v2", "coherence_v2", "example_cues_v2", "ZIPF_TOP", "MIN_TERM_WEIGHT", "term_weight", "CPU_FLUENCY_V2", "UNKNOWN_WORD_ZIPF",
@@ -88,7 +93,7 @@ __all__ = [
     "without_repeats", "plain_case", "list_marker", "coherence_v3", "copied_sentences", "without_question_words",
     "CPU_COHERENCE_V4", "coherence_v4", "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5",
     "CPU_RELEVANCE_V5", "CPU_COMPLETENESS_V5", "CPU_COHERENCE_V6", "CPU_RELEVANCE_V6", "CPU_COMPLETENESS_V6",
-    "CPU_COHERENCE_V7", "CPU_FACTUALITY_V3", "claims_support", "model_preset_problems", "model_preset_tag",
+    "CPU_COHERENCE_V7", "CPU_FACTUALITY_V3", "claims_support", "CPU_COHERENCE_V8", "adjacent_coherence", "model_preset_problems", "model_preset_tag",
     "Preset", "PAPER", "CPU", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges", "preset_tag",
     "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY",
     "minmax_1_5", "FittedMinMax", "LENGTH_WORD_CAP", "LENGTH_RAW_MAX", "whitespace_words", "length_raw",

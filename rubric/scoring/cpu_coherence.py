@@ -1,5 +1,5 @@
 """The CPU profile's coherence formulas, one per registered version (old ones stay, so stored scores can be read
-again): ``coherence_score`` (coherence.minilm.v1), :func:`coherence_v2`, :func:`coherence_v3` and
+again): ``coherence_score`` (coherence.minilm.v1), :func:`adjacent_coherence` (coherence.minilm.v8), :func:`coherence_v2`, :func:`coherence_v3` and
 :func:`coherence_v4` (also coherence.minilm.v5's, over the scorer's "lines" reading: sentences cut at line breaks too). What each version reads and why
 is in ``rubric.scoring.cpu_profile``'s docstring; the helpers they share (unit rows, repeats, novelty) are its.
 """
@@ -13,7 +13,7 @@ import numpy as np
 from rubric.errors import ConfigError
 from rubric.scoring.cpu_profile import _rows, _unit, novelty, repeated_sentences
 
-__all__ = ["coherence_score", "coherence_v2", "coherence_v3", "coherence_v4"]
+__all__ = ["coherence_score", "coherence_v2", "coherence_v3", "coherence_v4", "adjacent_coherence"]
 
 
 def coherence_score(question: np.ndarray, sentences: np.ndarray) -> tuple[float, float]:
@@ -25,6 +25,21 @@ def coherence_score(question: np.ndarray, sentences: np.ndarray) -> tuple[float,
     q = np.asarray(question, dtype=np.float64).reshape(1, -1)
     units = _unit(np.vstack([q, _rows(sentences, "sentence embeddings")]))
     links = np.clip(np.einsum("ij,ij->i", units[:-1], units[1:]), -1.0, 1.0)
+    return float(links.mean()), float(links.min())
+
+
+def adjacent_coherence(sentences: np.ndarray) -> tuple[float, float] | None:
+    """coherence.minilm.v8: mean (and least) cosine of adjacent sentences of the answer, with no link to the question
+    (v1's links without its first: how close an answer stays to its question is ``qa_similarity``'s, a signal of its
+    own); None with fewer than two sentences (the rubric abstains).
+
+    Returns:
+        ``(mean, minimum)`` over the n - 1 links, each in [-1, 1], or None.
+    """
+    s = _unit(_rows(sentences, "sentence embeddings"))
+    if len(s) < 2:
+        return None
+    links = np.clip(np.einsum("ij,ij->i", s[:-1], s[1:]), -1.0, 1.0)
     return float(links.mean()), float(links.min())
 
 

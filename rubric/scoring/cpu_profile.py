@@ -149,7 +149,7 @@ __all__ = [
     "copied_sentences", "without_question_words", "CPU_COHERENCE_V4",
     "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5", "CPU_RELEVANCE_V5", "CPU_COMPLETENESS_V5",
     "CPU_COHERENCE_V6", "CPU_RELEVANCE_V6", "CPU_COMPLETENESS_V6", "CPU_COHERENCE_V7", "CPU_FACTUALITY_V3",
-    "claims_support", "RESTATE_FLOOR",
+    "claims_support", "RESTATE_FLOOR", "CPU_COHERENCE_V8",
 ]
 
 CPU_RELEVANCE_VERSION = "relevance.minilm.v1"
@@ -165,6 +165,7 @@ CPU_COMPLETENESS_V2 = "completeness.coverage.v2"
 CPU_COMPLETENESS_REFERENCE = "completeness.reference.v1"
 CPU_FACTUALITY_V2 = "factuality.support.v2"
 CPU_FACTUALITY_V3 = "factuality.support.v3"
+CPU_COHERENCE_V8 = "coherence.minilm.v8"
 CPU_EXAMPLES_V2 = "use_of_examples.cues.v2"
 CPU_FLUENCY_V2 = "fluency.harper.v2"
 CPU_RELEVANCE_V3 = "relevance.minilm.v3"

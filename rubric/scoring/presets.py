@@ -41,6 +41,8 @@ class Preset:
         name: the ``--preset`` value.
         title: what reports say about it (titles, row names).
         rubric_versions: rubric name -> the version it uses (``score``'s rubrics; bare names map here).
+        signals: extra signal name -> its version (``qa_similarity``): a feature people reward that is no rubric,
+            scored beside the rubrics and fitted under its own name (issue 56), never inside a rubric's.
         llm_layout: the G-Eval prompt layout.
         rescale: "declared" (fixed, the paper's reference code) or "fitted".
         split_fractions: train/dev/test shares of the question-level, stratified split that ``score`` and
@@ -73,6 +75,12 @@ class Preset:
     temperature: float
     tie: bool
     sources: Mapping[str, str] = field(default_factory=dict)
+    signals: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def versions(self) -> Mapping[str, str]:
+        """Every column the preset scores and its model uses: the rubrics' versions, then the signals'."""
+        return MappingProxyType({**self.rubric_versions, **self.signals})
 
     def __post_init__(self) -> None:
         from rubric.scoring.specs import RUBRICS
@@ -80,6 +88,10 @@ class Preset:
         for name, version in self.rubric_versions.items():
             if RUBRICS.get(version).name != name:
                 raise ConfigError(f"preset {self.name!r}: {version!r} is not a version of {name!r}")
+        for name, version in self.signals.items():
+            spec = RUBRICS.get(version)
+            if spec.name != name or not spec.extra_signal:
+                raise ConfigError(f"preset {self.name!r}: {version!r} is not a version of the extra signal {name!r}")
         if self.judge_mode not in ("logprob", "vote") or self.n_votes < 1:
             raise ConfigError(f"preset {self.name!r}: 'judge_mode' must be logprob or vote and 'n_votes' >= 1")
         if abs(sum(self.split_fractions) - 1.0) > 1e-9:
@@ -199,20 +211,21 @@ def preset_rubric_versions(preset: Preset, names: str | None) -> str:
     Raises:
         ConfigError: a name is not one of the preset's rubrics, or names another version than the preset's.
     """
+    versions = preset.versions
     if names is None:
-        return ",".join(preset.rubric_versions.values())
+        return ",".join(versions.values())
     out = []
-    by_version = {v: k for k, v in preset.rubric_versions.items()}
+    by_version = {v: k for k, v in versions.items()}
     for n in (x.strip() for x in names.split(",") if x.strip()):
-        if n in preset.rubric_versions:
-            out.append(preset.rubric_versions[n])
+        if n in versions:
+            out.append(versions[n])
         elif n in by_version:
             out.append(n)
         else:
             rubric = n.split(".")[0]
-            want = preset.rubric_versions.get(rubric)
+            want = versions.get(rubric)
             raise ConfigError(f"--preset {preset.name} " + (f"uses {want}, not {n}" if want else
-                              f"has no rubric {n!r} (its rubrics: {', '.join(preset.rubric_versions)})")
+                              f"has no rubric {n!r} (its rubrics: {', '.join(versions)})")
                               + f": drop --preset {preset.name} to use it")
     return ",".join(out)
 
@@ -276,7 +289,7 @@ def model_preset_problems(preset: Preset, model) -> list[str]:
     given = meta.get("features_given")
     missing: dict[str, list[str]] = {}  # why -> rubrics
     other = []
-    for rubric, version in preset.rubric_versions.items():
+    for rubric, version in preset.versions.items():
         if rubric in features:
             got = (provenance.get(rubric) or {}).get("rubric_version")
             if got != version:
@@ -291,10 +304,10 @@ def model_preset_problems(preset: Preset, model) -> list[str]:
         missing.setdefault(why, []).append(rubric)
     problems = []
     if missing:
-        n, k = len(preset.rubric_versions), sum(len(v) for v in missing.values())
+        n, k = len(preset.versions), sum(len(v) for v in missing.values())
         problems.append(f"{n - k} of {n} rubrics; " + "; ".join(f"{why}: {', '.join(r)}" for why, r in missing.items()))
     problems += other
-    extra = [f for f in features if f not in preset.rubric_versions]
+    extra = [f for f in features if f not in preset.versions]
     if extra:
         problems.append("features not in the preset: " + ", ".join(extra))
     if tuple(model.style_features_) and not preset.style:
@@ -329,7 +342,7 @@ def table_problems(preset: Preset, provenance: Mapping[str, Mapping]) -> list[st
 
     problems = []
     for rubric, rec in provenance.items():
-        want = preset.rubric_versions.get(rubric)
+        want = preset.versions.get(rubric)
         got = rec.get("rubric_version")
         if want is None:
             problems.append(f"{rubric} ({got}) is not one of the preset's rubrics")

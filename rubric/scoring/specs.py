@@ -180,6 +180,12 @@ _add(RubricSpec("completeness", "completeness.coverage.v6", "cpu_text", 0.0, 1.0
 _add(RubricSpec("coherence", "coherence.minilm.v7", "cpu_text", 0.0, 1.0,
                 description="coherence.minilm.v6 with relevance.minilm.v6's reading of what each sentence says (the "
                             "question's words but its function words left out); abstains without any link"))
+# issue 56: people are the judge. v2 to v7 were designed on validate's families and lost agreement with people's
+# coherence ratings (SummEval: v7 -0.17, v1 0.10; docs/cpu-profile.md); v1's first link was the question's, which is
+# topical fit, a signal of its own (qa_similarity), not coherence
+_add(RubricSpec("coherence", "coherence.minilm.v8", "cpu_text", -1.0, 1.0,
+                description="mean cosine of adjacent answer sentences (MiniLM), coherence.minilm.v1's links without "
+                            "its link to the question; the least link in extras; abstains on one sentence"))
 _add(RubricSpec("completeness", "completeness.reference.v1", "cpu_text", 0.0, 1.0,
                 description="opt-in, reads the reference: mean over the reference's sentences of their best MiniLM "
                             "cosine with an answer sentence (floored at 0); abstains without a reference"))

@@ -35,7 +35,7 @@ from rubric.validity._agreement import (LENGTH_SCORER, LEVELS, STATISTICS, Agree
                                         agreement_table)
 from rubric.validity._agreement_report import (AGREEMENT_ANSWERS_FILE, AGREEMENT_FILE, HUMAN_KIND, OwnAspect,
                                                agreement_markdown, agreement_page, agreement_rows_table,
-                                               own_aspect_rows, read_agreement)
+                                               own_aspect_rows, read_agreement, registry_rows)
 
 __all__ = [
     "FAMILIES", "Family", "Row", "EXPECTATIONS", "TOOLS", "EXAMPLE_CUE", "family_names", "paraphrase", "topic_words",
@@ -48,5 +48,5 @@ __all__ = [
     "Split", "split_sentences", "join", "main_noun_phrase",
     "LENGTH_SCORER", "LEVELS", "STATISTICS", "AgreementRow", "AgreementTable", "Rated", "agreement_table",
     "AGREEMENT_ANSWERS_FILE", "AGREEMENT_FILE", "HUMAN_KIND", "OwnAspect", "agreement_markdown", "agreement_page",
-    "agreement_rows_table", "own_aspect_rows", "read_agreement",
+    "agreement_rows_table", "own_aspect_rows", "read_agreement", "registry_rows",
 ]

@@ -14,7 +14,7 @@ from rubric.errors import InputError
 from rubric.validity._agreement import LENGTH_SCORER, STATISTICS, AgreementRow, AgreementTable
 
 __all__ = ["AGREEMENT_FILE", "AGREEMENT_ANSWERS_FILE", "HUMAN_KIND", "agreement_rows_table", "agreement_page",
-           "agreement_markdown", "own_aspect_rows", "read_agreement", "OwnAspect"]
+           "agreement_markdown", "own_aspect_rows", "read_agreement", "OwnAspect", "registry_rows"]
 
 #: The files a ``validate --human`` run publishes (besides ``report.md`` and its manifest).
 AGREEMENT_FILE = "agreement.parquet"
@@ -155,6 +155,22 @@ def agreement_page(table: AgreementTable, *, inputs: Sequence[str], counts: Mapp
                      "reasons are in agreement_answers.parquet): "
                      + "; ".join(f"`{s}` {n}" for s, n in dict(missing).items()) + ".\n")
     return "\n".join(parts).rstrip() + "\n"
+
+
+def registry_rows(table: AgreementTable, data: str) -> list[dict]:
+    """The rows ``rubric/data/agreement.json`` keeps of a run (``rubric.scoring.measured_agreement``): each rubric
+    version against the aspect of its own name, summary level, Spearman, with length's on the same data beside it."""
+    out = []
+    for o in own_aspect_rows(table):
+        r = o.row
+        if math.isnan(r.value):
+            continue
+        out.append({"version": r.scorer, "aspect": r.aspect, "data": data,
+                    "statistic": "Spearman within each source, averaged over sources", "value": round(r.value, 4),
+                    "ci": [round(r.ci[0], 4), round(r.ci[1], 4)] if not math.isnan(r.ci[0]) else [None, None],
+                    "n": r.n, "length": None if o.length is None or math.isnan(o.length.value)
+                    else round(o.length.value, 4)})
+    return out
 
 
 _FIELDS = [f.name for f in fields(AgreementRow)]

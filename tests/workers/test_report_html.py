@@ -77,7 +77,11 @@ def test_html_numbers_are_the_markdown_reports(outputs):
     tables = parse(html.read_text(encoding="utf-8")).tables
     md = (root / "evaluate.md").read_text()
     assert {r[0]: r[3:] for r in md_rows(md, "| system | n pairs")} == {r[0]: r[3:] for r in tables["metrics"][1:]}
-    assert {r[0]: r[2:] for r in md_rows(md, "| feature | kind")} == {r[0]: r[2:] for r in tables["weights"][1:]}
+    assert {r[0]: r[2:] for r in md_rows(md, "| feature | kind")} == {r[0]: r[2:4] for r in tables["weights"][1:]}
+    # beside each rubric's weight, what its version means to people (rubric.scoring.agreement_line)
+    people = {r[0]: r[4] for r in tables["weights"][1:]}
+    assert people["conciseness"].startswith(("\u03c1 ", "not measured against people's ratings of conciseness"))
+    assert people["style_length"] == ""
     assert len(tables["weights"]) > 2 and "not computed" not in str(tables["weights"])
     analysis = (root / "analysis.md").read_text()
     table4 = {r[0]: r[2:] for r in md_rows(analysis, "| system | kind |")}  # n, undecided and the metrics

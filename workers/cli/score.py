@@ -75,8 +75,8 @@ def demo_rubrics(names: str) -> tuple[str, bool]:
     """
     from rubric.scoring import CPU
 
-    versions = [CPU.rubric_versions.get(n, n) for n in (x.strip() for x in names.split(",")) if n]
-    return ",".join(versions), set(versions) <= set(CPU.rubric_versions.values())
+    versions = [CPU.versions.get(n, n) for n in (x.strip() for x in names.split(",")) if n]
+    return ",".join(versions), set(versions) <= set(CPU.versions.values())
 
 
 def _append_cost(out) -> None:

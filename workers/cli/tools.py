@@ -120,16 +120,20 @@ def add_rubrics(r: argparse.ArgumentParser) -> None:
 
 
 def rubrics(args) -> int:
-    from rubric.scoring import DEFAULT_VERSIONS, EXTRA_SIGNALS, RUBRICS
+    from rubric.scoring import DEFAULT_VERSIONS, EXTRA_SIGNALS, RUBRICS, agreement_line, measured_agreement
 
     # Extra signals are opt-in (never in a default list): their bare name is shown, and the last
-    # column says they are not one of the paper's rubrics.
-    lines = ["| version | backend | raw range | default for | kind |", "|---|---|---|---|---|"]
+    # column says they are not one of the paper's rubrics. Beside each version, its measured agreement with
+    # people's ratings of its own aspect (rubric/data/agreement.json), where it was measured.
+    lines = ["| version | backend | raw range | default for | kind | agreement with people's ratings of its aspect |",
+             "|---|---|---|---|---|---|"]
     defaults = {v: k for k, v in {**DEFAULT_VERSIONS, **EXTRA_SIGNALS}.items()}
     for name in RUBRICS.names():
         s = RUBRICS.get(name)
         kind = "extra signal" if s.extra_signal else "rubric"
-        lines.append(f"| {name} | {s.backend} | {s.raw_min:g} to {s.raw_max:.4g} | {defaults.get(name, '')} | {kind} |")
+        people = agreement_line(name, s.name) if measured_agreement(name) else ""
+        lines.append(f"| {name} | {s.backend} | {s.raw_min:g} to {s.raw_max:.4g} | {defaults.get(name, '')} | {kind} | "
+                     f"{people} |")
     sys.stdout.write("\n".join(lines) + "\n")
     return 0
 
