@@ -149,7 +149,8 @@ __all__ = [
     "copied_sentences", "without_question_words", "CPU_COHERENCE_V4",
     "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5", "CPU_RELEVANCE_V5", "CPU_COMPLETENESS_V5",
     "CPU_COHERENCE_V6", "CPU_RELEVANCE_V6", "CPU_COMPLETENESS_V6", "CPU_COHERENCE_V7", "CPU_FACTUALITY_V3",
-    "claims_support", "RESTATE_FLOOR", "CPU_COHERENCE_V8",
+    "claims_support", "RESTATE_FLOOR", "CPU_COHERENCE_V8", "CPU_COMPLETENESS_V7",
+    "CPU_RELEVANCE_V7", "RESTATE_COS", "relevance_beyond_restating", "restating", "coverage_beyond_restating",
 ]
 
 CPU_RELEVANCE_VERSION = "relevance.minilm.v1"
@@ -166,6 +167,8 @@ CPU_COMPLETENESS_REFERENCE = "completeness.reference.v1"
 CPU_FACTUALITY_V2 = "factuality.support.v2"
 CPU_FACTUALITY_V3 = "factuality.support.v3"
 CPU_COHERENCE_V8 = "coherence.minilm.v8"
+CPU_COMPLETENESS_V7 = "completeness.coverage.v7"
+CPU_RELEVANCE_V7 = "relevance.minilm.v7"
 CPU_EXAMPLES_V2 = "use_of_examples.cues.v2"
 CPU_FLUENCY_V2 = "fluency.harper.v2"
 CPU_RELEVANCE_V3 = "relevance.minilm.v3"
@@ -187,6 +190,11 @@ CPU_COHERENCE_V7 = "coherence.minilm.v7"
 #: technical terms and names sit above ("subducted" 1.91, "tenderloin" 2.58, "skincare" 3.32), and so do the
 #: commonest misspellings ("recieve" 2.75, "teh" 3.04), which wordfreq has seen often enough to list.
 UNKNOWN_WORD_ZIPF = 1.5
+
+#: relevance.minilm.v7: a sentence at least this close to the question (MiniLM cosine) restates it. The question restated
+#: sits at 0.81-0.96 to it, a real answer's sentences at 0.6-0.65 (a heat pump answer and its echo,
+#: tests/models/test_cpu_rubrics.py).
+RESTATE_COS = 0.8
 
 #: factuality.support.v3: a sentence at least this close to the question (MiniLM cosine) is about it, and restates
 #: it when it is closer to the question than to any evidence sentence. Real answers' sentences sit at 0.6-0.65 to
@@ -271,6 +279,31 @@ def relevance_score(question: np.ndarray, sentences: np.ndarray) -> float:
     """relevance.minilm.v1: cosine of the question and the answer's centroid, in [-1, 1]."""
     q = _unit(np.asarray(question, dtype=np.float64).reshape(-1))
     return float(np.clip(q @ centroid(sentences), -1.0, 1.0))
+
+
+def restating(question: np.ndarray, sentences: np.ndarray) -> np.ndarray:
+    """For each sentence, whether it restates the question (MiniLM cosine with it at least ``RESTATE_COS``)."""
+    q = _unit(np.asarray(question, dtype=np.float64).reshape(-1))
+    return (_unit(_rows(sentences, "sentence embeddings")) @ q) >= RESTATE_COS
+
+
+def relevance_beyond_restating(question: np.ndarray, sentences: np.ndarray) -> tuple[float, int]:
+    """relevance.minilm.v7: relevance.minilm.v1 (the question against the centroid of the answer's sentences) over the
+    sentences that do not restate the question (:func:`restating`), and how many did; an answer that only restates
+    its question scores 0.0 (it says nothing of it). In [-1, 1]."""
+    again = restating(question, sentences)
+    if again.all():
+        return 0.0, int(again.sum())
+    return relevance_score(question, np.asarray(sentences)[~again]), int(again.sum())
+
+
+def coverage_beyond_restating(question_terms: Iterable[str], sentence_terms: Sequence[Iterable[str]],
+                              again: Sequence[bool]) -> float | None:
+    """completeness.coverage.v7: the share of the question's content terms said by the answer's sentences that do
+    not restate the question (``again``, :func:`restating`); None when the question has none. An echo covers
+    nothing."""
+    said = set().union(*(set(t) for t, a in zip(sentence_terms, again) if not a))
+    return term_coverage(question_terms, said)
 
 
 def soft_recall(targets: np.ndarray, candidates: np.ndarray) -> float:

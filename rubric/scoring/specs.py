@@ -186,6 +186,16 @@ _add(RubricSpec("coherence", "coherence.minilm.v7", "cpu_text", 0.0, 1.0,
 _add(RubricSpec("coherence", "coherence.minilm.v8", "cpu_text", -1.0, 1.0,
                 description="mean cosine of adjacent answer sentences (MiniLM), coherence.minilm.v1's links without "
                             "its link to the question; the least link in extras; abstains on one sentence"))
+_add(RubricSpec("relevance", "relevance.minilm.v7", "cpu_text", -1.0, 1.0,
+                description="relevance.minilm.v1 (the question's cosine with the centroid of the answer's sentences) "
+                            "over the sentences that do not restate the question (MiniLM cosine with it below 0.8); "
+                            "an answer that only restates it scores 0"))
+_add(RubricSpec("completeness", "completeness.coverage.v7", "cpu_text", 0.0, 1.0,
+                description="share of the question's content lemmas (non-stop nouns, proper nouns, verbs, adjectives, "
+                            "numbers) that the answer's sentences which do not restate the question (MiniLM cosine with "
+                            "it below 0.8) say: completeness.coverage.v1's question coverage without the reference, one "
+                            "definition on every data (v1 read the reference where the data had one), an echo covering "
+                            "nothing; abstains on a question that names none"))
 _add(RubricSpec("completeness", "completeness.reference.v1", "cpu_text", 0.0, 1.0,
                 description="opt-in, reads the reference: mean over the reference's sentences of their best MiniLM "
                             "cosine with an answer sentence (floored at 0); abstains without a reference"))

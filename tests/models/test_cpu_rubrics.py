@@ -420,3 +420,22 @@ def test_evidence_cut_at_the_cap_is_counted_in_the_manifest_and_named_in_one_lin
     lines = [r.getMessage() for r in caplog.records if "cut at its scorer's cap" in r.getMessage()]
     assert lines == ["factuality: the evidence of 2 answers was cut at its scorer's cap and only its start was read "
                      "(the factuality_evidence_truncated column of answers.parquet names them)"]
+
+
+def test_the_versions_that_read_past_a_restated_question_score_an_echo_at_zero():
+    """relevance.minilm.v7 and completeness.coverage.v7 are v1's readings over the sentences that do not restate the
+    question: the echo says nothing of it, the answer keeps v1's reading (no sentence of it restates the question)."""
+    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
+
+    names = ("relevance.minilm.v1", "relevance.minilm.v7", "completeness.coverage.v7", "coherence.minilm.v8")
+    items = [AnswerItem("answer", HEAT_Q, HEAT), AnswerItem("echo", HEAT_Q, PROBES["echo"])]
+    got = {}
+    for v in names:
+        (a, e) = CPUProfileScorer((RUBRICS.get(v),)).score_batch(items)
+        got[v] = (next(iter(a.values())), next(iter(e.values())))
+    assert got["relevance.minilm.v1"][1].raw > got["relevance.minilm.v1"][0].raw  # the failure v7 answers
+    assert got["relevance.minilm.v7"][1].raw == 0.0 and got["relevance.minilm.v7"][1].extras["n_restating"] == 4
+    assert got["relevance.minilm.v7"][0].raw == pytest.approx(got["relevance.minilm.v1"][0].raw, abs=1e-6)
+    assert got["completeness.coverage.v7"][1].raw == 0.0 and got["completeness.coverage.v7"][0].raw > 0.5
+    # coherence v8 reads adjacent sentences only: the echo's restatements link closely (no question link to blame)
+    assert got["coherence.minilm.v8"][1].extras["n_sentences"] == 4

@@ -16,7 +16,7 @@ EXPECTED_VERSIONS = {
     "relevance.minilm.v1", "coherence.minilm.v1", "completeness.coverage.v1", "factuality.support.v1",
     "specificity.concrete.v1", "use_of_examples.cues.v1", "fluency.harper.v1",
     "relevance.minilm.v2", "coherence.minilm.v2", "completeness.coverage.v2", "completeness.reference.v1",
-    "factuality.support.v2", "factuality.support.v3", "coherence.minilm.v8", "use_of_examples.cues.v2",
+    "factuality.support.v2", "factuality.support.v3", "coherence.minilm.v8", "completeness.coverage.v7", "relevance.minilm.v7", "use_of_examples.cues.v2",
     "relevance.minilm.v3", "coherence.minilm.v3", "completeness.coverage.v3", "coherence.minilm.v4",
     "relevance.minilm.v4", "completeness.coverage.v4", "coherence.minilm.v5",
     # extra signals (opt-in, outside the paper's nine)
