@@ -58,17 +58,21 @@ demo: setup
 	  echo "make demo: $$(( $$(date +%s) - start )) s wall after the install"; exit $$rc
 
 # -X faulthandler: a crash after the last test (native code torn down at exit) prints its Python stack.
-# Everything, real models included; prints the 15 slowest tests (`make test DURATIONS=40`: 40) and its wall
-# time (DEVELOPERS.md has the measured time and peak RSS).
+# Everything, real models included, on WORKERS pytest-xdist processes (2: the cores people have; `make test
+# WORKERS=0` runs in one process), each test group on one worker (tests/conftest.py: a module, Ray, a golden
+# chain); prints the 15 slowest tests (`make test DURATIONS=40`: 40) and its wall time (DEVELOPERS.md has the
+# measured time and peak RSS).
 DURATIONS ?= 15
+WORKERS ?= 2
+XDIST = $(if $(filter 0,$(WORKERS)),-p no:xdist,-n $(WORKERS) --dist loadgroup)
 test: setup
-	@start=$$(date +%s); $(BIN)/python -X faulthandler -m pytest -q -rs --durations=$(DURATIONS) tests; rc=$$?; \
+	@start=$$(date +%s); $(BIN)/python -X faulthandler -m pytest -q -rs $(XDIST) --durations=$(DURATIONS) tests; rc=$$?; \
 	  echo "make test: $$(( $$(date +%s) - start )) s wall"; exit $$rc
 
 # The inner loop: no test that loads an LLM (SmolLM2) or MiniLM or starts Ray (marker `real_model`, set and
 # checked in tests/conftest.py; spaCy and Harper, loaded once, stay in). CI runs `make test`.
 test-fast: setup
-	@start=$$(date +%s); $(BIN)/python -X faulthandler -m pytest -q -m "not real_model" tests; rc=$$?; \
+	@start=$$(date +%s); $(BIN)/python -X faulthandler -m pytest -q $(XDIST) -m "not real_model" tests; rc=$$?; \
 	  echo "make test-fast: $$(( $$(date +%s) - start )) s wall"; exit $$rc
 
 # Line and branch coverage of rubric/, models/, workers/ over the whole suite, subprocesses included

@@ -8,6 +8,14 @@ across modules; a module that built an engine of other settings releases every e
 (:func:`_one_llm_engine_between_modules`; freeing a vLLM engine tears down vLLM's process-wide parallel
 state, so engines are released all together, never one while another lives). One local Ray
 (:func:`ray_local`) serves every module that asks for it.
+
+``make test`` runs the suite on two pytest-xdist workers (``-n 2 --dist loadgroup``): each worker is a process
+with its own engines and models, and :func:`pytest_collection_modifyitems` puts every test in one group that a
+single worker runs whole (:func:`xdist_group`): a module's tests stay together (its module-scoped fixtures are
+built once), every test that starts or uses Ray or Ray Serve is in the one group ``ray`` (one local Ray on the
+machine at a time, one Serve port), and the golden check's chains of commands are groups of their own, so the
+longest test is spread over both workers. A test that starts Ray outside the ``ray`` group fails (as an
+unmarked one that loads a model does), so the grouping cannot drift from what a test does.
 """
 
 import os
@@ -20,6 +28,13 @@ import sys
 # and MiniLM tests ran 5-40x their quiet time (DEVELOPERS.md, "Tests and benchmarks"). The product
 # does the same for the engines and the CPU profile (models.threads.use_cpu_threads).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Under pytest-xdist each worker is one of several processes on the machine's cores: torch's and vLLM's pools
+# get the worker's share (1 thread each for `make test`'s two workers on two cores) instead of every core each,
+# which left parallel regions waiting for a thread that shared its core with the other worker. The suite ran on
+# one core's worth of CPU before (577 s user of 672 s wall), so a worker rarely has a second core to use.
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0))
+                                                     // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
 
 import pytest  # noqa: E402
 
@@ -51,6 +66,16 @@ REAL_MODEL_MODULES = frozenset({
 #: Single tests elsewhere that import vLLM or a model (found with `make test-fast` and --durations).
 REAL_MODEL_TESTS = frozenset({"tests/models/llm/test_manifests.py::test_missing_local_model_is_actionable"})
 
+#: The xdist group of every test that starts, uses or stops a Ray cluster or Ray Serve (one at a time on the
+#: machine): those asking for ``ray_local``, every test of these modules, and the golden check's Ray chain.
+RAY_GROUP = "ray"
+RAY_MODULES = frozenset({
+    "tests/reliability/test_ray_job.py", "tests/workers/test_ray_pipeline.py", "tests/workers/test_ray_judges.py",
+    "tests/workers/test_keep_busy.py", "tests/workers/test_logs.py", "tests/workers/test_protocol_job.py",
+    "tests/workers/test_serve.py", "tests/workers/test_serve_checks.py", "tests/workers/test_serve_config.py",
+    "tests/workers/test_serve_lost.py", "tests/workers/test_judge_engine_options.py", "tests/test_readme.py",
+})
+
 
 def _heavy_state() -> tuple[int, int, bool]:
     """LLM engines built, sentence encoders loaded, whether Ray is up (nothing is imported to tell)."""
@@ -77,6 +102,9 @@ def _check_marked(item):
     before = _heavy_state()
     result = yield
     after = _heavy_state()
+    if after[2] and not before[2] and xdist_group(item) != RAY_GROUP:
+        raise AssertionError(f"{item.nodeid} started Ray but is not in the xdist group {RAY_GROUP!r} (tests/conftest.py: "
+                             "the module in RAY_MODULES or the ray_local fixture): two workers would start two clusters")
     if item.get_closest_marker("real_model") is None:
         grew = [what for what, b, a in zip(("built an LLM engine", "loaded a sentence encoder", "started Ray"),
                                            before, after) if a > b]
@@ -86,6 +114,7 @@ def _check_marked(item):
     return result
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     root = config.rootpath
     for item in items:
@@ -94,6 +123,17 @@ def pytest_collection_modifyitems(config, items):
                 or f"{rel}::{item.name}" in REAL_MODEL_TESTS
                 or REAL_MODEL_FIXTURES.intersection(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.real_model)
+        if item.get_closest_marker("xdist_group") is None:
+            ray = rel in RAY_MODULES or "ray_local" in getattr(item, "fixturenames", ())
+            item.add_marker(pytest.mark.xdist_group(RAY_GROUP if ray else rel))
+
+
+def xdist_group(item) -> str | None:
+    """The pytest-xdist group a test is in (set or given in :func:`pytest_collection_modifyitems`)."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is None:
+        return None
+    return mark.kwargs.get("name", mark.args[0] if mark.args else None)
 
 
 @pytest.fixture(scope="session")

@@ -139,6 +139,18 @@ def steps() -> list[Step]:
     ]
 
 
+#: The steps as chains that need nothing of another chain's outputs, each run in its own work folder by one test
+#: (``tests/golden/test_golden.py``), so the suite's workers share the check; together every step once, in
+#: :func:`steps`' order within a chain. ``analyze`` reads ``score_cpu``'s and ``judge_logprob``'s outputs.
+CHAINS: dict[str, tuple[str, ...]] = {
+    "pairs": ("score_cpu", "fit", "evaluate", "predict", "resume", "judge_logprob", "analyze"),
+    "ray": ("score_ray",),
+    "llm": ("score_llm", "judge_vote"),
+    "linkage": ("linkage",),
+    "arena": ("arena", "lfqa_e"),
+}
+
+
 def _clean(value: Any) -> Any:
     """JSON-able, volatile keys dropped, floats kept as floats (NaN as the string 'nan')."""
     if isinstance(value, dict):

@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.conftest import RAY_GROUP
 from tests.golden import golden
 
 
@@ -39,10 +40,22 @@ def test_compare_reads_markdown_numbers_with_the_printed_precision():
     assert golden.compare(md("| a | 0.667 |", llm=False), md("| a | 0.668 |", llm=False))
 
 
+def test_the_chains_hold_every_step_once_in_order():
+    names = [s.name for s in golden.steps()]
+    chained = [n for chain in golden.CHAINS.values() for n in chain]
+    assert sorted(chained) == sorted(names) and len(set(chained)) == len(chained)
+    for chain in golden.CHAINS.values():
+        assert [n for n in names if n in chain] == list(chain)
+
+
+# Each chain is one test, in its own xdist group (the Ray chain in the suite's Ray group: tests/conftest.py), so
+# the two workers of `make test` share the check instead of one worker running every command.
 @pytest.mark.skipif(not golden.DATA.is_dir(), reason=f"public test data not found at {golden.DATA}")
-def test_golden_outputs_are_unchanged(tmp_path):
-    expected = golden.load_expected()
-    assert expected, "no golden outputs recorded: python tests/golden/golden.py --update"
-    actual = golden.run(tmp_path)
+@pytest.mark.parametrize("chain", [pytest.param(c, marks=pytest.mark.xdist_group(RAY_GROUP if c == "ray" else f"golden-{c}"))
+                                   for c in golden.CHAINS])
+def test_golden_outputs_are_unchanged(tmp_path, chain):
+    expected = {k: v for k, v in golden.load_expected().items() if k in golden.CHAINS[chain]}
+    assert sorted(expected) == sorted(golden.CHAINS[chain]), "golden outputs missing: python tests/golden/golden.py --update"
+    actual = golden.run(tmp_path, set(golden.CHAINS[chain]))
     problems = golden.compare(expected, actual)
     assert not problems, "golden outputs changed:\n" + "\n".join(problems)
