@@ -277,7 +277,7 @@ def _check_rouge(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[s
 def _check_minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
     from models.rubric_backends.signals import minilm_problems  # no torch: it looks for a folder
 
-    return minilm_problems(", ".join(s.version for s in specs) or "the minilm backend")
+    return minilm_problems(", ".join(s.version for s in specs) or "the minilm backend", config.minilm_encoder)
 
 
 def _check_cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
@@ -291,7 +291,7 @@ def _check_cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> lis
     if versions & versions_needing("embed") or not versions:
         from models.rubric_backends.signals import minilm_problems
 
-        problems += minilm_problems(why)
+        problems += minilm_problems(why, config.minilm_encoder)
     return problems
 
 
@@ -383,14 +383,14 @@ def _rouge(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
 def _minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.rubric_backends.signals import MiniLMSimilarityScorer
 
-    return MiniLMSimilarityScorer(specs, batch_size=config.batch_size)
+    return MiniLMSimilarityScorer(specs, batch_size=config.batch_size, encoder=config.minilm_encoder)
 
 
 @register_backend("cpu_text", requires=_check_cpu_text, pool="classifier")
 def _cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
     from models.rubric_backends.cpu_rubrics import CPUProfileScorer
 
-    return CPUProfileScorer(specs, spacy_model=config.spacy_model)
+    return CPUProfileScorer(specs, spacy_model=config.spacy_model, encoder=config.minilm_encoder)
 
 
 @register_backend("harper_fluency", requires=_check_harper_fluency, pool="text")

@@ -23,7 +23,8 @@ import sys
 
 from rubric.errors import ConfigError
 
-__all__ = ["OMP_WAIT_POLICY", "TORCH_THREADS_ENV", "prefer_passive_omp", "cpu_threads", "use_cpu_threads"]
+__all__ = ["OMP_WAIT_POLICY", "TORCH_THREADS_ENV", "prefer_passive_omp", "cpu_threads", "use_cpu_threads",
+           "pool_threads"]
 
 log = logging.getLogger(__name__)
 
@@ -91,3 +92,19 @@ def use_cpu_threads() -> int | None:
     else:
         os.environ.setdefault("OMP_NUM_THREADS", str(n))
     return int(os.environ["OMP_NUM_THREADS"])
+
+
+def pool_threads() -> int:
+    """The threads a CPU model's pool runs that is not torch's (ONNX Runtime's): ``$LFQA_RUBRIC_TORCH_THREADS``,
+    else ``OMP_NUM_THREADS`` (what :func:`use_cpu_threads` or the user set torch's pool to), else the usable cores.
+
+    Raises:
+        ConfigError: ``$LFQA_RUBRIC_TORCH_THREADS`` is not an integer >= 1.
+    """
+    if os.environ.get(TORCH_THREADS_ENV, "").strip():
+        return cpu_threads()
+    try:
+        n = int(os.environ.get("OMP_NUM_THREADS", ""))
+    except ValueError:
+        n = 0
+    return n if n >= 1 else cpu_threads()

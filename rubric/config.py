@@ -10,7 +10,7 @@ from rubric.errors import ConfigError
 
 __all__ = ["ScoringConfig", "DEFAULT_MAX_ANSWER_CHARS", "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_MAX_PAIRS_PER_QUESTION",
            "DEFAULT_SPECIFICITY_MODEL", "DEFAULT_MAX_CLAIM_TOKENS", "DEFAULT_SPLIT_FRACTIONS", "check_split_fractions",
-           "check_range"]
+           "check_range", "MINILM_ENCODERS"]
 
 # Each default is defined here once; the readers, the CLI and the jobs read it from here.
 #: Answers longer than this are rejected at read time.
@@ -23,6 +23,11 @@ DEFAULT_MAX_PAIRS_PER_QUESTION: int = 50
 DEFAULT_SPECIFICITY_MODEL: str = "gtfintechlab/SubjECTiveQA-SPECIFIC"
 #: Factuality's claim-extraction budget: tokens generated per sentence (``--factuality-max-claim-tokens``).
 DEFAULT_MAX_CLAIM_TOKENS: int = 256
+#: How the MiniLM signals (the ``minilm`` and ``cpu_text`` backends) encode, first the default (``--minilm-encoder``):
+#: "fp32", the packaged weights on torch through sentence-transformers; "int8", their int8 ONNX export on ONNX Runtime
+#: (``models.rubric_backends.minilm_onnx``; docs/cpu-profile.md has its speed and its agreement with fp32). Scores of
+#: the two differ (their provenance says which), so this setting is part of every score's store key.
+MINILM_ENCODERS: tuple[str, ...] = ("fp32", "int8")
 #: Train, dev and test shares of the question-level split jobs assign when the input has none (``--split-fractions``).
 DEFAULT_SPLIT_FRACTIONS: tuple[float, float, float] = (0.70, 0.15, 0.15)
 
@@ -108,6 +113,7 @@ class ScoringConfig:
         evidence_cache_dir: on-disk cache of retrieval results (None: no cache).
         split_fractions: train, dev and test shares of the question-level split a job assigns when its
             inputs carry none (score, judge: the same inputs, seed and shares give the same splits).
+        minilm_encoder: how the MiniLM signals encode, one of :data:`MINILM_ENCODERS` ("fp32" or "int8").
     """
 
     batch_size: int = 32
@@ -134,6 +140,7 @@ class ScoringConfig:
     factuality_max_claim_tokens: int = DEFAULT_MAX_CLAIM_TOKENS
     evidence_cache_dir: str | None = None
     split_fractions: tuple[float, float, float] = DEFAULT_SPLIT_FRACTIONS
+    minilm_encoder: str = MINILM_ENCODERS[0]
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "split_fractions", check_split_fractions(self.split_fractions))
@@ -146,5 +153,7 @@ class ScoringConfig:
             raise ConfigError(f"'llm_layout' must be 'paper' or 'answer_first', got {self.llm_layout!r}")
         if not 0.0 <= self.llm_min_mass < 1.0:
             raise ConfigError(f"'llm_min_mass' must be in [0, 1), got {self.llm_min_mass}")
+        if self.minilm_encoder not in MINILM_ENCODERS:
+            raise ConfigError(f"'minilm_encoder' must be one of {', '.join(MINILM_ENCODERS)}, got {self.minilm_encoder!r}")
         if self.llm_backend not in ("vllm", "transformers"):
             raise ConfigError(f"'llm_backend' must be 'vllm' or 'transformers', got {self.llm_backend!r}")

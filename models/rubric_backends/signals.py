@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from models.rubric_backends.single_spec import SingleSpecScorer
-from rubric.config import check_range
+from rubric.config import ScoringConfig, check_range
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem
 from rubric.scoring import Provenance, Score, ScoreSet
@@ -43,7 +43,8 @@ from rubric.scoring import RUBRICS, RubricSpec
 __all__ = [
     "LENGTH_VERSION", "ROUGE_VERSION", "QA_SIMILARITY_VERSION", "REF_SIMILARITY_VERSION",
     "MINILM_MODEL_ID", "MINILM_PACKAGE", "NO_REFERENCE",
-    "minilm_folder", "minilm_problems", "sentence_encoder", "LengthScorer", "RougeLScorer", "MiniLMSimilarityScorer",
+    "minilm_folder", "minilm_problems", "sentence_encoder", "minilm_encoder", "minilm_revision",
+    "LengthScorer", "RougeLScorer", "MiniLMSimilarityScorer",
 ]
 
 log = logging.getLogger(__name__)
@@ -214,22 +215,70 @@ def sentence_encoder(source: str, device: str | None = None) -> Any:
     return SentenceTransformer(source, device=device)
 
 
-def minilm_problems(why: str) -> list[str]:
+def minilm_problems(why: str, encoder: str = "fp32") -> list[str]:
     """What the ``minilm`` backend would be missing, without importing torch or loading the model.
 
     Args:
         why: who needs it, for the messages (the rubric versions).
+        encoder: the MiniLM encoder setting (:data:`rubric.config.MINILM_ENCODERS`).
 
     Returns:
         Actionable messages; empty when the scorer can be built.
     """
     problems = [f"{why} needs {m}: {_MINILM_INSTALL}" for m in ("sentence_transformers", "torch")
                 if importlib.util.find_spec(m) is None]
+    if encoder == "int8":
+        from models.rubric_backends.minilm_onnx import onnx_problems
+
+        problems += onnx_problems(why)
     try:
         minilm_folder()
     except BackendUnavailableError as e:
         problems.append(f"{why}: {e}")
     return problems
+
+
+def minilm_encoder(encoder: str = "fp32", device: str | None = None) -> Any:
+    """The packaged all-MiniLM-L6-v2 as ``encoder`` runs it, loaded once per process and shared.
+
+    Args:
+        encoder: "fp32", sentence-transformers on torch (:func:`sentence_encoder`); "int8", the int8 ONNX export on
+            ONNX Runtime (``models.rubric_backends.minilm_onnx``: exported into the cache on first use), CPU only.
+        device: torch device of the fp32 encoder; None lets sentence-transformers choose.
+
+    Returns:
+        An object with sentence-transformers' ``encode``, ``tokenizer``, ``max_seq_length`` and ``device``.
+
+    Raises:
+        ConfigError: an unknown encoder, or int8 on a device other than the CPU.
+        BackendUnavailableError: what it needs is not installed.
+    """
+    ScoringConfig(minilm_encoder=encoder)  # the one check of the setting
+    folder = minilm_folder()
+    if encoder == "fp32":
+        return sentence_encoder(str(folder), device)
+    if device not in (None, "cpu"):
+        raise ConfigError(f"the int8 MiniLM encoder runs on the CPU, not on {device!r}")
+    from models.rubric_backends.minilm_onnx import int8_model, onnx_encoder
+    from models.threads import pool_threads
+
+    return onnx_encoder(int8_model(folder, _version_of(MINILM_PACKAGE)), folder, pool_threads())
+
+
+def minilm_revision(encoder: str = "fp32") -> str:
+    """The ``model_revision`` of a MiniLM score made by ``encoder``: the package's version, and for int8 the file's
+    sha256 and onnxruntime's version (so an int8 score is never taken for an fp32 one, nor for another export's).
+
+    Raises:
+        ConfigError: an unknown encoder.
+    """
+    ScoringConfig(minilm_encoder=encoder)  # the one check of the setting
+    package = f"{MINILM_PACKAGE}=={_version_of(MINILM_PACKAGE)}"
+    if encoder == "fp32":
+        return package
+    from models.rubric_backends.minilm_onnx import int8_model, int8_revision
+
+    return f"{package}; {int8_revision(int8_model(minilm_folder(), _version_of(MINILM_PACKAGE)))}"
 
 
 #: rubric name -> which field of an item is compared with the answer.
@@ -250,13 +299,15 @@ class MiniLMSimilarityScorer:
         specs: one or both of the two versions.
         batch_size: texts per forward pass inside ``encode``.
         device: torch device; None lets sentence-transformers choose (CUDA when visible).
+        encoder: the MiniLM encoder setting, "fp32" or "int8" (:func:`minilm_encoder`); part of provenance.
 
     Raises:
-        ConfigError: specs other than the two versions, a repeated one, or a non-positive batch_size.
+        ConfigError: specs other than the two versions, a repeated one, a non-positive batch_size, an unknown encoder.
         BackendUnavailableError: sentence-transformers, torch or the packaged model is missing.
     """
 
-    def __init__(self, specs: tuple[RubricSpec, ...], *, batch_size: int = 32, device: str | None = None) -> None:
+    def __init__(self, specs: tuple[RubricSpec, ...], *, batch_size: int = 32, device: str | None = None,
+                 encoder: str = "fp32") -> None:
         allowed = {v: RUBRICS.get(v) for v in (QA_SIMILARITY_VERSION, REF_SIMILARITY_VERSION)}
         got = [s.version for s in specs]
         if not specs or any(allowed.get(s.version) != s for s in specs) or len(set(got)) != len(got):
@@ -266,12 +317,12 @@ class MiniLMSimilarityScorer:
         self.batch_size = batch_size
         folder = minilm_folder()
         t0 = time.perf_counter()
-        self.model = sentence_encoder(str(folder), device)
+        self.model = minilm_encoder(encoder, device)
         self.max_tokens = int(self.model.max_seq_length)
-        self._revision = f"{MINILM_PACKAGE}=={_version_of(MINILM_PACKAGE)}"
+        self._revision = minilm_revision(encoder)
         # most of this is importing sentence-transformers (and torch); the weights load in well under 1 s
-        log.info("all-MiniLM-L6-v2 from %s on %s ready in %.2f s (the first load in a process includes the "
-                 "imports)", folder, self.model.device,
+        log.info("all-MiniLM-L6-v2 (%s) from %s on %s ready in %.2f s (the first load in a process includes the "
+                 "imports)", encoder, folder, self.model.device,
                  time.perf_counter() - t0)
 
     def provenance(self, rubric: str) -> Provenance:

@@ -378,7 +378,7 @@ def test_each_room_has_a_public_face(room):
 #: ``llm`` is the lowest and has no face yet (its modules are imported as they are: ``models.llm.engine``).
 MODEL_ROOMS = ("llm", "rubric_backends", "judging", "linkage", "baselines", "attacks")
 #: models' top-level modules below every room (any room may import them).
-MODEL_BASE = ("manifests", "threads")
+MODEL_BASE = ("manifests", "threads", "model_cache")
 #: models' top-level modules above every room: the registries (no room imports them).
 MODEL_TOP = ("backends", "scorer_set")
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from rubric.config import ScoringConfig, check_range, check_split_fractions
+from rubric.config import MINILM_ENCODERS, ScoringConfig, check_range, check_split_fractions
 from rubric.errors import ConfigError, RubricError
 from rubric.io import FORMATS, parse_label_values, parse_mapping, read_graded
 
@@ -128,6 +128,9 @@ def add_scoring_args(p: argparse.ArgumentParser, default_rubrics: str) -> None:
                    help="Hub id or folder of the SubjECTive-QA classifier (specificity.subjectiveqa.v1)")
     p.add_argument("--rescale", choices=("declared", "fitted"), default=c.rescale,
                    help="1-5 by each rubric's declared range (paper) or by min-max fitted on the train split")
+    p.add_argument("--minilm-encoder", choices=MINILM_ENCODERS, default=c.minilm_encoder,
+                   help="how the MiniLM rubrics and signals encode: fp32 on torch, or int8 on ONNX Runtime (faster on "
+                        "a CPU, scores within docs/cpu-profile.md's measured bounds of fp32's; recorded in provenance)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
@@ -342,7 +345,7 @@ def scoring_config(args) -> ScoringConfig:
                          factuality_corpus=args.factuality_corpus, factuality_text_field=args.corpus_text_field,
                          factuality_id_field=args.corpus_id_field,
                          factuality_max_claim_tokens=args.factuality_max_claim_tokens,
-                         split_fractions=args.split_fractions)
+                         split_fractions=args.split_fractions, minilm_encoder=args.minilm_encoder)
 
 
 def judge_settings(args):
