@@ -2,6 +2,12 @@
 
     python scripts/bench_cpu_profile.py --trec 320 --webglm 100
 
+Once per MiniLM encoder (``--encoders fp32,int8``, the default: ``--minilm-encoder``'s settings side by side in one
+sitting), the whole profile twice: as ``score`` runs a job, the text pool's scorers (Harper, spaCy's conciseness) in
+a process of their own beside the spaCy + MiniLM scorer (``models.scorer_set.ScorerSet`` with its ``TextLane``,
+started before the timing), and every scorer one after another in this process, the way it ran before. CPU seconds
+of the first include the lane's process.
+
 The scorers of ``score --preset cpu`` are built once (``models.backends.build_scorers``, model loading excluded)
 and run once over the answers to warm up and to record what each component is handed: the distinct sentences
 MiniLM encodes (per call, with the call's arguments), the texts the profile's spaCy pipeline parses (tagger,
@@ -10,7 +16,7 @@ pipeline tags (tagger, parser, attribute_ruler) and the answers Harper lints (on
 ``models.rubric_backends.grammar.HarperPass``). Then, in the same sitting (Harper's linter fresh before each timing: it
 answers a text it has linted before from memory), each component alone on exactly that work
 (MiniLM in sentences/s, spaCy in words/s, Harper in answers/s) and the whole profile through
-``models.scorer_set.score_items`` in the job's batches (``--batch-size``, the job's default 32): the path of
+``models.scorer_set.ScorerSet`` in the job's batches (``--batch-size``, the job's default 32): the path of
 ``lfqa-rubric score --preset cpu``. The table says what rate each component alone allows in answers/s, which
 is slowest, and how far the whole is from it (``% of roofline``) and from the sum of its parts run one after
 another; the rest of the whole's time is Python around the models (formulas, wordfreq, row building).
@@ -38,7 +44,8 @@ if str(REPO) not in sys.path:  # run from a checkout without `pip install -e .`
 
 from models.backends import build_scorers  # noqa: E402
 from models.scorer_set import score_items  # noqa: E402
-from rubric.config import ScoringConfig  # noqa: E402
+from models.rubric_backends.signals import minilm_revision  # noqa: E402
+from rubric.config import MINILM_ENCODERS, ScoringConfig  # noqa: E402
 from rubric.io import AnswerItem, content_id  # noqa: E402
 from models.rubric_backends.grammar import harper_linter  # noqa: E402
 from rubric.scoring import CPU, RUBRICS  # noqa: E402
@@ -157,21 +164,75 @@ def components(scorers: list, work: Work, n: int, repeat: int) -> list[tuple[str
     return rows
 
 
-class _Timed:
-    """A scorer whose ``score_batch`` CPU seconds are added up (the whole run's per-scorer CPU)."""
+def _cpu_with_children() -> float:
+    """This process's CPU seconds and its live children's (the text lane's process)."""
+    import psutil
 
-    def __init__(self, scorer) -> None:
-        self.scorer, self.specs, self.cpu = scorer, scorer.specs, 0.0
-
-    def provenance(self, rubric: str):
-        return self.scorer.provenance(rubric)
-
-    def score_batch(self, items):
-        c0 = time.process_time()
+    total = time.process_time()
+    for child in psutil.Process().children():
         try:
-            return self.scorer.score_batch(items)
-        finally:
-            self.cpu += time.process_time() - c0
+            t = child.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            continue
+    return total
+
+
+def timed_whole(scorers: list, items: list[AnswerItem], config: ScoringConfig, lane_versions: list[str] | None,
+                repeat: int) -> tuple[float, float, dict[str, float]]:
+    """(wall s, CPU s with the lane's process, seconds per scorer) of the whole profile's fastest run of ``repeat``:
+    through ``ScorerSet``, with a fresh text lane per run when ``lane_versions`` (started before the clock: a job's
+    has started by its first large batch; fresh, so its Harper has linted nothing yet)."""
+    from models.scorer_set import ScorerSet, TextLane
+
+    best = (float("inf"), float("inf"), {})
+    for _ in range(repeat):
+        lane = None
+        if lane_versions:
+            lane = TextLane(lane_versions, config, min_items=1)
+            lane.start()
+        sets = ScorerSet(scorers, config.batch_size, lane)
+        harper_linter().forget()
+        w0, c0 = time.perf_counter(), _cpu_with_children()
+        sets.score(items)
+        got = (time.perf_counter() - w0, _cpu_with_children() - c0, dict(sets.seconds))
+        best = min(best, got, key=lambda t: t[0])
+    return best
+
+
+def bench_set(name: str, items: list[AnswerItem], encoder: str, scorers: list, args, per_scorer: list) -> None:
+    """One set's rows of the table for one encoder: each component alone, the whole with its text lane and without."""
+    from models.scorer_set import LANE_POOL
+    from models.backends import pool_of_backend
+
+    n = len(items)
+    words = sum(len(it.answer.split()) for it in items) / n
+    load0 = _load()
+    work = record(scorers, items, args.batch_size)
+    parts = components(scorers, work, n, args.repeat)
+    config = ScoringConfig(batch_size=args.batch_size, minilm_encoder=encoder)
+    text = [s.version for sc in scorers for s in sc.specs if pool_of_backend(s.backend) == LANE_POOL]
+    wholes = {beside: timed_whole(scorers, items, config, text if beside else None, args.repeat)
+              for beside in (True, False)}
+    for label, secs in wholes[True][2].items():
+        per_scorer.append((name, encoder, n, words, label, secs))
+    load1 = _load()
+    slowest = max(parts, key=lambda p: p[3])
+    roof = n / slowest[3]
+    lead = f"| {name} | {n} | {words:.0f} | {encoder} "
+    for what, unit, amount, w, c in parts:
+        mark = " **(slowest)**" if what == slowest[0] else ""
+        print(f"{lead}| {what}{mark} | {amount} {unit} | {w:.2f} | {c:.2f} | {amount / w:.0f} {unit}/s "
+              f"| {n / w:.1f} | | |")
+    w_sum = sum(p[3] for p in parts)
+    print(f"{lead}| the parts one after another (sum) | | {w_sum:.2f} | {sum(p[4] for p in parts):.2f} | "
+          f"| {n / w_sum:.1f} | {100 * (n / w_sum) / roof:.0f}% | |")
+    w, c, _ = wholes[False]
+    print(f"{lead}| whole profile, every scorer in one process | {n} answers | {w:.2f} | {c:.2f} "
+          f"| | {n / w:.1f} | {100 * (n / w) / roof:.0f}% | |")
+    w, c, _ = wholes[True]
+    print(f"{lead}| **whole profile** (ScorerSet: text pool in its own process) | {n} answers | {w:.2f} | {c:.2f} "
+          f"| | **{n / w:.1f}** | **{100 * (n / w) / roof:.0f}%** | {load0:.2f} / {load1:.2f} |")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -183,11 +244,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each timing; the fastest is kept")
     ap.add_argument("--per-scorer", action="store_true", help="also the whole run's seconds per scorer")
+    ap.add_argument("--encoders", default=",".join(MINILM_ENCODERS),
+                    help=f"MiniLM encoders to measure side by side (of {', '.join(MINILM_ENCODERS)})")
     args = ap.parse_args(argv)
 
     specs = [RUBRICS.get(v) for v in CPU.rubric_versions.values()]
+    encoders = args.encoders.split(",")
     t0 = time.perf_counter()
-    scorers = build_scorers(specs, ScoringConfig(batch_size=args.batch_size))  # imports torch: nothing before it
+    built = {e: build_scorers(specs, ScoringConfig(batch_size=args.batch_size, minilm_encoder=e))  # imports torch
+             for e in encoders}
     load_s = time.perf_counter() - t0
     import torch
 
@@ -197,48 +262,22 @@ def main(argv: list[str] | None = None) -> int:
             "WebGLM": webglm_items(args.data / "WEBGLM_50.json", args.webglm) if args.webglm else []}
     print(f"torch threads {torch.get_num_threads()}, OMP_WAIT_POLICY {os.environ.get('OMP_WAIT_POLICY')}, "
           f"os.cpu_count() {os.cpu_count()}, batch size {args.batch_size}, repeat {args.repeat}; "
-          f"scorers built in {load_s:.1f} s: {', '.join(type(s).__name__ for s in scorers)}\n")
-    print("| set | answers | mean words | what | work | wall s | CPU s | rate | answers/s it allows "
+          f"scorers built in {load_s:.1f} s: {', '.join(type(s).__name__ for s in built[encoders[0]])}; "
+          f"encoders: " + "; ".join(f"{e} ({minilm_revision(e)})" for e in encoders) + "\n")
+    print("| set | answers | mean words | encoder | what | work | wall s | CPU s | rate | answers/s it allows "
           "| % of roofline | load before / after |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---|")
-    per_scorer = []
+    print("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---|")
+    per_scorer: list = []
     for name, items in sets.items():
-        if not items:
-            continue
-        n = len(items)
-        words = sum(len(it.answer.split()) for it in items) / n
-        load0 = _load()
-        work = record(scorers, items, args.batch_size)
-        parts = components(scorers, work, n, args.repeat)
-        wrapped = [_Timed(sc) for sc in scorers]
-        runs = []
-
-        def whole() -> None:
-            harper_linter().forget()
-            runs.append(score_items(items, wrapped, batch_size=args.batch_size, progress=False))
-
-        w_all, c_all = timed(whole, args.repeat)
-        load1 = _load()
-        slowest = max(parts, key=lambda p: p[3])
-        roof = n / slowest[3]
-        lead = f"| {name} | {n} | {words:.0f} "
-        for what, unit, amount, w, c in parts:
-            mark = " **(slowest)**" if what == slowest[0] else ""
-            print(f"{lead}| {what}{mark} | {amount} {unit} | {w:.2f} | {c:.2f} | {amount / w:.0f} {unit}/s "
-                  f"| {n / w:.1f} | | |")
-        w_sum = sum(p[3] for p in parts)
-        print(f"{lead}| the parts one after another | | {w_sum:.2f} | {sum(p[4] for p in parts):.2f} | "
-              f"| {n / w_sum:.1f} | {100 * (n / w_sum) / roof:.0f}% | |")
-        print(f"{lead}| **whole profile** (score_items, all nine) | {n} answers | {w_all:.2f} | {c_all:.2f} "
-              f"| | **{n / w_all:.1f}** | **{100 * (n / w_all) / roof:.0f}%** | {load0:.2f} / {load1:.2f} |")
-        for label, secs in runs[-1].seconds.items():
-            cpu = next(t.cpu for t in wrapped if "+".join(s.name for s in t.specs) == label) / args.repeat
-            per_scorer.append((name, n, words, label, secs, cpu))
+        if items:
+            for e in encoders:
+                bench_set(name, items, e, built[e], args, per_scorer)
     if args.per_scorer:
-        print("\n| set | answers | mean words | scorer (rubrics) | wall s | answers/s | CPU s | answers per CPU-second |")
-        print("|---|---:|---:|---|---:|---:|---:|---:|")
-        for name, n, words, label, secs, cpu in per_scorer:
-            print(f"| {name} | {n} | {words:.0f} | {label} | {secs:.1f} | {n / secs:.1f} | {cpu:.1f} | {n / cpu:.1f} |")
+        print("\n| set | encoder | answers | mean words | scorer (rubrics), whole profile with its text lane | wall s "
+              "| answers/s |")
+        print("|---|---|---:|---:|---|---:|---:|")
+        for name, e, n, words, label, secs in per_scorer:
+            print(f"| {name} | {e} | {n} | {words:.0f} | {label} | {secs:.1f} | {n / secs:.1f} |")
     return 0
 
 
