@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from rubric.config import MINILM_ENCODERS
 from rubric.errors import ConfigError, UnknownNameError
 
 __all__ = ["Preset", "PAPER", "CPU", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges",
@@ -55,6 +56,7 @@ class Preset:
         judges: the pairwise judges (short names), in Table 4's order.
         judge_mode / n_votes / temperature / tie: how the judges run.
         sources: where each setting comes from (for docs/paper.md and the reports).
+        minilm_encoder: how the MiniLM rubrics encode (``--minilm-encoder``, ``rubric.config.MINILM_ENCODERS``).
     """
 
     name: str
@@ -76,6 +78,7 @@ class Preset:
     tie: bool
     sources: Mapping[str, str] = field(default_factory=dict)
     signals: Mapping[str, str] = field(default_factory=dict)
+    minilm_encoder: str = "fp32"
 
     @property
     def versions(self) -> Mapping[str, str]:
@@ -94,6 +97,8 @@ class Preset:
                 raise ConfigError(f"preset {self.name!r}: {version!r} is not a version of the extra signal {name!r}")
         if self.judge_mode not in ("logprob", "vote") or self.n_votes < 1:
             raise ConfigError(f"preset {self.name!r}: 'judge_mode' must be logprob or vote and 'n_votes' >= 1")
+        if self.minilm_encoder not in MINILM_ENCODERS:
+            raise ConfigError(f"preset {self.name!r}: 'minilm_encoder' must be one of {', '.join(MINILM_ENCODERS)}")
         if abs(sum(self.split_fractions) - 1.0) > 1e-9:
             raise ConfigError(f"preset {self.name!r}: 'split_fractions' must sum to 1, got {self.split_fractions}")
 
@@ -169,6 +174,8 @@ CPU = Preset(
     n_votes=1,
     temperature=0.0,
     tie=False,
+    # int8 MiniLM on ONNX Runtime: within its measured bounds of fp32 and several times faster (docs/cpu-profile.md)
+    minilm_encoder="int8",
     sources=_frozen({
         "rubrics": "the paper's nine rubric names, each with a version that runs on a CPU without an LLM: MiniLM "
                    "sentence embeddings (relevance, coherence, completeness, factuality), spaCy (specificity, "

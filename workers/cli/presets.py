@@ -30,7 +30,7 @@ def _fixed(preset: Preset, command: str) -> dict[str, object]:
     """dest -> the value the preset fixes, per command."""
     return {
         "score": {"llm_layout": preset.llm_layout, "rescale": preset.rescale,
-                  "split_fractions": preset.split_fractions},
+                  "split_fractions": preset.split_fractions, "minilm_encoder": preset.minilm_encoder},
         "fit": {"split": preset.fit_split, "C": preset.C, "ties": preset.ties, "style": preset.style,
                 "decorrelate": preset.decorrelate},
         "evaluate": {"split": preset.eval_split},
@@ -39,7 +39,7 @@ def _fixed(preset: Preset, command: str) -> dict[str, object]:
         "analyze": {"split": preset.eval_split},
         "transfer": {"split": preset.eval_split, "C": preset.C, "ties": preset.ties, "style": preset.style},
         # the preset's rubric versions (the selection below) and prompt layout; raw scores are compared: no rescaling
-        "validate": {"llm_layout": preset.llm_layout},
+        "validate": {"llm_layout": preset.llm_layout, "minilm_encoder": preset.minilm_encoder},
     }[command]
 
 

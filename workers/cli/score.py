@@ -55,8 +55,10 @@ DEMO_MAX_CLAIM_TOKENS = 96
 def add_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="demo-out")
     add_scoring_args(p, DEMO_RUBRICS)
-    # the whole sample in one batch: one engine call per stage
-    p.set_defaults(batch_size=64, factuality_max_claim_tokens=DEMO_MAX_CLAIM_TOKENS)
+    # the whole sample in one batch: one engine call per stage; the MiniLM rubrics encode as the cpu preset's do
+    from rubric.scoring import CPU
+
+    p.set_defaults(batch_size=64, factuality_max_claim_tokens=DEMO_MAX_CLAIM_TOKENS, minilm_encoder=CPU.minilm_encoder)
 
 
 def _parse(add_arguments, argv: list[str]) -> argparse.Namespace:
