@@ -61,12 +61,12 @@ demo: setup
 
 # -X faulthandler: a crash after the last test (native code torn down at exit) prints its Python stack.
 # Everything, real models included, on WORKERS pytest-xdist processes (2: the cores people have; `make test
-# WORKERS=0` runs in one process), each test group on one worker (tests/conftest.py: a module, Ray, a golden
-# chain); prints the 15 slowest tests (`make test DURATIONS=40`: 40) and its wall time (DEVELOPERS.md has the
+# WORKERS=0` runs in one process), each test group on one worker (tests/conftest.py's scheduler: a module, Ray, a
+# golden chain); prints the 15 slowest tests (`make test DURATIONS=40`: 40) and its wall time (DEVELOPERS.md has the
 # measured time and peak RSS).
 DURATIONS ?= 15
 WORKERS ?= 2
-XDIST = $(if $(filter 0,$(WORKERS)),-p no:xdist,-n $(WORKERS) --dist loadgroup)
+XDIST = $(if $(filter 0,$(WORKERS)),-p no:xdist,-n $(WORKERS))
 test: setup
 	@start=$$(date +%s); $(BIN)/python -X faulthandler -m pytest -q -rs $(XDIST) --durations=$(DURATIONS) tests; rc=$$?; \
 	  echo "make test: $$(( $$(date +%s) - start )) s wall"; exit $$rc

@@ -9,13 +9,15 @@ across modules; a module that built an engine of other settings releases every e
 state, so engines are released all together, never one while another lives). One local Ray
 (:func:`ray_local`) serves every module that asks for it.
 
-``make test`` runs the suite on two pytest-xdist workers (``-n 2 --dist loadgroup``): each worker is a process
-with its own engines and models, and :func:`pytest_collection_modifyitems` puts every test in one group that a
-single worker runs whole (:func:`xdist_group`): a module's tests stay together (its module-scoped fixtures are
-built once), every test that starts or uses Ray or Ray Serve is in the one group ``ray`` (one local Ray on the
-machine at a time, one Serve port), and the golden check's chains of commands are groups of their own, so the
-longest test is spread over both workers. A test that starts Ray outside the ``ray`` group fails (as an
-unmarked one that loads a model does), so the grouping cannot drift from what a test does.
+``make test`` runs the suite on two pytest-xdist workers (``-n 2``): each worker is a process with its own engines
+and models, and :func:`pytest_xdist_make_scheduler` sends every test group (:func:`test_group`) to one worker whole:
+a module's tests stay together (its module-scoped fixtures are built once), every test of a module that starts or
+uses Ray or Ray Serve is in the one group ``ray`` (one local Ray on the machine at a time, one Serve port), and the
+golden check's chains of commands are groups of their own, so the longest test is spread over both workers. A test
+that starts Ray outside the ``ray`` group fails, and so does collecting a test that asks for ``ray_local`` outside
+:data:`RAY_MODULES` (as an unmarked one that loads a model does), so the grouping cannot drift from what a test does.
+(The groups are read from the test ids on the controller, not from ``xdist_group`` marks: pytest 9 ignores the id
+suffix through which pytest-xdist 3.8's ``--dist loadgroup`` reads those, and ran a group's tests on both workers.)
 """
 
 import os
@@ -68,7 +70,8 @@ REAL_MODEL_MODULES = frozenset({
 REAL_MODEL_TESTS = frozenset({"tests/models/llm/test_manifests.py::test_missing_local_model_is_actionable"})
 
 #: The xdist group of every test that starts, uses or stops a Ray cluster or Ray Serve (one at a time on the
-#: machine): those asking for ``ray_local``, every test of these modules, and the golden check's Ray chain.
+#: machine): every test of these modules (a test asking for ``ray_local`` must be in one), and the golden check's Ray
+#: chain.
 RAY_GROUP = "ray"
 RAY_MODULES = frozenset({
     "tests/reliability/test_ray_job.py", "tests/workers/test_ray_pipeline.py", "tests/workers/test_ray_judges.py",
@@ -76,6 +79,33 @@ RAY_MODULES = frozenset({
     "tests/workers/test_serve.py", "tests/workers/test_serve_checks.py", "tests/workers/test_serve_config.py",
     "tests/workers/test_serve_lost.py", "tests/workers/test_judge_engine_options.py", "tests/test_readme.py",
 })
+#: Modules whose every test is a group of its own (spread over the workers), but those named in
+#: :data:`RAY_TESTS`: the golden check, one test per chain of commands (``tests/golden/golden.py:CHAINS``).
+SPREAD_MODULES = frozenset({"tests/golden/test_golden.py"})
+#: Single tests of other modules in the ``ray`` group.
+RAY_TESTS = frozenset({"tests/golden/test_golden.py::test_golden_outputs_are_unchanged[ray]"})
+
+
+def test_group(nodeid: str) -> str:
+    """The group of the test ``nodeid`` (relative to the repository) that one xdist worker runs whole."""
+    module = nodeid.split("::", 1)[0]
+    if module in RAY_MODULES or nodeid in RAY_TESTS:
+        return RAY_GROUP
+    return nodeid if module in SPREAD_MODULES else module
+
+
+test_group.__test__ = False  # a helper, not a test
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scheduler, sending each :func:`test_group` to one worker whole."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return test_group(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 def _heavy_state() -> tuple[int, int, bool]:
@@ -105,9 +135,9 @@ def _check_marked(item):
     before = _heavy_state()
     result = yield
     after = _heavy_state()
-    if after[2] and not before[2] and xdist_group(item) != RAY_GROUP:
+    if after[2] and not before[2] and test_group(item.nodeid) != RAY_GROUP:
         raise AssertionError(f"{item.nodeid} started Ray but is not in the xdist group {RAY_GROUP!r} (tests/conftest.py: "
-                             "the module in RAY_MODULES or the ray_local fixture): two workers would start two clusters")
+                             "the module in RAY_MODULES): two workers would start two clusters")
     if item.get_closest_marker("real_model") is None:
         grew = [what for what, b, a in zip(("built an LLM engine", "loaded a sentence encoder", "started Ray"),
                                            before, after) if a > b]
@@ -117,7 +147,6 @@ def _check_marked(item):
     return result
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     root = config.rootpath
     for item in items:
@@ -126,17 +155,9 @@ def pytest_collection_modifyitems(config, items):
                 or f"{rel}::{item.name}" in REAL_MODEL_TESTS
                 or REAL_MODEL_FIXTURES.intersection(getattr(item, "fixturenames", ()))):
             item.add_marker(pytest.mark.real_model)
-        if item.get_closest_marker("xdist_group") is None:
-            ray = rel in RAY_MODULES or "ray_local" in getattr(item, "fixturenames", ())
-            item.add_marker(pytest.mark.xdist_group(RAY_GROUP if ray else rel))
-
-
-def xdist_group(item) -> str | None:
-    """The pytest-xdist group a test is in (set or given in :func:`pytest_collection_modifyitems`)."""
-    mark = item.get_closest_marker("xdist_group")
-    if mark is None:
-        return None
-    return mark.kwargs.get("name", mark.args[0] if mark.args else None)
+        if "ray_local" in getattr(item, "fixturenames", ()) and test_group(item.nodeid) != RAY_GROUP:
+            raise pytest.UsageError(f"{item.nodeid} asks for ray_local but {rel} is not in tests/conftest.py's "
+                                    "RAY_MODULES: its tests would start a second Ray beside the ray group's")
 
 
 @pytest.fixture(scope="session")

@@ -134,3 +134,25 @@ def test_developers_names_every_module_of_the_flat_packages():
         missing += [f"{root}/{p.name}" for p in sorted((REPO / root).glob("*.py"))
                     if p.name != "__init__.py" and p.name not in named]
     assert not missing, f"DEVELOPERS.md's bullets do not name: {missing}"
+
+
+def test_the_suites_groups_keep_ray_on_one_worker_and_spread_the_golden_chains():
+    """tests/conftest.py's xdist groups, read from test ids as the controller sees them."""
+    from tests.conftest import RAY_GROUP, RAY_MODULES, pytest_xdist_make_scheduler, test_group
+    from tests.golden.golden import CHAINS
+
+    for module in RAY_MODULES:
+        assert (REPO / module).is_file(), module
+        assert test_group(f"{module}::test_x[a-b]") == RAY_GROUP
+    golden = [test_group(f"tests/golden/test_golden.py::test_golden_outputs_are_unchanged[{c}]") for c in CHAINS]
+    assert golden.count(RAY_GROUP) == 1 and len(set(golden)) == len(CHAINS)
+    assert test_group("tests/rubric/test_specs.py::test_a") == test_group("tests/rubric/test_specs.py::K::test_b")
+    assert test_group("tests/rubric/test_specs.py::test_a") != test_group("tests/rubric/test_rescale.py::test_a")
+    pytest.importorskip("xdist")
+
+    class Config:  # what the scheduler reads of pytest's config: `-n 2`
+        def getvalue(self, name):
+            return {"tx": ["2*popen"]}.get(name)
+
+    sched = pytest_xdist_make_scheduler(Config(), log=None)
+    assert sched.numnodes == 2 and sched._split_scope(f"{sorted(RAY_MODULES)[0]}::t") == RAY_GROUP

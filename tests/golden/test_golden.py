@@ -2,7 +2,6 @@
 
 import pytest
 
-from tests.conftest import RAY_GROUP
 from tests.golden import golden
 
 
@@ -48,11 +47,10 @@ def test_the_chains_hold_every_step_once_in_order():
         assert [n for n in names if n in chain] == list(chain)
 
 
-# Each chain is one test, in its own xdist group (the Ray chain in the suite's Ray group: tests/conftest.py), so
-# the two workers of `make test` share the check instead of one worker running every command.
+# Each chain is one test and an xdist group of its own (the Ray chain in the suite's Ray group: tests/conftest.py),
+# so the two workers of `make test` share the check instead of one worker running every command.
 @pytest.mark.skipif(not golden.DATA.is_dir(), reason=f"public test data not found at {golden.DATA}")
-@pytest.mark.parametrize("chain", [pytest.param(c, marks=pytest.mark.xdist_group(RAY_GROUP if c == "ray" else f"golden-{c}"))
-                                   for c in golden.CHAINS])
+@pytest.mark.parametrize("chain", list(golden.CHAINS))
 def test_golden_outputs_are_unchanged(tmp_path, chain):
     expected = {k: v for k, v in golden.load_expected().items() if k in golden.CHAINS[chain]}
     assert sorted(expected) == sorted(golden.CHAINS[chain]), "golden outputs missing: python tests/golden/golden.py --update"
