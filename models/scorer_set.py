@@ -269,10 +269,11 @@ class ScorerSet:
         lane = self.lane if self.lane is not None and len(items) >= self.lane.min_items else None
         beside = [sc for sc in scorers if lane is not None and sc.specs[0].name in lane.names]
         if beside:
-            lane.submit(items)
+            lane.start()
             if lane.provenance != {n: self.provenance[n] for n in lane.names}:
                 raise ConfigError(f"the text lane's scorers report another provenance than this process's: "
                                   f"{lane.provenance} against {self.provenance}")
+            lane.submit(items)
         mine = [sc for sc in scorers if not any(sc is b for b in beside)]
         try:
             run = score_items(items, mine, batch_size=self.batch_size, progress=False)
