@@ -113,3 +113,24 @@ def test_a_whole_job_gets_a_lane_only_beside_other_scorers_and_a_ray_stage_none(
     assert mixed.lane is not None and mixed.lane.names == ["length"] and mixed.lane._proc is None
     staged = ScorerSet.build([], ScoringConfig(), stage=["length.words.v1", "use_of_examples.cues.v2"])
     assert staged.lane is None
+
+
+def test_a_lane_whose_scorers_report_another_provenance_is_refused():
+    from models.scorer_set import ScorerSet, TextLane
+    from rubric.config import ScoringConfig
+    from rubric.errors import ConfigError
+
+    spec = RUBRICS.get("length.words.v1")
+
+    class Length:  # this process's length scorer, made "another way" than the lane's
+        specs = (spec,)
+
+        def provenance(self, rubric):
+            return Provenance(spec.version, "length", model_id="another split")
+
+        def score_batch(self, items):
+            return [{"length": Score.ok(1.0)} for _ in items]
+
+    sets = ScorerSet([Length()], 2, TextLane([spec.version], ScoringConfig(batch_size=2), min_items=1))
+    with pytest.raises(ConfigError, match="another provenance"):
+        sets.score(_items(2))
