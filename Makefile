@@ -51,7 +51,8 @@ $(STAMP): pyproject.toml Makefile
 	HF_HUB_DISABLE_PROGRESS_BARS=1 TRANSFORMERS_VERBOSITY=error $(BIN)/python -c \
 	  "from models.llm.smollm2 import smollm2_folder; print('SmolLM2 folder:', smollm2_folder())"
 	# MiniLM's int8 ONNX file (--minilm-encoder int8), exported once from the packaged weights (seconds)
-	$(BIN)/python -c "from models.rubric_backends.signals import minilm_revision; print('MiniLM:', minilm_revision('int8'))"
+	HF_HUB_DISABLE_PROGRESS_BARS=1 TRANSFORMERS_VERBOSITY=error $(BIN)/python -c \
+	  "from models.rubric_backends.signals import minilm_revision; print('MiniLM:', minilm_revision('int8'))"
 	touch $(STAMP)
 
 # The time printed is the demo's own, the install (setup) excluded.

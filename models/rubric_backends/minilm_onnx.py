@@ -90,9 +90,17 @@ def _export(src: Path, out: Path) -> str:
         raise BackendUnavailableError(f"exporting the int8 MiniLM encoder needs torch, transformers, onnx and "
                                       f"onnxruntime ({e}): {_INSTALL}") from e
 
-    with warnings.catch_warnings(), _quiet_root():  # the tracer's and the quantizer's advice, once per install
-        warnings.simplefilter("ignore")
-        return _export_quietly(src, out, torch, AutoModel, QuantType, quantize_dynamic)
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # transformers' "Loading weights" bar
+    try:
+        with warnings.catch_warnings(), _quiet_root():  # the tracer's and the quantizer's advice, once per install
+            warnings.simplefilter("ignore")
+            return _export_quietly(src, out, torch, AutoModel, QuantType, quantize_dynamic)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 @contextlib.contextmanager
