@@ -249,7 +249,7 @@ def _v2_completeness(r: CPURow) -> Score:
 
 
 def _v7_relevance(r: CPURow) -> Score:
-    value, restating = relevance_beyond_restating(r.q, r.S)
+    value, restating = relevance_beyond_restating(r.q, r.S, r.answer.sentences)
     return Score.ok(value, n_sentences=len(r.answer.sentences), n_restating=restating)
 
 

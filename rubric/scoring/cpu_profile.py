@@ -287,14 +287,17 @@ def restating(question: np.ndarray, sentences: np.ndarray) -> np.ndarray:
     return (_unit(_rows(sentences, "sentence embeddings")) @ q) >= RESTATE_COS
 
 
-def relevance_beyond_restating(question: np.ndarray, sentences: np.ndarray) -> tuple[float, int]:
-    """relevance.minilm.v7: relevance.minilm.v1 (the question against the centroid of the answer's sentences) over the
-    sentences that do not restate the question (:func:`restating`), and how many did; an answer that only restates
-    its question scores 0.0 (it says nothing of it). In [-1, 1]."""
+def relevance_beyond_restating(question: np.ndarray, sentences: np.ndarray,
+                               texts: Sequence[str] | None = None) -> tuple[float, int]:
+    """relevance.minilm.v7: relevance.minilm.v1 (the question against the centroid of the answer's sentences) over its
+    distinct sentences (:func:`distinct_sentences`: one said again counts once) that do not restate the question
+    (:func:`restating`), and how many did restate it; an answer that only restates its question scores 0.0 (it says
+    nothing of it). In [-1, 1]."""
     again = restating(question, sentences)
-    if again.all():
+    keep = [i for i in distinct_sentences(sentences, texts) if not again[i]]
+    if not keep:
         return 0.0, int(again.sum())
-    return relevance_score(question, np.asarray(sentences)[~again]), int(again.sum())
+    return relevance_score(question, np.asarray(sentences)[keep]), int(again.sum())
 
 
 def coverage_beyond_restating(question_terms: Iterable[str], sentence_terms: Sequence[Iterable[str]],

@@ -188,8 +188,8 @@ _add(RubricSpec("coherence", "coherence.minilm.v8", "cpu_text", -1.0, 1.0,
                             "its link to the question; the least link in extras; abstains on one sentence"))
 _add(RubricSpec("relevance", "relevance.minilm.v7", "cpu_text", -1.0, 1.0,
                 description="relevance.minilm.v1 (the question's cosine with the centroid of the answer's sentences) "
-                            "over the sentences that do not restate the question (MiniLM cosine with it below 0.8); "
-                            "an answer that only restates it scores 0"))
+                            "over its distinct sentences (one said again counts once) that do not restate the question "
+                            "(MiniLM cosine with it below 0.8); an answer that only restates it scores 0"))
 _add(RubricSpec("completeness", "completeness.coverage.v7", "cpu_text", 0.0, 1.0,
                 description="share of the question's content lemmas (non-stop nouns, proper nouns, verbs, adjectives, "
                             "numbers) that the answer's sentences which do not restate the question (MiniLM cosine with "
