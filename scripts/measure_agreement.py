@@ -45,6 +45,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--versions", default=",".join([*CPU.rubric_versions.values(), *CPU.signals.values()]),
                    help="comma-separated rubric versions (default: the cpu preset's, its signals included)")
+    p.add_argument("--minilm-encoder", default=CPU.minilm_encoder,
+                   help="how the MiniLM versions encode (default: the cpu preset's, so its rows are the preset's)")
     p.add_argument("--sets", default=",".join(SETS), help=f"of {', '.join(SETS)}")
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data"), help="the shared data folder")
     p.add_argument("--work", default="agreement-runs", help="where the validate --human runs write (reused)")
@@ -56,11 +58,12 @@ def main(argv=None) -> int:
         file, extra, data = SETS[name]
         out = Path(args.work) / name
         cmd = [cli, "validate", str(Path(args.data) / file), "--human", *extra, "--rubrics", args.versions,
-               "--out", str(out), "--quiet"]
+               "--minilm-encoder", args.minilm_encoder, "--out", str(out), "--quiet"]
         print("$", " ".join(cmd), flush=True)
         subprocess.run(cmd, check=True)
         rows += registry_rows(read_agreement(out)["table"], data)
     for r in rows:
+        r["encoder"] = f"MiniLM {args.minilm_encoder}"
         print(json.dumps(r))
     if args.write:
         doc = json.loads(DATA_FILE.read_text()) if DATA_FILE.is_file() else {"rows": []}

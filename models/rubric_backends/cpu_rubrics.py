@@ -35,7 +35,7 @@ from rubric.scoring import (
     CPU_COHERENCE_V3, CPU_COHERENCE_V4, CPU_COHERENCE_V5, CPU_COHERENCE_V6, CPU_COMPLETENESS_V3, CPU_COMPLETENESS_V4,
     CPU_COMPLETENESS_V5, CPU_RELEVANCE_V3, CPU_RELEVANCE_V4, CPU_RELEVANCE_V5, coherence_v3, coherence_v4,
     CPU_RELEVANCE_V6, CPU_COMPLETENESS_V6, CPU_COHERENCE_V7, CPU_FACTUALITY_V3, EVIDENCE_CUT, claims_support, CPU_COHERENCE_V8, adjacent_coherence, CPU_COMPLETENESS_V7,
-    CPU_RELEVANCE_V7, relevance_beyond_restating, restating, coverage_beyond_restating,
+    CPU_RELEVANCE_V7, relevance_beyond_restating, restating, coverage_beyond_restating, CPU_INFORMATION,
     copied_sentences, plain_case, without_question_words, CPU_COHERENCE_V2,
     CPU_COHERENCE_VERSION, CPU_COMPLETENESS_REFERENCE, CPU_COMPLETENESS_V2, CPU_COMPLETENESS_VERSION,
     CPU_EXAMPLES_V2, CPU_EXAMPLES_VERSION, CPU_FACTUALITY_V2, CPU_FACTUALITY_VERSION, CPU_FLUENCY_V2,
@@ -249,13 +249,15 @@ def _v2_completeness(r: CPURow) -> Score:
 
 
 def _v7_relevance(r: CPURow) -> Score:
-    value, restating = relevance_beyond_restating(r.q, r.S, r.answer.sentences)
-    return Score.ok(value, n_sentences=len(r.answer.sentences), n_restating=restating)
+    a, X = r.read("open_words")  # the answer without its copies of earlier text: a sentence said again adds nothing
+    value, again = relevance_beyond_restating(r.q, X, a.sentences)
+    return Score.ok(value, n_sentences=len(a.sentences), n_restating=again, n_copies=len(r.cut("open_words")[1]))
 
 
 def _v7_completeness(r: CPURow) -> Score:
-    again = restating(r.q, r.S)
-    cov = coverage_beyond_restating(r.question.terms, r.answer.sentence_terms, again)
+    a, X = r.read("open_words")
+    again = restating(r.q, X)
+    cov = coverage_beyond_restating(r.question.terms, a.sentence_terms, again)
     if cov is None:
         return Score.abstain("the question names no content word to cover", n_question_terms=0)
     return Score.ok(cov, n_question_terms=len(r.question.terms), n_restating=int(again.sum()))
@@ -365,8 +367,8 @@ CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
     CPUUnit(CPU_FACTUALITY_V2, _EMBED | {"reference"}, "minilm", _v2_factuality),
     CPUUnit(CPU_FACTUALITY_V3, _EMBED | {"reference"}, "minilm", _v3_factuality),
     CPUUnit(CPU_COHERENCE_V8, _EMBED, "minilm", _v8_coherence),
-    CPUUnit(CPU_COMPLETENESS_V7, _EMBED, "minilm", _v7_completeness),
-    CPUUnit(CPU_RELEVANCE_V7, _EMBED, "minilm", _v7_relevance),
+    CPUUnit(CPU_COMPLETENESS_V7, _OPEN_WORDS, "minilm", _v7_completeness),
+    CPUUnit(CPU_RELEVANCE_V7, _OPEN_WORDS, "minilm", _v7_relevance),
     CPUUnit(CPU_EXAMPLES_V2, frozenset(), EXAMPLE_CUE_V2.pattern, _cues(example_cues_v2)),
     CPUUnit(CPU_RELEVANCE_V3, _CLEAN, "minilm", _clean_information(relevance_v2, "clean")),
     CPUUnit(CPU_COHERENCE_V3, _CLEAN, "minilm", functools.partial(_clean_coherence, links=coherence_v3)),
@@ -379,6 +381,7 @@ CPU_UNITS: dict[str, CPUUnit] = {u.version: u for u in (
     CPUUnit(CPU_COMPLETENESS_V5, _ALIGNED_WORDS, "minilm", _clean_information(completeness_v2, "aligned_words")),
     CPUUnit(CPU_COHERENCE_V6, _ALIGNED_LINES, "minilm", _building_coherence("aligned_lines")),
     CPUUnit(CPU_RELEVANCE_V6, _OPEN_WORDS, "minilm", _clean_information(relevance_v2, "open_words")),
+    CPUUnit(CPU_INFORMATION, _OPEN_WORDS, "minilm", _clean_information(relevance_v2, "open_words")),
     CPUUnit(CPU_COMPLETENESS_V6, _OPEN_WORDS, "minilm", _clean_information(completeness_v2, "open_words")),
     CPUUnit(CPU_COHERENCE_V7, _OPEN_LINES, "minilm", _building_coherence("open_lines")),
 )}

@@ -71,7 +71,7 @@ from rubric.scoring.cpu_profile import (
     CPU_COMPLETENESS_V3, without_repeats, plain_case, list_marker, copied_sentences, without_question_words,
     CPU_COHERENCE_V4, CPU_RELEVANCE_V4, CPU_COMPLETENESS_V4, CPU_COHERENCE_V5, CPU_RELEVANCE_V5,
     CPU_COMPLETENESS_V5, CPU_COHERENCE_V6, CPU_RELEVANCE_V6, CPU_COMPLETENESS_V6, CPU_COHERENCE_V7, CPU_FACTUALITY_V3, claims_support,
-    CPU_COHERENCE_V8, CPU_COMPLETENESS_V7, CPU_RELEVANCE_V7, RESTATE_COS, relevance_beyond_restating,
+    CPU_COHERENCE_V8, CPU_COMPLETENESS_V7, CPU_RELEVANCE_V7, CPU_INFORMATION, RESTATE_COS, relevance_beyond_restating,
     restating, coverage_beyond_restating,
 )
 from rubric.scoring.cpu_coherence import coherence_score, coherence_v2, coherence_v3, coherence_v4, adjacent_coherence
@@ -95,7 +95,7 @@ __all__ = [
     "CPU_COHERENCE_V4", "coherence_v4", "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5",
     "CPU_RELEVANCE_V5", "CPU_COMPLETENESS_V5", "CPU_COHERENCE_V6", "CPU_RELEVANCE_V6", "CPU_COMPLETENESS_V6",
     "CPU_COHERENCE_V7", "CPU_FACTUALITY_V3", "claims_support", "CPU_COHERENCE_V8", "adjacent_coherence", "CPU_COMPLETENESS_V7",
-    "CPU_RELEVANCE_V7", "RESTATE_COS", "relevance_beyond_restating", "restating", "coverage_beyond_restating", "model_preset_problems", "model_preset_tag",
+    "CPU_RELEVANCE_V7", "CPU_INFORMATION", "RESTATE_COS", "relevance_beyond_restating", "restating", "coverage_beyond_restating", "model_preset_problems", "model_preset_tag",
     "Preset", "PAPER", "CPU", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges", "preset_tag",
     "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY",
     "minmax_1_5", "FittedMinMax", "LENGTH_WORD_CAP", "LENGTH_RAW_MAX", "whitespace_words", "length_raw",

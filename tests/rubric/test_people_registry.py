@@ -61,7 +61,7 @@ def test_a_presets_signals_are_scored_and_named_like_its_rubrics():
     assert preset_rubric_versions(p, "qa_similarity") == "qa_similarity.minilm.v1"
     with pytest.raises(ConfigError, match="not a version of the extra signal"):
         Preset(**{**p.__dict__, "signals": {"relevance": "relevance.minilm.v1"}})
-    assert set(CPU.signals) <= {"qa_similarity", "length"}
+    assert set(CPU.signals) == {"qa_similarity", "information"}
 
 
 def test_adjacent_coherence_reads_no_question():

@@ -22,7 +22,8 @@ EXPECTED_VERSIONS = {
     # extra signals (opt-in, outside the paper's nine)
     "length.words.v1", "qa_similarity.minilm.v1", "ref_rouge_l.v1", "ref_similarity.minilm.v1",
 }
-EXPECTED_EXTRA_SIGNALS = {"length.words.v1", "qa_similarity.minilm.v1", "ref_rouge_l.v1", "ref_similarity.minilm.v1"}
+EXPECTED_EXTRA_SIGNALS = {"length.words.v1", "qa_similarity.minilm.v1", "information.minilm.v1", "ref_rouge_l.v1",
+                          "ref_similarity.minilm.v1"}
 
 
 def test_registry_snapshot():
@@ -43,12 +44,14 @@ def test_extra_signals_are_marked_and_never_defaults():
         assert RUBRICS.get(version).name not in DEFAULT_VERSIONS
 
 
-def test_demo_and_score_defaults_hold_no_extra_signal():
+def test_score_holds_no_extra_signal_by_default_and_the_demo_only_the_presets():
+    from rubric.scoring import CPU
     from workers.cli import DEMO_RUBRICS, build_parser
 
     demo = resolve_rubrics(DEMO_RUBRICS)
-    assert sorted(s.name for s in demo) == sorted(PAPER_RUBRICS)
-    assert not any(s.extra_signal for s in demo)
+    assert sorted(s.name for s in demo if not s.extra_signal) == sorted(PAPER_RUBRICS)
+    # the demo fits the cpu preset's model: its signals are there on purpose, and only they
+    assert sorted(s.name for s in demo if s.extra_signal) == sorted(CPU.signals)
     args = build_parser().parse_args(["score", "x.jsonl", "--format", "lfqa-hp", "--out", "o"])
     assert not any(s.extra_signal for s in resolve_rubrics(args.rubrics))
 
@@ -68,7 +71,7 @@ def test_resolve_mixes_rubrics_and_extra_signals():
 
 
 def test_unknown_name_lists_extra_signals():
-    with pytest.raises(UnknownNameError, match="extra signals: length, qa_similarity, ref_rouge_l, ref_similarity"):
+    with pytest.raises(UnknownNameError, match="extra signals: information, length, qa_similarity, ref_rouge_l, ref_similarity"):
         resolve_rubrics("qa_sim")
 
 

@@ -35,14 +35,15 @@ def _score(out: Path, *extra) -> Path:
 def test_score_takes_the_profiles_versions():
     args = build_parser().parse_args(["score", "x.jsonl", "--format", "lfqa-hp", "--out", "o", "--preset", "cpu"])
     apply_preset(args, "score")
-    assert args.rubrics.split(",") == list(CPU.rubric_versions.values())
+    assert args.rubrics.split(",") == list(CPU.versions.values())  # the nine and the signals
+    assert args.rubrics.split(",")[-2:] == ["qa_similarity.minilm.v1", "information.minilm.v1"]
     args = build_parser().parse_args(["score", "x.jsonl", "--format", "lfqa-hp", "--out", "o", "--preset", "cpu",
-                                      "--rubrics", "relevance,grammar"])
+                                      "--rubrics", "relevance,grammar,qa_similarity"])
     apply_preset(args, "score")
-    assert args.rubrics == "relevance.minilm.v6,grammar.harper.v1"
+    assert args.rubrics == "relevance.minilm.v7,grammar.harper.v1,qa_similarity.minilm.v1"
     args = build_parser().parse_args(["score", "x.jsonl", "--format", "lfqa-hp", "--out", "o", "--preset", "cpu",
                                       "--rubrics", "relevance.geval.v1"])
-    with pytest.raises(ConfigError, match="--preset cpu uses relevance.minilm.v6, not relevance.geval.v1"):
+    with pytest.raises(ConfigError, match="--preset cpu uses relevance.minilm.v7, not relevance.geval.v1"):
         apply_preset(args, "score")
 
 
@@ -88,17 +89,16 @@ def test_transfer_refuses_a_table_made_otherwise(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("names,versions,profile_only", [
-    (None, list(CPU.rubric_versions.values()), True),  # the demo's default: the nine, the profile's versions
-    ("relevance,grammar", ["relevance.minilm.v6", "grammar.harper.v1"], True),
-    ("relevance,coherence.geval.v1", ["relevance.minilm.v6", "coherence.geval.v1"], False),  # a named version
-    ("qa_similarity", ["qa_similarity"], False),  # not a rubric of the profile: resolved later, as named
+    (None, list(CPU.versions.values()), True),  # the demo's default: the nine and the signals, the profile's
+    ("relevance,grammar", [CPU.rubric_versions["relevance"], "grammar.harper.v1"], True),
+    ("relevance,coherence.geval.v1", [CPU.rubric_versions["relevance"], "coherence.geval.v1"], False),  # as named
+    ("length", ["length"], False),  # not a column of the profile: resolved later, as named
 ])
 def test_demo_rubrics_take_the_profiles_versions(names, versions, profile_only):
     from workers.cli.score import DEMO_RUBRICS, demo_rubrics
 
     got, only = demo_rubrics(names or build_parser().parse_args(["demo"]).rubrics)
-    assert got.split(",") == ([CPU.rubric_versions[n] for n in DEMO_RUBRICS.split(",")] if names is None
-                              else versions)
+    assert got.split(",") == ([CPU.versions[n] for n in DEMO_RUBRICS.split(",")] if names is None else versions)
     assert only is profile_only
 
 
@@ -111,4 +111,4 @@ def test_the_profiles_factuality_needs_no_evidence_source(tmp_path):
     args = build_parser().parse_args(["score", str(bare), "--format", "lfqa-hp", "--preset", "cpu", "--rubrics",
                                       "factuality", "--out", str(tmp_path / "o")])
     apply_preset(args, "score")
-    assert args.rubrics == "factuality.support.v2"
+    assert args.rubrics == "factuality.support.v3"

@@ -15,9 +15,10 @@ __all__ = ["add_score", "score", "add_demo", "demo", "demo_rubrics", "DEMO_RUBRI
 log = logging.getLogger("lfqa_rubric")
 
 #: The demo's rubrics: the paper's nine names, each taken in the cpu preset's version (a named version,
-#: ``coherence.geval.v1``, runs as named).
+#: ``coherence.geval.v1``, runs as named), and the preset's signals (qa_similarity, information), on purpose: the
+#: demo fits the preset's model.
 DEMO_RUBRICS = ("conciseness,grammar,coherence,relevance,fluency,completeness,use_of_examples,specificity,"
-                "factuality")
+                "factuality,qa_similarity,information")
 
 #: What the demo says about the profile it runs, one line each.
 DEMO_PROFILE_LINES = (
