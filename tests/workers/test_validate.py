@@ -106,12 +106,12 @@ def test_bad_options_are_one_line(argv, msg, tmp_path, capsys):
     assert msg in err and "\n" not in err
 
 
-def test_the_cpu_preset_takes_its_rubric_versions():
+def test_the_cpu_preset_takes_its_rubric_versions_and_signals():
     from rubric.scoring import CPU
 
     args = build_parser().parse_args(["validate", SAMPLE, "--format", "lfqa-hp", "--preset", "cpu"])
     apply_preset(args, "validate")
-    assert args.rubrics.split(",") == list(CPU.rubric_versions.values())
+    assert args.rubrics.split(",") == [*CPU.rubric_versions.values(), *CPU.signals.values()]
     args = build_parser().parse_args(["validate", SAMPLE, "--format", "lfqa-hp", "--preset", "cpu",
                                       "--rubrics", "coherence,grammar"])
     apply_preset(args, "validate")
