@@ -51,11 +51,15 @@ from rubric.io.ratings import (
 from rubric.io.codec import record_json, record_from_json
 from rubric.io.units import COPY_CHUNK, is_uri, read_whole, read_unit, answer_work
 
-from rubric.io.outputs import MANIFEST, PUBLISHING, check_published, folder_state, published_files, read_manifest
+from rubric.io.outputs import (
+    MANIFEST, PUBLISHING, DIGESTS, check_published, folder_state, published_files, published_digests, file_sha256,
+    read_manifest,
+)
 
 __all__ = [
     "record_json", "record_from_json",
-    "MANIFEST", "PUBLISHING", "check_published", "folder_state", "published_files", "read_manifest",
+    "MANIFEST", "PUBLISHING", "DIGESTS", "check_published", "folder_state", "published_files", "published_digests",
+    "file_sha256", "read_manifest",
     "Label", "LABELS", "PairRecord", "AnswerItem", "Reject", "content_id", "question_id", "explode", "SPLITS",
     "assign_splits", "split_questions", "ReadResult", "RowError", "DEFAULT_MAX_ANSWER_CHARS",
     "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_LABEL_VALUES", "SPLIT_VALUES", "text_field", "check_text", "check_max_chars",

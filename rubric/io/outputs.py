@@ -2,8 +2,9 @@
 
 A job publishes its files between a marker (:data:`PUBLISHING`, written first) and
 ``manifest.json`` (written last, its ``published`` field giving every file's size; ``added``, the
-files a later command made from that run's tables, such as ``encoder``'s predictions); see
-``workers.storage.outdir.OutputFolder``. A folder without a manifest (tables written by hand, or by an older
+files a later command made from that run's tables, such as ``encoder``'s predictions; ``sha256``, the
+digest of every one of them, which is what a re-run proves its own files by before it replaces or removes
+one: :func:`file_sha256`, :func:`published_digests`); see ``workers.storage.outdir.OutputFolder``. A folder without a manifest (tables written by hand, or by an older
 version) is read as it is.
 
 :func:`read_manifest` is the one reader of ``manifest.json``; :func:`check_published` (every reader
@@ -13,6 +14,7 @@ HTML report, compares it before and after) are built on it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -20,12 +22,30 @@ from pathlib import Path
 
 from rubric.errors import InputError
 
-__all__ = ["MANIFEST", "PUBLISHING", "read_manifest", "published_files", "check_published", "folder_state"]
+__all__ = ["MANIFEST", "PUBLISHING", "DIGESTS", "read_manifest", "published_files", "published_digests", "file_sha256",
+           "check_published", "folder_state"]
 
 #: The manifest, written last.
 MANIFEST = "manifest.json"
 #: Present while a job moves its files into the folder (and after a job killed while doing so).
 PUBLISHING = ".publishing"
+#: The manifest's section of file name -> sha256 (hex) of every file it vouches for.
+DIGESTS = "sha256"
+#: Bytes per read when a file is hashed.
+_CHUNK = 1 << 20
+
+
+def file_sha256(path: str | Path) -> str:
+    """The sha256 (hex) of a file's bytes, read in chunks.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def read_manifest(out: str | Path) -> dict:
@@ -58,6 +78,15 @@ def published_files(manifest: dict) -> dict[str, int]:
         if isinstance(files, dict):
             out.update({str(k): v for k, v in files.items()})
     return out
+
+
+def published_digests(manifest: dict) -> dict[str, str]:
+    """File name in OUT -> the sha256 the manifest records for it (a manifest written before digests were
+    recorded has none: what it lists cannot be proven ours by content)."""
+    digests = manifest.get(DIGESTS)
+    if not isinstance(digests, dict):
+        return {}
+    return {str(k): v for k, v in digests.items() if isinstance(v, str)}
 
 
 def check_published(out: str | Path) -> dict:

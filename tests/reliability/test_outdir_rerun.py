@@ -48,6 +48,47 @@ def test_a_published_file_the_user_replaced_is_not_deleted(tmp_path, capsys):
     assert not (out / PUBLISHING).exists()
 
 
+def test_a_published_file_edited_in_place_keeping_its_size_is_not_deleted(tmp_path, capsys):
+    """Issue 59: a re-run proves "a run of ours wrote this" by the sha256 its manifest records, never by size: a
+    number in ``rescale.json`` edited by hand, the file's size unchanged, is refused in one line and kept."""
+    from rubric.config import ScoringConfig
+
+    src = _write(tmp_path / "in6.jsonl", _records()[:6])
+    out = tmp_path / "out"
+    _run(src, out, LengthScorer(), config=ScoringConfig(batch_size=4, rescale="fitted"))
+    path = out / "rescale.json"
+    text = path.read_text()
+    digit = next(i for i, c in enumerate(text) if c.isdigit() and c != "9")
+    edited = text[:digit] + str(int(text[digit]) + 1) + text[digit + 1:]  # one digit up: the same size
+    assert len(edited) == len(text) and edited != text
+    path.write_text(edited)
+    err = _one_line(capsys, lambda: _run(src, out, LengthScorer()))  # declared: rescale.json is not written
+    assert "rescale.json is not the file a run of ours published there" in err and "sha256" in err
+    assert path.read_text() == edited
+    assert not (out / PUBLISHING).exists()
+
+
+def test_a_manifest_without_digests_proves_nothing_and_force_replaces(tmp_path, capsys, caplog):
+    """A manifest of an older version (sizes, no sha256) cannot prove a file ours: the re-run refuses in one line;
+    under --force it replaces our outputs, saying so, and the new manifest records every file's digest."""
+    from rubric.io import DIGESTS, file_sha256
+
+    out = _ours(tmp_path, 2)
+    doc = read_manifest(out)
+    assert set(doc[DIGESTS]) == set(doc["published"])
+    assert all(doc[DIGESTS][n] == file_sha256(out / n) for n in doc["published"])
+    del doc[DIGESTS]
+    (out / "manifest.json").write_text(json.dumps(doc))
+    before = (out / "pairs.parquet").read_bytes()
+    err = _one_line(capsys, lambda: _run(tmp_path / "in2.jsonl", out, LengthScorer()))
+    assert "records no sha256 for it" in err
+    assert (out / "pairs.parquet").read_bytes() == before
+    with caplog.at_level("WARNING", logger="workers.storage.outdir"):
+        _run(tmp_path / "in2.jsonl", out, LengthScorer(), force=True)
+    assert any("has no sha256" in r.getMessage() for r in caplog.records)
+    assert set(read_manifest(out)[DIGESTS]) == set(read_manifest(out)["published"])
+
+
 def test_a_users_folder_at_our_staging_name_is_refused_not_emptied(tmp_path, capsys, monkeypatch):
     out = _ours(tmp_path, 2)
     monkeypatch.setattr("os.getpid", lambda: 424242)

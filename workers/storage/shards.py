@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import InputError
-from rubric.io import COPY_CHUNK, Block, hf_files, hf_name, is_uri, plan_blocks
+from rubric.io import COPY_CHUNK, Block, file_sha256, hf_files, hf_name, is_uri, plan_blocks
 
 __all__ = ["SHARD_EXTENSIONS", "list_shards", "shard_name", "safe_name", "shard_sha256", "shard_blocks", "unit_name",
            "ShardPlan", "plan_shard", "plan_inputs"]
@@ -160,8 +160,7 @@ def shard_sha256(shard: str, fmt: str | None = None, options: Mapping[str, Any] 
             with fs.open_input_stream(path) as f:
                 feed(f)
         else:
-            with open(shard, "rb") as f:
-                feed(f)
+            return file_sha256(shard)
     except OSError as e:
         raise InputError(f"cannot read {shard!r}: {e}") from e
     return h.hexdigest()

@@ -21,10 +21,12 @@ SQLite refuses a file that is not one of its databases; so do we):
 
   :meth:`OutputFolder.staging` gives a fresh staging folder; :meth:`OutputFolder.publish` moves the
   staged files in between a marker (:data:`rubric.io.PUBLISHING`, written first, naming them) and
-  ``manifest.json`` (written last, every file's size), removing only files the previous manifest listed.
-  Every name it replaces or removes is checked first, before the marker: a published name is a regular
-  file of the size the previous manifest records (or one an interrupted publish was moving); a folder
-  there, or a file of another size, is the user's: the run refuses in one line and nothing moves.
+  ``manifest.json`` (written last, every file's size and sha256), removing only files the previous manifest
+  listed. Every name it replaces or removes is checked first, before the marker: a published name is a
+  regular file whose sha256 is the one the previous manifest records (or one an interrupted publish was
+  moving); a folder there, or a file of other content (edited in place, even keeping its size), is the
+  user's: the run refuses in one line and nothing moves. A file a manifest of an older version lists without
+  a digest cannot be proven ours: refused the same way, replaced under ``--force``.
   A write that fails (a full disk) is one line naming ``OUT`` and the error; nothing is half-published
   (readers refuse a folder whose publish marker is still there).
   ``rubric.io.check_published`` is what readers call.

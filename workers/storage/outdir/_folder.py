@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import ConfigError, InputError
-from rubric.io import MANIFEST, PUBLISHING, is_uri, published_files, read_manifest
+from rubric.io import DIGESTS, MANIFEST, PUBLISHING, file_sha256, is_uri, published_digests, published_files, read_manifest
 from workers.storage.outdir._lock import OutLock
 from workers.storage.outdir._paths import (LOCK_FILE, STAGING_MARK, TOOL, atomic_write_bytes, check_overlap, is_scratch,
                                            link_error, lstat_or_none, make_dirs, new_temp, our_scratch, out_path,
@@ -176,9 +176,11 @@ class OutputFolder:
 
     def _check_ours(self, replacing: Sequence[str], removing: Sequence[str]) -> None:
         """Refuse, before anything moves, a name this publish replaces or removes that holds what no run of
-        ours wrote: a folder (or anything but a file or a link) anywhere; a file of another size than the
-        previous manifest records (an interrupted publish's names and ``--force``'s replaced files apart)."""
-        recorded = published_files(self.previous)
+        ours can be proven to have written: a folder (or anything but a file or a link) anywhere; a file whose
+        sha256 is not the one the previous manifest records (edited, even keeping its size, or written over),
+        or for which it records none (a manifest of an older version: replaced under ``--force`` only). An
+        interrupted publish's names and ``--force``'s replaced files apart."""
+        digests = published_digests(self.previous)
         marked = _marker_names(self.path)
         for name in [*replacing, *removing]:
             path = self.path / name
@@ -191,11 +193,16 @@ class OutputFolder:
                                   "again (nothing was published; the scores are kept)")
             if stat.S_ISLNK(st.st_mode) or name in marked or name in self._replace:
                 continue
-            size = recorded.get(name)
-            if isinstance(size, int) and not isinstance(size, bool) and size != st.st_size:
-                raise ConfigError(f"{path} is not the file a run of ours published there ({st.st_size} bytes; "
-                                  f"{MANIFEST} records {size}): lfqa-rubric never deletes what it did not write; "
-                                  "move it away and run the job again (nothing was published; the scores are kept)")
+            want = digests.get(name)
+            if want is None and self.force:
+                log.warning("--force: %s has no sha256 in %s (an older version's run): replacing it", path, MANIFEST)
+                continue
+            got = file_sha256(path)
+            if got != want:
+                said = f"{MANIFEST} records sha256 {want[:12]}..." if want else f"{MANIFEST} records no sha256 for it"
+                raise ConfigError(f"{path} is not the file a run of ours published there (sha256 {got[:12]}...; "
+                                  f"{said}): lfqa-rubric never deletes what it did not write; move it away and run "
+                                  "the job again (nothing was published; the scores are kept)")
 
     # --- inside the folder ---
     def dir(self, name: str) -> Path:
@@ -232,14 +239,15 @@ class OutputFolder:
         Args:
             staged: file name in OUT -> the finished file (inside OUT, e.g. in the staging folder; a file
                 already at its place is listed as it is).
-            manifest: written as ``OUT/manifest.json`` with ``published``: every published file's size.
+            manifest: written as ``OUT/manifest.json`` with ``published``, every published file's size, and
+                ``sha256``, its digest (what the next run proves the file by).
                 The files the previous manifest listed that this run does not publish are removed (its
                 ``added`` files too: they were made from that run's tables); no other file is.
 
         Raises:
             ConfigError: a file that is not ours appeared at a staged name, or a link stands there, or a name
-                this run replaces or removes holds what no run of ours wrote there (a folder, a file of
-                another size than the previous manifest records); nothing is moved or removed then.
+                this run replaces or removes holds what no run of ours wrote there (a folder, a file whose sha256
+                is not the one the previous manifest records); nothing is moved or removed then.
         """
         out = self.path
         for name in staged:
@@ -260,16 +268,17 @@ class OutputFolder:
         atomic_write_bytes(out / PUBLISHING, json.dumps({"pid": os.getpid(), "started": time.time(),
                                                          "names": sorted({*staged, *gone})}).encode())
         sizes: dict[str, int] = {}
+        digests: dict[str, str] = {}
         for name, src in staged.items():
-            sizes[name] = Path(src).stat().st_size
+            sizes[name], digests[name] = Path(src).stat().st_size, file_sha256(src)
             if Path(src) != out / name:
                 replace(out, src, out / name)
         for name in gone:
             remove_tree(out, out / name)
-        atomic_write_bytes(out / MANIFEST, json.dumps({**manifest, "published": sizes}, indent=2,
-                                                      default=str).encode())
+        published = {**manifest, "published": sizes, DIGESTS: digests}
+        atomic_write_bytes(out / MANIFEST, json.dumps(published, indent=2, default=str).encode())
         (out / PUBLISHING).unlink()
-        self.previous, self._published = dict(manifest, published=sizes), set(sizes)
+        self.previous, self._published = published, set(sizes)
 
 
 def _write_failure(out: Path, exc: BaseException | None) -> BaseException | None:
@@ -353,5 +362,6 @@ def output_file(dest: str | Path, *, inputs: Iterable[str | Path] = (), register
         if register and ours:
             added = dict(manifest.get("added") or {})
             added[dest.name] = dest.stat().st_size
-            atomic_write_bytes(dest.parent / MANIFEST, json.dumps({**manifest, "added": added}, indent=2,
-                                                                  default=str).encode())
+            digests = {**published_digests(manifest), dest.name: file_sha256(dest)}
+            atomic_write_bytes(dest.parent / MANIFEST, json.dumps({**manifest, "added": added, DIGESTS: digests},
+                                                                  indent=2, default=str).encode())
