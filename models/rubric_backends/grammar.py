@@ -272,15 +272,20 @@ class LanguageToolGrammarScorer(SingleSpecScorer):
 
     def _score_one(self, text: str) -> Score:
         from language_tool_python.exceptions import RateLimitError
+        from requests.exceptions import ConnectionError as Unreachable
 
         try:
             matches = self._tool.check(text)
         except RateLimitError as e:
             raise EngineError(f"LanguageTool rate limit at {self.url}: {e}") from e
         except self._lt_error as e:
-            if isinstance(e.__cause__, OSError):  # connection refused / reset: the server is gone
-                raise EngineError(f"LanguageTool server unreachable: {e}") from e
-            return Score.failed(f"languagetool failed: {type(e).__name__}: {e}")
+            # only a server that cannot be reached (refused, reset, no such host) stops the job; one that answers
+            # this text with an error (HTTP 500 and a Java trace, not JSON) or too slowly fails this row: a failed
+            # cell under --max-failed, scored again by --retry-failed
+            if isinstance(e.__cause__, Unreachable):
+                raise EngineError(f"LanguageTool server at {self.url or 'localhost'} cannot be reached: "
+                                  f"{_first_line(e)}") from e
+            return Score.failed(f"languagetool failed: the server answered no result for this text: {_first_line(e)}")
         return _ok(count_languagetool_matches(matches), text, n_matches=len(matches))
 
     def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
@@ -293,6 +298,13 @@ class LanguageToolGrammarScorer(SingleSpecScorer):
             # map() yields in input order, whatever order the checks finish in.
             scores = list(pool.map(self._score_one, [it.answer for it in items]))
         return self._score_sets(scores)
+
+
+def _first_line(e: BaseException, limit: int = 200) -> str:
+    """An exception's message, its first non-blank line cut at ``limit`` characters (a server's error page or Java
+    trace is the message of language_tool_python's error)."""
+    line = next((ln.strip() for ln in str(e).splitlines() if ln.strip()), type(e).__name__)
+    return line if len(line) <= limit else line[:limit] + "..."
 
 
 def _local_languagetool_version() -> str:

@@ -165,10 +165,22 @@ class _FakeLanguageTool(BaseHTTPRequestHandler):
         else:
             self.send_error(404)
 
+    #: While True, a text holding "FAIL500" gets HTTP 500 with a Java trace for a body (a real server's answer to
+    #: a text one of its rules crashes on), not JSON.
+    fail_500 = True
+
     def do_POST(self):  # noqa: N802
         form = parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
         text = form.get("text", [""])[0]
         time.sleep(random.uniform(0, 0.02))  # finish out of order
+        if type(self).fail_500 and "FAIL500" in text:
+            body = b"Error: Internal Error: java.lang.NullPointerException\n\tat org.languagetool.rules.X"
+            self.send_response(500)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         matches = []
         for word in text.split():
             kind = {"ERR": "grammar", "SPELL": "misspelling"}.get(word.strip(".,"))
@@ -218,8 +230,61 @@ def test_languagetool_dead_server_is_an_engine_error(fake_lt_url):
     lt = LanguageToolGrammarScorer((LT,), url=url, threads=2)
     server.shutdown()
     server.server_close()
-    with pytest.raises(EngineError, match="unreachable"):
+    with pytest.raises(EngineError, match="cannot be reached"):
         lt.score_batch(items("some text"))
+
+
+def test_languagetool_http_500_for_one_text_fails_that_row_only(fake_lt_url):
+    url, _ = fake_lt_url
+    lt = LanguageToolGrammarScorer((LT,), url=url, threads=2)
+    got = lt.score_batch(items("word ERR end", "a text FAIL500 here", "plain end"))
+    assert [r["grammar"].extras.get("n_errors") for r in got] == [1, None, 0]
+    assert got[1]["grammar"].error.startswith("languagetool failed: ") and "NullPointerException" in got[1]["grammar"].error
+    assert "\n" not in got[1]["grammar"].error
+
+
+def test_a_flaky_languagetool_server_is_failed_rows_under_the_budget_and_retried(fake_lt_url, tmp_path, capsys,
+                                                                                 monkeypatch):
+    """Issue 59: a server that answers HTTP 500 for 4 of 60 texts is 4 failed cells (published, over the default
+    budget: exit 3; within --max-failed: exit 0), which --retry-failed scores again once the server is fixed; only a
+    server that cannot be reached at all stops the job, in one line. On f2de0e0 the 500s ended the job with
+    "LanguageTool server unreachable", exit 2, nothing published."""
+    import pyarrow.parquet as pq
+
+    from rubric.io import read_manifest
+    from workers.cli import main
+
+    url, server = fake_lt_url
+    monkeypatch.setenv("LANGUAGETOOL_URL", url)
+    monkeypatch.setattr(_FakeLanguageTool, "fail_500", True)
+    rows = [{"id": f"p{i}", "question_text": f"What is thing number {i}?",
+             "answer_1": f"Thing {i} is a plain answer{' FAIL500' if i < 4 else ''}, number {i}.",
+             "answer_2": f"Thing {i} is ERR another answer, number {i}.", "human_judgment": "answer_1"}
+            for i in range(30)]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out"
+    argv = ["score", str(src), "--format", "lfqa-hp", "--rubrics", "grammar.languagetool.v1", "--quiet",
+            "--out", str(out)]
+    assert main(argv) == 3  # 4 of 60 = 6.7%, over the default 5%: published, and said
+    err = capsys.readouterr().err
+    assert "4 of 60 rows failed" in err and "unreachable" not in err
+    cost = read_manifest(out)["cost"]["per_name"]["grammar"]
+    assert (cost["rows"], cost["failed"]) == (60, 4)
+    assert main([*argv, "--max-failed", "0.1"]) == 0
+    answers = pq.read_table(out / "answers.parquet").to_pylist()
+    failed = [a for a in answers if a["grammar_error"] is not None]
+    assert len(failed) == 4 and all("FAIL500" in a["answer"] for a in failed)
+    monkeypatch.setattr(_FakeLanguageTool, "fail_500", False)  # the server is fixed
+    assert main([*argv, "--retry-failed"]) == 0
+    m = read_manifest(out)
+    assert m["job"]["retry_failed"]["cells_retried"] == {"grammar": 4} and m["cost"]["per_name"]["grammar"]["failed"] == 0
+    server.shutdown()
+    server.server_close()  # now it cannot be reached at all: one line, exit 2
+    capsys.readouterr()
+    assert main([*argv[:-2], "--out", str(tmp_path / "out2")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "LanguageTool" in err[0] and url in err[0], err
 
 
 def test_languagetool_unreachable_server_is_actionable():
