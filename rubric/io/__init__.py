@@ -11,7 +11,8 @@ This is the package's public face: other packages import from here, not from its
 """
 
 from rubric.io.records import (
-    Label, LABELS, PairRecord, AnswerItem, Reject, content_id, question_id, explode,
+    Label, LABELS, PairRecord, AnswerItem, Reject, content_id, question_id, explode, normalised_text, self_reference,
+    SELF_REFERENCE,
 )
 from rubric.io.splits import (
     SPLITS, assign_splits, split_questions,
@@ -49,7 +50,7 @@ from rubric.io.ratings import (
     RATING_FIELDS, RatedAnswer, RatingsRead, parse_aspects, read_ratings, read_graded_ratings,
 )
 from rubric.io.codec import record_json, record_from_json
-from rubric.io.units import COPY_CHUNK, is_uri, read_whole, read_unit, answer_work
+from rubric.io.units import COPY_CHUNK, is_uri, read_whole, read_unit, read_scored, without_self_references, answer_work
 
 from rubric.io.outputs import (
     MANIFEST, PUBLISHING, DIGESTS, check_published, folder_state, published_files, published_digests, file_sha256,
@@ -60,7 +61,8 @@ __all__ = [
     "record_json", "record_from_json",
     "MANIFEST", "PUBLISHING", "DIGESTS", "check_published", "folder_state", "published_files", "published_digests",
     "file_sha256", "read_manifest",
-    "Label", "LABELS", "PairRecord", "AnswerItem", "Reject", "content_id", "question_id", "explode", "SPLITS",
+    "Label", "LABELS", "PairRecord", "AnswerItem", "Reject", "content_id", "question_id", "explode", "normalised_text",
+    "self_reference", "SELF_REFERENCE", "read_scored", "without_self_references", "SPLITS",
     "assign_splits", "split_questions", "ReadResult", "RowError", "DEFAULT_MAX_ANSWER_CHARS",
     "DEFAULT_MAX_QUESTION_CHARS", "DEFAULT_LABEL_VALUES", "SPLIT_VALUES", "text_field", "check_text", "check_max_chars",
     "label_table", "label_key", "read_item", "check_path", "load_records", "kind_of", "RepeatedKeys", "read_parquet",

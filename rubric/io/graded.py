@@ -14,7 +14,7 @@ from typing import Any
 
 from rubric.config import DEFAULT_MAX_PAIRS_PER_QUESTION, check_range
 from rubric.errors import InputError
-from rubric.io.records import PairRecord, Reject, content_id, question_id
+from rubric.io.records import SELF_REFERENCE, PairRecord, Reject, content_id, normalised_text, question_id
 from rubric.io.fields import DEFAULT_MAX_ANSWER_CHARS, DEFAULT_MAX_QUESTION_CHARS, ReadResult, RowError, _as_int, _has_bad_bytes, _meta, check_max_chars, text_field
 from rubric.io.files import RepeatedKeys, _ObjectHook, _loads, _read_text, check_path
 from rubric.io.pairs import _log_result
@@ -196,6 +196,8 @@ def read_graded(
       whitespace): only the first occurrence is used;
     - an answer with the same text as an earlier answer of its question (field "pairing"): the
       same text would be scored once but counted in several pairs, perhaps with two grades;
+    - an answer that is the question's reference (field "reference": WebGLM's best ``groundK``, up to case, spaces
+      and punctuation): every reference-reading rubric would read it against itself;
     - an answer in no pair (field "pairing"): all other usable answers share its grade, or the
       ``max_pairs_per_question`` cap left it out.
 
@@ -255,6 +257,7 @@ def read_graded(
         unique: list[tuple[str, str, int]] = []
         first_with_text: dict[str, tuple[str, int]] = {}
         author: dict[str, str] = {}  # answer key -> who wrote it (WebGLM's "model"), "" when unknown
+        reference = None if gq.reference is None else normalised_text(gq.reference)
         for key, item in items:
             try:
                 text, grade = graded_item(item, max_answer_chars)
@@ -265,6 +268,9 @@ def read_graded(
                 author[key] = _meta(item, "model").strip()
             except RowError:  # an unusable author field leaves the author unknown, not the answer rejected
                 author[key] = ""
+            if gq.reference is not None and normalised_text(text) == reference:
+                reject(key, "reference", f"answer {key} is the question's reference answer {SELF_REFERENCE}")
+                continue
             if text in first_with_text:
                 k0, g0 = first_with_text[text]
                 grades = f" (grades {g0} and {grade})" if g0 != grade else ""

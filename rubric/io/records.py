@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Literal
 
 from rubric.errors import InputError
 
-__all__ = ["Label", "LABELS", "PairRecord", "AnswerItem", "Reject", "content_id", "question_id", "explode"]
+__all__ = ["Label", "LABELS", "PairRecord", "AnswerItem", "Reject", "content_id", "question_id", "explode",
+           "normalised_text", "self_reference", "SELF_REFERENCE"]
 
 Label = Literal["a", "b", "tie"]
 LABELS: tuple[str, ...] = ("a", "b", "tie")
@@ -125,26 +127,41 @@ def _escape_surrogates(text: str) -> str:
     return _LONE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def normalised_text(text: str) -> str:
+    """``text`` as two copies of one answer compare equal: case folded, punctuation (Unicode category P) taken out,
+    runs of spaces one space ("The answer." and "the answer" are one text)."""
+    kept = "".join(" " if unicodedata.category(c).startswith("P") else c for c in text.casefold())
+    return " ".join(kept.split())
+
+
+#: Why an answer equal to its reference is not scored (a reject's reason, after what names the row or answer).
+SELF_REFERENCE = "up to case, spaces and punctuation: an answer cannot be scored against itself"
+
+
+def self_reference(p: PairRecord) -> str | None:
+    """Which of the pair's answers (``"answer_a"``, ``"answer_b"``) is its reference (:func:`normalised_text`), or
+    None."""
+    if p.reference is None:
+        return None
+    ref = normalised_text(p.reference)
+    return next((side for side, ans in (("answer_a", p.answer_a), ("answer_b", p.answer_b))
+                 if normalised_text(ans) == ref), None)
+
+
 def _refuse_self_references(pairs: list[PairRecord]) -> None:
-    """Answers to score whose reference is one of the pair's own answers would be read against themselves by every
-    reference-reading rubric: refused in one line. (A judge protocol may pair an answer with the reference on
+    """The scoring path rejects a pair whose reference is one of its answers before it gets here
+    (``rubric.io.without_self_references``, ``rubric.preference.preference_pair``): one that came anyway would be read
+    against itself, so it is refused rather than scored. (A judge protocol may pair an answer with the reference on
     purpose, RAG-QA Arena does: this is the scoring path's rule, not the readers'.)
 
     Raises:
-        InputError: a pair's reference equals its answer_a or answer_b (whitespace-normalised).
+        InputError: a pair's reference equals its answer_a or answer_b (:func:`self_reference`).
     """
-    bad = []
-    for p in pairs:
-        if p.reference is None:
-            continue
-        ref = " ".join(p.reference.split())
-        bad += [(p, side) for side, ans in (("answer_a", p.answer_a), ("answer_b", p.answer_b))
-                if ref == " ".join(ans.split())]
+    bad = [(p, side) for p in pairs if (side := self_reference(p)) is not None]
     if bad:
         p, side = bad[0]
         raise InputError(f"{len(bad)} pair(s) have a reference answer equal to one of their answers, e.g. pair "
-                         f"{p.pair_id!r} (row {p.row}): its reference is its {side}; a compared answer cannot be its "
-                         "own reference (map another column to reference, or none)")
+                         f"{p.pair_id!r} (row {p.row}): its reference is its {side} {SELF_REFERENCE}")
 
 
 def explode(pairs: list[PairRecord]) -> list[AnswerItem]:

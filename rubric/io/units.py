@@ -3,7 +3,8 @@
 
 The score and judge jobs read their units here: the score job's work items (:func:`answer_work`, the
 unique answers of a unit with their store ids) and its assemble step's second reading of the same
-units, and the judge job's pairs (LINKAGE reads its lists with ``rubric.protocols.read_linkage``).
+units (both :func:`read_scored`: a pair whose reference is one of its answers is a reject there), and the
+judge job's pairs (LINKAGE reads its lists with ``rubric.protocols.read_linkage``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from rubric.errors import InputError
 from rubric.io.blocks import Block, read_block
 from rubric.io.fields import ReadResult
 from rubric.io.readers import read_input
-from rubric.io.records import AnswerItem, explode
+from rubric.io.records import SELF_REFERENCE, AnswerItem, Reject, explode, self_reference
 
-__all__ = ["is_uri", "read_whole", "read_unit", "answer_work", "COPY_CHUNK"]
+__all__ = ["is_uri", "read_whole", "read_unit", "read_scored", "without_self_references", "answer_work", "COPY_CHUNK"]
 
 #: Bytes per read when a URI is copied or hashed.
 COPY_CHUNK = 1 << 20
@@ -61,6 +62,33 @@ def read_unit(uri: str, fmt: str, options: Mapping[str, Any], block: Block | Non
     return read_block(uri, fmt, block, **options)
 
 
+def without_self_references(read: ReadResult) -> ReadResult:
+    """``read`` with each pair whose reference is one of its answers (``rubric.io.self_reference``: up to case,
+    spaces and punctuation) moved to its rejects, naming the row, the field and the side: every reference-reading
+    rubric would read that answer against itself. The scoring path's rule, not the readers' (a judge protocol may
+    pair an answer with the reference on purpose); ``read`` itself when no pair is such.
+
+    A pair format's row is one pair, so each such pair is one row less in ``rows_ok``. (A graded list's reference is
+    its best ``groundK``, and ``rubric.io.read_graded`` rejects an answer equal to it as an answer, before pairing.)
+    """
+    bad = {id(p): side for p in read.pairs if (side := self_reference(p)) is not None}
+    if not bad:
+        return read
+    kept = [p for p in read.pairs if id(p) not in bad]
+    rejects = [Reject(row=p.row, field="reference", pair_id=p.pair_id, source_file=read.source_file,
+                      reason=f"row {p.row}: its reference is its {bad[id(p)]} {SELF_REFERENCE} (map another column to "
+                             "reference, or none)")
+               for p in read.pairs if id(p) in bad]
+    lost_rows = len({p.row for p in read.pairs if id(p) in bad} - {p.row for p in kept})
+    return replace(read, pairs=kept, rejects=[*read.rejects, *rejects], rows_ok=read.rows_ok - lost_rows)
+
+
+def read_scored(uri: str, fmt: str, options: Mapping[str, Any], block: Block | None = None) -> ReadResult:
+    """One unit as the score path reads it (its work items and its tables alike): :func:`read_unit`, then
+    :func:`without_self_references`."""
+    return without_self_references(read_unit(uri, fmt, options, block))
+
+
 def answer_work(uri: str, block: Block | None, *, fmt: str,
                 options: Mapping[str, Any]) -> tuple[list[AnswerItem], list[list[str]]]:
     """The score job's work in one unit: its unique answers (``explode``) and each one's store ids
@@ -69,5 +97,5 @@ def answer_work(uri: str, block: Block | None, *, fmt: str,
     Raises:
         InputError: the unit cannot be read.
     """
-    items = explode(read_unit(uri, fmt, options, block).pairs)
+    items = explode(read_scored(uri, fmt, options, block).pairs)
     return items, [[it.answer_id] for it in items]

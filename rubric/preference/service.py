@@ -24,7 +24,7 @@ from typing import Any
 from rubric.config import ScoringConfig, check_range
 from rubric.errors import InputError, LimitError
 from rubric.io import read_item
-from rubric.io import AnswerItem, PairRecord, Reject, content_id
+from rubric.io import SELF_REFERENCE, AnswerItem, PairRecord, Reject, content_id, self_reference
 from rubric.scoring import Provenance, Score
 from rubric.scoring import RubricSpec
 
@@ -106,9 +106,14 @@ def preference_pair(rec: Any, index: int, limits: ServiceLimits) -> PairRecord |
                     max_answer_chars=limits.max_answer_chars, max_question_chars=limits.max_question_chars)
     if isinstance(got, Reject):
         return got
-    return PairRecord(pair_id=f"item{index}", question=got["question"], answer_a=got["answer_a"],
+    pair = PairRecord(pair_id=f"item{index}", question=got["question"], answer_a=got["answer_a"],
                       answer_b=got["answer_b"], label=None, docs_a=got["docs_a"], docs_b=got["docs_b"], row=index,
                       reference=got["reference"])
+    side = self_reference(pair)  # the batch job's rule (``rubric.io.without_self_references``), per item
+    if side is not None:
+        return Reject(row=index, field="reference", pair_id=pair.pair_id,
+                      reason=f"its reference is its {side} {SELF_REFERENCE}")
+    return pair
 
 
 def cache_key(item: AnswerItem) -> str:

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from rubric.config import DEFAULT_SPLIT_FRACTIONS
 from rubric.errors import BatchMismatchError
-from rubric.io import Block, read_unit
+from rubric.io import Block, read_scored
 from rubric.scoring import Provenance, RubricSpec
 from rubric.tables.assemble import JobInput
 from rubric.tables.assemble_stream import ScoreLookup, assemble_stream
@@ -73,7 +73,7 @@ def write_answer_tables(units: Sequence[InputUnit], scores: ScoreLookup, provena
 
     def read_inputs() -> Iterator[JobInput]:
         for u in units:
-            yield JobInput(name=u.name if u.block is None else u.shard, read=read_unit(u.uri, fmt, options, u.block),
+            yield JobInput(name=u.name if u.block is None else u.shard, read=read_scored(u.uri, fmt, options, u.block),
                            fmt=fmt, sha256=u.sha, group=None if u.block is None else u.shard)
 
     files = TableFiles(sink)

@@ -241,3 +241,33 @@ def test_checkpoints_cut_items_by_store_ids_without_splitting_one(sizes, size, w
     got = list(checkpoints(list(range(len(sizes))), ids, size))
     assert [items for items, _ in got] == want
     assert [i for _, chunk_ids in got for i in chunk_ids] == ids  # each item keeps its own ids, in order
+
+
+def test_a_pair_whose_reference_is_one_of_its_answers_is_one_reject_not_the_whole_file(tmp_path):
+    """Issue 59: on f2de0e0 one such pair refused the entire input ("1 pair(s) have a reference answer equal to one of
+    their answers"), and a lower-cased copy of the answer passed as a reference; now that pair alone is a reject
+    with its reason (compared after case, spaces and punctuation) and the others are scored."""
+    rows = _records()[:6]
+    rows[1]["reference"] = rows[1]["answer_2"]
+    rows[3]["reference"] = rows[3]["answer_1"].lower().replace(",", "")
+    rows[4]["reference"] = "A reference answer of its own, about something else entirely."
+    m = _run(_write(tmp_path / "in.jsonl", rows), tmp_path / "out", LengthScorer())
+    assert (m["counts"]["rows_in"], m["counts"]["pairs"], m["counts"]["rejected"]) == (6, 4, 2)
+    rejects = [json.loads(line) for line in (tmp_path / "out" / "rejects.jsonl").read_text().splitlines()]
+    assert [(r["row"], r["field"], r["pair_id"]) for r in rejects] == [(1, "reference", rows[1]["id"]),
+                                                                        (3, "reference", rows[3]["id"])]
+    assert "its reference is its answer_b up to case, spaces and punctuation" in rejects[0]["reason"]
+    assert "its reference is its answer_a" in rejects[1]["reason"]
+    pairs = pq.read_table(tmp_path / "out" / "pairs.parquet").column("pair_id").to_pylist()
+    assert sorted(pairs) == sorted(r["id"] for i, r in enumerate(rows) if i not in (1, 3))
+
+
+def test_the_service_answers_a_self_referencing_pair_with_its_reason():
+    from rubric.io import Reject
+    from rubric.preference.service import ServiceLimits, preference_pair
+
+    item = {"question": "Why?", "answer_a": "Because it is so.", "answer_b": "Another answer.",
+            "reference": "because it is so"}
+    got = preference_pair(item, 3, ServiceLimits())
+    assert isinstance(got, Reject) and got.field == "reference" and "its reference is its answer_a" in got.reason
+    assert not isinstance(preference_pair({**item, "reference": "A reference."}, 3, ServiceLimits()), Reject)

@@ -547,20 +547,50 @@ def test_read_table_without_a_label_column_reads_every_pair_unlabeled(tmp_path):
         read_table(tmp_path / "t.jsonl", "question=q,answer_a=x,answer_b=y", label_values={"a": "a"})
 
 
-def test_a_reference_equal_to_a_compared_answer_is_refused(tmp_path):
+def test_a_reference_equal_to_a_compared_answer_rejects_that_pair_alone(tmp_path):
     """A reference that is one of the compared answers would be read against itself by every reference-reading
-    rubric: the scoring path (explode) refuses it in one line (issue 44); a judge protocol that pairs an answer with
-    its reference on purpose (RAG-QA Arena) reads the same rows."""
+    rubric: the scoring path (``rubric.io.without_self_references``) rejects that pair alone, naming its row, the
+    field and the side, comparing after case, spaces and punctuation (issue 59: the whole file was refused, and a
+    lower-cased copy of the answer passed); the readers themselves keep every row (a judge protocol may pair an
+    answer with its reference on purpose: RAG-QA Arena)."""
+    from rubric.io import normalised_text, without_self_references
+
     path = tmp_path / "self_ref.jsonl"
+    shout = f"FIRST {LONG}".upper().replace(".", "")  # the answer upper-cased and stripped of its full stops
     rows = [_hp(0, reference="An unrelated reference answer."), _hp(1, reference=f"  first {LONG}  "),
-            _hp(2, reference=f"second\n{LONG}")]
+            _hp(2, reference=f"second\n{LONG}"), _hp(3, reference=shout), _hp(4)]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     got = read_lfqa_hp(path)
-    assert [p.pair_id for p in got.pairs] == ["p0", "p1", "p2"] and not got.rejects
-    with pytest.raises(InputError, match=r"2 pair\(s\) have a reference answer equal to one of their answers, e.g. "
-                                         r"pair 'p1' \(row 1\): its reference is its answer_a") as e:
-        explode(got.pairs)
-    assert "\n" not in str(e.value)
-    assert len(explode(got.pairs[:1])) == 2
+    assert [p.pair_id for p in got.pairs] == ["p0", "p1", "p2", "p3", "p4"] and not got.rejects
+    assert normalised_text(shout) == normalised_text(f"first {LONG}") != normalised_text(f"second {LONG}")
+    kept = without_self_references(got)
+    assert [p.pair_id for p in kept.pairs] == ["p0", "p4"]
+    assert (kept.rows_in, kept.rows_ok, len(kept.rejects)) == (5, 2, 3)
+    assert [(r.row, r.pair_id, r.field) for r in kept.rejects] == [(1, "p1", "reference"), (2, "p2", "reference"),
+                                                                   (3, "p3", "reference")]
+    assert "row 2: its reference is its answer_b" in kept.rejects[1].reason
+    assert "case, spaces and punctuation" in kept.rejects[0].reason and "\n" not in kept.rejects[0].reason
+    assert without_self_references(kept) is kept  # nothing left to reject: the read as it was
+    assert len(explode(kept.pairs)) == 4
+    with pytest.raises(InputError, match="reference answer equal to one of their answers"):
+        explode(got.pairs)  # the scoring path never hands explode such a pair; if one did, it would not be scored
     with pytest.raises(ConfigError, match="also answer_b's column"):
         parse_mapping("question=q,answer_a=x,answer_b=y,reference=y")
+
+
+def test_a_graded_answer_equal_to_its_questions_reference_is_rejected_alone(tmp_path):
+    """WebGLM's best groundK is every pair's reference: a generated answer that is that text (up to case, spaces and
+    punctuation) is rejected as an answer, and the question's other answers are still paired."""
+    ref = "Reference answer, the best one: it explains the thing well."
+    data = {"What is the thing?": {"doc_list": [
+        {"answer": "reference answer the best one  it explains the THING well", "model": "gpt", "label": 1},
+        {"answer": "A good answer that explains the thing.", "model": "gpt", "label": 1},
+        {"answer": "A weak answer.", "model": "llama", "label": 0}], "ground0": "x", "ground3": ref}}
+    path = tmp_path / "g.json"
+    path.write_text(json.dumps(data))
+    got = read_graded(path)
+    assert len(got.pairs) == 1 and got.pairs[0].reference == ref
+    assert {got.pairs[0].answer_a, got.pairs[0].answer_b} == {"A good answer that explains the thing.", "A weak answer."}
+    (r,) = got.rejects
+    assert r.field == "reference" and r.extra["answer"] == "0" and "the question's reference answer" in r.reason
+    assert (got.rows_in, got.rows_ok) == (3, 2)

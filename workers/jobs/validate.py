@@ -20,7 +20,7 @@ from typing import Any
 
 from rubric.config import ScoringConfig, check_range
 from rubric.errors import BackendUnavailableError, ConfigError
-from rubric.io import explode, question_id, read_whole
+from rubric.io import explode, question_id, read_scored
 from rubric.scoring import RubricSpec
 from rubric.validity import (DEFAULT_TOLERANCE, FAMILIES, OUTCOMES_FILE, REPORT_FILE, SUMMARY_FILE, VALIDATE_KIND,
                              MinimalPair, minimal_pairs, outcomes, outcomes_table, pair_items, resolve_families,
@@ -117,7 +117,7 @@ class ValidateKind(ScoreKind):
     def pairs(self, uri: str) -> tuple[list[MinimalPair], int]:
         """The minimal pairs of one input and its rejected rows (read once: the assemble step needs them again)."""
         if uri not in self._pairs:
-            read = read_whole(uri, self.fmt, self.options)
+            read = read_scored(uri, self.fmt, self.options)
             answers = explode(list(read.pairs))
             if self.max_questions is not None:
                 keep = list(dict.fromkeys(question_id(a.question) for a in answers))[:self.max_questions]
