@@ -73,6 +73,9 @@ def read_output_table(out_dir: str | Path, table: str = "pairs") -> pa.Table:
 
     out = Path(out_dir)
     path = out / f"{table}.parquet"
+    if path.is_dir():
+        raise InputError(f"{path} is a folder, not a table: a score output holds {table}.parquet as one Parquet "
+                         f"file (give the folder 'lfqa-rubric score ... --out' wrote)")
     if not path.is_file():
         raise InputError(f"{path} not found: run 'lfqa-rubric score ... --out {out_dir}' first")
     check_published(out)

@@ -20,6 +20,7 @@ prefix cache held from earlier calls in the process).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -84,10 +85,16 @@ def cost_table(rows: Iterable[CostRow]):
     return pa.table({c: pa.array(v, types[c]) for c, v in cols.items()})
 
 
+#: Where a judge's error says which order of the pair failed ("order ab: ", ``rubric.judging.pair_outcome``): a
+#: place, not a reason.
+_ORDER = re.compile(r"^order (ab|ba): ")
+
+
 def _reason(error: str, name: str) -> str:
     # the reason's kind, not its row-specific details: "ValueError: bad row 17" -> "ValueError";
-    # a judge's "judge.plain.v1: no parseable vote in 3: no verdict in '...'" -> "no parseable vote in 3"
+    # a judge's "judge.plain.v1: order ab: no parseable vote in 3: no verdict in '...'" -> "no parseable vote in 3"
     text = error[len(name) + 2:] if error.startswith(f"{name}: ") else error
+    text = _ORDER.sub("", text)
     head = text.split(":", 1)[0].strip()
     return head if head and len(head) <= 80 else text[:80]
 
@@ -171,19 +178,21 @@ def budget_lines(over: Mapping[str, Mapping[str, Any]], max_failed: float, what:
     return lines
 
 
-def budget_refusal(cost: Mapping[str, Any] | None, used: Sequence[str], where: str) -> str | None:
-    """Why a model must not be fitted on a table whose run had ``used`` rubrics over its failure budget (one
-    line), or None. ``cost``: the run's manifest ``cost`` (None: a run from before the budget existed)."""
+def budget_refusal(cost: Mapping[str, Any] | None, used: Sequence[str] | None, where: str, *,
+                   features: bool = True) -> str | None:
+    """Why a model must not be fitted on a table whose run had ``used`` rubrics (None: any) over its failure budget
+    (one line), or None. ``cost``: the run's manifest ``cost`` (None: a run from before the budget existed);
+    ``features``: the command can leave a rubric out (``fit --features``; ``transfer`` cannot)."""
     if not cost:
         return None
-    over = [n for n in cost.get("over_budget", []) if n in used]
+    over = [n for n in cost.get("over_budget", []) if used is None or n in used]
     if not over:
         return None
     per = cost.get("per_name", {})
     what = ", ".join(f"{n} ({per[n]['failed']} of {per[n]['rows']} rows failed)" if n in per else n for n in over)
+    leave_out = " leave the rubric out (--features)," if features else ""
     return (f"{where}: {what} over the run's failure budget of {cost.get('max_failed', DEFAULT_MAX_FAILED):.1%}; "
-            "re-score the failed cells (score ... --retry-failed), leave the rubric out (--features), or fit anyway "
-            "(--allow-over-budget)")
+            f"re-score the failed cells (score ... --retry-failed),{leave_out} or fit anyway (--allow-over-budget)")
 
 
 # --- the roofline estimate (docs/ray.md, "Against the prefill roofline") ---------------------------

@@ -93,6 +93,16 @@ def test_output_folder_without_tables(capsys, tmp_path, model_json, argv):
     assert "not found" in line and "lfqa-rubric score" in line
 
 
+@pytest.mark.parametrize("table", ["pairs", "answers"])
+def test_a_folder_standing_at_a_table_is_called_a_folder(capsys, tmp_path, table):
+    """Issue 59: on f2de0e0 ``export`` called a folder standing at ``OUT/pairs.parquet`` "not found"."""
+    out = tmp_path / "out"
+    (out / f"{table}.parquet").mkdir(parents=True)
+    line = one_error_line(capsys, main(["export", str(out), "--table", table, "--to", str(tmp_path / "x.csv")]),
+                          str(out / f"{table}.parquet"))
+    assert "is a folder, not a table" in line and "not found" not in line
+
+
 def test_truncated_model_json(capsys, tmp_path, model_json):
     out = tmp_path / "out"
     out.mkdir()

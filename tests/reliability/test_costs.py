@@ -262,3 +262,61 @@ def test_an_abstention_is_neither_a_failure_nor_over_any_budget():
     assert entry["reasons"] == [["engine died", 1]]
     assert cost_table(rows).column("failed").to_pylist() == [False] * 4 + [True]
     assert over_budget(summary, 0.25) == {}
+
+
+def test_transfer_refuses_an_over_budget_training_table_like_fit(tmp_path, monkeypatch, capsys):
+    """Issue 59: on f2de0e0 ``transfer --train OVER`` fitted on a table over its failure budget without a word, though
+    ``fit OVER`` refuses it; now it refuses in the same line, and the same flag lets it through."""
+    from workers.cli import main
+
+    src = _input(tmp_path)
+    bad, ids = _chosen_third(src, tmp_path)
+    out = tmp_path / "out"
+    _cli_scorer(monkeypatch, TokenScorer(CONCISE, bad), TokenScorer(LENGTH))
+    assert main(["score", str(src), "--format", "lfqa-hp", "--rubrics", "conciseness,length", "--out", str(out),
+                 "--quiet"]) == 3
+    capsys.readouterr()
+    argv = ["transfer", "--train", str(out), "--eval", str(out), "--split", "test", "--n-boot", "20",
+            "--out", str(tmp_path / "t.md")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{out}: conciseness ({len(bad)} of {len(ids)} rows failed) over the run's failure " \
+                            "budget" in err[0] and "--allow-over-budget" in err[0], err
+    assert not (tmp_path / "t.md").exists()
+    assert main([*argv, "--allow-over-budget"]) == 0 and (tmp_path / "t.md").is_file()
+
+
+def test_the_judges_budget_line_names_the_commonest_reason_not_the_order():
+    """Issue 59: a judge's failed pair reads "judge.plain.v1: order ab: no parseable vote in 3: ...; order ba: ...";
+    the budget line named its commonest reason "order ab"."""
+    from rubric.judging.verdicts import VerdictProbs, pair_outcome
+
+    def failed(both: bool) -> str:
+        bad = VerdictProbs(None, None, None, 0.0, error="no parseable vote in 3: no verdict (answer_1/answer_2) in 'x'")
+        good = VerdictProbs(0.7, 0.3, None, 1.0, verdict="1")
+        return "judge.plain.v1: " + pair_outcome(bad, bad if both else good, tie=False).error
+
+    rows = [CostRow(id=f"p{i}", name="judge.plain.v1", cost={}, reused=False, error=failed(i % 2 == 0))
+            for i in range(6)]
+    summary = cost_summary(rows, ["judge.plain.v1"])
+    assert summary["per_name"]["judge.plain.v1"]["reasons"] == [["no parseable vote in 3", 6]]
+    (line,) = budget_lines(over_budget(summary, 0.05), 0.05, "judge")
+    assert line.endswith("commonest: no parseable vote in 3 (6)"), line
+
+
+def test_a_refused_retry_leaves_no_store_skeleton_behind(tmp_path, capsys):
+    """Issue 59: on f2de0e0 ``score --retry-failed`` into a folder with no finished run refused, but left
+    ``OUT/scores/<stem>/key.json`` behind (a store opened, keyed and emptied before the check)."""
+    from workers.cli import main
+
+    src = _input(tmp_path)
+    out = tmp_path / "out"
+    argv = ["score", str(src), "--format", "lfqa-hp", "--rubrics", "length", "--out", str(out), "--quiet",
+            "--retry-failed"]
+    assert main(argv) == 2
+    assert "run the job without --retry-failed first" in capsys.readouterr().err
+    assert not (out / "scores").exists()
+    assert main(argv[:-1]) == 0  # a finished run of another setting: a retry of this one is refused, nothing reset
+    before = sorted(p.relative_to(out).as_posix() for p in (out / "scores").rglob("*"))
+    assert main([*argv, "--batch-size", "3", "--max-answer-chars", "5000"]) == 2
+    assert sorted(p.relative_to(out).as_posix() for p in (out / "scores").rglob("*")) == before

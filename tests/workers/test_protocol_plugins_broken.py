@@ -80,6 +80,13 @@ class Opts(ProtocolOptions):
 
 register_protocol(ProtocolSpec("a b/../c", "a name that is a path", Opts, run))
 """, "protocol name 'a b/../c' is refused"),
+    "plug_default": ("""
+@dataclass(frozen=True)
+class Opts(ProtocolOptions):
+    depth: int = option(-1, low=0, help="a default outside its own bounds")
+
+register_protocol(ProtocolSpec("default-plugin", "a bad default", Opts, run))
+""", "protocol 'default-plugin': option 'depth' has a default outside its own bounds: 'depth' must be >= 0, got -1"),
     "plug_exit": ("""
 import sys
 sys.exit(3)

@@ -185,3 +185,22 @@ def test_copies_made_otherwise_are_scored_again_not_missing(tmp_path, monkeypatc
     assert again["job"]["answers_scored_now"] > 0 and again["inputs"][0]["status"] == "scored"
     (row,) = read_validity(tmp_path / "v", n_boot=20)["table"].rows
     assert row.missing == 0 and row.n == first["validity"]["pairs_by_family"]["filler"]
+
+
+def test_nothing_to_validate_is_exit_2_with_the_reason(tmp_path, capsys):
+    """Issue 59: on f2de0e0 ``validate`` on a file whose every row is rejected exited 0 with an all-n/a report, where
+    ``score`` exits 2 on the same file; now it stops in one line with the first reason, and publishes nothing."""
+    rows = [json.loads(line) for line in open(SAMPLE, encoding="utf-8") if line.strip()][:4]
+    for r in rows:
+        r["answer_1"] = "   "
+    src = tmp_path / "bad.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "v"
+    assert main(["validate", str(src), "--format", "lfqa-hp", "--rubrics", "conciseness", "--quiet", "--out",
+                 str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nothing to validate" in err[0] and "4 row(s) rejected" in err[0] \
+        and "answer_1" in err[0], err
+    assert not (out / "manifest.json").exists() and not (out / "report.md").exists()
+    assert main(["score", str(src), "--format", "lfqa-hp", "--rubrics", "length", "--quiet",
+                 "--out", str(tmp_path / "s")]) == 2

@@ -36,6 +36,10 @@ def _add_missing(p: argparse.ArgumentParser) -> None:
                         "'drop' leaves the pair out (no prediction for it)")
 
 
+_ALLOW_OVER_BUDGET = ("fit even when a rubric it uses had more failed rows than its score run's --max-failed budget "
+                      "(by default {} refuses such a table, in one line)")
+
+
 def add_fit(f: argparse.ArgumentParser) -> None:
     f.add_argument("outdir")
     f.add_argument("--out", required=True, help="model JSON path")
@@ -59,23 +63,34 @@ def add_fit(f: argparse.ArgumentParser) -> None:
     f.add_argument("--weight-boot", type=int, default=200,
                    help="replicates of the bootstrap over training questions for the weights' 95%% CIs (0: none)")
     f.add_argument("--seed", type=int, default=0, help="seed of the weight bootstrap")
-    f.add_argument("--allow-over-budget", action="store_true",
-                   help="fit even when a rubric it uses had more failed rows than its score run's --max-failed "
-                        "budget (by default fit refuses such a table, in one line)")
+    f.add_argument("--allow-over-budget", action="store_true", help=_ALLOW_OVER_BUDGET.format("fit"))
+
+
+def _refuse_over_budget(args, outdir: str, used: list[str] | None, *, features: bool = True) -> None:
+    """``fit``'s and ``transfer``'s refusal of a table whose run had a rubric it uses over its failure budget
+    (``rubric.tables.budget_refusal``), unless ``--allow-over-budget``.
+
+    Raises:
+        ConfigError: the one line.
+    """
+    from rubric.io import read_manifest
+    from rubric.tables import budget_refusal
+
+    if getattr(args, "allow_over_budget", False):
+        return
+    manifest = read_manifest(Path(outdir)) if (Path(outdir) / "manifest.json").is_file() else {}
+    why = budget_refusal((manifest or {}).get("cost"), used, str(outdir), features=features)
+    if why:
+        raise ConfigError(why)
 
 
 def fit(args) -> int:
-    from rubric.io import read_manifest
     from rubric.preference import fit_model, read_pairs
-    from rubric.tables import budget_refusal, table_rubrics
+    from rubric.tables import table_rubrics
 
     pairs = read_pairs(args.outdir)
     features = args.features.split(",") if args.features else None
-    if not getattr(args, "allow_over_budget", False):
-        manifest = read_manifest(Path(args.outdir)) if (Path(args.outdir) / "manifest.json").is_file() else {}
-        why = budget_refusal((manifest or {}).get("cost"), features or table_rubrics(pairs), str(args.outdir))
-        if why:
-            raise ConfigError(why)
+    _refuse_over_budget(args, args.outdir, features or table_rubrics(pairs))
     try:
         model, dm = fit_model(pairs, split=args.split, C=args.C, ties=args.ties, features=features, style=args.style,
                               decorrelate=args.decorrelate, cv_folds=args.cv_folds,
@@ -202,6 +217,7 @@ def add_transfer(t: argparse.ArgumentParser) -> None:
     _add_missing(t)
     t.add_argument("--n-boot", type=int, default=1000, help="question-clustered bootstrap replicates per cell")
     t.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    t.add_argument("--allow-over-budget", action="store_true", help=_ALLOW_OVER_BUDGET.format("transfer"))
 
 
 def transfer(args) -> int:
@@ -209,6 +225,8 @@ def transfer(args) -> int:
     from rubric.scoring import preset_title
     from workers.jobs.export import run_transfer
 
+    for outdir in dict.fromkeys(args.train):  # every rubric of a training table is fitted on
+        _refuse_over_budget(args, outdir, None, features=False)
     result = run_transfer(args.train, args.eval, C=args.C, ties=args.ties, style=args.style, split=args.split,
                           n_boot=args.n_boot, seed=args.seed, missing=args.missing)
     from workers.storage.outdir import out_path, output_file

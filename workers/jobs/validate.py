@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rubric.config import ScoringConfig, check_range
-from rubric.errors import BackendUnavailableError, ConfigError
+from rubric.errors import BackendUnavailableError, ConfigError, InputError
 from rubric.io import explode, question_id, read_scored
 from rubric.scoring import RubricSpec
 from rubric.validity import (DEFAULT_TOLERANCE, FAMILIES, OUTCOMES_FILE, REPORT_FILE, SUMMARY_FILE, VALIDATE_KIND,
@@ -109,6 +109,7 @@ class ValidateKind(ScoreKind):
         self.key_fields = {**self.key_fields, "validity": {"families": self.families, "seed": seed,
                                                           "max_questions": max_questions}}
         self._pairs: dict[str, tuple[list[MinimalPair], int]] = {}
+        self._first_reject: dict[str, str] = {}  # input -> the reason of its first rejected row
 
     def arguments(self) -> dict:
         return {**super().arguments(), "families": self.families, "tolerance": self.tolerance,
@@ -124,6 +125,8 @@ class ValidateKind(ScoreKind):
                 answers = [a for a in answers if question_id(a.question) in set(keep)]
             self._pairs[uri] = (minimal_pairs(answers, self.families, self.seed, synonyms=self.synonyms),
                                 len(read.rejects))
+            if read.rejects:
+                self._first_reject[uri] = read.rejects[0].reason
         return self._pairs[uri]
 
     def unit_key(self, uri: str) -> Mapping[str, Any]:
@@ -146,6 +149,12 @@ class ValidateKind(ScoreKind):
             got, rejected = self.pairs(u.uri)
             pairs.extend(got)
             per_input[u.shard] = {"minimal_pairs": len(got), "rejected": rejected}
+        if not pairs:  # as score stops on a file with no usable pair: an all-n/a table would say nothing
+            rejected = sum(c["rejected"] for c in per_input.values())
+            first = next(iter(self._first_reject.values()), None)
+            raise InputError(f"nothing to validate in {', '.join(repr(s) for s in job.shards)}: {rejected} row(s) "
+                             f"rejected{f' (first: {first})' if first else ''}, and no family made a minimal pair of "
+                             "what is left")
         versions = {s.name: s.version for s in self.specs}
         lookup = scores.get([i for p in pairs for i in (p.original_id, p.perturbed_id)])
         results = outcomes(pairs, lookup, self.tolerance, versions=versions)

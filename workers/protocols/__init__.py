@@ -69,15 +69,23 @@ class ProtocolOptions:
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
-            value, meta = getattr(self, f.name), f.metadata
-            if value is None or isinstance(value, (bool, list)):
-                continue
-            low, high, choices = meta.get("low"), meta.get("high"), meta.get("choices")
-            flag = "--" + f.name.replace("_", "-")
-            if choices and value not in choices:
-                raise ConfigError(f"{flag} must be one of {', '.join(choices)}, got {value!r}")
-            if low is not None or high is not None:
-                check_range(flag, value, low=low, high=high)
+            _check_option(f, getattr(self, f.name), option_flag(f.name))
+
+
+def _check_option(f: dataclasses.Field, value: Any, label: str) -> None:
+    """``value`` within field ``f``'s bounds and choices (:func:`option`), named ``label`` in the message.
+
+    Raises:
+        ConfigError: "'LABEL' must be ..." (``rubric.config.check_range``) or "LABEL must be one of ...".
+    """
+    meta = f.metadata
+    if value is None or isinstance(value, (bool, list)):
+        return
+    low, high, choices = meta.get("low"), meta.get("high"), meta.get("choices")
+    if choices and value not in choices:
+        raise ConfigError(f"{label} must be one of {', '.join(choices)}, got {value!r}")
+    if low is not None or high is not None:
+        check_range(label, value, low=low, high=high)
 
 
 @dataclass
@@ -194,6 +202,12 @@ def _option_kinds(spec: ProtocolSpec) -> dict[str, type]:
     for f in dataclasses.fields(spec.options):
         if not isinstance(f.metadata.get("help"), str):
             raise ConfigError(f"protocol {spec.name!r}: option {f.name!r} is not declared with option(help=...)")
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        try:  # checked here, naming the protocol and its field: the user never gave that flag
+            _check_option(f, None if default is dataclasses.MISSING else default, f.name)
+        except ConfigError as e:
+            raise ConfigError(f"protocol {spec.name!r}: option {f.name!r} has a default outside its own bounds: {e}") \
+                from None
         try:
             kinds[f.name] = option_kind(hints.get(f.name))
         except ConfigError as e:

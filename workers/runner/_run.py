@@ -25,19 +25,39 @@ __all__ = ["run"]
 log = logging.getLogger(__name__)
 
 
-def _plan(kind: JobKind, inputs, folder: OutputFolder) -> tuple[list[str], list[Unit]]:
+def _plan(kind: JobKind, inputs, folder: OutputFolder, *, retry: bool = False) -> tuple[list[str], list[Unit]]:
+    """The units, each with its store opened (an earlier store of another key is emptied then). For a retry, every
+    unit's store must hold a finished run of the same key, which is checked before any store is opened or made,
+    so a refused retry changes nothing (no store made, none emptied).
+
+    Raises:
+        ConfigError: a retry with a unit that has no finished run of the same key.
+    """
     out = folder.path
     plans = plan_inputs(inputs, kind.fmt, kind.options, blocks=kind.blocks)
     shards = list(plans)
     kind.prepare(shards, out)
-    folder.dir(kind.store_dir)
-    units = []
+    root = out / kind.store_dir
+    planned = []
     for uri, plan in plans.items():
         for name, block in plan.units:
             key = score_key(path=uri, sha256=plan.sha, fmt=kind.fmt, options=kind.options, config=kind.config,
                             block=None if block is None else block.bounds(), extra=kind.unit_key(uri))
-            units.append(Unit(name, uri, plan.sha, plan.name, block, ShardStore(out / kind.store_dir, name, key)))
+            planned.append((name, uri, plan, block, key))
+    if retry:
+        _refuse_unfinished(out, [name for name, *_, key in planned if not ShardStore.finished(root, name, key)])
+    folder.dir(kind.store_dir)
+    units = [Unit(name, uri, plan.sha, plan.name, block, ShardStore(root, name, key))
+             for name, uri, plan, block, key in planned]
     return shards, units
+
+
+def _refuse_unfinished(out: Path, unfinished: Sequence[str]) -> None:
+    """``--retry-failed`` retries a finished earlier run only: refused in one line when a unit has none."""
+    if unfinished:
+        raise ConfigError(f"--retry-failed retries a finished run of the same inputs, settings and versions into "
+                          f"{out}, but {len(unfinished)} unit(s) have none ({', '.join(unfinished[:3])}"
+                          f"{', ...' if len(unfinished) > 3 else ''}): run the job without --retry-failed first")
 
 
 def run(kind: JobKind, inputs: str | Path | Sequence[str | Path], out: str | Path, *, progress: bool = True,
@@ -80,13 +100,9 @@ def _run(kind: JobKind, inputs, folder: OutputFolder, *, progress: bool, step, r
     out = folder.path
     if check:
         kind.check()
-    shards, units = _plan(kind, inputs, folder)
-    if retry:
-        unfinished = [u.name for u in units if not u.store.done]
-        if unfinished:
-            raise ConfigError(f"--retry-failed retries a finished run of the same inputs, settings and versions into "
-                              f"{out}, but {len(unfinished)} unit(s) have none ({', '.join(unfinished[:3])}"
-                              f"{', ...' if len(unfinished) > 3 else ''}): run the job without --retry-failed first")
+    shards, units = _plan(kind, inputs, folder, retry=retry)
+    if retry:  # a store found damaged when opened is no longer finished
+        _refuse_unfinished(out, [u.name for u in units if not u.store.done])
     pending = units if retry else [u for u in units if not u.store.done]
     status: dict[str, str] = {}
     why: dict[str, str] = {}

@@ -202,6 +202,18 @@ class ShardStore:
             except OSError:  # other shards' stores are there
                 pass
 
+    @staticmethod
+    def finished(root: Path, name: str, key: Mapping[str, Any]) -> bool:
+        """Whether ``root / name`` holds a store of ``key`` that was finished, read without opening it (nothing is
+        made, emptied or removed: what a refused ``--retry-failed`` must leave as it was)."""
+        folder = Path(root) / name
+        try:
+            if folder.is_symlink() or json.loads((folder / "key.json").read_text()) != _canonical(key):
+                return False
+            return json.loads((folder / "done.json").read_text()).get("key") == _digest(key)
+        except (OSError, ValueError, AttributeError):
+            return False
+
     @property
     def done(self) -> bool:
         """True when ``done.json`` matches the current key (every answer of the shard is scored)."""
