@@ -143,14 +143,15 @@ class _Pieces:
         import os
 
         import pyarrow as pa
-        import pyarrow.parquet as pq
+
+        from rubric.io import read_parquet
 
         if not self._files:
             return
         schema = pa.unify_schemas(self._schemas, promote_options="permissive").with_metadata(
             self._schemas[0].metadata)
         for path in self._files:
-            out(pq.read_table(path).cast(schema))
+            out(read_parquet(path).cast(schema))
             os.unlink(path)
 
 

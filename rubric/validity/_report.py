@@ -145,11 +145,11 @@ def read_validity(folder: str | Path, *, n_boot: int | None = None, seed: int | 
     show the run's CIs (``n_boot`` and ``seed`` are accepted for the report's call and not used).
 
     Raises:
-        InputError: the folder is not one validate run's complete set.
+        InputError: the folder is not one validate run's complete set, or its table cannot be read (read through
+            one open file, ``rubric.io.read_parquet``, as every table of ours: a publish renaming a new table in
+            while it is read cannot make it read half of each).
     """
-    import pyarrow.parquet as pq
-
-    from rubric.io import check_published
+    from rubric.io import check_published, read_parquet
 
     folder = Path(folder)
     manifest = check_published(folder)
@@ -157,7 +157,7 @@ def read_validity(folder: str | Path, *, n_boot: int | None = None, seed: int | 
         raise InputError(f"{folder} is not a validate output")
     v = manifest["validity"]
     results = [Outcome(**{k: row[k] for k in _OUTCOME_FIELDS})
-               for row in pq.read_table(folder / OUTCOMES_FILE).to_pylist()]
+               for row in read_parquet(folder / OUTCOMES_FILE).to_pylist()]
     table = summary_of(results, versions=v["rubrics"], families=v["families"], tolerance=v["tolerance"],
                        n_boot=int(v["n_boot"]), seed=int(v["seed"]))
     return {"folder": str(folder), "table": table, "seed": v["seed"], "n_boot": v["n_boot"], "families": v["families"],

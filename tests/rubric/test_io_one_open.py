@@ -69,3 +69,19 @@ def test_a_damaged_table_is_one_line_naming_it(tmp_path):
     path.write_bytes(b"PAR1 not really")
     with pytest.raises(InputError, match=r"cannot read .*pairs.parquet \(damaged or not Parquet\)"):
         read_parquet(path)
+
+
+def test_every_table_of_ours_is_read_through_the_one_guarded_reader():
+    """Issue 59: validate's tables were read by path (``pq.read_table``), so a publish racing the read made intact
+    files read as corrupt, and a damaged one was a traceback. No module reads a Parquet file but through
+    ``rubric.io.open_parquet`` now, except two that read the user's own files (a perturb input, an evidence corpus),
+    whose errors they turn into their own lines."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    by_path = re.compile(r"\bpq\.(read_table|read_metadata|read_schema|ParquetFile|ParquetDataset)\(")
+    users = {"rubric/perturbation/rewrite.py", "models/rubric_backends/evidence.py"}
+    found = sorted(p.relative_to(root).as_posix() for pkg in ("rubric", "models", "workers")
+                   for p in (root / pkg).rglob("*.py") if by_path.search(p.read_text(encoding="utf-8")))
+    assert set(found) - users == {"rubric/io/files.py"}, found

@@ -204,3 +204,101 @@ def test_nothing_to_validate_is_exit_2_with_the_reason(tmp_path, capsys):
     assert not (out / "manifest.json").exists() and not (out / "report.md").exists()
     assert main(["score", str(src), "--format", "lfqa-hp", "--rubrics", "length", "--quiet",
                  "--out", str(tmp_path / "s")]) == 2
+
+
+def _damage_in_place(path) -> str:
+    """Four bytes of the table zeroed, its size kept (what a size check cannot see), at the first place where pyarrow
+    reading it by path raises what is no OSError (an ArrowInvalid: the old reader's traceback); returns that error."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    data = path.read_bytes()
+    for at in range(4, len(data) - 8, 16):
+        damaged = data[:at] + bytes(4) + data[at + 4:]
+        if damaged == data:
+            continue
+        try:
+            pq.read_table(io.BytesIO(damaged))
+        except OSError:
+            continue
+        except Exception as e:  # noqa: BLE001 - the kind the command line did not turn into one line
+            path.write_bytes(damaged)
+            return f"{type(e).__name__}: {e}"
+    pytest.fail(f"no damage of {path} makes pyarrow raise anything but OSError")
+
+
+def test_a_damaged_validity_table_of_the_recorded_size_is_one_line(tmp_path, capsys):
+    """Issue 59: on f2de0e0 ``report V --html`` on a validity_pairs.parquet damaged in place (its recorded size kept)
+    was a pyarrow traceback; validate's tables are read through the one guarded reader now."""
+    from rubric.validity import OUTCOMES_FILE
+
+    out = tmp_path / "v"
+    _run(out, "--max-questions", "3", "--families", "filler")
+    size = (out / OUTCOMES_FILE).stat().st_size
+    why = _damage_in_place(out / OUTCOMES_FILE)
+    assert (out / OUTCOMES_FILE).stat().st_size == size and not why.startswith("OSError")
+    capsys.readouterr()
+    assert main(["report", str(out), "--html", str(tmp_path / "r.html"), "--n-boot", "20"]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert "Traceback" not in err and len(lines) == 1 and str(out / OUTCOMES_FILE) in lines[0], err
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_a_reader_racing_a_republish_of_a_validate_folder_never_reads_intact_files_as_corrupt(tmp_path):
+    """Issue 59: on f2de0e0 ``read_validity`` read a table by its path (pyarrow opened it more than once), so a reader
+    racing a re-publish read intact files as "Invalid column metadata (corrupt file?)" 187-309 times in 20 s. Two
+    validate runs' files are published into one folder by turns while it is read: every read gives one of the two
+    runs' tables, or an honest refusal that a publish is going on, never a damaged file."""
+    import shutil
+    import threading
+    import time
+
+    from rubric.errors import InputError
+    from rubric.validity import OUTCOMES_FILE, REPORT_FILE, SUMMARY_FILE
+    from workers.storage.outdir import OutputFolder
+
+    runs = {}
+    for seed in (0, 1):
+        src = tmp_path / f"run{seed}"
+        _run(src, "--max-questions", "4", "--families", "filler,typos", "--seed", str(seed))
+        runs[seed] = (src, json.loads((src / "manifest.json").read_text()))
+    names = (OUTCOMES_FILE, SUMMARY_FILE, REPORT_FILE)
+    out = tmp_path / "v"
+    shutil.copytree(runs[0][0], out)
+    n_rows = {len(read_validity(runs[s][0], n_boot=5)["table"].rows) for s in runs}
+    stop = threading.Event()
+    published = [0]
+
+    def republish():
+        with OutputFolder(out, outputs=names) as folder:
+            while not stop.is_set():
+                src, manifest = runs[published[0] % 2]
+                staging = folder.staging()
+                for n in names:
+                    shutil.copy(src / n, staging / n)
+                folder.publish({n: staging / n for n in names}, {k: v for k, v in manifest.items()
+                                                                 if k not in ("published", "sha256")})
+                folder.remove(staging)
+                published[0] += 1
+
+    thread = threading.Thread(target=republish, daemon=True)
+    thread.start()
+    reads, refused, damaged = 0, [], []
+    t_end = time.monotonic() + 5.0
+    try:
+        while time.monotonic() < t_end:
+            try:
+                got = read_validity(out, n_boot=5)
+            except InputError as e:
+                (damaged if "damaged" in str(e) or "corrupt" in str(e) else refused).append(str(e))
+            else:
+                reads += 1
+                assert len(got["table"].rows) in n_rows
+    finally:
+        stop.set()
+        thread.join(30)
+    assert published[0] > 20 and reads > 20, (published[0], reads)
+    assert not damaged, damaged[:3]
+    assert all("is being written" in e or "does not match" in e for e in refused), refused[:3]

@@ -32,6 +32,7 @@ from typing import Any
 
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
+from rubric.io import open_parquet, read_parquet
 from rubric.scoring import Provenance, Score, is_abstention
 from rubric.scoring import RubricSpec
 from workers.storage.outdir import atomic_write_bytes, inside, is_scratch, make_dirs, new_temp, no_link, remove_tree
@@ -233,12 +234,10 @@ class ShardStore:
         footer is read (a truncated file has none; cheap for a large store); a part damaged inside
         stops the job later in one line (:meth:`parts`).
         """
-        import pyarrow.parquet as pq
-
         rows = 0
         for part in self._parts():
             try:
-                rows += pq.read_metadata(part).num_rows
+                rows += open_parquet(part, lambda pf: pf.metadata.num_rows)
             except Exception as e:  # pyarrow raises several types for a damaged file
                 log.warning("shard %s: score part %s cannot be read (%s: %s); removing it, its answers are "
                             "scored again", self.name, part, type(e).__name__, str(e).split("\n")[0])
@@ -255,12 +254,10 @@ class ShardStore:
 
     def scored_ids(self) -> set[str]:
         """Answer ids with a stored score (finished parts only)."""
-        import pyarrow.parquet as pq
-
         ids: set[str] = set()
         for part in self._parts():
             try:
-                ids.update(pq.read_table(part, columns=["answer_id"]).column("answer_id").to_pylist())
+                ids.update(read_parquet(part, columns=["answer_id"]).column("answer_id").to_pylist())
             except Exception as e:  # a damaged part is re-scored, never trusted
                 log.warning("ignoring damaged score part %s (%s: %s); its answers are scored again",
                             part, type(e).__name__, e)
@@ -320,12 +317,10 @@ class ShardStore:
     def parts_reused(self, rubrics: Sequence[str], *, latest_first: bool = False,
                      ) -> Iterator[tuple[list[str], dict[str, list[str]], dict[str, Provenance], bool]]:
         """:meth:`parts`, each with whether an earlier run stored it (its scores are reused by this one)."""
-        import pyarrow.parquet as pq
-
         prov: dict[str, Provenance] = {}
         for part in (reversed(self._parts()) if latest_first else self._parts()):
             try:
-                t = pq.read_table(part).to_pydict()
+                t = read_parquet(part).to_pydict()
             except Exception as e:  # damaged after this store was opened
                 raise ConfigError(f"score part {part} cannot be read ({type(e).__name__}); run the job again to "
                                   "re-score its answers") from None
