@@ -28,7 +28,7 @@ from typing import Any
 from rubric.config import ScoringConfig
 from rubric.errors import BackendUnavailableError, ConfigError
 from rubric.registry import Registry
-from rubric.scoring import Scorer
+from rubric.scoring import ENGLISH_ONLY, Scorer
 from rubric.scoring import RubricSpec
 
 __all__ = [
@@ -231,12 +231,22 @@ def _llm_problems(config: ScoringConfig) -> list[str]:
     return problems
 
 
+def _language_problems(specs: tuple[RubricSpec, ...]) -> list[str]:
+    """The English-only versions check their answers' language with wordfreq (``rubric.scoring.ENGLISH_ONLY``)."""
+    checked = sorted({s.version for s in specs} & ENGLISH_ONLY)
+    if not checked:
+        return []
+    return _need("wordfreq", f"{', '.join(checked)} (its language check)",
+                 "pip install wordfreq==3.1.1 (or install the [cpu] extra)")
+
+
 def _check_spacy(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
-    return _spacy_problems(config, "conciseness")
+    return _spacy_problems(config, "conciseness") + _language_problems(specs)
 
 
 def _check_harper(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
-    return _need("harper", "grammar.harper.v1", "pip install harper-py==0.2.0 (or install the [cpu] extra)")
+    return _need("harper", "grammar.harper.v1", "pip install harper-py==0.2.0 (or install the [cpu] extra)") \
+        + _language_problems(specs)
 
 
 def _check_languagetool(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
@@ -292,15 +302,13 @@ def _check_cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> lis
         from models.rubric_backends.signals import minilm_problems
 
         problems += minilm_problems(why, config.minilm_encoder)
-    return problems
+    return problems + _language_problems(specs)
 
 
 def _check_harper_fluency(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
     why = ", ".join(s.version for s in specs) or "fluency.harper.v1"
     problems = _need("harper", why, "pip install harper-py==0.2.0 (or install the [cpu] extra)")
-    if any(s.version == "fluency.harper.v2" for s in specs):
-        problems += _need("wordfreq", why, "pip install wordfreq==3.1.1 (or install the [cpu] extra)")
-    return problems
+    return problems + _language_problems(specs)  # fluency.harper.v2's word frequencies are wordfreq's too
 
 
 def _check_factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:

@@ -28,9 +28,11 @@ from typing import Any
 import numpy as np
 
 from models.rubric_backends.cpu_parse import READINGS, COPY_RULES, Parsed, parse_answer, parse_question, sentences_of
+from models.rubric_backends.language import abstain_if_not_english
 from models.rubric_backends.text import load_spacy, pipeline_id
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem
+from rubric.scoring import ENGLISH_ONLY
 from rubric.scoring import (
     CPU_COHERENCE_V3, CPU_COHERENCE_V4, CPU_COHERENCE_V5, CPU_COHERENCE_V6, CPU_COMPLETENESS_V3, CPU_COMPLETENESS_V4,
     CPU_COMPLETENESS_V5, CPU_RELEVANCE_V3, CPU_RELEVANCE_V4, CPU_RELEVANCE_V5, coherence_v3, coherence_v4,
@@ -483,6 +485,9 @@ class CPUProfileScorer:
             row = rows.get(i) or CPURow(items[i], Parsed(sentences=[]))
             for name, unit in self._units:
                 if name in out[i]:  # the row's reason is already there (no question, no sentence)
+                    continue
+                if unit.version in ENGLISH_ONLY and (held := abstain_if_not_english(items[i].answer)) is not None:
+                    out[i][name] = held  # an English-only version on another language: nothing to read
                     continue
                 try:
                     out[i][name] = unit.score(row)

@@ -10,6 +10,7 @@ from typing import Any
 
 from models.rubric_backends.cpu_rubrics import english_zipf, text_problem
 from models.rubric_backends.grammar import HarperPass, harper_linter
+from models.rubric_backends.language import abstain_if_not_english
 from models.rubric_backends.single_spec import SingleSpecScorer
 from rubric.io import AnswerItem
 from rubric.scoring import (
@@ -51,7 +52,7 @@ class HarperFluencyScorer(SingleSpecScorer):
 
     def precheck(self, item: AnswerItem) -> Score | None:
         bad = text_problem(item.answer, "answer")
-        return None if bad is None else Score.failed(bad)
+        return abstain_if_not_english(item.answer) if bad is None else Score.failed(bad)
 
     def read_lints(self, item: AnswerItem, lints: list[Any]) -> Score:
         kinds = [lint.lint_kind for lint in lints]

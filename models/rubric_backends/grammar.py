@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from importlib import metadata
 from typing import Any, Protocol
 
+from models.rubric_backends.language import abstain_if_not_english
 from models.rubric_backends.single_spec import SingleSpecScorer
 from rubric.config import check_range
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError, UnknownNameError
@@ -202,7 +203,9 @@ class HarperGrammarScorer(SingleSpecScorer):
         return count_harper_lints(lint.lint_kind for lint in lints), len(lints)
 
     def precheck(self, item: AnswerItem) -> Score | None:
-        return None  # every answer is linted; one Harper cannot read fails with Harper's reason
+        # an answer in another language abstains (Harper reads English only: it finds no error there); every other
+        # answer is linted, and one Harper cannot read fails with Harper's reason
+        return abstain_if_not_english(item.answer)
 
     def read_lints(self, item: AnswerItem, lints: list[Any]) -> Score:
         return _ok(count_harper_lints(lint.lint_kind for lint in lints), item.answer, n_lints=len(lints))

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from models.rubric_backends.language import abstain_if_not_english
 from models.rubric_backends.single_spec import SingleSpecScorer
 from rubric.scoring import density_from_counts, lexical_density_counts
 from rubric.config import check_range
@@ -160,13 +161,17 @@ class ConcisenessScorer(SingleSpecScorer):
         return self._provenance(rubric, backend="spacy", model_id=self._model_id, model_revision=self._model_version)
 
     def score_batch(self, items: Sequence[AnswerItem]) -> list[ScoreSet]:
-        """One ``{"conciseness": Score}`` per item, in order."""
+        """One ``{"conciseness": Score}`` per item, in order; an answer in another language abstains
+        (``rubric.scoring.not_english``: the English tagger has nothing to count there)."""
         texts = [it.answer for it in items]
+        held = [abstain_if_not_english(t) for t in texts]
         bad = [i for i, t in enumerate(texts) if not isinstance(t, str)]
-        if bad:  # spaCy would raise on the whole batch; fail just those rows
-            scores = self._score_texts([t if isinstance(t, str) else "" for t in texts])
+        if bad or any(held):  # spaCy would raise on the whole batch; fail just those rows
+            scores = self._score_texts([t if isinstance(t, str) and h is None else "" for t, h in zip(texts, held)])
             for i in bad:
                 scores[i] = Score.failed(f"answer is {type(texts[i]).__name__}, not str")
+            for i, h in enumerate(held):
+                scores[i] = h or scores[i]
         else:
             scores = self._score_texts(texts)
         return self._score_sets(scores)

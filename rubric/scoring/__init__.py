@@ -5,7 +5,8 @@ Versioned rubric specs and their raw ranges (``specs``), rescaling (``rescale``)
 spec in one registry and the one reader of score tokens (``prompts``; templates in ``rubric/prompts/``),
 G-Eval prompts and score parsing (``geval``), and the formulas the CPU backends apply
 (``conciseness``, ``grammar``, ``specificity``, ``claims``, ``signals``, ``cpu_profile``: the
-``--preset cpu`` versions); ``presets`` (named
+``--preset cpu`` versions; ``language``: whether an answer is English, for the English-only versions);
+``presets`` (named
 configurations of every step, defined once: ``--preset paper``).
 
 This is the package's public face: other packages import from here, not from its modules.
@@ -84,9 +85,16 @@ from rubric.scoring.claims import (
 from rubric.scoring.claim_stop import (
     LOOP_RULE, STOP_RULES, claim_units, unit_key, loop_position, loops, claims_until_loop, LOSS_REASONS, claims_v3_loses,
 )
+# the English-only versions' language check (issue 59)
+from rubric.scoring.language import (
+    ENGLISH_ONLY, LANGUAGE_CHECK, OTHER_LANGUAGES, WORD_ZIPF, MIN_ENGLISH_SHARE, MIN_LATIN_SHARE, MIN_WORDS,
+    WordFrequency, letter_scripts, latin_words, english_share, not_english, language_checks,
+)
 
 __all__ = [
     "AGREEMENT_DATA", "MeasuredAgreement", "measured_agreement", "agreement_line", "agreement_record",
+    "ENGLISH_ONLY", "LANGUAGE_CHECK", "OTHER_LANGUAGES", "WORD_ZIPF", "MIN_ENGLISH_SHARE", "MIN_LATIN_SHARE",
+    "MIN_WORDS", "WordFrequency", "letter_scripts", "latin_words", "english_share", "not_english", "language_checks",
     "CPU_RELEVANCE_V2", "CPU_COHERENCE_V2", "CPU_COMPLETENESS_V2", "CPU_COMPLETENESS_REFERENCE", "CPU_FACTUALITY_V2",
     "CPU_EXAMPLES_V2", "REPEAT_COS", "EXAMPLE_CUE_V2", "distinct_sentences", "novelty", "sentence_information",
     "relevance_v2", "completeness_v2", "coherence_v2", "example_cues_v2", "ZIPF_TOP", "MIN_TERM_WEIGHT", "term_weight", "CPU_FLUENCY_V2", "UNKNOWN_WORD_ZIPF",

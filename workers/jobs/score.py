@@ -29,6 +29,7 @@ from rubric.io import AnswerItem, answer_work
 from rubric.scoring import EVIDENCE_CUT, RUBRICS, RubricSpec
 from rubric.tables import ANSWER_TABLE_FILES, write_answer_tables
 from workers.runner import KindManifest, JobKind, JobRun, RunScores, run
+from workers.storage.store import rubrics_key
 
 __all__ = ["ScoreKind", "run_job", "CHECKPOINT_ANSWERS"]
 
@@ -60,7 +61,7 @@ class ScoreKind(JobKind):
         self.fmt, self.options, self.config, self.seed = fmt, dict(options), config, seed
         self.specs = [RUBRICS.get(s) if isinstance(s, str) else s for s in specs]
         self.names = [s.name for s in self.specs]
-        self.key_fields = {"rubrics": sorted(s.version for s in self.specs)}
+        self.key_fields = rubrics_key([s.version for s in self.specs])
         self.checkpoint = max(CHECKPOINT_ANSWERS, config.batch_size)
 
     def arguments(self) -> dict:

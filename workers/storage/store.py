@@ -33,11 +33,11 @@ from typing import Any
 from rubric.config import ScoringConfig
 from rubric.errors import ConfigError
 from rubric.io import open_parquet, read_parquet
-from rubric.scoring import Provenance, Score, is_abstention
+from rubric.scoring import Provenance, Score, is_abstention, language_checks
 from rubric.scoring import RubricSpec
 from workers.storage.outdir import atomic_write_bytes, inside, is_scratch, make_dirs, new_temp, no_link, remove_tree
 
-__all__ = ["NOT_SCORE_FIELDS", "score_key", "key_differences", "ShardStore", "encode_score", "decode_score",
+__all__ = ["NOT_SCORE_FIELDS", "score_key", "rubrics_key", "key_differences", "ShardStore", "encode_score", "decode_score",
            "encode_provenance", "decode_provenance", "atomic_write_bytes"]
 
 log = logging.getLogger(__name__)
@@ -95,10 +95,18 @@ def score_key(*, path: str, sha256: str, fmt: str | None, options: Mapping[str, 
         inp["block"] = dict(block)
     return _canonical({
         "input": inp,
-        "rubrics": sorted(s.version for s in specs),
+        **rubrics_key([s.version for s in specs]),
         "config": {k: v for k, v in asdict(config).items() if k not in NOT_SCORE_FIELDS},
         **dict(extra or {}),
     })
+
+
+def rubrics_key(versions: Sequence[str]) -> dict:
+    """The rubric versions' part of a score key: their names, and the language check each English-only one makes
+    (``rubric.scoring.language_checks``; absent when none does, so other keys are as they were): a store of
+    scores made before the check is scored again, never mixed with its abstentions."""
+    checks = language_checks(versions)
+    return {"rubrics": sorted(versions), **({"language_checks": checks} if checks else {})}
 
 
 def key_differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
