@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from models.rubric_backends.cpu_parse import READINGS, COPY_RULES, Parsed, parse_answer, parse_question, sentences_of
-from models.rubric_backends.language import abstain_if_not_english
+from models.rubric_backends.language import abstain_if_not_english, wordfreq_zipf
 from models.rubric_backends.text import load_spacy, pipeline_id
 from rubric.errors import BackendUnavailableError, ConfigError, UnknownNameError
 from rubric.io import AnswerItem
@@ -602,11 +602,7 @@ def english_zipf() -> tuple[Callable[[str], float], str]:
     Raises:
         BackendUnavailableError: wordfreq is not installed.
     """
-    try:
-        from wordfreq import zipf_frequency
-    except ImportError as e:
-        raise BackendUnavailableError(f"{', '.join(sorted(versions_needing('wordfreq') | {CPU_FLUENCY_V2}))} need wordfreq: "
-                                      "pip install wordfreq==3.1.1 (or install the [cpu] extra)") from e
+    zipf_frequency = wordfreq_zipf(", ".join(sorted(versions_needing("wordfreq") | {CPU_FLUENCY_V2})))
 
     @functools.lru_cache(maxsize=1 << 16)
     def zipf(word: str) -> float:
