@@ -229,8 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     lines = state["lines"]
     half = [(n, r) for n, r in lines if n >= lines[-1][0] / 2] if lines else []
     print(f"\n{state['answers']:,} answers in {state['requests']:,} requests, {wall:.0f} s "
-          f"({state['answers'] / wall:.1f} answers/s); requests not answered 200: {state['unanswered']}, items refused: "
-          f"{state['item_errors']}, rubric failures: {state['failed_cells']}"
+          f"({state['answers'] / wall:.1f} answers/s); requests not answered 200: {state['unanswered']}, "
+          f"items refused: {state['item_errors']}, rubric failures: {state['failed_cells']}"
           + ("; STOPPED at --max-minutes before every answer was sent" if stopped.is_set() else "")
           + ("" if moved == labels else "; a process of the service was replaced during the run (pids moved)")
           + f"; load {os.getloadavg()[0]:.2f} at the end\n")

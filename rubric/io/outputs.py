@@ -4,8 +4,8 @@ A job publishes its files between a marker (:data:`PUBLISHING`, written first) a
 ``manifest.json`` (written last, its ``published`` field giving every file's size; ``added``, the
 files a later command made from that run's tables, such as ``encoder``'s predictions; ``sha256``, the
 digest of every one of them, which is what a re-run proves its own files by before it replaces or removes
-one: :func:`file_sha256`, :func:`published_digests`); see ``workers.storage.outdir.OutputFolder``. A folder without a manifest (tables written by hand, or by an older
-version) is read as it is.
+one: :func:`file_sha256`, :func:`published_digests`); see ``workers.storage.outdir.OutputFolder``. A folder
+without a manifest (tables written by hand, or by an older version) is read as it is.
 
 :func:`read_manifest` is the one reader of ``manifest.json``; :func:`check_published` (every reader
 of a job's tables) and :func:`folder_state` (a reader that reads a folder several times, such as the

@@ -39,7 +39,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 
 __all__ = ["ENGLISH_ONLY", "LANGUAGE_CHECK", "OTHER_LANGUAGES", "WORD_ZIPF", "MIN_ENGLISH_SHARE", "MIN_LATIN_SHARE",
-           "MIN_WORDS", "WordFrequency", "letter_scripts", "latin_words", "english_share", "not_english", "language_checks"]
+           "MIN_WORDS", "WordFrequency", "letter_scripts", "latin_words", "english_share", "not_english",
+           "language_checks"]
 
 #: The registered versions that read English only (spaCy's English pipeline, Harper): each abstains on an answer
 #: :func:`not_english` calls another language.

@@ -239,7 +239,8 @@ def test_languagetool_http_500_for_one_text_fails_that_row_only(fake_lt_url):
     lt = LanguageToolGrammarScorer((LT,), url=url, threads=2)
     got = lt.score_batch(items("word ERR end", "a text FAIL500 here", "plain end"))
     assert [r["grammar"].extras.get("n_errors") for r in got] == [1, None, 0]
-    assert got[1]["grammar"].error.startswith("languagetool failed: ") and "NullPointerException" in got[1]["grammar"].error
+    error = got[1]["grammar"].error
+    assert error.startswith("languagetool failed: ") and "NullPointerException" in error
     assert "\n" not in got[1]["grammar"].error
 
 
@@ -278,7 +279,8 @@ def test_a_flaky_languagetool_server_is_failed_rows_under_the_budget_and_retried
     monkeypatch.setattr(_FakeLanguageTool, "fail_500", False)  # the server is fixed
     assert main([*argv, "--retry-failed"]) == 0
     m = read_manifest(out)
-    assert m["job"]["retry_failed"]["cells_retried"] == {"grammar": 4} and m["cost"]["per_name"]["grammar"]["failed"] == 0
+    assert m["job"]["retry_failed"]["cells_retried"] == {"grammar": 4}
+    assert m["cost"]["per_name"]["grammar"]["failed"] == 0
     server.shutdown()
     server.server_close()  # now it cannot be reached at all: one line, exit 2
     capsys.readouterr()

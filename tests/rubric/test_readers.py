@@ -590,7 +590,8 @@ def test_a_graded_answer_equal_to_its_questions_reference_is_rejected_alone(tmp_
     path.write_text(json.dumps(data))
     got = read_graded(path)
     assert len(got.pairs) == 1 and got.pairs[0].reference == ref
-    assert {got.pairs[0].answer_a, got.pairs[0].answer_b} == {"A good answer that explains the thing.", "A weak answer."}
+    assert {got.pairs[0].answer_a, got.pairs[0].answer_b} == {"A good answer that explains the thing.",
+                                                              "A weak answer."}
     (r,) = got.rejects
     assert r.field == "reference" and r.extra["answer"] == "0" and "the question's reference answer" in r.reason
     assert (got.rows_in, got.rows_ok) == (3, 2)

@@ -37,8 +37,8 @@ from rubric.scoring import Provenance, Score, is_abstention, language_checks
 from rubric.scoring import RubricSpec
 from workers.storage.outdir import atomic_write_bytes, inside, is_scratch, make_dirs, new_temp, no_link, remove_tree
 
-__all__ = ["NOT_SCORE_FIELDS", "score_key", "rubrics_key", "key_differences", "ShardStore", "encode_score", "decode_score",
-           "encode_provenance", "decode_provenance", "atomic_write_bytes"]
+__all__ = ["NOT_SCORE_FIELDS", "score_key", "rubrics_key", "key_differences", "ShardStore", "encode_score",
+           "decode_score", "encode_provenance", "decode_provenance", "atomic_write_bytes"]
 
 log = logging.getLogger(__name__)
 

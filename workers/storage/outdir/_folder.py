@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import ConfigError, InputError
-from rubric.io import DIGESTS, MANIFEST, PUBLISHING, file_sha256, is_uri, published_digests, published_files, read_manifest
+from rubric.io import (DIGESTS, MANIFEST, PUBLISHING, file_sha256, is_uri, published_digests, published_files,
+                       read_manifest)
 from workers.storage.outdir._lock import OutLock
 from workers.storage.outdir._paths import (LOCK_FILE, STAGING_MARK, TOOL, atomic_write_bytes, check_overlap, is_scratch,
                                            link_error, lstat_or_none, make_dirs, new_temp, our_scratch, out_path,
