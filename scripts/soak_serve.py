@@ -3,7 +3,8 @@
     .venv/bin/python scripts/soak_serve.py --answers 20000 --clients 4 --items 8
 
 Starts the service in this process (local Ray, loopback only, the default answer cache of 10,000 answers) with
-``--rubrics`` (default: the ``cpu`` preset's nine versions: spaCy, Harper and MiniLM scorer deployments), then
+``--rubrics`` (default: the ``cpu`` preset's nine versions: spaCy, Harper and MiniLM scorer deployments; MiniLM as
+the service encodes by default, fp32, unless ``--minilm-encoder``), then
 sends ``--answers`` distinct (question, answer) items of ``--data`` (TREC-DL-NF's passages, WebGLM's answers and
 references, RAG-QA Arena's answers: 20,274 distinct, those the service would refuse left out) as requests of
 ``--items`` from ``--clients`` concurrent clients, each answer once. Every ``--every`` answers it prints a line:
@@ -144,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--every", type=int, default=1_000, help="a line every this many answers")
     p.add_argument("--replicas", type=int, default=1, help="replicas per scorer deployment")
     p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--minilm-encoder", default=None,
+                   help="fp32 or int8 (default: the service's, ScoringConfig's; the cpu preset's batch jobs use int8)")
     p.add_argument("--port", type=int, default=8766)
     p.add_argument("--max-minutes", type=float, default=120.0, help="stop after this long, whatever is left")
     p.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
@@ -158,15 +161,17 @@ def main(argv: list[str] | None = None) -> int:
 
     specs = resolve_rubrics(args.rubrics or ",".join(CPU.rubric_versions.values()))
     limits = ServiceLimits(max_items=args.items, request_timeout_s=600)
+    config = ScoringConfig(batch_size=args.batch_size,
+                           **({"minilm_encoder": args.minilm_encoder} if args.minilm_encoder else {}))
     pool = distinct_items(Path(args.data))
     usable = [(q, a) for q, a in pool if not isinstance(answer_item({"question": q, "answer": a}, limits), Reject)]
     items = usable[:args.answers]
-    print(f"rubrics: {', '.join(s.version for s in specs)}; {len(pool):,} distinct (question, answer) items in "
-          f"{args.data}, {len(pool) - len(usable):,} the service would refuse, {len(items):,} sent, each once; "
-          f"{args.clients} clients x {args.items} answers per request; cache of {limits.cache_answers:,} answers; "
-          f"load {os.getloadavg()[0]:.2f} at the start", flush=True)
+    print(f"rubrics: {', '.join(s.version for s in specs)} (MiniLM {config.minilm_encoder}); {len(pool):,} distinct "
+          f"(question, answer) items in {args.data}, {len(pool) - len(usable):,} the service would refuse, "
+          f"{len(items):,} sent, each once; {args.clients} clients x {args.items} answers per request; cache of "
+          f"{limits.cache_answers:,} answers; load {os.getloadavg()[0]:.2f} at the start", flush=True)
 
-    settings = ServeSettings(specs=tuple(specs), config=ScoringConfig(batch_size=args.batch_size), port=args.port,
+    settings = ServeSettings(specs=tuple(specs), config=config, port=args.port,
                              replicas=args.replicas, replica_cpus=0.5, num_cpus=2, limits=limits)
     need = sum(r.count * r.resources.get("CPU", 0) for r in replica_plan(settings))
     settings = dataclasses.replace(settings, num_cpus=max(2, ceil(need)))
