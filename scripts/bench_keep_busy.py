@@ -40,7 +40,7 @@ def _run(items, versions, pool, config) -> tuple[float, dict[str, dict[str, floa
 
     from workers.jobs.score import ScoreKind
     from workers.cluster.pipeline import add_pool_stage, item_rows, shutdown_ray
-    from workers.storage.store import decode_score
+    from workers.storage.codec import decode_score
 
     kind = ScoreKind("lfqa-hp", {}, versions, config)
     t0 = time.perf_counter()

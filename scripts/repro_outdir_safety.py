@@ -229,7 +229,8 @@ def out_tilde(w: Path) -> tuple[bool, str]:
 
 def leftovers(w: Path) -> tuple[bool, str]:
     out = scored(w, "O", 2)
-    planted = [out / "scores" / ".run-scores-999999.sqlite", out / "scores" / ".merged-scores-999999.sqlite",
+    planted = [out / "scores" / ".index-scores-999999.sqlite", out / "scores" / ".run-scores-999999.sqlite",
+               out / "scores" / ".merged-scores-999999.sqlite",
                out / ".staging-999999" / "pairs.parquet", out / "scores" / "in2" / ".part-00009.parquet.tmp-999999",
                out / ".manifest.json.tmp-999999"]
     for p in planted:

@@ -196,7 +196,7 @@ def test_reference_travels_in_the_ray_batch_columns():
     from workers.cluster.actors import StageActor
     from workers.jobs.score import ScoreKind
     from workers.cluster.pipeline import item_rows
-    from workers.storage.store import decode_score
+    from workers.storage.codec import decode_score
 
     kind = ScoreKind("jsonl", {}, ["ref_rouge_l.v1"], ScoringConfig(batch_size=2))
     items = [AnswerItem("x", "What do cats do?", "the cat sat on the mat", reference="the cat lay on the mat"),

@@ -18,7 +18,7 @@ from rubric.scoring import RUBRICS, Provenance, Score
 from rubric.tables import (COST_COLUMNS, CostRow, budget_lines, check_max_failed, cost_summary, over_budget,
                            roofline_estimate)
 from workers.jobs.score import run_job
-from workers.storage.store import decode_score, encode_score
+from workers.storage.codec import decode_score, encode_score
 
 CONCISE = RUBRICS.get("conciseness.lexical_density.v1")
 LENGTH = RUBRICS.get("length.words.v1")

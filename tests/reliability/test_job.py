@@ -16,7 +16,8 @@ from rubric.tables import table_provenance
 from rubric.scoring import Provenance, Score
 from rubric.scoring import RUBRICS
 from workers.jobs.score import run_job
-from workers.storage.store import ShardStore, score_key
+from workers.storage.index import ScoreIndex
+from workers.storage.store import UnitStore, score_key
 
 SPEC = RUBRICS.get("conciseness.lexical_density.v1")
 SAMPLE = resources.files("rubric") / "data" / "sample_pairs.jsonl"
@@ -153,8 +154,9 @@ def test_score_key_ignores_only_fields_that_cannot_change_a_score(tmp_path):
     for change in ({"llm_model": "other"}, {"llm_layout": "answer_first"}, {"engine_kwargs": {"dtype": "bf16"}},
                    {"spacy_model": "en_core_web_lg"}, {"factuality_corpus": "c.jsonl"}):
         assert k != score_key(config=ScoringConfig(**change), **base), change
-    store = ShardStore(tmp_path, "s", k)
-    assert store.why is None and not store.done
+    with ScoreIndex(tmp_path) as index:
+        store = UnitStore(tmp_path, "s", k, index, [SPEC.version])
+        assert store.why is None and not store.done
 
 
 def test_questions_across_inputs_share_one_split_and_match_the_concatenation(tmp_path):

@@ -27,7 +27,8 @@ from tests.reliability.test_job import LengthScorer, _records, _run, _write
 from workers.cli import main
 from workers.storage.outdir import LOCK_FILE, OutLock, inside, remove_tree
 from workers.storage.shards import list_shards, safe_name, shard_name
-from workers.storage.store import ShardStore
+from workers.storage.index import ScoreIndex
+from workers.storage.store import UnitStore
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -132,9 +133,10 @@ def test_store_refuses_a_folder_outside_its_root(tmp_path):
     root = tmp_path / "out" / "scores"
     root.mkdir(parents=True)
     (tmp_path / "out" / "pairs.parquet").write_text("keep")
-    for bad in ("..", ".", "../..", "/etc"):
-        with pytest.raises(ConfigError, match="not inside"):
-            ShardStore(root, bad, {"k": 1})
+    with ScoreIndex(root) as index:
+        for bad in ("..", ".", "../..", "/etc"):
+            with pytest.raises(ConfigError, match="not inside"):
+                UnitStore(root, bad, {"k": 1}, index, ["conciseness"])
     assert (tmp_path / "out" / "pairs.parquet").read_text() == "keep"
 
 

@@ -116,12 +116,12 @@ def test_a_full_disk_while_writing_a_table_is_one_line_and_nothing_is_published(
 
 
 def test_a_full_disk_in_the_scratch_database_is_one_line_naming_out(tmp_path, capsys, monkeypatch):
-    from workers.runner import RunScores
+    from workers.runner import ScoreIndex
 
-    def full(self, ids, encoded):
+    def full(self, ids, rows, **kwargs):
         raise sqlite3.OperationalError("database or disk is full")
 
-    monkeypatch.setattr(RunScores, "put_encoded", full)
+    monkeypatch.setattr(ScoreIndex, "put", full)
     out = tmp_path / "out"
     err = _one_line(capsys, lambda: _run(_write(tmp_path / "in.jsonl", _records()[:3]), out, LengthScorer()))
     assert "scratch database of the run could not be written (database or disk is full)" in err and str(out) in err

@@ -241,7 +241,8 @@ def test_out_tilde_is_the_home_folder_never_a_folder_named_tilde(tmp_path, monke
 
 def test_scratch_files_of_killed_runs_go_with_the_next_run(tmp_path):
     out = _ours(tmp_path, 2)
-    planted = [out / "scores" / ".run-scores-999999.sqlite", out / "scores" / ".merged-scores-999999.sqlite",
+    planted = [out / "scores" / ".index-scores-999999.sqlite", out / "scores" / ".run-scores-999999.sqlite",
+               out / "scores" / ".merged-scores-999999.sqlite",
                out / ".staging-999999" / "pairs.parquet", out / ".staging-999999" / STAGING_MARK,
                out / "scores" / "in2" / ".part-00009.parquet.tmp-999999",
                out / ".manifest.json.tmp-999999", out / ".tmp-999999-0a1b2c3d-pairs.parquet"]

@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 WRITERS = {
     "workers/storage/outdir/": "the output folder: lock, staging, publish, temp files, the one writer of outputs",
     "workers/storage/store.py": "the score stores under OUT/<store_dir>/ (the runner's, one per unit; not an output)",
-    "workers/storage/run_scores.py": "the runner's on-disk score lookup (.run-scores-<pid>.sqlite beside the stores)",
+    "workers/storage/index.py": "the job's on-disk score index (.index-scores-<pid>.sqlite beside the stores)",
     "models/linkage/references.py": "LINKAGE's generated-references cache (appended with O_NOFOLLOW; a store)",
 }
 #: A scratch folder the run's staging hands out (``workers.storage.outdir.Staging.scratch``: on-disk indexes of

@@ -8,22 +8,30 @@ from rubric.errors import BatchMismatchError, ConfigError
 from rubric.scoring.scorer import Provenance, Score
 from workers.cluster.collect import ShardCollector
 from workers.runner import Unit
-from workers.storage.store import ShardStore, encode_provenance, encode_score
+from workers.storage.codec import encode_provenance, encode_score
+from workers.storage.index import ScoreIndex
+from workers.storage.store import UnitStore
 
 PROV = encode_provenance(Provenance("conciseness.lexical_density.v1", "spacy"))
 
 
-def _shards(tmp_path, n: int) -> dict[int, Unit]:
-    return {i: Unit(f"s{i}", f"/data/s{i}.jsonl", "", f"s{i}", None, ShardStore(tmp_path, f"s{i}", {"shard": i}))
-            for i in range(n)}
+@pytest.fixture
+def index(tmp_path):
+    with ScoreIndex(tmp_path) as index:
+        yield index
+
+
+def _shards(tmp_path, n: int, index: ScoreIndex) -> dict[int, Unit]:
+    return {i: Unit(f"s{i}", f"/data/s{i}.jsonl", "", f"s{i}", None,
+                    UnitStore(tmp_path, f"s{i}", {"shard": i}, index, ["conciseness"], i)) for i in range(n)}
 
 
 def _add(c: ShardCollector, shard: int, idx: int, n: int, *, prov: str = PROV) -> None:
     c.add(shard, idx, n, [f"a{shard}-{idx}"], [{"conciseness": encode_score(Score.ok(idx / 10))}], {"conciseness": prov})
 
 
-def test_rows_in_any_order_reach_each_store_and_finish_it(tmp_path):
-    shards = _shards(tmp_path, 2)
+def test_rows_in_any_order_reach_each_store_and_finish_it(tmp_path, index):
+    shards = _shards(tmp_path, 2, index)
     c = ShardCollector(shards, ["conciseness"], flush_rows=2)
     order = [(0, 2), (1, 0), (0, 0), (1, 1), (0, 1)]  # interleaved, out of order
     for s, i in order[:-1]:
@@ -34,14 +42,15 @@ def test_rows_in_any_order_reach_each_store_and_finish_it(tmp_path):
     _add(c, 0, 1, 3)
     assert c.finished == {0, 1} and c.still_open() == {}
     for s, n in ((0, 3), (1, 2)):
-        scores, prov = shards[s].store.load(["conciseness"])
-        assert shards[s].store.done
+        assert shards[s].store.done and shards[s].store.scored_ids() == {f"a{s}-{i}" for i in range(n)}
+        # each row reached the job's index as it reached the unit's part
+        scores = index.get([f"a{s}-{i}" for i in range(n)])
         assert {a: sc["conciseness"].raw for a, sc in scores.items()} == {f"a{s}-{i}": i / 10 for i in range(n)}
-        assert prov["conciseness"] == Provenance("conciseness.lexical_density.v1", "spacy")
+        assert shards[s].store.merge() == {"conciseness": Provenance("conciseness.lexical_density.v1", "spacy")}
 
 
-def test_a_doubled_or_misplaced_row_and_mixed_provenance_are_refused(tmp_path):
-    c = ShardCollector(_shards(tmp_path, 1), ["conciseness"])
+def test_a_doubled_or_misplaced_row_and_mixed_provenance_are_refused(tmp_path, index):
+    c = ShardCollector(_shards(tmp_path, 1, index), ["conciseness"])
     _add(c, 0, 1, 3)
     with pytest.raises(BatchMismatchError, match="answer 1 came back twice"):
         _add(c, 0, 1, 3)
@@ -54,9 +63,9 @@ def test_a_doubled_or_misplaced_row_and_mixed_provenance_are_refused(tmp_path):
         ShardCollector({}, ["conciseness"], flush_rows=0)
 
 
-def test_an_item_of_several_ids_is_stored_under_each_and_finishes_with_the_units_id_count(tmp_path):
+def test_an_item_of_several_ids_is_stored_under_each_and_finishes_with_the_units_id_count(tmp_path, index):
     """LINKAGE: one item (a question) holds several store ids (its candidates); the store's count is the ids'."""
-    shards = _shards(tmp_path, 1)
+    shards = _shards(tmp_path, 1, index)
     c = ShardCollector(shards, ["conciseness"])
     score = {"conciseness": encode_score(Score.ok(0.5))}
     c.add(0, 0, 2, ["q0-a", "q0-b"], [score, score], {"conciseness": PROV}, n_ids=5)

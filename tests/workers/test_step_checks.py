@@ -11,7 +11,8 @@ from rubric.scoring.scorer import Provenance, Score
 from workers.cluster.actors import StageActor
 from workers.cluster.pipeline import item_rows
 from workers.runner import FunctionScorer, JobKind, Unit, local_step
-from workers.storage.store import ShardStore
+from workers.storage.index import ScoreIndex
+from workers.storage.store import UnitStore
 
 
 class _Kind(JobKind):
@@ -57,12 +58,14 @@ def test_a_lost_result_is_refused_by_the_stage_actor(lose):
 
 @pytest.mark.parametrize("lose", [False, True])
 def test_a_lost_result_is_refused_by_the_local_step_before_anything_is_stored(tmp_path, lose):
-    store = ShardStore(tmp_path / "scores", "in", {"k": 1})
-    unit = Unit("in", "in.jsonl", "0", "in", None, store)
-    if lose:
-        with pytest.raises(BatchMismatchError, match="returned 2 results for 3 items"):
-            local_step(_Kind(lose), [unit], progress=False)
-        assert store.scored_ids() == set() and not store.done
-    else:
-        assert local_step(_Kind(lose), [unit], progress=False).scored == 3
-        assert store.scored_ids() == {"a", "b", "c"} and store.done
+    with ScoreIndex(tmp_path / "scores") as index:
+        store = UnitStore(tmp_path / "scores", "in", {"k": 1}, index, ["j"])
+        unit = Unit("in", "in.jsonl", "0", "in", None, store)
+        if lose:
+            with pytest.raises(BatchMismatchError, match="returned 2 results for 3 items"):
+                local_step(_Kind(lose), [unit], progress=False)
+            assert store.scored_ids() == set() and not store.done and index.get(["a", "b", "c"]) == {}
+        else:
+            assert local_step(_Kind(lose), [unit], progress=False).scored == 3
+            assert store.scored_ids() == {"a", "b", "c"} and store.done
+            assert {a: s["j"].raw for a, s in index.get(["a", "b", "c"]).items()} == {"a": 1.0, "b": 1.0, "c": 1.0}

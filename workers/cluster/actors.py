@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from rubric.config import check_range
 from workers.runner import check_results
-from workers.storage.store import encode_provenance, encode_score
+from workers.storage.codec import encode_provenance, encode_score
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -1,5 +1,8 @@
 """The Ray step's driver side: scored item rows from the pools -> each unit's store (every job kind).
 
+The collector drives each unit through its store object (``workers.storage.store.UnitStore``), as the local
+step does: a chunk of rows is recorded (its part, then its rows in the job's index), and the unit finished.
+
 Rows arrive in any order and, under global dedupe, one scored item stands for rows of many
 units, so no unit may be complete before the last batch. The driver therefore never holds a
 unit's rows until it is complete: rows are appended to their unit's store as they come, a
@@ -17,7 +20,7 @@ from dataclasses import dataclass, field
 from rubric.config import check_range
 from rubric.errors import BatchMismatchError, ConfigError
 from workers.runner import Unit
-from workers.storage.store import decode_provenance
+from workers.storage.codec import decode_provenance
 
 __all__ = ["ShardCollector"]
 
@@ -104,9 +107,8 @@ class ShardCollector:
     def _write(self, shard_id: int, st: _Open) -> None:
         if not st.buffer:
             return
-        ids = [a for a, _ in st.buffer]
-        self._shards[shard_id].store.append_encoded(
-            ids, {r: [s[r] for _, s in st.buffer] for r in self._rubrics}, st.provenance)
+        self._shards[shard_id].store.record_encoded([a for a, _ in st.buffer], [s for _, s in st.buffer],
+                                                    st.provenance)
         self._buffered -= len(st.buffer)
         st.buffer = []
 

@@ -27,7 +27,7 @@ from rubric.tables import word_count
 from rubric.validity import (AGREEMENT_ANSWERS_FILE, AGREEMENT_FILE, HUMAN_KIND, REPORT_FILE, Rated, agreement_page,
                              agreement_rows_table, agreement_table)
 from workers.jobs.score import ScoreKind
-from workers.runner import JobRun, KindManifest, RunScores
+from workers.runner import JobRun, KindManifest, ScoreIndex
 
 __all__ = ["HumanKind", "run_agreement_job", "N_BOOT", "RATED_FORMATS"]
 
@@ -120,7 +120,7 @@ class HumanKind(ScoreKind):
         items = self._items(uri)
         return items, [[it.answer_id] for it in items]
 
-    def assemble(self, job: JobRun, scores: RunScores, provenance) -> KindManifest:
+    def assemble(self, job: JobRun, scores: ScoreIndex, provenance) -> KindManifest:
         rated, pairs, rejected, aspects, per_input = [], [], 0, [], {}
         for u in {u.uri: u for u in job.units}.values():
             r, p, n_rej, a = self.read(u.uri)

@@ -34,7 +34,7 @@ from rubric.errors import BatchMismatchError, ConfigError, InputError
 from rubric.tables import word_count
 from rubric.io import PairRecord, read_whole
 from rubric.scoring import Provenance, Score
-from workers.runner import KindManifest, FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run
+from workers.runner import KindManifest, FunctionScorer, JobKind, JobRun, ScoreIndex, prebuilt, run
 
 __all__ = ["JudgeSettings", "protocol_settings", "JudgeKind", "ProtocolPage", "run_judge_job", "judgment_rows",
            "CHECKPOINT_PAIRS"]
@@ -211,7 +211,7 @@ class JudgeKind(JobKind):
         """
         return None
 
-    def assemble(self, job: JobRun, scores: RunScores, provenance: Mapping[str, Provenance]) -> KindManifest:
+    def assemble(self, job: JobRun, scores: ScoreIndex, provenance: Mapping[str, Provenance]) -> KindManifest:
         from rubric.judging import judgments_table
 
         job_inputs = [JobInput(name=u.name, read=self._read(u.uri), fmt=self.fmt, sha256=u.sha) for u in job.units]

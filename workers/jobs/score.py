@@ -28,7 +28,7 @@ from rubric.config import ScoringConfig
 from rubric.io import AnswerItem, answer_work
 from rubric.scoring import EVIDENCE_CUT, RUBRICS, RubricSpec
 from rubric.tables import ANSWER_TABLE_FILES, write_answer_tables
-from workers.runner import KindManifest, JobKind, JobRun, RunScores, run
+from workers.runner import KindManifest, JobKind, JobRun, ScoreIndex, run
 from workers.storage.store import rubrics_key
 
 __all__ = ["ScoreKind", "run_job", "CHECKPOINT_ANSWERS"]
@@ -87,7 +87,7 @@ class ScoreKind(JobKind):
         # cheap pools first, the LLM last: its batches then carry the other scores along, not the reverse
         return sorted(groups.items(), key=lambda kv: POOLS.index(kv[0]))
 
-    def assemble(self, job: JobRun, scores: RunScores, provenance) -> KindManifest:
+    def assemble(self, job: JobRun, scores: ScoreIndex, provenance) -> KindManifest:
         tables = write_answer_tables(job.units, scores, provenance, self.specs, fmt=self.fmt, options=self.options,
                                      rescale=self.config.rescale, seed=self.seed, sink=job.output,
                                      split_fractions=self.config.split_fractions)

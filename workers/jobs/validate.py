@@ -26,7 +26,7 @@ from rubric.validity import (DEFAULT_TOLERANCE, FAMILIES, OUTCOMES_FILE, REPORT_
                              MinimalPair, minimal_pairs, outcomes, outcomes_table, pair_items, resolve_families,
                              summary_of, summary_table, validity_page)
 from workers.jobs.score import ScoreKind
-from workers.runner import KindManifest, JobRun, RunScores
+from workers.runner import KindManifest, JobRun, ScoreIndex
 
 __all__ = ["ValidateKind", "run_validate_job", "N_BOOT"]
 
@@ -142,7 +142,7 @@ class ValidateKind(ScoreKind):
         items = pair_items(self.pairs(uri)[0])
         return items, [[it.answer_id] for it in items]
 
-    def assemble(self, job: JobRun, scores: RunScores, provenance) -> KindManifest:
+    def assemble(self, job: JobRun, scores: ScoreIndex, provenance) -> KindManifest:
         pairs: list[MinimalPair] = []
         per_input: dict[str, dict] = {}
         for u in {u.uri: u for u in job.units}.values():

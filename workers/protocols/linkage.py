@@ -36,7 +36,7 @@ from rubric.protocols import (CREATE_REFERENCES_VERSIONS, GENERATED_REFERENCES_F
 from rubric.html_report import HtmlSection, plot_linkage
 from rubric.scoring import Provenance
 from workers.protocols import ProtocolOptions, ProtocolRun, ProtocolSpec, option, register_protocol
-from workers.runner import KindManifest, FunctionScorer, JobKind, JobRun, RunScores, prebuilt, run as run_job
+from workers.runner import KindManifest, FunctionScorer, JobKind, JobRun, ScoreIndex, prebuilt, run as run_job
 from workers.storage.outdir import no_link
 
 __all__ = ["GENERATED_REFERENCES_FILE", "LinkageSettings", "LinkageKind", "run_linkage_job",
@@ -266,7 +266,7 @@ class LinkageKind(JobKind):
         return KindManifest({"protocol": "linkage", "settings": self.settings.key()},
                             failed=f"no usable LINKAGE question in {', '.join(job.shards)}; first reject: {first}")
 
-    def assemble(self, job: JobRun, lookup: RunScores, provenance: Mapping[str, Provenance]) -> KindManifest:
+    def assemble(self, job: JobRun, lookup: ScoreIndex, provenance: Mapping[str, Provenance]) -> KindManifest:
         from rubric.protocols import linkage_page, linkage_table
 
         out, settings, reads = job.out, self.settings, self._reads

@@ -19,9 +19,10 @@ so the single-process and Ray paths, and the kinds, cannot drift apart.
 
 The runner is three modules behind this face: ``_contract`` (what a kind supplies and returns, what a
 step scores with and reports, a plan's unit, the two rules every step keeps: one result per store id,
-checkpoints that never split an item), ``_local`` (the local step and the retry of failed cells; the
-run's scratch lookup is ``workers.storage.run_scores``, beside the stores) and ``_run`` (plan, resume,
-step, merge, assemble, manifest, publish). Other modules import this face, never the three.
+checkpoints that never split an item), ``_local`` (the local step and the retry of failed cells, each
+driving a unit through its store, ``workers.storage.store.UnitStore``, over the job's one index,
+``workers.storage.index.ScoreIndex``) and ``_run`` (plan, resume, step, merge, assemble, manifest,
+publish). Other modules import this face, never the three.
 
 The ``perturb`` and ``encoder`` jobs are not runner kinds: the encoder's input is one score output and
 its step one fit over the whole training split (no units to plan, store or resume), and an attack's
@@ -35,7 +36,7 @@ from workers.runner._contract import (
 )
 from workers.runner._local import work, local_step
 from workers.runner._run import run
-from workers.storage.run_scores import RunScores
+from workers.storage.index import ScoreIndex
 
 __all__ = ["Unit", "Work", "StepResult", "StepScorer", "FunctionScorer", "prebuilt", "JobKind", "JobRun",
-           "KindManifest", "RunScores", "run", "local_step", "work", "check_results", "checkpoints"]
+           "KindManifest", "ScoreIndex", "run", "local_step", "work", "check_results", "checkpoints"]

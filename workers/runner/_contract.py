@@ -16,8 +16,8 @@ from rubric.io import Block, record_from_json, record_json
 from rubric.scoring import Provenance, Score
 from rubric.tables import DEFAULT_MAX_FAILED
 from workers.storage.outdir import OutputFolder, Staging
-from workers.storage.run_scores import RunScores
-from workers.storage.store import ShardStore
+from workers.storage.index import ScoreIndex
+from workers.storage.store import UnitStore
 
 __all__ = ["Unit", "Work", "StepResult", "StepScorer", "FunctionScorer", "prebuilt", "JobKind", "KindManifest",
            "JobRun", "check_results", "checkpoints"]
@@ -33,7 +33,8 @@ class Unit:
         sha: the shard's sha256 (computed once, at planning).
         shard: the shard's name (the manifest counts per input).
         block: the block, or None for the whole shard.
-        store: the unit's score store, opened for the job's key.
+        store: the unit's score store, opened for the job's key over the job's index: what a step drives the
+            unit through (``workers.storage.store.UnitStore``).
     """
 
     name: str
@@ -41,7 +42,7 @@ class Unit:
     sha: str
     shard: str
     block: Block | None
-    store: ShardStore
+    store: UnitStore
 
 
 @dataclass
@@ -196,9 +197,9 @@ class JobKind:
         return hashlib.sha256(self.encode_item(item).encode()).hexdigest()
 
     # --- after the step ---
-    def assemble(self, job: "JobRun", scores: "RunScores", provenance: Mapping[str, Provenance]) -> "KindManifest":
+    def assemble(self, job: "JobRun", scores: ScoreIndex, provenance: Mapping[str, Provenance]) -> "KindManifest":
         """Hand the kind's tables, rejects and report to ``job.output`` (the manifest excepted) and say
-        what the manifest records. ``scores`` is every unit's stores merged (the runner closes it),
+        what the manifest records. ``scores`` is the job's index, every unit's scores in it (the runner closes it),
         ``provenance`` one per name."""
         raise NotImplementedError
 
@@ -266,29 +267,22 @@ class JobRun:
     timings: dict[str, float]
     output: Staging
     folder: OutputFolder
+    index: ScoreIndex
     t_start: float = 0.0
 
-    def merged(self) -> tuple[RunScores, dict[str, Provenance]]:
-        """Every unit's store in one on-disk lookup (the first unit's score of an id wins) and one
-        provenance per name; the caller closes the lookup.
+    def merged(self) -> tuple[ScoreIndex, dict[str, Provenance]]:
+        """The job's index with every unit's scores in it (what earlier runs stored added now, ``UnitStore.merge``:
+        the first unit's score of an id wins) and one provenance per name; the runner closes the index.
 
         Raises:
             ConfigError: a name was scored two ways in one job.
         """
-        names = self.kind.names
-        merged = RunScores(self.out / self.kind.store_dir, "merged")
         prov: dict[str, tuple[Provenance, str]] = {}
-        try:
-            for u in self.units:  # newest part first: a retried id's new part wins over the failed one
-                for ids, encoded, part_prov, earlier in u.store.parts_reused(names, latest_first=True):
-                    for r, p in part_prov.items():
-                        first = prov.setdefault(r, (p, u.name))
-                        if first[0] != p:
-                            raise ConfigError(f"{self.kind.what} {r!r} was scored two ways in one job: unit "
-                                              f"{first[1]} by {first[0]}, unit {u.name} by {p}; re-score one of "
-                                              f"them (delete OUT/{self.kind.store_dir}/{u.name})")
-                    merged.put_encoded(ids, encoded, earlier)
-        except BaseException:
-            merged.close()
-            raise
-        return merged, {r: p for r, (p, _) in prov.items()}
+        for u in self.units:
+            for r, p in u.store.merge().items():
+                first = prov.setdefault(r, (p, u.name))
+                if first[0] != p:
+                    raise ConfigError(f"{self.kind.what} {r!r} was scored two ways in one job: unit "
+                                      f"{first[1]} by {first[0]}, unit {u.name} by {p}; re-score one of "
+                                      f"them (delete OUT/{self.kind.store_dir}/{u.name})")
+        return self.index, {r: p for r, (p, _) in prov.items()}

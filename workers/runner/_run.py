@@ -18,17 +18,20 @@ from workers.runner._contract import JobKind, JobRun, StepResult, StepScorer, Un
 from workers.runner._local import local_step
 from workers.storage.outdir import OutputFolder, Staging
 from workers.storage.shards import plan_inputs, shard_sha256
-from workers.storage.store import ShardStore, score_key
+from workers.storage.index import ScoreIndex
+from workers.storage.store import UnitStore, score_key
 
 __all__ = ["run"]
 
 log = logging.getLogger(__name__)
 
 
-def _plan(kind: JobKind, inputs, folder: OutputFolder, *, retry: bool = False) -> tuple[list[str], list[Unit]]:
-    """The units, each with its store opened (an earlier store of another key is emptied then). For a retry, every
-    unit's store must hold a finished run of the same key, which is checked before any store is opened or made,
-    so a refused retry changes nothing (no store made, none emptied).
+def _plan(kind: JobKind, inputs, folder: OutputFolder, *,
+          retry: bool = False) -> tuple[list[str], list[Unit], ScoreIndex]:
+    """The units, each with its store opened over the job's index (an earlier store of another key is emptied
+    then), and the index (the caller closes it). For a retry, every unit's store must hold a finished run of the
+    same key, which is checked before any store or the index is opened or made, so a refused retry changes
+    nothing (no store made, none emptied).
 
     Raises:
         ConfigError: a retry with a unit that has no finished run of the same key.
@@ -45,11 +48,16 @@ def _plan(kind: JobKind, inputs, folder: OutputFolder, *, retry: bool = False) -
                             block=None if block is None else block.bounds(), extra=kind.unit_key(uri))
             planned.append((name, uri, plan, block, key))
     if retry:
-        _refuse_unfinished(out, [name for name, *_, key in planned if not ShardStore.finished(root, name, key)])
+        _refuse_unfinished(out, [name for name, *_, key in planned if not UnitStore.finished(root, name, key)])
     folder.dir(kind.store_dir)
-    units = [Unit(name, uri, plan.sha, plan.name, block, ShardStore(root, name, key))
-             for name, uri, plan, block, key in planned]
-    return shards, units
+    index = ScoreIndex(root)
+    try:
+        units = [Unit(name, uri, plan.sha, plan.name, block, UnitStore(root, name, key, index, kind.names, position))
+                 for position, (name, uri, plan, block, key) in enumerate(planned)]
+    except BaseException:
+        index.close()
+        raise
+    return shards, units, index
 
 
 def _refuse_unfinished(out: Path, unfinished: Sequence[str]) -> None:
@@ -97,10 +105,18 @@ def run(kind: JobKind, inputs: str | Path | Sequence[str | Path], out: str | Pat
 def _run(kind: JobKind, inputs, folder: OutputFolder, *, progress: bool, step, runner: str, scorer: Any,
          check: bool, retry: bool = False) -> dict:
     t_start = time.perf_counter()
-    out = folder.path
     if check:
         kind.check()
-    shards, units = _plan(kind, inputs, folder, retry=retry)
+    shards, units, index = _plan(kind, inputs, folder, retry=retry)
+    with index:
+        return _step(kind, folder, shards, units, index, progress=progress, step=step, runner=runner, scorer=scorer,
+                     retry=retry, t_start=t_start)
+
+
+def _step(kind: JobKind, folder: OutputFolder, shards: list[str], units: list[Unit], index: ScoreIndex, *,
+          progress: bool, step, runner: str, scorer: Any, retry: bool, t_start: float) -> dict:
+    """Resume, the step, and the assemble step on the job's index."""
+    out = folder.path
     if retry:  # a store found damaged when opened is no longer finished
         _refuse_unfinished(out, [u.name for u in units if not u.store.done])
     pending = units if retry else [u for u in units if not u.store.done]
@@ -137,7 +153,7 @@ def _run(kind: JobKind, inputs, folder: OutputFolder, *, progress: bool, step, r
     # that run's complete set, still vouched for (``rubric.io.check_published``)
     staging = folder.staging()
     job = JobRun(kind, out, list(shards), units, result, runner, status, why, timings,
-                 Staging(staging, kind.outputs), folder, t_start=t_start)
+                 Staging(staging, kind.outputs), folder, index, t_start=t_start)
     try:
         return _assemble(job)
     finally:
@@ -145,19 +161,16 @@ def _run(kind: JobKind, inputs, folder: OutputFolder, *, progress: bool, step, r
 
 
 def _assemble(job: JobRun) -> dict:
-    """The kind's assemble step on the merged stores, the inputs checked unchanged, the manifest, and the
-    files published with it."""
+    """The kind's assemble step on the job's index (every store merged into it), the inputs checked unchanged, the
+    manifest, and the files published with it."""
     kind, units, status, why, timings = job.kind, job.units, job.status, job.why, job.timings
     t0 = time.perf_counter()
     scores, provenance = job.merged()
-    try:
-        done = kind.assemble(job, scores, provenance)
-        cost = cost_summary(scores.cost_rows(kind.names), kind.names,
-                            models={n: p.model_id for n, p in provenance.items() if p.model_id})
-        if COST_FILE in kind.outputs:
-            job.output.table(COST_FILE, cost_table(scores.cost_rows(kind.names)))
-    finally:
-        scores.close()
+    done = kind.assemble(job, scores, provenance)
+    cost = cost_summary(scores.cost_rows(kind.names), kind.names,
+                        models={n: p.model_id for n, p in provenance.items() if p.model_id})
+    if COST_FILE in kind.outputs:
+        job.output.table(COST_FILE, cost_table(scores.cost_rows(kind.names)))
     over = over_budget(cost, kind.max_failed)
     cost["max_failed"] = kind.max_failed
     cost["over_budget"] = sorted(over)

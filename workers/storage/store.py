@@ -1,18 +1,22 @@
-"""The score store: raw scores of each shard's unique answers, kept under ``OUT/scores/<shard>/``.
+"""The score store of a unit: raw scores of its unique store ids, kept under ``OUT/<store_dir>/<unit>/``.
 
 Scoring is the expensive step, so its results are kept apart from the job's tables, which the
 assemble step rebuilds from them on every run (rescaling, splits and provenance stamps are cheap
-and always fresh). A shard's store holds:
+and always fresh). A unit's store holds:
 
 - ``key.json``: everything that changes a score: the input file's SHA-256, format and reader
   options, the rubric versions, and every :class:`~rubric.config.ScoringConfig` field except the
   few that cannot (:data:`NOT_SCORE_FIELDS`). A store whose key differs from the current job's is
   emptied, and the log says which field changed;
-- ``part-NNNNN.parquet``: scored answers (``answer_id`` plus, per rubric, the JSON-encoded
-  :class:`~rubric.scoring.scorer.Score` and :class:`~rubric.scoring.scorer.Provenance`), each written
-  atomically as soon as a chunk is scored, so a run killed by an engine failure resumes from the
-  last finished chunk;
-- ``done.json``: written last, when every unique answer of the shard has a score.
+- ``part-NNNNN.parquet``: scored ids (``answer_id`` plus, per name, the JSON-encoded
+  :class:`~rubric.scoring.scorer.Score` and :class:`~rubric.scoring.scorer.Provenance`,
+  ``workers.storage.codec``), each written atomically as soon as a chunk is scored, so a run killed by an
+  engine failure resumes from the last finished chunk;
+- ``done.json``: written last, when every unique id of the unit has a score.
+
+A :class:`UnitStore` is the one object a step drives a unit through: what is to do, record a scored chunk
+(its part, then its rows in the job's one index, ``workers.storage.index.ScoreIndex``), the failed cells a
+retry scores again, finish; after the step, what earlier runs stored goes into the index (:meth:`UnitStore.merge`).
 
 New config fields count as score-changing by default: a field must be listed in
 :data:`NOT_SCORE_FIELDS` to be ignored.
@@ -25,7 +29,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -35,10 +39,11 @@ from rubric.errors import ConfigError
 from rubric.io import open_parquet, read_parquet
 from rubric.scoring import Provenance, Score, is_abstention, language_checks
 from rubric.scoring import RubricSpec
+from workers.storage.codec import decode_provenance, decode_score, encode_provenance, encode_score
+from workers.storage.index import ScoreIndex, rank
 from workers.storage.outdir import atomic_write_bytes, inside, is_scratch, make_dirs, new_temp, no_link, remove_tree
 
-__all__ = ["NOT_SCORE_FIELDS", "score_key", "rubrics_key", "key_differences", "ShardStore", "encode_score",
-           "decode_score", "encode_provenance", "decode_provenance", "atomic_write_bytes"]
+__all__ = ["NOT_SCORE_FIELDS", "score_key", "rubrics_key", "key_differences", "UnitStore"]
 
 log = logging.getLogger(__name__)
 
@@ -53,28 +58,7 @@ NOT_SCORE_FIELDS: frozenset[str] = frozenset({
 
 # The files a store folder holds: its key, its finished marker, its parts.
 _OWN = re.compile(r"^(key\.json|done\.json|part-\d+\.parquet)$")
-
-
-def encode_score(s: Score) -> str:
-    # JSON keeps a raw value, an error reason and extras of any mix of types exactly (float repr is exact);
-    # the cost (tokens, seconds) travels with the score, so a reused score keeps what it cost
-    d = {"raw": s.raw, "error": s.error, "extras": dict(s.extras)}
-    if s.cost:
-        d["cost"] = dict(s.cost)
-    return json.dumps(d, ensure_ascii=False)
-
-
-def decode_score(text: str) -> Score:
-    d = json.loads(text)
-    return Score(raw=d["raw"], error=d["error"], extras=d["extras"], cost=d.get("cost") or {})
-
-
-def encode_provenance(p: Provenance) -> str:
-    return json.dumps(asdict(p), sort_keys=True)
-
-
-def decode_provenance(text: str) -> Provenance:
-    return Provenance(**json.loads(text))
+_PART = re.compile(r"^part-\d+\.parquet$")
 
 
 def _canonical(obj: Any) -> Any:
@@ -132,17 +116,25 @@ def _digest(key: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 
 
-class ShardStore:
-    """The score store of one shard (``root/<name>/``), opened for one score key.
+class UnitStore:
+    """The score store of one unit (``root/<name>/``), opened for one score key, over the job's index.
+
+    What a step calls (the runner's local step and retry, the Ray collector): :meth:`todo` (the items still to
+    score), :meth:`record` / :meth:`record_encoded` (a scored chunk: its part, then its rows in the index),
+    :meth:`failed_cells`, :meth:`retry_todo` and :meth:`record_retry` (``--retry-failed``), :meth:`finish`; what
+    the runner calls around it: :attr:`done`, :attr:`why`, :meth:`merge` (after the step), :meth:`discard_if_empty`.
 
     Opening compares the stored key with ``key``: on any difference the folder is emptied and
     :attr:`why` says what changed; otherwise finished parts are kept for resume, after checking that
-    each can be read (a damaged one is removed with a warning, and its answers are scored again).
+    each can be read (a damaged one is removed with a warning, and its ids are scored again).
 
     Args:
         root: the job's store folder (``OUT/scores``).
-        name: the shard's name (``workers.storage.shards.safe_name``).
+        name: the unit's name (``workers.storage.shards.safe_name``).
         key: from :func:`score_key`.
+        index: the job's index (one per run, shared by every unit's store).
+        names: the score names each stored id carries.
+        position: the unit's place in the plan (the index keeps the first unit's score of an id).
 
     Raises:
         ConfigError: ``root / name`` is not a folder strictly inside ``root`` (``..``, a separator), ``root``
@@ -150,17 +142,25 @@ class ShardStore:
             (not a store of ours: nothing in it is deleted).
     """
 
-    def __init__(self, root: Path, name: str, key: Mapping[str, Any]) -> None:
+    def __init__(self, root: Path, name: str, key: Mapping[str, Any], index: ScoreIndex, names: Sequence[str],
+                 position: int = 0) -> None:
         self.root = Path(root)
         for path in (self.root, self.root / name):
             no_link(path, "a score store")
         self.dir = inside(self.root, self.root / name)
         self.name = name
         self.key = dict(key)
+        self.index = index
+        self.names = list(names)
+        self.position = position
         self.why: str | None = None  # why earlier results were discarded, if they were
         self.earlier: set[str] = set()  # the parts an earlier run stored (their scores are reused)
+        self._provenance: dict[str, Provenance] = {}  # name -> how every part read or written so far made it
+        self._failed: dict[str, list[str]] | None = None  # a retry's failed cells (failed_cells)
+        self._retried: dict[str, dict[str, str]] = {}  # a retry's stored rows of the items it scores again
         self._open()
 
+    # --- opening ---
     def _open(self) -> None:
         key_path = self.dir / "key.json"
         if key_path.is_file():
@@ -179,17 +179,17 @@ class ShardStore:
         elif self.dir.exists() and any(self.dir.iterdir()):
             raise ConfigError(f"{self.dir} holds files but no key.json: it is not a score store of lfqa-rubric's, "
                               "and nothing in it is deleted; move it away (or write to another OUT)")
-        self.reset()
+        self._reset()
 
     def _foreign(self) -> list[str]:
-        """Entries of the store folder that are not ours (left in place; :meth:`reset` refuses them)."""
+        """Entries of the store folder that are not ours (left in place; :meth:`_reset` refuses them)."""
         if not self.dir.is_dir():
             return []
         return sorted(e.name for e in os.scandir(self.dir)
                       if e.is_symlink() or not e.is_file() or not (_OWN.match(e.name) or is_scratch(e.name)))
 
-    def reset(self) -> None:
-        """Discard every stored score of this shard and record the current key.
+    def _reset(self) -> None:
+        """Discard every stored score of this unit and record the current key.
 
         Raises:
             ConfigError: the folder holds something not ours (deleted by nothing; move it away).
@@ -202,45 +202,15 @@ class ShardStore:
         make_dirs(self.root.parent, self.dir)
         atomic_write_bytes(self.dir / "key.json", json.dumps(self.key, indent=2, sort_keys=True).encode())
 
-    def discard_if_empty(self) -> None:
-        """Remove this shard's folder (and an emptied store folder) when it holds no scored part."""
-        if self.dir.is_dir() and not self._parts():
-            remove_tree(self.root, self.dir)
-            try:
-                self.root.rmdir()
-            except OSError:  # other shards' stores are there
-                pass
-
-    @staticmethod
-    def finished(root: Path, name: str, key: Mapping[str, Any]) -> bool:
-        """Whether ``root / name`` holds a store of ``key`` that was finished, read without opening it (nothing is
-        made, emptied or removed: what a refused ``--retry-failed`` must leave as it was)."""
-        folder = Path(root) / name
-        try:
-            if folder.is_symlink() or json.loads((folder / "key.json").read_text()) != _canonical(key):
-                return False
-            return json.loads((folder / "done.json").read_text()).get("key") == _digest(key)
-        except (OSError, ValueError, AttributeError):
-            return False
-
-    @property
-    def done(self) -> bool:
-        """True when ``done.json`` matches the current key (every answer of the shard is scored)."""
-        path = self.dir / "done.json"
-        try:
-            return json.loads(path.read_text()).get("key") == _digest(self.key)
-        except (OSError, ValueError, AttributeError):
-            return False
-
     def _parts(self) -> list[Path]:
-        return sorted(self.dir.glob("part-*.parquet"))
+        return sorted(p for p in self.dir.glob("part-*.parquet") if _PART.match(p.name))
 
     def _verify_parts(self) -> None:
         """Remove every stored part that cannot be read (and ``done.json`` with it), with a warning.
 
-        The resume then scores those answers again instead of failing on the part later. Only the
+        The resume then scores those ids again instead of failing on the part later. Only the
         footer is read (a truncated file has none; cheap for a large store); a part damaged inside
-        stops the job later in one line (:meth:`parts`).
+        stops the job later in one line (:meth:`_read_parts`).
         """
         rows = 0
         for part in self._parts():
@@ -260,8 +230,30 @@ class ShardStore:
                         "are scored again", self.name, rows, promised)
             remove_tree(self.root, self.dir / "done.json")
 
+    @staticmethod
+    def finished(root: Path, name: str, key: Mapping[str, Any]) -> bool:
+        """Whether ``root / name`` holds a store of ``key`` that was finished, read without opening it (nothing is
+        made, emptied or removed: what a refused ``--retry-failed`` must leave as it was)."""
+        folder = Path(root) / name
+        try:
+            if folder.is_symlink() or json.loads((folder / "key.json").read_text()) != _canonical(key):
+                return False
+            return json.loads((folder / "done.json").read_text()).get("key") == _digest(key)
+        except (OSError, ValueError, AttributeError):
+            return False
+
+    @property
+    def done(self) -> bool:
+        """True when ``done.json`` matches the current key (every id of the unit is scored)."""
+        path = self.dir / "done.json"
+        try:
+            return json.loads(path.read_text()).get("key") == _digest(self.key)
+        except (OSError, ValueError, AttributeError):
+            return False
+
+    # --- what is to do ---
     def scored_ids(self) -> set[str]:
-        """Answer ids with a stored score (finished parts only)."""
+        """Store ids with a stored score (finished parts only)."""
         ids: set[str] = set()
         for part in self._parts():
             try:
@@ -271,31 +263,66 @@ class ShardStore:
                             part, type(e).__name__, e)
         return ids
 
-    def append(self, answer_ids: Sequence[str], scores: Mapping[str, Sequence[Score]],
-               provenance: Mapping[str, Provenance]) -> dict[str, list[str]]:
-        """Store one finished chunk (atomically); ``scores[r][i]`` belongs to ``answer_ids[i]``. Returns the
-        scores as stored (:func:`encode_score`), for a lookup that keeps them the same way."""
-        encoded = {r: [encode_score(s) for s in col] for r, col in scores.items()}  # append_encoded checks the lengths
-        self.append_encoded(answer_ids, encoded, {r: encode_provenance(provenance[r]) for r in scores})
-        return encoded
+    def todo(self, items: Sequence[Any], ids: Sequence[Sequence[str]], *, copy: bool = False,
+             ) -> tuple[list, list[list[str]]]:
+        """The items (``ids[k]``: item ``k``'s store ids) with an id not stored yet, and their ids.
 
-    def append_encoded(self, answer_ids: Sequence[str], scores: Mapping[str, Sequence[str]],
+        ``copy``: first store the items every id of which this run scored in an earlier unit, copied from the
+        index as they were made (stamped with how this run makes them), and leave them out: an item is scored
+        once per run.
+        """
+        done = self.scored_ids()
+        keep = [k for k, i in enumerate(ids) if not all(a in done for a in i)]
+        items, ids = [items[k] for k in keep], [list(ids[k]) for k in keep]
+        if copy and items:
+            known = self.index.made_now([a for i in ids for a in i])
+            copied = [a for i in ids if all(a in known for a in i) for a in i]
+            if copied:
+                # not put in the index again: it holds these ids' rows already (the same scores)
+                self._write(copied, [known[a] for a in copied],
+                            {r: encode_provenance(p) for r, p in self.index.provenance.items()}, index=False)
+                keep = [k for k, i in enumerate(ids) if not all(a in known for a in i)]
+                items, ids = [items[k] for k in keep], [ids[k] for k in keep]
+        return items, ids
+
+    # --- record ---
+    def record(self, ids: Sequence[str], scores: Sequence[Mapping[str, Score]],
+               provenance: Mapping[str, Provenance]) -> None:
+        """Store one scored chunk (atomically, one part) and put it in the job's index: ``scores[i]``, name -> Score,
+        belongs to ``ids[i]`` (names other than the store's are not kept)."""
+        self.record_encoded(ids, [{r: encode_score(s[r]) for r in self.names} for s in scores],
+                            {r: encode_provenance(provenance[r]) for r in self.names})
+
+    def record_encoded(self, ids: Sequence[str], rows: Sequence[Mapping[str, str]],
                        provenance: Mapping[str, str]) -> None:
-        """:meth:`append` for scores and provenances already encoded (:func:`encode_score`, :func:`encode_provenance`)."""
+        """:meth:`record` for scores and provenances already encoded (``workers.storage.codec``: the Ray rows)."""
+        self._write(ids, rows, provenance)
+        self.index.provenance.update({r: decode_provenance(provenance[r]) for r in self.names})
+
+    def _write(self, ids: Sequence[str], rows: Sequence[Mapping[str, str]], provenance: Mapping[str, str], *,
+               index: bool = True) -> None:
+        """One part of ``ids`` (``rows[i]``: ``ids[i]``'s encoded score per name), then, with ``index``, their rows
+        in the job's index.
+
+        Raises:
+            ConfigError: not one row per id, or a name made another way than this unit's other parts made it.
+        """
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        for r, col in scores.items():
-            if len(col) != len(answer_ids):
-                raise ConfigError(f"{len(col)} {r} scores for {len(answer_ids)} answers")
-        if not answer_ids:
+        if len(rows) != len(ids):
+            raise ConfigError(f"{len(rows)} scores for {len(ids)} ids")
+        if not ids:
             return
-        cols: dict[str, Any] = {"answer_id": pa.array(list(answer_ids), pa.string())}
-        for r, col in scores.items():
-            cols[f"score__{r}"] = pa.array(list(col), pa.string())
-            cols[f"prov__{r}"] = pa.array([provenance[r]] * len(answer_ids), pa.string())
+        for r in self.names:
+            self._same_way(r, provenance[r])
+        rows = [{r: row[r] for r in self.names} for row in rows]  # the store's names only
+        cols: dict[str, Any] = {"answer_id": pa.array(list(ids), pa.string())}
+        for r in self.names:
+            cols[f"score__{r}"] = pa.array([row[r] for row in rows], pa.string())
+            cols[f"prov__{r}"] = pa.array([provenance[r]] * len(ids), pa.string())
         # after the last part's number: a removed damaged part leaves a gap that must not be refilled
-        n = max((int(p.stem.split("-")[1]) for p in self._parts() if p.stem.split("-")[1].isdigit()), default=-1) + 1
+        n = max((_number(p) for p in self._parts()), default=-1) + 1
         path = self.dir / f"part-{n:05d}.parquet"
         tmp = new_temp(self.dir, path.name)
         try:
@@ -304,76 +331,117 @@ class ShardStore:
         finally:
             if os.path.lexists(tmp):
                 os.unlink(tmp)
+        if index:
+            self.index.put(ids, rows, rank=rank(self.position, n))
 
-    def finish(self, n_answers: int) -> None:
-        """Mark the shard complete: every one of its ``n_answers`` unique answers has a score."""
+    def _same_way(self, name: str, provenance: str) -> None:
+        p = decode_provenance(provenance)
+        if self._provenance.setdefault(name, p) != p:
+            raise ConfigError(f"shard {self.name}: stored {name!r} scores were made two ways: {self._provenance[name]} "
+                              f"and {p}; delete {self.dir} to re-score")
+
+    def finish(self, n_ids: int) -> None:
+        """Mark the unit complete: every one of its ``n_ids`` unique store ids has a score."""
         atomic_write_bytes(self.dir / "done.json",
-                           json.dumps({"key": _digest(self.key), "n_answers": n_answers}).encode())
+                           json.dumps({"key": _digest(self.key), "n_answers": n_ids}).encode())
 
-    def parts(self, rubrics: Sequence[str], *, latest_first: bool = False,
-              ) -> Iterator[tuple[list[str], dict[str, list[str]], dict[str, Provenance]]]:
-        """Each stored part in order (``latest_first``: the last written first, so a reader keeping the first
-        score of an id keeps the newest, a retried one): its answer ids, their encoded scores per rubric, and
-        its provenance.
+    # --- a retry of failed cells ---
+    def failed_cells(self) -> dict[str, list[str]]:
+        """Stored id -> the names whose newest stored score failed (ids with none failed are left out; an
+        abstention is the rubric's answer for the row, not a failure: a retry would give it again)."""
+        if self._failed is None:
+            self._failed = {}
+            for aid, enc in self._newest(None).items():
+                bad = [r for r in self.names if (e := decode_score(enc[r]).error) is not None and not is_abstention(e)]
+                if bad:
+                    self._failed[aid] = bad
+        return self._failed
+
+    def retry_todo(self, items: Sequence[Any], ids: Sequence[Sequence[str]]) -> tuple[list, list[list[str]]]:
+        """The items with a failed cell (:meth:`failed_cells`) and their ids; their stored scores are kept for
+        :meth:`record_retry`."""
+        failed = self.failed_cells()
+        keep = [k for k, i in enumerate(ids) if any(a in failed for a in i)]
+        items, ids = [items[k] for k in keep], [list(ids[k]) for k in keep]
+        self._retried = self._newest({a for i in ids for a in i})
+        return items, ids
+
+    def record_retry(self, ids: Sequence[str], scores: Sequence[Mapping[str, Score]],
+                     provenance: Mapping[str, Provenance]) -> dict[str, int]:
+        """Store a retried chunk as one new part with every name: each failed cell's new score (``scores[i]``
+        must hold ``ids[i]``'s failed names), the other cells' stored scores as they were (their cost kept and
+        marked reused). Readers keep an id's newest part, so the tables are those of a run where the failed
+        cells were made now. Returns the cells retried, per name."""
+        failed = self.failed_cells()
+        retried: dict[str, int] = {}
+        rows: list[dict[str, str]] = []
+        for aid, new in zip(ids, scores, strict=True):
+            row = {}
+            for r in self.names:
+                if r in failed.get(aid, ()):
+                    row[r] = encode_score(new[r])
+                    retried[r] = retried.get(r, 0) + 1
+                else:
+                    old = decode_score(self._retried[aid][r])
+                    row[r] = encode_score(Score(old.raw, old.error, old.extras, {**old.cost, "reused": True}))
+            rows.append(row)
+        self.record_encoded(ids, rows, {r: encode_provenance(provenance[r]) for r in self.names})
+        return retried
+
+    # --- after the step ---
+    def merge(self) -> dict[str, Provenance]:
+        """Put what earlier runs stored in this unit into the job's index (each earlier part read once; this run's
+        rows are there already) and say how this unit's scores of each name were made.
 
         Raises:
-            ConfigError: two parts of this shard record different provenances for one rubric.
+            ConfigError: two parts of this unit made a name two ways, or a part cannot be read any more.
         """
-        for ids, encoded, prov, _ in self.parts_reused(rubrics, latest_first=latest_first):
-            yield ids, encoded, prov
+        for part, ids, cols in self._read_parts(earlier_only=True):
+            self.index.put(ids, ({r: cols[r][i] for r in self.names} for i in range(len(ids))),
+                           rank=rank(self.position, _number(part)), earlier=True)
+        return dict(self._provenance)
 
-    def parts_reused(self, rubrics: Sequence[str], *, latest_first: bool = False,
-                     ) -> Iterator[tuple[list[str], dict[str, list[str]], dict[str, Provenance], bool]]:
-        """:meth:`parts`, each with whether an earlier run stored it (its scores are reused by this one)."""
-        prov: dict[str, Provenance] = {}
+    def discard_if_empty(self) -> None:
+        """Remove this unit's folder (and an emptied store folder) when it holds no scored part."""
+        if self.dir.is_dir() and not self._parts():
+            remove_tree(self.root, self.dir)
+            try:
+                self.root.rmdir()
+            except OSError:  # other units' stores are there
+                pass
+
+    # --- reading the parts ---
+    def _read_parts(self, *, earlier_only: bool = False, latest_first: bool = False,
+                    ) -> Iterator[tuple[Path, list[str], dict[str, list[str]]]]:
+        """Each stored part (``latest_first``: the last written first): its path, ids and encoded scores per name.
+
+        Raises:
+            ConfigError: a part cannot be read, or makes a name another way than this unit's other parts.
+        """
         for part in (reversed(self._parts()) if latest_first else self._parts()):
+            if earlier_only and part.name not in self.earlier:
+                continue
             try:
                 t = read_parquet(part).to_pydict()
             except Exception as e:  # damaged after this store was opened
                 raise ConfigError(f"score part {part} cannot be read ({type(e).__name__}); run the job again to "
                                   "re-score its answers") from None
-            for r in rubrics:
+            for r in self.names:
                 for text in set(t[f"prov__{r}"]):
-                    p = decode_provenance(text)
-                    if prov.setdefault(r, p) != p:
-                        raise ConfigError(f"shard {self.name}: stored {r!r} scores were made two ways: {prov[r]} and "
-                                          f"{p}; delete {self.dir} to re-score")
-            yield t["answer_id"], {r: t[f"score__{r}"] for r in rubrics}, dict(prov), part.name in self.earlier
+                    self._same_way(r, text)
+            yield part, t["answer_id"], {r: t[f"score__{r}"] for r in self.names}
 
-    def failed_ids(self, rubrics: Sequence[str]) -> dict[str, list[str]]:
-        """Stored id -> the rubrics whose newest stored score failed (ids with none failed are left out)."""
-        newest: dict[str, dict[str, str]] = {}
-        for ids, encoded, _ in self.parts(rubrics, latest_first=True):
-            for i, aid in enumerate(ids):
-                if aid not in newest:
-                    newest[aid] = {r: encoded[r][i] for r in rubrics}
-        out: dict[str, list[str]] = {}
-        for aid, enc in newest.items():
-            # an abstention is the rubric's answer for the row, not a failure: a retry would give it again
-            bad = [r for r in rubrics if (e := decode_score(enc[r]).error) is not None and not is_abstention(e)]
-            if bad:
-                out[aid] = bad
-        return out
-
-    def newest(self, rubrics: Sequence[str], ids: Sequence[str]) -> dict[str, dict[str, str]]:
-        """The newest stored encoded scores of ``ids`` (id -> rubric -> encoded score)."""
-        want = set(ids)
+    def _newest(self, ids: Iterable[str] | None) -> dict[str, dict[str, str]]:
+        """The newest stored encoded scores of ``ids`` (None: every id): id -> name -> encoded score."""
+        want = None if ids is None else set(ids)
         out: dict[str, dict[str, str]] = {}
-        for part_ids, encoded, _ in self.parts(rubrics, latest_first=True):
+        for _, part_ids, cols in self._read_parts(latest_first=True):
             for i, aid in enumerate(part_ids):
-                if aid in want and aid not in out:
-                    out[aid] = {r: encoded[r][i] for r in rubrics}
+                if (want is None or aid in want) and aid not in out:
+                    out[aid] = {r: cols[r][i] for r in self.names}
         return out
 
-    def load(self, rubrics: Sequence[str]) -> tuple[dict[str, dict[str, Score]], dict[str, Provenance]]:
-        """Every stored score: answer_id -> rubric -> Score, and the one provenance per rubric.
 
-        Raises:
-            ConfigError: two parts of this shard record different provenances for one rubric.
-        """
-        scores: dict[str, dict[str, Score]] = {}
-        prov: dict[str, Provenance] = {}
-        for ids, encoded, prov in self.parts(rubrics):
-            for i, aid in enumerate(ids):
-                scores[aid] = {r: decode_score(encoded[r][i]) for r in rubrics}
-        return scores, prov
+def _number(part: Path) -> int:
+    """A part's number (``part-00012.parquet``: 12)."""
+    return int(part.stem.split("-")[1])

@@ -13,7 +13,7 @@ SQLite refuses a file that is not one of its databases; so do we):
      "lfqa-rubric"``) and our own leftovers (score stores with their ``key.json``, the lock, scratch
      files, an interrupted publish's files, the kind's own files). ``force=True`` writes into it anyway
      and logs which of its files it replaces; no other file of it is touched;
-  4. removes the scratch files of killed runs (``.run-scores-<pid>.sqlite``, ``.staging-<pid>`` holding
+  4. removes the scratch files of killed runs (``.index-scores-<pid>.sqlite``, ``.staging-<pid>`` holding
      our mark, temp files of our names), in a folder of ours only: what it cannot prove a run of ours
      left stays (``our_scratch``);
   5. refuses another command's output (the manifest lists a file outside ``outputs``) and a file named

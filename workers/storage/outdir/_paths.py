@@ -25,10 +25,11 @@ LOCK_FILE = ".lfqa-rubric.lock"
 #: A manifest's ``tool``: what makes a folder ours.
 TOOL = "lfqa-rubric"
 
-# Names our runs use for scratch: a staging folder, the on-disk score lookups, temp files (ours, and the
-# older ``.<name>.tmp-<pid>``). A killed run leaves them; the next one to take the folder removes them,
+# Names our runs use for scratch: a staging folder, the job's on-disk score index (and the two lookups it
+# replaced, which a killed run of an older version may have left), temp files (ours, and the older
+# ``.<name>.tmp-<pid>``). A killed run leaves them; the next one to take the folder removes them,
 # when it can prove they are ours (:func:`our_scratch`).
-_SCRATCH = re.compile(r"^\.(staging-\d+|(run|merged)-scores-\d+\.sqlite(-journal|-wal|-shm)?|tmp-\d+-[0-9a-f]+-.+"
+_SCRATCH = re.compile(r"^\.(staging-\d+|(index|run|merged)-scores-\d+\.sqlite(-journal|-wal|-shm)?|tmp-\d+-[0-9a-f]+-.+"
                       r"|.+\.tmp-\d+)$", re.S)
 _STAGING = re.compile(r"^\.staging-\d+$")
 _OLD_TEMP = re.compile(r"^\.(.+)\.tmp-\d+$", re.S)
