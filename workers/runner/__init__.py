@@ -3,8 +3,9 @@
     check backends -> list shards -> plan units (a shard, or a block of one: name, uri, sha256 and
       score store, each computed once) -> resume (a finished store is reused, a changed key starts
       the unit over, a partial store keeps its scores) -> the step (in this process, :func:`local_step`,
-      or on Ray, :class:`workers.cluster.pipeline.RayStep`) -> every store merged (a score made two
-      ways is refused) -> the kind's assemble step (its tables) -> manifest.json (last)
+      or on Ray, :class:`workers.cluster.pipeline.RayStep`, both driving each unit through its store)
+      -> every store merged into the job's index (a score made two ways is refused) -> the kind's
+      assemble step (its tables) -> manifest.json (last)
 
 A job kind is a small object (:class:`JobKind`) that says only what differs: as values, its store
 folder, the fields of its store key, its score names, its item type (the Ray codec is read from it),
@@ -13,8 +14,8 @@ methods, the backend check, a unit's work items with their store ids, the scorer
 object that scores a chunk and says how: :class:`StepScorer`) and its assemble step, which hands its
 tables, rejects and report to the run's staging (``JobRun.output``, a :class:`workers.storage.outdir.Staging`)
 and returns its manifest fields (:class:`KindManifest`). The runner alone opens the output folder,
-stages, writes and publishes: no kind writes a file. The runner merges the stores before the
-assemble step and closes them after it. The runner and both steps are the same code for every kind,
+stages, writes and publishes: no kind writes a file. The runner opens the job's score index before
+the step, merges the stores into it before the assemble step and closes it after. The runner and both steps are the same code for every kind,
 so the single-process and Ray paths, and the kinds, cannot drift apart.
 
 The runner is three modules behind this face: ``_contract`` (what a kind supplies and returns, what a
