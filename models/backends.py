@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rubric.config import ScoringConfig
+from rubric.cpu_profile import versions_needing  # the cpu_text backend's versions, registered with their specs
 from rubric.errors import BackendUnavailableError, ConfigError
 from rubric.registry import Registry
 from rubric.scoring import ENGLISH_ONLY, Scorer
@@ -291,8 +292,6 @@ def _check_minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[
 
 
 def _check_cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
-    from models.rubric_backends.cpu_rubrics import versions_needing  # no model loaded
-
     versions = {s.version for s in specs}
     why = ", ".join(sorted(versions)) or "the cpu_text backend"
     problems = _spacy_problems(config, why) if versions & versions_needing("parse") or not versions else []

@@ -48,7 +48,8 @@ from models.rubric_backends.signals import minilm_revision  # noqa: E402
 from rubric.config import MINILM_ENCODERS, ScoringConfig  # noqa: E402
 from rubric.io import AnswerItem, content_id  # noqa: E402
 from models.rubric_backends.grammar import harper_linter  # noqa: E402
-from rubric.scoring import CPU, RUBRICS  # noqa: E402
+from rubric.scoring import RUBRICS  # noqa: E402
+from rubric.presets import CPU  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
 

@@ -32,7 +32,8 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from bench_cpu_profile import DATA, record, trec_items, webglm_items  # noqa: E402
 from rubric.config import ScoringConfig  # noqa: E402
-from rubric.scoring import CPU, RUBRICS  # noqa: E402
+from rubric.scoring import RUBRICS  # noqa: E402
+from rubric.presets import CPU  # noqa: E402
 
 
 def sentences(items, batch_size: int) -> list[str]:

@@ -41,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     from models.backends import build_scorers
     from rubric.config import ScoringConfig
     from rubric.io import AnswerItem
-    from rubric.scoring import CPU, RUBRICS, resolve_rubrics
+    from rubric.scoring import RUBRICS, resolve_rubrics
+    from rubric.presets import CPU
     from soak_serve import distinct_items
 
     specs = (resolve_rubrics(args.rubrics) if args.rubrics else

@@ -33,7 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from models.rubric_backends import cpu_rubrics  # noqa: E402
 from rubric.io import AnswerItem, RowError, content_id, graded_item, load_graded  # noqa: E402
-from rubric.scoring import CPU, RUBRICS, distinct_sentences, novelty  # noqa: E402
+from rubric.scoring import RUBRICS  # noqa: E402
+from rubric.cpu_profile import CPU_VERSIONS, READINGS, CPURow, distinct_sentences, novelty  # noqa: E402
+from rubric.presets import CPU  # noqa: E402
 from rubric.validity import DEFAULT_TOLERANCE, minimal_pairs, pair_items  # noqa: E402
 
 MAX_ANSWER_CHARS = 10**9  # an exploration reads every answer the file holds
@@ -71,13 +73,13 @@ def main() -> None:
     pairs = minimal_pairs(originals, families, seed=0)
     items = list({it.answer_id: it for it in [*(it for it, _ in every.values()), *pair_items(pairs)]}.values())
 
-    rows: dict[str, cpu_rubrics.CPURow] = {}
+    rows: dict[str, CPURow] = {}
     mode: dict[str, str] = {"stat": "none"}
-    preset = cpu_rubrics.CPURow.information
+    preset = CPURow.information
 
     def information(self, reading: str = "given"):
         rows.setdefault(self.item.answer_id, self)
-        if mode["stat"] == "none" or cpu_rubrics.READINGS[reading].copies is None:  # the versions that read ``M``
+        if mode["stat"] == "none" or READINGS[reading].copies is None:  # the versions that read ``M``
             return preset(self, reading)
         answer, S = self.read(reading)
         asked, terms = self.asked(reading), self.terms(reading)
@@ -90,7 +92,7 @@ def main() -> None:
                 info[k] = max(0.0, float(m @ self.q) - STATS[mode["stat"]](bank @ m)) * novelty(terms[i], asked, w)
         return keep, info
 
-    cpu_rubrics.CPURow.information = information
+    CPURow.information = information
     scorer = cpu_rubrics.CPUProfileScorer(tuple(RUBRICS.get(v) for v in VERSIONS.values()))
     bank_texts = [line.strip() for line in Path(args.bank).read_text(encoding="utf-8").splitlines() if line.strip()]
     bank = scorer.encoder.encode(bank_texts, convert_to_numpy=True, normalize_embeddings=True)
@@ -105,7 +107,7 @@ def main() -> None:
     for stat in args.stats.split(","):
         mode["stat"] = stat
         for rubric, version in VERSIONS.items():
-            unit = cpu_rubrics.CPU_UNITS[version]
+            unit = CPU_VERSIONS.get(version)
             raw = {}
             for k, r in rows.items():
                 r._info.clear()
@@ -123,7 +125,7 @@ def main() -> None:
                             total += 1
                             agree += 1.0 if raw[a] > raw[b] else 0.5 if raw[a] == raw[b] else 0.0
             print(f"| {stat} | {rubric} | " + " | ".join(cells) + f" | {agree / total:.3f} |", flush=True)
-    cpu_rubrics.CPURow.information = preset
+    CPURow.information = preset
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ DATA_FILE = ROOT / "rubric" / "data" / "agreement.json"
 
 
 def main(argv=None) -> int:
-    from rubric.scoring import CPU
+    from rubric.presets import CPU
     from rubric.validity import read_agreement, registry_rows
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

@@ -156,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     from rubric.config import ScoringConfig
     from rubric.io import Reject
     from rubric.preference import ServiceLimits, answer_item
-    from rubric.scoring import CPU, is_abstention, resolve_rubrics
+    from rubric.scoring import is_abstention, resolve_rubrics
+    from rubric.presets import CPU
     from workers.serve import ServeSettings, replica_plan, start_service
 
     specs = resolve_rubrics(args.rubrics or ",".join(CPU.rubric_versions.values()))

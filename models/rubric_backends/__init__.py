@@ -1,7 +1,8 @@
 """The rubric backends: the scorers behind ``rubric.scoring``'s non-LLM rubric versions, one module per
 backend family (``text``: spaCy and conciseness; ``grammar``: Harper and LanguageTool; ``specificity``: the
 SubjectiveQA classifier; ``signals``: length, ROUGE-L, MiniLM similarity; ``evidence``: the retrieval the
-factuality rubric reads; ``factuality``: claims and their verdicts; ``cpu_rubrics``: the ``cpu`` preset's),
+factuality rubric reads; ``factuality``: claims and their verdicts; ``cpu_rubrics``: the ``cpu`` preset's
+shared pass, serving the versions ``rubric.cpu_profile`` declares),
 and ``single_spec`` (what a scorer of exactly one rubric version shares). ``models.backends`` registers
 their factories; the G-Eval rubrics' scorer is ``models.llm.scorer``.
 
@@ -30,8 +31,7 @@ from models.rubric_backends.factuality import (
 )
 from models.rubric_backends.fluency import HarperFluencyScorer
 from models.rubric_backends.cpu_rubrics import (
-    CPUProfileScorer, CPUUnit, CPURow, CPU_UNITS,
-    versions_needing, MAX_EVIDENCE_SENTENCES, MAX_EVIDENCE_CHARS, SPACY_EXCLUDE,
+    CPUProfileScorer, MAX_EVIDENCE_SENTENCES, MAX_EVIDENCE_CHARS, SPACY_EXCLUDE,
 )
 
 __all__ = [
@@ -43,6 +43,5 @@ __all__ = [
     "serper_snippets", "HarperGrammarScorer", "LanguageToolGrammarScorer", "HARPER_VERSION", "LANGUAGETOOL_VERSION",
     "HARPER_LANGUAGE", "LANGUAGETOOL_URL_ENV", "harper_linter", "TextGenerator", "SentenceSplitter",
     "SpacySentenceSplitter", "VLLMClaimGenerator", "claim_generator", "FactualityScorer", "claims_table",
-    "CPUProfileScorer", "CPUUnit", "CPURow", "CPU_UNITS", "HarperFluencyScorer",
-    "versions_needing", "MAX_EVIDENCE_SENTENCES", "MAX_EVIDENCE_CHARS", "SPACY_EXCLUDE",
+    "CPUProfileScorer", "HarperFluencyScorer", "MAX_EVIDENCE_SENTENCES", "MAX_EVIDENCE_CHARS", "SPACY_EXCLUDE",
 ]

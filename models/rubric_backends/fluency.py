@@ -13,12 +13,16 @@ from models.rubric_backends.grammar import HarperPass, harper_linter
 from models.rubric_backends.language import abstain_if_not_english
 from models.rubric_backends.single_spec import SingleSpecScorer
 from rubric.io import AnswerItem
-from rubric.scoring import (
-    CPU_FLUENCY_V2, CPU_FLUENCY_VERSION, FLUENCY_HARPER_KINDS, UNKNOWN_WORD_ZIPF, Provenance, RubricSpec, Score,
-    ScoreSet, count_fluency_lints, count_fluency_lints_v2, fluency_score,
+from rubric.cpu_profile import (
+    FLUENCY_HARPER_KINDS, UNKNOWN_WORD_ZIPF, count_fluency_lints, count_fluency_lints_v2, fluency_score,
 )
+from rubric.scoring import Provenance, RubricSpec, Score, ScoreSet
 
-__all__ = ["HarperFluencyScorer"]
+__all__ = ["HarperFluencyScorer", "FLUENCY_V1", "FLUENCY_V2"]
+
+#: The two versions this scorer serves (registered in ``rubric/scoring/specs.py``).
+FLUENCY_V1 = "fluency.harper.v1"
+FLUENCY_V2 = "fluency.harper.v2"
 
 
 class HarperFluencyScorer(SingleSpecScorer):
@@ -34,14 +38,14 @@ class HarperFluencyScorer(SingleSpecScorer):
     """
 
     def __init__(self, specs: tuple[RubricSpec, ...]) -> None:
-        version = specs[0].version if len(specs) == 1 and specs[0].version == CPU_FLUENCY_V2 else CPU_FLUENCY_VERSION
+        version = specs[0].version if len(specs) == 1 and specs[0].version == FLUENCY_V2 else FLUENCY_V1
         self._serve(specs, version)
         self._linter = harper_linter()  # built here, so a missing harper-py fails the build
         self._revision = importlib.metadata.version("harper-py")
         rule = ",".join(sorted(FLUENCY_HARPER_KINDS))
         self._zipf = None
-        if version == CPU_FLUENCY_V2:
-            self._zipf, words = english_zipf()
+        if version == FLUENCY_V2:
+            self._zipf, words = english_zipf(FLUENCY_V2)
             self._revision += f"; {words}"
             rule += f";Spelling<{UNKNOWN_WORD_ZIPF}"
         self._kinds_hash = hashlib.sha256(rule.encode()).hexdigest()[:12]

@@ -322,7 +322,7 @@ def analysis_markdown(a: Analysis, *, command: str, charts: Mapping[str, str] | 
         charts: chart kind ("position", "verbosity", "perturbation") -> file name beside the report.
     """
     charts = charts or {}
-    from rubric.scoring import preset_title
+    from rubric.presets import preset_title
 
     out = [f"# {preset_title('Judges, rubric model and baselines on the same pairs', a.preset)}", "",
            f"Command: `{command}`", "",

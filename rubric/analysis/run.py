@@ -130,7 +130,7 @@ def _check_preset(preset_name: str, inputs: Sequence[str | Path], loaded: "Loade
     from rubric.io import read_manifest
     from rubric.preference import PreferenceModel
     from rubric.judging import resolve_judges
-    from rubric.scoring import get_preset, judge_settings_problems, model_preset, preset_tag
+    from rubric.presets import get_preset, judge_settings_problems, model_preset, preset_tag
 
     preset = get_preset(preset_name)
     problems = []

@@ -23,7 +23,7 @@ from rubric.tables import DEFAULT_MISSING, DesignMatrix, design_matrix, fit_leng
 from rubric.preference.fitted_on import FITTED_ON_KEY, SampleStatus, fitted_on_record, sample_status
 from rubric.preference.metrics import MetricRow, always_a, evaluate_predictions, longer_answer_wins
 from rubric.preference.model import PreferenceModel
-from rubric.scoring import model_preset, model_preset_tag, preset_title
+from rubric.presets import model_preset, model_preset_tag, preset_title
 from rubric.tables import (provenance_differences, require_uniform_provenance, table_provenance,
                                table_provenance_problems)
 from rubric.preference.report import plot_reliability, plot_weights, render_report

@@ -4,10 +4,9 @@ Versioned rubric specs and their raw ranges (``specs``), rescaling (``rescale``)
 ``Scorer`` protocol and ``Score``/``Provenance`` (``scorer``), every LLM prompt as one versioned
 spec in one registry and the one reader of score tokens (``prompts``; templates in ``rubric/prompts/``),
 G-Eval prompts and score parsing (``geval``), and the formulas the CPU backends apply
-(``conciseness``, ``grammar``, ``specificity``, ``claims``, ``signals``, ``cpu_profile``: the
-``--preset cpu`` versions; ``language``: whether an answer is English, for the English-only versions);
-``presets`` (named
-configurations of every step, defined once: ``--preset paper``).
+(``conciseness``, ``grammar``, ``specificity``, ``claims``, ``signals``; ``language``: whether an answer is English, for
+the English-only versions). The ``--preset cpu`` versions are ``rubric.cpu_profile``'s room, the presets
+``rubric.presets``'.
 
 This is the package's public face: other packages import from here, not from its modules.
 """
@@ -27,7 +26,7 @@ from rubric.scoring.agreement import (
 from rubric.scoring.scorer import (
     Score, Provenance, Scorer, ScoreSet, check_batch, ABSTAIN_PREFIX, is_abstention, EVIDENCE_CUT,
 )
-# geval registers the LLM rubrics, which the presets check
+# geval registers the LLM rubrics (rubric.presets checks its versions against them)
 from rubric.scoring.prompts import (
     ChatPrompt, PROMPTS_DIR, PROMPTS, PromptTemplate, declare_prompt, prompt_key, system_turn, DEFAULT_MIN_MASS,
     normalize_token, fold_token_probs, TokenReading, read_tokens, mass_reading,
@@ -36,11 +35,6 @@ from rubric.scoring.geval import (
     ParsedScore, Layout, LAYOUTS, DEFAULT_LOG_SCORE_TOL, LFQ_FILTER_VERSION, TEMPLATE_VERSIONS, get_template,
     lfq_filter_template, parse_score, expected_value, LFQDecision, parse_lfq,
 )
-from rubric.scoring.presets import (
-    Preset, PAPER, CPU, PRESETS, get_preset, preset_rubric_versions, preset_judges, preset_tag, preset_title,
-    model_preset, table_problems, judge_settings_problems, PRESET_META_KEY,
-)
-from rubric.scoring.presets import model_preset_problems, model_preset_tag
 from rubric.scoring.conciseness import (
     CONTENT_POS, WORD_LIKE_POS, lexical_density_counts, density_from_counts, lexical_density,
 )
@@ -60,22 +54,6 @@ from rubric.scoring.claims import (
     ClaimScores, factuality_scores, CheckedClaim, claims_to_json, claims_from_json, claims_table,
 )
 
-from rubric.scoring.cpu_profile import (
-    CPU_RELEVANCE_VERSION, CPU_COHERENCE_VERSION, CPU_COMPLETENESS_VERSION, CPU_FACTUALITY_VERSION,
-    CPU_SPECIFICITY_VERSION, CPU_EXAMPLES_VERSION, CPU_FLUENCY_VERSION, FACTUALITY_NO_EVIDENCE, QUESTION_TERM_POS,
-    CONCRETE_POS, EXAMPLE_CUE, FLUENCY_HARPER_KINDS, centroid, relevance_score, soft_recall,
-    term_coverage, completeness_score, support_score, concreteness, example_cues, count_fluency_lints, fluency_score,
-    CPU_RELEVANCE_V2, CPU_COHERENCE_V2, CPU_COMPLETENESS_V2, CPU_COMPLETENESS_REFERENCE, CPU_FACTUALITY_V2,
-    CPU_EXAMPLES_V2, REPEAT_COS, EXAMPLE_CUE_V2, distinct_sentences, novelty, sentence_information, relevance_v2,
-    completeness_v2, example_cues_v2, ZIPF_TOP, MIN_TERM_WEIGHT, term_weight, CPU_FLUENCY_V2,
-    UNKNOWN_WORD_ZIPF, count_fluency_lints_v2, repeated_sentences, CPU_RELEVANCE_V3, CPU_COHERENCE_V3,
-    CPU_COMPLETENESS_V3, without_repeats, plain_case, list_marker, copied_sentences, without_question_words,
-    CPU_COHERENCE_V4, CPU_RELEVANCE_V4, CPU_COMPLETENESS_V4, CPU_COHERENCE_V5, CPU_RELEVANCE_V5,
-    CPU_COMPLETENESS_V5, CPU_COHERENCE_V6, CPU_RELEVANCE_V6, CPU_COMPLETENESS_V6, CPU_COHERENCE_V7, CPU_FACTUALITY_V3, claims_support,
-    CPU_COHERENCE_V8, CPU_COMPLETENESS_V7, CPU_RELEVANCE_V7, CPU_INFORMATION, RESTATE_COS, relevance_beyond_restating,
-    restating, coverage_beyond_restating,
-)
-from rubric.scoring.cpu_coherence import coherence_score, coherence_v2, coherence_v3, coherence_v4, adjacent_coherence
 from rubric.scoring.claims import (
     FACTUALITY_V2, FACTUALITY_VERSIONS, count_no_claims,
 )
@@ -92,42 +70,27 @@ from rubric.scoring.language import (
 )
 
 __all__ = [
-    "AGREEMENT_DATA", "MeasuredAgreement", "measured_agreement", "agreement_line", "agreement_record",
-    "ENGLISH_ONLY", "LANGUAGE_CHECK", "OTHER_LANGUAGES", "WORD_ZIPF", "MIN_ENGLISH_SHARE", "MIN_LATIN_SHARE",
-    "MIN_WORDS", "WordFrequency", "letter_scripts", "latin_words", "english_share", "not_english", "language_checks",
-    "CPU_RELEVANCE_V2", "CPU_COHERENCE_V2", "CPU_COMPLETENESS_V2", "CPU_COMPLETENESS_REFERENCE", "CPU_FACTUALITY_V2",
-    "CPU_EXAMPLES_V2", "REPEAT_COS", "EXAMPLE_CUE_V2", "distinct_sentences", "novelty", "sentence_information",
-    "relevance_v2", "completeness_v2", "coherence_v2", "example_cues_v2", "ZIPF_TOP", "MIN_TERM_WEIGHT", "term_weight", "CPU_FLUENCY_V2", "UNKNOWN_WORD_ZIPF",
-    "count_fluency_lints_v2", "repeated_sentences", "CPU_RELEVANCE_V3", "CPU_COHERENCE_V3", "CPU_COMPLETENESS_V3",
-    "without_repeats", "plain_case", "list_marker", "coherence_v3", "copied_sentences", "without_question_words",
-    "CPU_COHERENCE_V4", "coherence_v4", "CPU_RELEVANCE_V4", "CPU_COMPLETENESS_V4", "CPU_COHERENCE_V5",
-    "CPU_RELEVANCE_V5", "CPU_COMPLETENESS_V5", "CPU_COHERENCE_V6", "CPU_RELEVANCE_V6", "CPU_COMPLETENESS_V6",
-    "CPU_COHERENCE_V7", "CPU_FACTUALITY_V3", "claims_support", "CPU_COHERENCE_V8", "adjacent_coherence", "CPU_COMPLETENESS_V7",
-    "CPU_RELEVANCE_V7", "CPU_INFORMATION", "RESTATE_COS", "relevance_beyond_restating", "restating", "coverage_beyond_restating", "model_preset_problems", "model_preset_tag",
-    "Preset", "PAPER", "CPU", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges", "preset_tag",
-    "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY",
-    "minmax_1_5", "FittedMinMax", "LENGTH_WORD_CAP", "LENGTH_RAW_MAX", "whitespace_words", "length_raw",
-    "row_cosine", "ABSTAIN_PREFIX", "is_abstention", "EVIDENCE_CUT", "RubricSpec", "RUBRICS", "DEFAULT_VERSIONS", "EXTRA_SIGNALS", "PAPER_RUBRICS",
-    "resolve_rubrics", "Score", "Provenance", "Scorer", "ScoreSet", "check_batch", "ChatPrompt",
-    "PROMPTS_DIR", "PromptTemplate", "ParsedScore", "Layout", "LAYOUTS", "DEFAULT_MIN_MASS",
-    "DEFAULT_LOG_SCORE_TOL", "LFQ_FILTER_VERSION", "TEMPLATE_VERSIONS", "get_template", "lfq_filter_template",
-    "normalize_token", "fold_token_probs", "parse_score", "PROMPTS", "declare_prompt", "prompt_key", "system_turn",
-    "TokenReading", "read_tokens", "mass_reading", "expected_value", "LFQDecision", "parse_lfq", "CONTENT_POS",
-    "WORD_LIKE_POS", "lexical_density_counts", "density_from_counts", "lexical_density", "grammar_score",
+    "AGREEMENT_DATA", "MeasuredAgreement", "measured_agreement", "agreement_line", "agreement_record", "ENGLISH_ONLY",
+    "LANGUAGE_CHECK", "OTHER_LANGUAGES", "WORD_ZIPF", "MIN_ENGLISH_SHARE", "MIN_LATIN_SHARE", "MIN_WORDS",
+    "WordFrequency", "letter_scripts", "latin_words", "english_share", "not_english", "language_checks", "minmax_1_5",
+    "FittedMinMax", "LENGTH_WORD_CAP", "LENGTH_RAW_MAX", "whitespace_words", "length_raw", "row_cosine",
+    "ABSTAIN_PREFIX", "is_abstention", "EVIDENCE_CUT", "RubricSpec", "RUBRICS", "DEFAULT_VERSIONS", "EXTRA_SIGNALS",
+    "PAPER_RUBRICS", "resolve_rubrics", "Score", "Provenance", "Scorer", "ScoreSet", "check_batch", "ChatPrompt",
+    "PROMPTS_DIR", "PromptTemplate", "ParsedScore", "Layout", "LAYOUTS", "DEFAULT_MIN_MASS", "DEFAULT_LOG_SCORE_TOL",
+    "LFQ_FILTER_VERSION", "TEMPLATE_VERSIONS", "get_template", "lfq_filter_template", "normalize_token",
+    "fold_token_probs", "parse_score", "PROMPTS", "declare_prompt", "prompt_key", "system_turn", "TokenReading",
+    "read_tokens", "mass_reading", "expected_value", "LFQDecision", "parse_lfq", "CONTENT_POS", "WORD_LIKE_POS",
+    "lexical_density_counts", "density_from_counts", "lexical_density", "grammar_score",
     "LANGUAGETOOL_COUNTED_ISSUE_TYPES", "languagetool_issue_type", "count_languagetool_matches",
     "HARPER_KIND_TO_LT_ISSUE_TYPE", "HARPER_COUNTED_KINDS", "count_harper_lints", "SUBJECTIVEQA_VERSION",
     "GEVAL_VERSION", "SUBJECTIVEQA_MODEL", "LABELS", "format_input", "latent_score", "ordinal_score_1_5",
-    "combine_windows", "label_order", "window_spans", "FACTUALITY_VERSION", "EXTRACT_VERSION",
-    "VERIFY_VERSION", "VERIFY_TERNARY_VERSION", "NO_CLAIM_SENTINEL", "NO_CLAIMS_REASON", "Verdict",
-    "extraction_template", "verification_template", "factuality_template_hash",
-    "sentence_context", "extraction_prompts", "parse_claims", "EXTRACTION_STOP", "claim_key", "dedupe_claims",
-    "format_evidence", "verification_prompt", "VerdictReading", "read_verdict", "parse_verdict_text",
-    "ClaimScores", "factuality_scores", "CheckedClaim", "claims_to_json", "claims_from_json", "claims_table", 'FACTUALITY_V2', 'FACTUALITY_VERSIONS', 'count_no_claims',
-    "FACTUALITY_V3", "EXTRACT_V2", "VERIFY_V2", "VERIFY_TERNARY_V2", "FactualityRecipe", "factuality_recipe",
-    "sentence_evidence", "LOOP_RULE", "STOP_RULES", "claim_units", "unit_key", "loop_position", "loops", "claims_until_loop", "LOSS_REASONS", "claims_v3_loses",
-    "CPU_RELEVANCE_VERSION", "CPU_COHERENCE_VERSION", "CPU_COMPLETENESS_VERSION", "CPU_FACTUALITY_VERSION",
-    "CPU_SPECIFICITY_VERSION", "CPU_EXAMPLES_VERSION", "CPU_FLUENCY_VERSION", "FACTUALITY_NO_EVIDENCE",
-    "QUESTION_TERM_POS", "CONCRETE_POS", "EXAMPLE_CUE", "FLUENCY_HARPER_KINDS", "centroid", "relevance_score",
-    "coherence_score", "soft_recall", "term_coverage", "completeness_score", "support_score", "concreteness",
-    "example_cues", "count_fluency_lints", "fluency_score",
+    "combine_windows", "label_order", "window_spans", "FACTUALITY_VERSION", "EXTRACT_VERSION", "VERIFY_VERSION",
+    "VERIFY_TERNARY_VERSION", "NO_CLAIM_SENTINEL", "NO_CLAIMS_REASON", "Verdict", "extraction_template",
+    "verification_template", "factuality_template_hash", "sentence_context", "extraction_prompts", "parse_claims",
+    "EXTRACTION_STOP", "claim_key", "dedupe_claims", "format_evidence", "verification_prompt", "VerdictReading",
+    "read_verdict", "parse_verdict_text", "ClaimScores", "factuality_scores", "CheckedClaim", "claims_to_json",
+    "claims_from_json", "claims_table", "FACTUALITY_V2", "FACTUALITY_VERSIONS", "count_no_claims", "FACTUALITY_V3",
+    "EXTRACT_V2", "VERIFY_V2", "VERIFY_TERNARY_V2", "FactualityRecipe", "factuality_recipe", "sentence_evidence",
+    "LOOP_RULE", "STOP_RULES", "claim_units", "unit_key", "loop_position", "loops", "claims_until_loop",
+    "LOSS_REASONS", "claims_v3_loses",
 ]

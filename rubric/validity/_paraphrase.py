@@ -18,7 +18,7 @@ import random
 from collections.abc import Sequence
 
 from rubric.perturbation import STOPWORDS, SynonymSource, replace_words, synonym_candidates, words
-from rubric.scoring import plain_case
+from rubric.cpu_profile import plain_case
 from rubric.validity._families import _RESTATE, _family, _never_outrank, Row
 from rubric.validity._text import question_body, split_sentences
 

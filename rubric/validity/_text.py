@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from rubric.perturbation import STOPWORDS
-from rubric.scoring import list_marker
+from rubric.cpu_profile import list_marker
 
 __all__ = ["Split", "split_sentences", "join", "insert_after", "main_noun_phrase", "NUMBER", "names", "numbers", "question_body"]
 

@@ -9,7 +9,9 @@ import pytest
 
 from rubric.config import ScoringConfig
 from rubric.io import AnswerItem
-from rubric.scoring import CPU, FACTUALITY_NO_EVIDENCE, RUBRICS, check_batch
+from rubric.scoring import RUBRICS, check_batch
+from rubric.cpu_profile._formulas import FACTUALITY_NO_EVIDENCE
+from rubric.presets import CPU
 
 #: The first CPU versions, kept registered (old tables name them): scored beside the preset's.
 V1 = ("relevance.minilm.v1", "coherence.minilm.v1", "completeness.coverage.v1", "factuality.support.v1",

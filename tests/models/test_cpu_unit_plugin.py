@@ -1,7 +1,9 @@
-"""A new CPU rubric version is one unit and one registry line: this module alone declares a version (its spec, its
-:class:`CPUUnit`: what it reads of the shared pass and its formula) and ``lfqa-rubric score`` scores it beside a
-built-in version, through the backend checks, the runner and the store. Nothing else knows it: the scorer does not
-branch on version names, and the backend's start-up check asks the units what they need when it runs."""
+"""A new CPU rubric version is one declaration: this module alone declares a version outside the package (a
+``rubric.cpu_profile.CPUVersion``: its formula, what it reads of the shared pass, its range and description) and
+registers it with ``register_cpu_version``, which registers its spec and its unit together; ``lfqa-rubric score`` then
+scores it beside a built-in version, through the backend checks, the runner and the store, its column and provenance
+in answers.parquet. Nothing else knows it: the scorer does not branch on version names, and the backend's start-up
+check asks the declarations what they need when it runs."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from models.rubric_backends.cpu_rubrics import CPU_UNITS, CPURow, CPUUnit, versions_needing
-from rubric.scoring import RUBRICS, RubricSpec, Score
+from rubric.cpu_profile import (
+    CPU_VERSIONS, CPURow, CPUVersion, Reading, READINGS, register_cpu_version, unregister_cpu_version, versions_needing,
+)
+from rubric.scoring import RUBRICS, Score
 from tests.workers.test_judge_job import _records, _write
 from workers.cli import main
 
@@ -20,20 +24,31 @@ pytestmark = pytest.mark.real_model  # spaCy's pipeline, for real
 VERSION = "specificity.numbered_sentences.v1"
 
 
-def numbered_sentences(r: CPURow) -> Score:
+def numbered_sentences(r: CPURow, reading: str) -> Score:
     """The share of the answer's sentences that hold a digit (a toy specificity: it reads the shared parse)."""
     sents = r.answer.sentences
     return Score.ok(sum(any(c.isdigit() for c in s) for s in sents) / len(sents), n_sentences=len(sents))
 
 
 @pytest.fixture
-def numbered(monkeypatch):
+def numbered():
     pytest.importorskip("spacy")
-    spec = RubricSpec("specificity", VERSION, "cpu_text", 0.0, 1.0, description="share of sentences with a digit")
-    RUBRICS.register(VERSION, spec)  # the registry line
-    monkeypatch.setitem(CPU_UNITS, VERSION, CPUUnit(VERSION, frozenset({"parse"}), "spacy", numbered_sentences))
+    spec = register_cpu_version(CPUVersion(VERSION, numbered_sentences, frozenset({"parse"}), (0.0, 1.0),
+                                           model="spacy", description="share of sentences with a digit"))
     yield spec
-    RUBRICS.remove(VERSION)
+    unregister_cpu_version(VERSION)
+    assert VERSION not in RUBRICS and VERSION not in CPU_VERSIONS
+
+
+def test_the_declaration_registers_its_spec_and_its_unit_together(numbered):
+    assert RUBRICS.get(VERSION) == numbered and CPU_VERSIONS.get(VERSION).spec == numbered
+    assert (numbered.name, numbered.backend, numbered.raw_min, numbered.raw_max) == (
+        "specificity", "cpu_text", 0.0, 1.0)
+    with pytest.raises(ValueError, match="already registered"):  # a name is declared once
+        register_cpu_version(CPUVersion(VERSION, numbered_sentences, frozenset({"parse"}), (0.0, 1.0), description=""))
+    with pytest.raises(ValueError, match="unknown reading"):
+        CPUVersion("specificity.other.v1", numbered_sentences, frozenset({"parse"}), (0.0, 1.0), description="",
+                   reading="no_such_reading")
 
 
 def test_a_cpu_version_declared_here_runs_through_score(numbered, tmp_path):
@@ -53,37 +68,37 @@ def test_a_cpu_version_declared_here_runs_through_score(numbered, tmp_path):
         assert a["use_of_examples_version"] == "use_of_examples.cues.v2" and a["use_of_examples_error"] is None
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["rubrics"]["specificity"]["rubric_version"] == VERSION
+    assert manifest["rubrics"]["specificity"]["backend"] == "cpu_text"
 
 
 READING_VERSION = "coherence.clean_lines.v1"
 
 
 def test_a_reading_declared_here_is_cut_parsed_and_embedded(monkeypatch):
-    """A new reading of the answer is one line of ``cpu_parse.READINGS``: a unit that needs it is handed the answer
+    """A new reading of the answer is one line of ``rubric.cpu_profile.READINGS``: a version that reads it is handed
+    the answer
     without its copies under the reading's copy rule, its sentences cut at line breaks, their embeddings and the
     sentences without the question's words, with nothing in the scorer told of it."""
     pytest.importorskip("sentence_transformers")
-    from models.rubric_backends.cpu_parse import READINGS, Reading
-    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
+    from models.rubric_backends import CPUProfileScorer
     from rubric.io import AnswerItem
 
     seen: dict[str, object] = {}
 
-    def lines_read(r: CPURow) -> Score:
-        parsed, X = r.read("clean_lines")
-        seen.update(sentences=parsed.sentences, shape=X.shape, cut=r.cut("clean_lines"), masked=len(r.M["clean_lines"]))
+    def lines_read(r: CPURow, reading: str) -> Score:
+        parsed, X = r.read(reading)
+        seen.update(sentences=parsed.sentences, shape=X.shape, cut=r.cut(reading), masked=len(r.M[reading]))
         return Score.ok(float(len(parsed.sentences)))
 
     monkeypatch.setitem(READINGS, "clean_lines", Reading("clean", "terms", lines=True))
-    spec = RubricSpec("coherence", READING_VERSION, "cpu_text", 0.0, 10.0, description="sentences of a reading")
-    RUBRICS.register(READING_VERSION, spec)
+    spec = register_cpu_version(CPUVersion(READING_VERSION, lines_read, frozenset({"parse", "embed", "wordfreq"}),
+                                           (0.0, 10.0), reading="clean_lines", description="sentences of a reading"))
     try:
-        monkeypatch.setitem(CPU_UNITS, READING_VERSION, CPUUnit(
-            READING_VERSION, frozenset({"parse", "embed", "wordfreq", "clean_lines"}), "minilm", lines_read))
+        assert READING_VERSION in versions_needing("clean_lines")
         answer = "Steps to make dough:\n1. Mix the flour and salt\n2. Add warm water\n2. Add warm water"
         got = CPUProfileScorer((spec,)).score_batch([AnswerItem("a1", "How do I make dough?", answer)])[0]
     finally:
-        RUBRICS.remove(READING_VERSION)
+        unregister_cpu_version(READING_VERSION)
     assert got["coherence"].raw == 3.0  # three lines; the line said again is cut by the "clean" rule
     assert [s.strip() for s in seen["sentences"]] == ["Steps to make dough:", "1. Mix the flour and salt",
                                                       "2. Add warm water"]

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from rubric.io import AnswerItem, content_id, explode, read_graded
-from rubric.scoring import CPU, RUBRICS
+from rubric.scoring import RUBRICS
+from rubric.presets import CPU
 from rubric.validity import DEFAULT_TOLERANCE, minimal_pairs, pair_items
 
 pytestmark = pytest.mark.slow

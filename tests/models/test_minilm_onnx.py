@@ -72,7 +72,8 @@ def test_a_text_gets_the_same_int8_embedding_in_any_batch_and_the_fp32_tokenizer
 def test_the_setting_is_checked_once_and_the_provenance_differs(encoders):
     from models.rubric_backends.cpu_rubrics import CPUProfileScorer
     from models.rubric_backends.signals import MiniLMSimilarityScorer, minilm_encoder, minilm_revision
-    from rubric.scoring import CPU, RUBRICS
+    from rubric.scoring import RUBRICS
+    from rubric.presets import CPU
 
     assert MINILM_ENCODERS == ("fp32", "int8") and ScoringConfig().minilm_encoder == "fp32"
     with pytest.raises(ConfigError, match="'minilm_encoder' must be one of fp32, int8, got 'int4'"):

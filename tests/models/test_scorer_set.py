@@ -70,7 +70,7 @@ def test_the_text_lane_scores_the_cpu_profile_as_one_process_does():
     there included; a call smaller than the lane's threshold stays in this process."""
     from models.scorer_set import ScorerSet, TextLane
     from rubric.config import ScoringConfig
-    from rubric.scoring import CPU
+    from rubric.presets import CPU
 
     items = _sample_items() + [AnswerItem("bad", "Why?", 3.5)]  # an answer that is not text: a row error
     specs = [RUBRICS.get(v) for v in CPU.rubric_versions.values()]

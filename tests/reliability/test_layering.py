@@ -196,8 +196,8 @@ def test_no_absolute_machine_paths_in_tracked_files():
 # --- rubric/ is a graph without cycles, and its rooms meet through their public faces ----------------
 
 #: rubric's sub-packages; each ``__init__`` is the room's public face (``__all__``).
-ROOMS = ("io", "scoring", "tables", "preference", "judging", "perturbation", "protocols", "analysis", "validity",
-         "html_report")
+ROOMS = ("io", "scoring", "cpu_profile", "presets", "tables", "preference", "judging", "perturbation", "protocols",
+         "analysis", "validity", "html_report")
 
 
 def _is_module(name: str, modules: set[str]) -> bool:
@@ -358,6 +358,40 @@ def test_rooms_meet_through_their_public_faces():
                            if a.name.split(".")[0] == "rubric" and len(a.name.split(".")) > 2
                            and a.name.split(".")[1] in ROOMS and a.name.split(".")[1] != own)
     assert not bad, "; ".join(bad)
+
+
+def upward_imports(sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """``module:line rubric.<room>`` for each import in a rubric room of a room after its own in :data:`ROOMS`."""
+    bad = []
+    for mod, (text, _) in sources.items():
+        parts = mod.split(".")
+        if parts[0] != "rubric" or len(parts) < 2 or parts[1] not in ROOMS:
+            continue
+        own = ROOMS.index(parts[1])
+        for node in ast.walk(ast.parse(text)):
+            names = []
+            if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            bad.extend(f"{mod}:{node.lineno} rubric.{t[1]}" for t in (n.split(".") for n in names)
+                       if t[0] == "rubric" and len(t) > 1 and t[1] in ROOMS and ROOMS.index(t[1]) > own)
+    return sorted(set(bad))
+
+
+def test_rooms_import_only_rooms_below_them():
+    """A room imports only the rooms before it in :data:`ROOMS` (``cpu_profile`` registers into ``scoring``'s
+    registry, ``presets`` checks its versions against it: neither is imported by a room below)."""
+    bad = upward_imports(_rubric_sources())
+    assert not bad, "; ".join(bad)
+
+
+def test_an_upward_import_is_found():
+    assert upward_imports({"rubric.scoring.specs": ("from rubric.cpu_profile import CPU_VERSIONS\n", False)}) == [
+        "rubric.scoring.specs:1 rubric.cpu_profile"]
+    assert upward_imports({"rubric.scoring.x": ("def f():\n    from rubric import presets\n", False)}) == [
+        "rubric.scoring.x:2 rubric.presets"]
+    assert upward_imports({"rubric.presets._p": ("from rubric import cpu_profile\n", False)}) == []
 
 
 @pytest.mark.parametrize("room", ROOMS)

@@ -1,4 +1,4 @@
-"""The CPU profile's formulas on hand-written inputs (rubric/scoring/cpu_profile.py) and the cpu preset."""
+"""The CPU profile's formulas on hand-written inputs (the rubric/cpu_profile/ room) and the cpu preset."""
 
 from __future__ import annotations
 
@@ -12,13 +12,20 @@ import pytest
 
 from rubric.errors import ConfigError
 from rubric.scoring import (
-    CPU, FACTUALITY_NO_EVIDENCE, FLUENCY_HARPER_KINDS, HARPER_COUNTED_KINDS, HARPER_KIND_TO_LT_ISSUE_TYPE, PAPER,
-    PAPER_RUBRICS, PRESETS, RUBRICS, centroid, coherence_score, completeness_score, concreteness,
-    count_fluency_lints, example_cues, fluency_score, grammar_score, relevance_score, soft_recall, support_score,
-    term_coverage, REPEAT_COS, ABSTAIN_PREFIX, Score, is_abstention, distinct_sentences, novelty,
-    sentence_information, relevance_v2, completeness_v2, coherence_v2, example_cues_v2, term_weight, ZIPF_TOP,
-    MIN_TERM_WEIGHT, without_repeats, plain_case, coherence_v3, copied_sentences, without_question_words, coherence_v4,
+    HARPER_COUNTED_KINDS, HARPER_KIND_TO_LT_ISSUE_TYPE, PAPER_RUBRICS, RUBRICS, grammar_score, ABSTAIN_PREFIX, Score,
+    is_abstention,
 )
+from rubric.cpu_profile._coherence import coherence_score, coherence_v2, coherence_v3, coherence_v4
+from rubric.cpu_profile._text import (
+    FLUENCY_HARPER_KINDS, count_fluency_lints, example_cues, fluency_score, example_cues_v2, without_repeats,
+    plain_case, copied_sentences, without_question_words,
+)
+from rubric.cpu_profile._formulas import (
+    FACTUALITY_NO_EVIDENCE, centroid, completeness_score, concreteness, relevance_score, soft_recall, support_score,
+    term_coverage, REPEAT_COS, distinct_sentences, novelty, sentence_information, relevance_v2, completeness_v2,
+    term_weight, ZIPF_TOP, MIN_TERM_WEIGHT,
+)
+from rubric.presets import CPU, PAPER, PRESETS
 
 R2 = 1 / math.sqrt(2)
 
@@ -383,7 +390,7 @@ def test_without_question_words_keeps_what_a_sentence_says_besides_the_question(
 def test_list_marker(piece, marker):
     """A piece with no word of two letters is a list marker or markup (both sentence splitters join it to the
     next piece); one with a word is a sentence."""
-    from rubric.scoring import list_marker
+    from rubric.cpu_profile._text import list_marker
 
     assert list_marker(piece) is marker
 

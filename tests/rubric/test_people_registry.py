@@ -9,8 +9,9 @@ import pytest
 
 import rubric.scoring.agreement as agreement
 from rubric.errors import ConfigError
-from rubric.scoring import CPU, RUBRICS, Preset, adjacent_coherence, agreement_line, measured_agreement
-from rubric.scoring.presets import preset_rubric_versions
+from rubric.scoring import RUBRICS, agreement_line, measured_agreement
+from rubric.cpu_profile._coherence import adjacent_coherence
+from rubric.presets import CPU, Preset, preset_rubric_versions
 from rubric.preference import column_kind
 
 

@@ -1,5 +1,6 @@
 import pytest
 
+import rubric.cpu_profile  # noqa: F401  the room registers the CPU profile's versions
 from rubric.errors import ConfigError, UnknownNameError
 from rubric.registry import Registry
 from rubric.scoring.specs import DEFAULT_VERSIONS, EXTRA_SIGNALS, PAPER_RUBRICS, RUBRICS, RubricSpec, resolve_rubrics
@@ -45,7 +46,7 @@ def test_extra_signals_are_marked_and_never_defaults():
 
 
 def test_score_holds_no_extra_signal_by_default_and_the_demo_only_the_presets():
-    from rubric.scoring import CPU
+    from rubric.presets import CPU
     from workers.cli import DEMO_RUBRICS, build_parser
 
     demo = resolve_rubrics(DEMO_RUBRICS)

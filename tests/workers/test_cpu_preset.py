@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.scoring import CPU
+from rubric.presets import CPU
 from workers.cli import build_parser, main
 from workers.cli.presets import apply_preset
 

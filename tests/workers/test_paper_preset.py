@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from rubric.scoring import PAPER, get_preset
+from rubric.presets import PAPER, get_preset
 from tests.workers.test_judge_job import LengthJudge
 from workers.cli import main
 

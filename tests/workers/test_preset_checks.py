@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from rubric.errors import ConfigError
-from rubric.scoring import PAPER, model_preset_problems, model_preset_tag
+from rubric.presets import PAPER, model_preset_problems, model_preset_tag
 from tests.workers.test_judge_job import LengthJudge
 from workers.cli import build_parser, main
 from workers.cli.presets import apply_preset

@@ -107,7 +107,7 @@ def test_bad_options_are_one_line(argv, msg, tmp_path, capsys):
 
 
 def test_the_cpu_preset_takes_its_rubric_versions_and_signals():
-    from rubric.scoring import CPU
+    from rubric.presets import CPU
 
     args = build_parser().parse_args(["validate", SAMPLE, "--format", "lfqa-hp", "--preset", "cpu"])
     apply_preset(args, "validate")

@@ -1,5 +1,5 @@
 """``--preset NAME`` on ``score``, ``fit``, ``evaluate``, ``transfer``, ``judge``, ``analyze`` and ``validate``: the settings
-come from :mod:`rubric.scoring.presets` (defined there once: ``paper`` is the LFQA-HP-1M paper's
+come from :mod:`rubric.presets` (defined there once: ``paper`` is the LFQA-HP-1M paper's
 configuration, Jahan et al.; ``cpu`` the CPU rubric profile); this module only applies them to a command's
 arguments.
 
@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 
 from rubric.errors import ConfigError
-from rubric.scoring import PRESETS, Preset, get_preset, preset_judges, preset_rubric_versions
+from rubric.presets import PRESETS, Preset, get_preset, preset_judges, preset_rubric_versions
 
 __all__ = ["add_preset", "apply_preset", "FIXED"]
 
@@ -194,7 +194,7 @@ def _without_documents(path: Path, args: argparse.Namespace) -> bool:
 
 def _check_table(preset: Preset, outdir: Path) -> None:
     from rubric.preference import read_pairs
-    from rubric.scoring import table_problems
+    from rubric.presets import table_problems
     from rubric.tables import table_provenance
 
     problems = table_problems(preset, table_provenance(read_pairs(outdir)))
@@ -205,7 +205,7 @@ def _check_table(preset: Preset, outdir: Path) -> None:
 
 def _check_model(preset: Preset, model_path: Path) -> None:
     from rubric.preference import PreferenceModel
-    from rubric.scoring import model_preset
+    from rubric.presets import model_preset
 
     got = model_preset(PreferenceModel.from_json(model_path))
     if got != preset.name:

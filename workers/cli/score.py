@@ -57,7 +57,7 @@ def add_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="demo-out")
     add_scoring_args(p, DEMO_RUBRICS)
     # the whole sample in one batch: one engine call per stage; the MiniLM rubrics encode as the cpu preset's do
-    from rubric.scoring import CPU
+    from rubric.presets import CPU
 
     p.set_defaults(batch_size=64, factuality_max_claim_tokens=DEMO_MAX_CLAIM_TOKENS, minilm_encoder=CPU.minilm_encoder)
 
@@ -76,7 +76,7 @@ def demo_rubrics(names: str) -> tuple[str, bool]:
         The comma-separated versions, and whether every one is the cpu preset's (the model is then
         recorded as fitted with ``--preset cpu``).
     """
-    from rubric.scoring import CPU
+    from rubric.presets import CPU
 
     versions = [CPU.versions.get(n, n) for n in (x.strip() for x in names.split(",")) if n]
     return ",".join(versions), set(versions) <= set(CPU.versions.values())

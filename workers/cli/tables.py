@@ -222,7 +222,7 @@ def add_transfer(t: argparse.ArgumentParser) -> None:
 
 def transfer(args) -> int:
     from rubric.preference import transfer_markdown
-    from rubric.scoring import preset_title
+    from rubric.presets import preset_title
     from workers.jobs.export import run_transfer
 
     for outdir in dict.fromkeys(args.train):  # every rubric of a training table is fitted on

@@ -19,8 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from rubric import cpu_profile as _cpu_profile  # noqa: F401  registers the CPU versions the cpu preset names
 from rubric.config import MINILM_ENCODERS
 from rubric.errors import ConfigError, UnknownNameError
+from rubric.scoring import RUBRICS, TEMPLATE_VERSIONS, get_template
 
 __all__ = ["Preset", "PAPER", "CPU", "PRESETS", "get_preset", "preset_rubric_versions", "preset_judges",
            "preset_tag", "preset_title", "model_preset", "table_problems", "judge_settings_problems", "PRESET_META_KEY",
@@ -86,8 +88,6 @@ class Preset:
         return MappingProxyType({**self.rubric_versions, **self.signals})
 
     def __post_init__(self) -> None:
-        from rubric.scoring.specs import RUBRICS
-
         for name, version in self.rubric_versions.items():
             if RUBRICS.get(version).name != name:
                 raise ConfigError(f"preset {self.name!r}: {version!r} is not a version of {name!r}")
@@ -187,7 +187,7 @@ CPU = Preset(
         "rubrics": "the paper's nine rubric names, each with a version that runs on a CPU without an LLM: MiniLM "
                    "sentence embeddings (relevance, coherence, completeness, factuality), spaCy (specificity, "
                    "completeness's terms, conciseness), Harper (grammar, fluency), example cues "
-                   "(rubric/scoring/cpu_profile.py), each chosen by its agreement with people's ratings of its aspect "
+                   "(rubric/cpu_profile/), each chosen by its agreement with people's ratings of its aspect "
                    "where shared data rates it; the answer's topical fit to its question and what it says besides the "
                    "question's words as signals of their own; what each carries is measured in docs/cpu-profile.md",
         "rescale": "min-max of each rubric's declared range to 1-5",
@@ -354,8 +354,6 @@ def table_problems(preset: Preset, provenance: Mapping[str, Mapping]) -> list[st
         preset: the preset.
         provenance: the table's ``{rubric: record}`` (:func:`rubric.tables.table_provenance`).
     """
-    from rubric.scoring.geval import TEMPLATE_VERSIONS, get_template
-
     problems = []
     for rubric, rec in provenance.items():
         want = preset.versions.get(rubric)

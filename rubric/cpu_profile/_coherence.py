@@ -1,7 +1,7 @@
 """The CPU profile's coherence formulas, one per registered version (old ones stay, so stored scores can be read
 again): ``coherence_score`` (coherence.minilm.v1), :func:`adjacent_coherence` (coherence.minilm.v8), :func:`coherence_v2`, :func:`coherence_v3` and
 :func:`coherence_v4` (also coherence.minilm.v5's, over the scorer's "lines" reading: sentences cut at line breaks too). What each version reads and why
-is in ``rubric.scoring.cpu_profile``'s docstring; the helpers they share (unit rows, repeats, novelty) are its.
+is in ``rubric.cpu_profile._formulas``' docstring; the helpers they share (unit rows, repeats, novelty) are its.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from rubric.errors import ConfigError
-from rubric.scoring.cpu_profile import _rows, _unit, novelty, repeated_sentences
+from rubric.cpu_profile._formulas import _rows, _unit, novelty, repeated_sentences
 
 __all__ = ["coherence_score", "coherence_v2", "coherence_v3", "coherence_v4", "adjacent_coherence"]
 
