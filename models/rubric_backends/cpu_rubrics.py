@@ -73,9 +73,9 @@ def _has_text(value: Any) -> bool:
 
 
 def _free_readings(needs: frozenset[str] | set[str]) -> tuple[str, ...]:
-    """The readings of the answer without its copies (``cpu_parse.READINGS``, read when asked, so a reading added to it
-    is served like the built-in ones) among ``needs``: each is cut, parsed and embedded only when a served version reads
-    it."""
+    """The readings of the answer without its copies (``rubric.cpu_profile.READINGS``, read when asked, so a reading
+    added to it is served like the built-in ones) among ``needs``: each is cut, parsed and embedded only when a served
+    version reads it."""
     return tuple(k for k, how in READINGS.items() if how.copies is not None and k in needs)
 
 
