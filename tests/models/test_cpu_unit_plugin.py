@@ -69,6 +69,13 @@ def test_a_cpu_version_declared_here_runs_through_score(numbered, tmp_path):
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["rubrics"]["specificity"]["rubric_version"] == VERSION
     assert manifest["rubrics"]["specificity"]["backend"] == "cpu_text"
+    from models.rubric_backends import pipeline_id  # the declared model: spaCy's pipeline, as the pass loads it
+    from models.rubric_backends.cpu_rubrics import profile_pipeline
+    from rubric.config import ScoringConfig
+
+    name, version = pipeline_id(profile_pipeline(ScoringConfig().spacy_model))
+    assert (manifest["rubrics"]["specificity"]["model_id"], manifest["rubrics"]["specificity"]["model_revision"]) == (
+        name, version)
 
 
 READING_VERSION = "coherence.clean_lines.v1"
