@@ -27,6 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rubric.config import check_range
+# The actor's process starts here: a judge of another package's protocol, named in a job kind's arguments, loads
+# on the judge registry's first miss (workers.protocols hands it the loader).
+import workers.protocols  # noqa: F401,E402
 from workers.runner import check_results
 from workers.storage.codec import encode_provenance, encode_score
 
