@@ -61,8 +61,8 @@ def main() -> int:
     ap.add_argument("--out", required=True, help="the JSONL file to write")
     args = ap.parse_args()
 
-    from models.factuality import SpacySentenceSplitter
-    from models.llm.engines_cache import build_engine
+    from models.llm import build_engine
+    from models.rubric_backends import SpacySentenceSplitter
     from rubric.config import ScoringConfig
     from rubric.scoring import EXTRACT_V2, EXTRACT_VERSION, EXTRACTION_STOP, LOOP_RULE, extraction_prompts
 

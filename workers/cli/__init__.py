@@ -25,10 +25,11 @@ from workers.cli import report as report_cmd
 from workers.cli.presets import FIXED as PRESET_COMMANDS, add_preset
 from workers.cli import judge, score, serve, tables, tools, validate
 from workers.cli.options import FORMATS, add_scoring_args, reader_options, scoring_config
+from workers.cli.judge import add_ray_job, ray_job
 from workers.cli.score import DEMO_RUBRICS
 
 __all__ = ["main", "build_parser", "Command", "COMMANDS", "run_command", "FORMATS", "DEMO_RUBRICS",
-           "add_scoring_args", "reader_options", "scoring_config"]
+           "add_scoring_args", "reader_options", "scoring_config", "add_ray_job", "ray_job"]
 
 log = logging.getLogger("lfqa_rubric")
 

@@ -38,7 +38,7 @@ def judge(args) -> int:
     _check_flags(args)
     if args.format is None:
         raise RubricError("judge needs --format (or --protocol NAME)")
-    from workers.jobs.judge import run_judge_job
+    from workers.jobs import run_judge_job
 
     return budget_exit(lambda: run_judge_job(
         args.inputs, args.format, judge_settings(args), args.out, config=config, reader_options=reader_options(args),
@@ -115,7 +115,7 @@ def ray_job(args, argv: list[str]) -> int:
     if args.format is None:
         raise RubricError("--format is required (or --protocol NAME)")
     if args.judges:
-        from workers.jobs.judge import run_judge_job
+        from workers.jobs import run_judge_job
 
         return budget_exit(lambda: run_judge_job(
             args.inputs, args.format, judge_settings(args), args.out, config=config,

@@ -68,7 +68,7 @@ class StageActor:
         self._scorer = self.kind.scorer(stage)
         self.batches_in_flight = batches_in_flight
         if batches_in_flight > 1:
-            from models.llm.engines_cache import keep_engines_busy
+            from models.llm import keep_engines_busy
 
             keep_engines_busy(self.kind.config)
         self._provenance = {n: encode_provenance(p) for n, p in self._scorer.provenance.items()}
