@@ -14,7 +14,6 @@ import argparse
 import inspect
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -158,20 +157,6 @@ def _fraction(text: str) -> float:
         return check_max_failed(float(text))
     except (ValueError, TypeError):
         raise argparse.ArgumentTypeError(f"a fraction between 0 and 1, got {text!r}") from None
-
-
-def budget_exit(run: Callable[[], Any]) -> int:
-    """``run()``; a :class:`rubric.errors.FailureBudgetError` (the run published) becomes its lines on stderr and
-    exit status 3, so a script tells a run over budget (3) from one that could not run (2)."""
-    from rubric.errors import FailureBudgetError
-
-    try:
-        run()
-    except FailureBudgetError as e:
-        for line in e.lines:
-            sys.stderr.write(f"lfqa-rubric: over budget: {line}\n")
-        return 3
-    return 0
 
 
 def add_judge_args(p) -> None:
