@@ -93,8 +93,7 @@ class VLLMClaimGenerator:
     def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int) -> list[str]:
         import vllm
 
-        from models.llm import check_sampling
-        from models.llm import generate_from_ids, prompt_token_stats
+        from models.llm import check_sampling, generate_from_ids, prompt_token_stats
 
         check_sampling(max_tokens, 0.0, 1, None)
         ids = self.engine.fitting_prompt_ids(prompts, max_tokens)  # type: ignore[attr-defined]
