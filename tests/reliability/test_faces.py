@@ -2,8 +2,8 @@
 ``__all__`` is an edit of ``faces.json`` in the same commit, so a face grows on purpose, never by accident.
 
 ``rubric.scoring`` is not pinned yet: issue 58 splits it by what it holds and gives the CPU profile a room of its own,
-and its pin comes with that. ``workers.storage`` has no ``__all__`` (its modules are imported as they are until its
-store per unit lands: ``tests/reliability/test_layering.py``'s ``PAST_A_FACE``).
+and its pin comes with that. ``workers.storage`` has no ``__all__`` (its modules are imported as they are until it gets
+one: ``tests/reliability/test_layering.py``'s ``PAST_A_FACE``).
 """
 
 from __future__ import annotations
