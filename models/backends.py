@@ -118,7 +118,7 @@ def build_scorers(specs: Sequence[RubricSpec], config: ScoringConfig) -> list[Sc
         use_cpu_threads()  # the wait policy PASSIVE, every usable core unless the environment says otherwise
     scorers = [BACKENDS.get(name)(tuple(group), config) for name, group in groups.items()]
     if "harper" in groups and "harper_fluency" in groups:  # one Harper lint per answer for both
-        from models.rubric_backends.grammar import harper_pass
+        from models.rubric_backends import harper_pass
 
         scorers = harper_pass(scorers)
     return scorers
@@ -182,27 +182,26 @@ def _need(module: str, why: str, fix: str) -> list[str]:
 
 
 def _spacy_problems(config: ScoringConfig, why: str) -> list[str]:
-    from models.rubric_backends.text import _FALLBACKS, _INSTALL_HINT  # the loader's own fallbacks and hints
+    from models.rubric_backends import spacy_candidates, spacy_install_hint  # the loader's own twins and hints
 
     if not _installed("spacy"):
         return [f"{why} needs spacy: install the [cpu] extra (pip install 'lfqa-rubric[cpu]')"]
     name = config.spacy_model
     if _looks_like_path(name):
         return [] if Path(name).expanduser().is_dir() else [f"{why}: spaCy pipeline folder {name!r} does not exist"]
-    if any(_installed(c) for c in (name, *_FALLBACKS.get(name, ()))):
+    if any(_installed(c) for c in spacy_candidates(name)):
         return []
-    hint = _INSTALL_HINT.get(name, f"pip install the {name!r} package or `python -m spacy download {name}`")
-    return [f"{why} needs the spaCy pipeline {name!r}: {hint}"]
+    return [f"{why} needs the spaCy pipeline {name!r}: {spacy_install_hint(name)}"]
 
 
 def _smollm2_problems() -> list[str]:
     """The embedded CPU judge: a converted folder in the cache, or the GGUF package plus the converter's needs."""
-    from models.llm import smollm2
+    from models.llm import converted_folder, gguf_path
 
-    if smollm2.converted_folder() is not None:
+    if converted_folder() is not None:
         return []
     try:
-        smollm2.gguf_path()
+        gguf_path()
     except BackendUnavailableError as e:
         return [str(e)]
     return _need("gguf", "converting the embedded SmolLM2 judge", "install the [cpu] extra (pip install gguf)")
@@ -251,14 +250,14 @@ def _check_harper(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[
 
 
 def _check_languagetool(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
-    from models.rubric_backends.grammar import LANGUAGETOOL_URL_ENV, _local_languagetool_version
+    from models.rubric_backends import LANGUAGETOOL_URL_ENV, local_languagetool_version
 
     problems = _need("language_tool_python", "grammar.languagetool.v1",
                      "pip install language-tool-python (or use grammar.harper.v1, the offline default)")
     if problems or config.languagetool_url or os.environ.get(LANGUAGETOOL_URL_ENV):
         return problems  # a server is only reachable at run time; the scorer's constructor tries it
     try:  # a local server: Java on PATH and the jars on disk (it lists folders, starts nothing)
-        _local_languagetool_version()
+        local_languagetool_version()
     except BackendUnavailableError as e:
         problems.append(f"grammar.languagetool.v1 without --languagetool-url: {e}")
     return problems
@@ -286,7 +285,7 @@ def _check_rouge(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[s
 
 
 def _check_minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> list[str]:
-    from models.rubric_backends.signals import minilm_problems  # no torch: it looks for a folder
+    from models.rubric_backends import minilm_problems  # no torch: it looks for a folder
 
     return minilm_problems(", ".join(s.version for s in specs) or "the minilm backend", config.minilm_encoder)
 
@@ -298,7 +297,7 @@ def _check_cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> lis
     if versions & versions_needing("wordfreq") or not versions:
         problems += _need("wordfreq", why, "pip install wordfreq==3.1.1 (or install the [cpu] extra)")
     if versions & versions_needing("embed") or not versions:
-        from models.rubric_backends.signals import minilm_problems
+        from models.rubric_backends import minilm_problems
 
         problems += minilm_problems(why, config.minilm_encoder)
     return problems + _language_problems(specs)
@@ -323,44 +322,43 @@ def _check_factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> l
 
 @register_backend("spacy", requires=_check_spacy, pool="text")
 def _spacy(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.rubric_backends.text import ConcisenessScorer
+    from models.rubric_backends import ConcisenessScorer
 
     return ConcisenessScorer(specs, spacy_model=config.spacy_model)
 
 
 @register_backend("harper", requires=_check_harper, pool="text")
 def _harper(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.rubric_backends.grammar import HarperGrammarScorer
+    from models.rubric_backends import HarperGrammarScorer
 
     return HarperGrammarScorer(specs)
 
 
 @register_backend("languagetool", requires=_check_languagetool, pool="text")
 def _languagetool(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.rubric_backends.grammar import LanguageToolGrammarScorer
+    from models.rubric_backends import LanguageToolGrammarScorer
 
     return LanguageToolGrammarScorer(specs, url=config.languagetool_url, threads=config.languagetool_threads)
 
 
 @register_backend("llm", requires=_check_llm, pool="llm")
 def _llm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.llm.scorer import LLMRubricScorer
+    from models.llm import LLMRubricScorer
 
     return LLMRubricScorer.from_config(specs, config)
 
 
 @register_backend("subjectiveqa", requires=_check_subjectiveqa, pool="classifier")
 def _subjectiveqa(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.rubric_backends.specificity import SubjectiveQAScorer
+    from models.rubric_backends import SubjectiveQAScorer
 
     return SubjectiveQAScorer(specs, model=config.specificity_model, batch_size=config.batch_size)
 
 
 @register_backend("factuality", requires=_check_factuality, pool="factuality")
 def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.rubric_backends.evidence import AttachedDocs, BM25Corpus
-    from models.rubric_backends.factuality import FactualityScorer, SpacySentenceSplitter
-    from models.llm.engines_cache import build_engine
+    from models.rubric_backends import AttachedDocs, BM25Corpus, FactualityScorer, SpacySentenceSplitter
+    from models.llm import build_engine
 
     evidence = (BM25Corpus.from_file(config.factuality_corpus, text_field=config.factuality_text_field,
                                      id_field=config.factuality_id_field, cache_dir=config.evidence_cache_dir)
@@ -374,35 +372,35 @@ def _factuality(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
 
 @register_backend("length", requires=_check_length, pool="text")
 def _length(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.rubric_backends.signals import LengthScorer
+    from models.rubric_backends import LengthScorer
 
     return LengthScorer(specs)
 
 
 @register_backend("rouge", requires=_check_rouge, pool="text")
 def _rouge(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.rubric_backends.signals import RougeLScorer
+    from models.rubric_backends import RougeLScorer
 
     return RougeLScorer(specs)
 
 
 @register_backend("minilm", requires=_check_minilm, pool="classifier")
 def _minilm(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.rubric_backends.signals import MiniLMSimilarityScorer
+    from models.rubric_backends import MiniLMSimilarityScorer
 
     return MiniLMSimilarityScorer(specs, batch_size=config.batch_size, encoder=config.minilm_encoder)
 
 
 @register_backend("cpu_text", requires=_check_cpu_text, pool="classifier")
 def _cpu_text(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
+    from models.rubric_backends import CPUProfileScorer
 
     return CPUProfileScorer(specs, spacy_model=config.spacy_model, encoder=config.minilm_encoder)
 
 
 @register_backend("harper_fluency", requires=_check_harper_fluency, pool="text")
 def _harper_fluency(specs: tuple[RubricSpec, ...], config: ScoringConfig) -> Scorer:
-    from models.rubric_backends.fluency import HarperFluencyScorer
+    from models.rubric_backends import HarperFluencyScorer
 
     return HarperFluencyScorer(specs)
 
@@ -462,8 +460,8 @@ def _judge_options(settings: Any, config: ScoringConfig) -> dict:
 
 @register_judge_scorer("pairwise")
 def _pairwise_judges(settings: Any, config: ScoringConfig) -> Any:
-    from models.judging.judges import JudgeScorer
-    from models.llm.engines_cache import build_engine
+    from models.judging import JudgeScorer
+    from models.llm import build_engine
 
     return JudgeScorer(build_engine(config, logprobs_k=config.llm_logprobs_k), settings.specs,
                        **_judge_options(settings, config))
@@ -471,7 +469,7 @@ def _pairwise_judges(settings: Any, config: ScoringConfig) -> Any:
 
 @register_judge_scorer("protocol", also_runs=("pairwise",))
 def _protocol_judges(settings: Any, config: ScoringConfig) -> Any:
-    from models.llm.engines_cache import build_engine
+    from models.llm import build_engine
     from models.judging import ProtocolJudgeScorer
 
     return ProtocolJudgeScorer(build_engine(config, logprobs_k=config.llm_logprobs_k), settings.specs,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
 from rubric.errors import ConfigError, UnknownNameError
@@ -15,6 +15,10 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Maps names to objects; a duplicate name raises, an unknown name lists what exists.
 
+    A layer above may hand the registry a loader for names it does not hold yet (:meth:`on_miss`, as
+    catalogue's registries read entry points on a miss): the plugins load on the first lookup that misses,
+    not at every import.
+
     Args:
         kind: what the registry holds, used in error messages ("rubric", "backend").
     """
@@ -22,6 +26,11 @@ class Registry(Generic[T]):
     def __init__(self, kind: str) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._loaders: list[Callable[[], object]] = []
+
+    def on_miss(self, loader: Callable[[], object]) -> None:
+        """Run ``loader`` once, the first time :meth:`get` misses, then look again (a plugin loader)."""
+        self._loaders.append(loader)
 
     def register(self, name: str, obj: T) -> T:
         if not name or name != name.strip():
@@ -32,6 +41,9 @@ class Registry(Generic[T]):
         return obj
 
     def get(self, name: str) -> T:
+        if name not in self._items:
+            while self._loaders:  # each loader runs once, taken out first: a lookup inside it cannot recurse
+                self._loaders.pop(0)()
         try:
             return self._items[name]
         except KeyError:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from models.llm.scorer import LLMRubricScorer
+from models.llm import LLMRubricScorer
 from rubric.errors import InputError
 from rubric.scoring import ChatPrompt
 from rubric.io import PairRecord, explode

@@ -34,9 +34,9 @@ def _ray_scores(items, rubric: str, batch_sizes, config) -> dict[int, dict[str, 
     import ray
 
     from rubric.scoring import resolve_rubrics
-    from workers.cluster.actors import StageActor
-    from workers.jobs.score import ScoreKind
-    from workers.cluster.pipeline import init_local_ray, item_rows, shutdown_ray
+    from workers.cluster import StageActor
+    from workers.jobs import ScoreKind
+    from workers.cluster import init_local_ray, item_rows, shutdown_ray
 
     temp_dir = init_local_ray(num_cpus=2, object_store_mb=256)
     try:
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     from importlib import resources
 
     from scripts._bench_common import RunResult, compare_scores, device_line, run_ours, warm_up
-    from models.llm.engines_cache import build_engine
+    from models.llm import build_engine
     from rubric.config import ScoringConfig
     from rubric.io import read_input
     from rubric.io import explode

@@ -44,10 +44,9 @@ if str(REPO) not in sys.path:  # run from a checkout without `pip install -e .`
 
 from models.backends import build_scorers  # noqa: E402
 from models.scorer_set import score_items  # noqa: E402
-from models.rubric_backends.signals import minilm_revision  # noqa: E402
+from models.rubric_backends import harper_linter, minilm_revision  # noqa: E402
 from rubric.config import MINILM_ENCODERS, ScoringConfig  # noqa: E402
 from rubric.io import AnswerItem, content_id  # noqa: E402
-from models.rubric_backends.grammar import harper_linter  # noqa: E402
 from rubric.scoring import RUBRICS  # noqa: E402
 from rubric.presets import CPU  # noqa: E402
 
@@ -94,9 +93,7 @@ class Work:
 
 def record(scorers: list, items: list[AnswerItem], batch_size: int) -> Work:
     """Run the profile once over ``items`` (its warm-up too) and note what each component was handed."""
-    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
-    from models.rubric_backends.grammar import HarperPass, HarperGrammarScorer
-    from models.rubric_backends.text import ConcisenessScorer
+    from models.rubric_backends import ConcisenessScorer, CPUProfileScorer, HarperGrammarScorer, HarperPass
 
     work = Work()
     undo: list[Callable[[], None]] = []
@@ -128,9 +125,7 @@ def record(scorers: list, items: list[AnswerItem], batch_size: int) -> Work:
 
 def components(scorers: list, work: Work, n: int, repeat: int) -> list[tuple[str, str, float, float, float]]:
     """Each component alone on ``work``: (component, unit, amount, wall s, CPU s)."""
-    from models.rubric_backends.cpu_rubrics import CPUProfileScorer
-    from models.rubric_backends.grammar import HARPER_LANGUAGE, harper_linter
-    from models.rubric_backends.text import ConcisenessScorer
+    from models.rubric_backends import HARPER_LANGUAGE, ConcisenessScorer, CPUProfileScorer, harper_linter
 
     rows = []
     prof = next((sc for sc in scorers if isinstance(sc, CPUProfileScorer)), None)

@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
 
     if "conciseness" in rubrics:
-        from models.rubric_backends.text import ConcisenessScorer, load_spacy
+        from models.rubric_backends import ConcisenessScorer, load_spacy
 
         full = load_spacy(args.spacy_model)
         [full(t) for t in texts[:5]]
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     if "grammar" in rubrics:
         from harper import Linter
 
-        from models.rubric_backends.grammar import HARPER_LANGUAGE, HarperGrammarScorer
+        from models.rubric_backends import HARPER_LANGUAGE, HarperGrammarScorer
 
         linter = Linter()
         [linter.lint(t, language=HARPER_LANGUAGE) for t in texts[:5]]

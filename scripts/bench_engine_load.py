@@ -57,8 +57,7 @@ def _busy_loop() -> subprocess.Popen:
 
 def _measure(rubrics: str, n: int) -> dict:
     """In this process: the engine's answers/s without and then beside the busy loop."""
-    from models.llm.engines_cache import build_engine
-    from models.llm.scorer import LLMRubricScorer
+    from models.llm import LLMRubricScorer, build_engine
     from rubric.config import ScoringConfig
     from rubric.scoring import resolve_rubrics
 

@@ -236,7 +236,7 @@ def _load(args):
     """The answers and the evidence source the arguments name."""
     from importlib import resources
 
-    from models.rubric_backends.evidence import BM25Corpus
+    from models.rubric_backends import BM25Corpus
     from rubric.io import read_graded, read_lfqa_hp
     from rubric.io import explode
 
@@ -255,7 +255,7 @@ def _load(args):
 
 def score_run(label, version, engine, splitter, corpus, items, args, *, one_by_one=False, batch=None):
     """Score ``items`` with one factuality version (cold prefix cache); returns the run's numbers and dump."""
-    from models.rubric_backends.factuality import FactualityScorer, claim_generator
+    from models.rubric_backends import FactualityScorer, claim_generator
     from rubric.scoring import RUBRICS, claims_from_json
 
     timed = Timed(engine, one_by_one, claim_generator(engine))
@@ -363,9 +363,9 @@ def main() -> int:
                     "lookup (prompt_lookup_num_tokens; one prompt per generate call)")
     args = ap.parse_args()
 
-    from models.rubric_backends.factuality import SpacySentenceSplitter
+    from models.rubric_backends import SpacySentenceSplitter
     from scripts._bench_common import device_line, transformers_kwargs
-    from models.llm.engines_cache import build_engine
+    from models.llm import build_engine
     from rubric.config import ScoringConfig
 
     versions = [v.strip() for v in args.versions.split(",") if v.strip()]

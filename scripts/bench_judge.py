@@ -110,7 +110,7 @@ class Run:
 
 def run(name: str, engine, pairs, specs, *, per_order: bool = False, **kwargs) -> Run:
     """Time one ``judge_pairs`` over all pairs from a cold prefix cache."""
-    from models.judging.judges import JudgeScorer
+    from models.judging import JudgeScorer
 
     engine.reset_prefix_cache()  # a vLLM engine: every run starts from a cold prefix cache
     wrapped = Counting(engine, per_order)
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--pairs must be >= 1, got {args.pairs}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
-    from models.llm.engines_cache import build_engine
+    from models.llm import build_engine
     from rubric.config import ScoringConfig
     import rubric.protocols  # noqa: F401  (registers the protocols' pairwise judges)
     from rubric.judging import resolve_judges

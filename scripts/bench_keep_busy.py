@@ -38,8 +38,8 @@ def _run(items, versions, pool, config) -> tuple[float, dict[str, dict[str, floa
 
     import json
 
-    from workers.jobs.score import ScoreKind
-    from workers.cluster.pipeline import add_pool_stage, item_rows, shutdown_ray
+    from workers.jobs import ScoreKind
+    from workers.cluster import add_pool_stage, item_rows, shutdown_ray
     from workers.storage.codec import decode_score
 
     kind = ScoreKind("lfqa-hp", {}, versions, config)
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     from rubric.config import ScoringConfig
     from rubric.io import explode
     from rubric.scoring import resolve_rubrics
-    from workers.cluster.pipeline import PoolConfig, init_local_ray
+    from workers.cluster import PoolConfig, init_local_ray
 
     items = explode(load_pairs(args.data, args.questions))
     versions = [s.version for s in resolve_rubrics(args.rubrics)]

@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from scripts._bench_common import (compare_scores, correlations, device_line, format_table, load_pairs, load_scores,
                                   run_ours, run_reference, save_scores, transformers_kwargs, warm_up)
-    from models.llm.engines_cache import build_engine
+    from models.llm import build_engine
     from rubric.config import ScoringConfig
     from rubric.scoring import resolve_rubrics
 

@@ -47,8 +47,7 @@ def sentences(items, batch_size: int) -> list[str]:
 
 
 def embeddings_table(texts: list[str], repeat: int) -> None:
-    from models.rubric_backends.minilm_onnx import onnx_encoder  # noqa: F401 - imported for its cache
-    from models.rubric_backends.signals import minilm_encoder, minilm_revision
+    from models.rubric_backends import minilm_encoder, minilm_revision, onnx_encoder  # noqa: F401 - onnx: its cache
     from models.rubric_backends.cpu_rubrics import ENCODE_BATCH
 
     got = {}

@@ -54,8 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     from rubric.scoring import resolve_rubrics
     from tests.multinode.cluster import LocalCluster, NodeRemover, write_shards
     from tests.tolerances import LLM_BATCH_NOISE
-    from workers.jobs.score import run_job
-    from workers.cluster.pipeline import PoolConfig, RayStep
+    from workers.jobs import run_score_job
+    from workers.cluster import PoolConfig, RayStep
 
     specs = resolve_rubrics(args.rubrics)
     config = ScoringConfig(batch_size=args.batch_size)
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp)
         shards = write_shards(tmp / "in", args.shards, args.copies)
         t0 = time.perf_counter()
-        ref = run_job(shards, "lfqa-hp", specs, tmp / "local", config=config, progress=False)
+        ref = run_score_job(shards, "lfqa-hp", specs, tmp / "local", config=config, progress=False)
         rows.append(("single process", ref, None, time.perf_counter() - t0))
         for k in range(args.runs):
             for lose in (False, True):
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
                     if remover:
                         remover.start()
                     t0 = time.perf_counter()
-                    m = run_job(shards, "lfqa-hp", specs, out, config=config, progress=False,
+                    m = run_score_job(shards, "lfqa-hp", specs, out, config=config, progress=False,
                                 ray=RayStep(pools=pools, address=cluster.address, flush_rows=args.flush_rows,
                                             global_dedupe=args.global_dedupe))
                     wall = time.perf_counter() - t0

@@ -55,8 +55,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from rubric.config import ScoringConfig
     from rubric.scoring import resolve_rubrics
-    from workers.jobs.score import run_job
-    from workers.cluster.pipeline import PoolConfig, RayStep, init_local_ray, shutdown_ray
+    from workers.jobs import run_score_job
+    from workers.cluster import PoolConfig, RayStep, init_local_ray, shutdown_ray
 
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     questions = list(data)[: args.shards * args.questions_per_shard]
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             shards.append(path)
 
         t0 = time.perf_counter()
-        m = run_job(shards, "graded", specs, tmp / "local", config=config, reader_options=options, progress=False)
+        m = run_score_job(shards, "graded", specs, tmp / "local", config=config, reader_options=options, progress=False)
         answers = m["job"]["answers_scored_now"]
         single = time.perf_counter() - t0
         rows.append(("single process", "-", single, answers / single, 1.0))
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             for n in (int(x) for x in args.text_actors.split(",")):
                 out = tmp / f"ray{n}"
                 t0 = time.perf_counter()
-                got = run_job([tmp / "in"], "graded", specs, out, config=config, reader_options=options,
+                got = run_score_job([tmp / "in"], "graded", specs, out, config=config, reader_options=options,
                               ray=RayStep(pools={"text": PoolConfig(size=n, num_cpus=0.5)}), progress=False)
                 wall = time.perf_counter() - t0
                 if got["job"]["answers_scored_now"] != answers:
@@ -124,7 +124,7 @@ def _prompt_tokens(args) -> int:
     from rubric.scoring import resolve_rubrics
 
     if args.tokenizer is None:
-        from models.llm.smollm2 import smollm2_folder
+        from models.llm import smollm2_folder
 
         args.tokenizer = str(smollm2_folder())
     tok = AutoTokenizer.from_pretrained(args.tokenizer)

@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     from importlib import resources
 
     from models.backends import build_scorers
-    from models.llm.engines_cache import release_engines
+    from models.llm import release_engines
     from rubric.config import ScoringConfig
     from rubric.io import read_input
     from rubric.io import AnswerItem, explode

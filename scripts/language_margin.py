@@ -40,7 +40,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data"))
     args = ap.parse_args()
-    from models.rubric_backends.language import english_check
+    from models.rubric_backends import english_check
     from rubric.scoring import WORD_ZIPF, english_share, latin_words, not_english
 
     def rss_mb() -> float:

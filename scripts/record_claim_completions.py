@@ -16,7 +16,7 @@ ScoringConfig())``: the embedded SmolLM2-135M-Instruct on vLLM-CPU, the CLI's se
 One JSON line per (sentence, version): the answer's id and source, the sentence's index, the
 prompt's version and sha256, the completion's text, whether the budget cut it and its token count,
 and the model id, revision, engine and sampling settings. Nothing is read from these completions
-here: ``tests/rubric/test_recorded_claims.py`` pins what both readers make of them.
+here: ``tests/rubric/scoring/test_recorded_claims.py`` pins what both readers make of them.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/record_claim_completions.py \\
         --data ../shared/data/WEBGLM_50.json --answers 16 --sentences 2 --out tests/rubric/data/claim_completions.jsonl
@@ -61,8 +61,8 @@ def main() -> int:
     ap.add_argument("--out", required=True, help="the JSONL file to write")
     args = ap.parse_args()
 
-    from models.factuality import SpacySentenceSplitter
-    from models.llm.engines_cache import build_engine
+    from models.llm import build_engine
+    from models.rubric_backends import SpacySentenceSplitter
     from rubric.config import ScoringConfig
     from rubric.scoring import EXTRACT_V2, EXTRACT_VERSION, EXTRACTION_STOP, LOOP_RULE, extraction_prompts
 

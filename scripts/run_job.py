@@ -36,8 +36,7 @@ from pathlib import Path
 # `python scripts/run_job.py` puts scripts/ on sys.path, not the checkout (or Ray's --working-dir).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from workers.cli import run_command  # noqa: E402
-from workers.cli.judge import add_ray_job, ray_job  # noqa: E402
+from workers.cli import add_ray_job, ray_job, run_command  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -147,7 +147,7 @@ def test_the_suites_groups_keep_ray_on_one_worker_and_spread_the_golden_chains()
     golden = [test_group(f"tests/golden/test_golden.py::test_golden_outputs_are_unchanged[{c}]") for c in CHAINS]
     assert golden.count(RAY_GROUP) == 1 and len(set(golden)) == len(CHAINS)
     assert test_group("tests/rubric/test_specs.py::test_a") == test_group("tests/rubric/test_specs.py::K::test_b")
-    assert test_group("tests/rubric/test_specs.py::test_a") != test_group("tests/rubric/test_rescale.py::test_a")
+    assert test_group("tests/rubric/test_specs.py::test_a") != test_group("tests/rubric/scoring/test_rescale.py::test_a")
     pytest.importorskip("xdist")
 
     class Config:  # what the scheduler reads of pytest's config: `-n 2`

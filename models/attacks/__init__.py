@@ -4,9 +4,6 @@ encoder's embedding neighbours). The attacks themselves are ``rubric.perturbatio
 This is the room's public face: other rooms import from here, not from its modules.
 """
 
-from models.attacks.synonyms import (
-    WORDNET_DIRS, SYNONYM_SOURCES, wordnet_dir, WordNetSynonyms, EmbeddingNeighbours, build_synonyms,
-)
+from models.attacks.synonyms import WordNetSynonyms, build_synonyms, wordnet_dir
 
-__all__ = ["WORDNET_DIRS", "SYNONYM_SOURCES", "wordnet_dir", "WordNetSynonyms", "EmbeddingNeighbours",
-           "build_synonyms"]
+__all__ = ["WordNetSynonyms", "build_synonyms", "wordnet_dir"]

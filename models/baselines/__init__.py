@@ -5,9 +5,8 @@ This is the room's public face: other rooms import from here, not from its modul
 """
 
 from models.baselines.encoder import (
-    DEFAULT_ENCODER, HEAD_FORMAT, HEAD_WEIGHTS, HEAD_JSON, system_name, pair_text, SentenceEncoder, PreferenceHead,
-    EncoderVictim, load_encoder_baseline,
+    HEAD_WEIGHTS, HEAD_JSON, system_name, SentenceEncoder, PreferenceHead, EncoderVictim, load_encoder_baseline,
 )
 
-__all__ = ["DEFAULT_ENCODER", "HEAD_FORMAT", "HEAD_WEIGHTS", "HEAD_JSON", "system_name", "pair_text",
-           "SentenceEncoder", "PreferenceHead", "EncoderVictim", "load_encoder_baseline"]
+__all__ = ["HEAD_WEIGHTS", "HEAD_JSON", "system_name", "SentenceEncoder", "PreferenceHead", "EncoderVictim",
+           "load_encoder_baseline"]

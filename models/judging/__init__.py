@@ -6,10 +6,7 @@ pair in one engine call) and the neighbouring protocols' pairwise judges (``prot
 This is the room's public face: other rooms import from here, not from its modules.
 """
 
-from models.judging.judges import (
-    JudgeScorer, MODES, EXTRAS_KEYS, DEFAULT_MAX_VOTE_TOKENS, DEFAULT_MAX_TEXT_CHARS, engine_call,
-)
+from models.judging.judges import JudgeScorer, engine_call
 from models.judging.protocol_judges import ProtocolJudgeScorer
 
-__all__ = ["JudgeScorer", "MODES", "EXTRAS_KEYS", "DEFAULT_MAX_VOTE_TOKENS", "DEFAULT_MAX_TEXT_CHARS", "engine_call",
-           "ProtocolJudgeScorer"]
+__all__ = ["JudgeScorer", "engine_call", "ProtocolJudgeScorer"]

@@ -38,8 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from models.llm.engine import Engine, TextSampler, take_usage
-from models.llm.scorer import LLMRubricScorer
+from models.llm import Engine, LLMRubricScorer, TextSampler, take_usage
 from rubric.config import check_range
 from rubric.errors import BatchMismatchError, ConfigError, EngineError, RubricError
 from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt

@@ -6,10 +6,9 @@ cached) and ``signals`` (the ROUGE and MiniLM reference signals). Its job kind i
 This is the room's public face: other rooms import from here, not from its modules.
 """
 
-from models.linkage.scorer import LINKAGE_SYSTEMS, LINKAGE_MODES, LinkageCandidate, LinkageQuestion, LinkageScorer
-from models.linkage.references import ReferenceRequest, ReferenceResult, ReferenceCache, ReferenceGenerator
+from models.linkage.scorer import LinkageScorer
+from models.linkage.references import ReferenceRequest, ReferenceCache, ReferenceGenerator
 from models.linkage.signals import LINKAGE_SIGNALS, reference_signals, signal_provenance
 
-__all__ = ["LINKAGE_SYSTEMS", "LINKAGE_MODES", "LinkageCandidate", "LinkageQuestion", "LinkageScorer",
-           "ReferenceRequest", "ReferenceResult", "ReferenceCache", "ReferenceGenerator", "LINKAGE_SIGNALS",
+__all__ = ["LinkageScorer", "ReferenceRequest", "ReferenceCache", "ReferenceGenerator", "LINKAGE_SIGNALS",
            "reference_signals", "signal_provenance"]

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from models.llm.engine import Engine, TextSampler
+from models.llm import Engine, TextSampler
 from rubric.config import check_range
 from rubric.errors import ConfigError, EngineError, RubricError
 from rubric.protocols import (

@@ -23,7 +23,7 @@ from itertools import combinations
 from typing import Any
 
 from models.judging import engine_call
-from models.llm.engine import Engine, TextSampler
+from models.llm import Engine, TextSampler
 from rubric.config import check_range
 from rubric.errors import BatchMismatchError, ConfigError
 from rubric.scoring import DEFAULT_MIN_MASS, ChatPrompt

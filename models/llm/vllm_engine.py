@@ -27,7 +27,7 @@ from rubric.config import check_range
 from rubric.errors import BackendUnavailableError, ConfigError, EngineError
 from rubric.scoring import ChatPrompt
 
-__all__ = ["VLLMEngine", "DEFAULT_LOGPROBS_K", "CPU_ENV_DEFAULTS"]
+__all__ = ["VLLMEngine", "DEFAULT_LOGPROBS_K", "CPU_ENV_DEFAULTS", "generate_from_ids", "prompt_token_stats"]
 
 log = logging.getLogger(__name__)
 

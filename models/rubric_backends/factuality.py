@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from models.rubric_backends.evidence import EvidenceSource
-from models.llm.engine import Completer, Engine
+from models.llm import Completer, Engine
 from models.rubric_backends.text import senter_pipeline
 from models.rubric_backends.single_spec import SingleSpecScorer
 from rubric.scoring import (
@@ -93,8 +93,7 @@ class VLLMClaimGenerator:
     def generate(self, prompts: Sequence[ChatPrompt], max_tokens: int) -> list[str]:
         import vllm
 
-        from models.llm.engine import check_sampling
-        from models.llm.vllm_engine import generate_from_ids, prompt_token_stats
+        from models.llm import check_sampling, generate_from_ids, prompt_token_stats
 
         check_sampling(max_tokens, 0.0, 1, None)
         ids = self.engine.fitting_prompt_ids(prompts, max_tokens)  # type: ignore[attr-defined]
@@ -112,7 +111,7 @@ def claim_generator(engine: Engine) -> TextGenerator:
     Raises:
         ConfigError: the engine cannot generate text.
     """
-    from models.llm.vllm_engine import VLLMEngine  # no vllm import: that happens in its constructor
+    from models.llm import VLLMEngine  # no vllm import: that happens in its constructor
 
     if isinstance(engine, VLLMEngine):
         return VLLMClaimGenerator(engine)

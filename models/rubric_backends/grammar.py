@@ -29,7 +29,8 @@ from rubric.scoring import Provenance, Score, ScoreSet
 from rubric.scoring import RubricSpec
 
 __all__ = ["HarperGrammarScorer", "LanguageToolGrammarScorer", "HARPER_VERSION", "LANGUAGETOOL_VERSION",
-           "HARPER_LANGUAGE", "LANGUAGETOOL_URL_ENV", "harper_linter", "HarperPass", "LintReader", "harper_pass"]
+           "HARPER_LANGUAGE", "LANGUAGETOOL_URL_ENV", "harper_linter", "HarperPass", "LintReader", "harper_pass",
+           "local_languagetool_version"]
 
 log = logging.getLogger(__name__)
 
@@ -258,7 +259,7 @@ class LanguageToolGrammarScorer(SingleSpecScorer):
                     f"LanguageTool server at {self.url} is not usable: {type(e).__name__}: {e}. {_LT_OPTIONS}") from e
             self._revision = _remote_version(self.url, language)
         else:
-            version = _local_languagetool_version()
+            version = local_languagetool_version()
             try:
                 self._tool = language_tool_python.LanguageTool(language, language_tool_download_version=version)
             except (LanguageToolError, OSError, ValueError) as e:
@@ -310,7 +311,7 @@ def _first_line(e: BaseException, limit: int = 200) -> str:
     return line if len(line) <= limit else line[:limit] + "..."
 
 
-def _local_languagetool_version() -> str:
+def local_languagetool_version() -> str:
     """The LanguageTool version a local server would run, or an actionable error if it cannot."""
     if shutil.which("java") is None:
         raise BackendUnavailableError("LanguageTool needs Java (>= 17), and `java` is not on PATH. " + _LT_OPTIONS)

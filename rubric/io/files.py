@@ -4,6 +4,7 @@ binary files), JSON / JSON Lines / Parquet / CSV loaders, repeated JSON keys, an
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import logging
@@ -208,31 +209,53 @@ def _load_json_records(p: Path) -> list[Any]:
     return [rec for _, _, rec in _iter_jsonl(text)]
 
 
-def open_parquet(path: str | Path, read, *, message: str | None = None):
+#: Bytes per read when a file is hashed.
+_CHUNK = 1 << 20
+
+
+def stream_sha256(f) -> str:
+    """The sha256 (hex) of an open binary file's bytes from where it stands, read in chunks."""
+    h = hashlib.sha256()
+    while chunk := f.read(_CHUNK):
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def open_parquet(path: str | Path, read, *, message: str | None = None, sha256: str | None = None):
     """``read(pyarrow.parquet.ParquetFile)`` of ``path``, opened once: every read of the file goes through
     that one open file. (pyarrow given a path opens it more than once, so a file replaced by rename in
     between, as a publish replaces a table, was read half from each and called damaged.)
 
+    Args:
+        sha256: the digest a manifest records for the file: the open file's bytes are checked against it first,
+            so tables read with one manifest's digests are that run's set, whatever is published meanwhile.
+
     Raises:
         InputError: the file cannot be opened or read as Parquet: ``message`` (default: it names the file,
-            "damaged or not Parquet"), then pyarrow's reason.
+            "damaged or not Parquet"), then pyarrow's reason; or its bytes are not the ``sha256`` given.
     """
     import pyarrow.parquet as pq
 
     try:
         with open(path, "rb") as f:
-            return read(pq.ParquetFile(f))
+            if sha256 is None or stream_sha256(f) == sha256:
+                f.seek(0)
+                return read(pq.ParquetFile(f))
     except Exception as e:  # pyarrow raises several types for a missing or damaged file
         raise InputError(f"{message or f'cannot read {path} (damaged or not Parquet)'}: {e}") from None
+    raise InputError(f"{path} does not match the sha256 its folder's manifest records: a job published into the "
+                     "folder while it was read, or the folder mixes two runs' files; read it again")
 
 
-def read_parquet(path: str | Path, *, columns: list[str] | None = None, message: str | None = None) -> Any:
-    """A whole Parquet table (a ``pyarrow.Table``), read through one open file (:func:`open_parquet`).
+def read_parquet(path: str | Path, *, columns: list[str] | None = None, message: str | None = None,
+                 sha256: str | None = None) -> Any:
+    """A whole Parquet table (a ``pyarrow.Table``), read through one open file (:func:`open_parquet`; ``sha256``:
+    the digest its bytes must have).
 
     Raises:
-        InputError: the file cannot be opened or read as Parquet.
+        InputError: the file cannot be opened or read as Parquet, or is not the ``sha256`` given.
     """
-    return open_parquet(path, lambda pf: pf.read(columns=columns), message=message)
+    return open_parquet(path, lambda pf: pf.read(columns=columns), message=message, sha256=sha256)
 
 
 def _load_parquet(p: Path) -> list[Any]:

@@ -14,13 +14,13 @@ HTML report, compares it before and after) are built on it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
 from pathlib import Path
 
 from rubric.errors import InputError
+from rubric.io.files import stream_sha256
 
 __all__ = ["MANIFEST", "PUBLISHING", "DIGESTS", "read_manifest", "published_files", "published_digests", "file_sha256",
            "check_published", "folder_state"]
@@ -31,8 +31,6 @@ MANIFEST = "manifest.json"
 PUBLISHING = ".publishing"
 #: The manifest's section of file name -> sha256 (hex) of every file it vouches for.
 DIGESTS = "sha256"
-#: Bytes per read when a file is hashed.
-_CHUNK = 1 << 20
 
 
 def file_sha256(path: str | Path) -> str:
@@ -41,11 +39,8 @@ def file_sha256(path: str | Path) -> str:
     Raises:
         OSError: the file cannot be read.
     """
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+        return stream_sha256(f)
 
 
 def read_manifest(out: str | Path) -> dict:

@@ -226,7 +226,8 @@ def resolve_judges(names: str | Sequence[str], tie: bool = False) -> list[JudgeS
 
     A short name takes the version with or without a tie option as ``tie`` says; a versioned name
     (``judge.cot_tie.v1``, or a neighbouring protocol's pairwise judge such as ``arena.pairwise.v1``,
-    registered when ``rubric.protocols`` is imported) is taken as it is.
+    registered when ``rubric.protocols`` is imported, or another package's, which a miss loads:
+    ``JUDGES.on_miss``) is taken as it is.
 
     Args:
         names: short names or versions, as a list or one comma-separated string.
@@ -247,11 +248,12 @@ def resolve_judges(names: str | Sequence[str], tie: bool = False) -> list[JudgeS
     for n in names:
         if n in _BASE:
             spec = JUDGES.get(_version(n, tie))
-        elif n in JUDGES:
-            spec = JUDGES.get(n)
         else:
-            raise UnknownNameError(f"unknown judge {n!r}; known: {', '.join(JUDGE_NAMES)}; "
-                                   f"versions: {', '.join(JUDGES.names())}")
+            try:  # a miss loads the plugins first (JUDGES.on_miss: workers.protocols)
+                spec = JUDGES.get(n)
+            except UnknownNameError:
+                raise UnknownNameError(f"unknown judge {n!r}; known: {', '.join(JUDGE_NAMES)}; "
+                                       f"versions: {', '.join(JUDGES.names())}") from None
         if any(s.version == spec.version for s in specs):
             raise ConfigError(f"judge {spec.version!r} is named twice")
         specs.append(spec)

@@ -38,7 +38,7 @@ been written. Units are judged in order, complete ones only:
   complete; runs of punctuation and spaces alone (a claim followed by 50 dots) are not.
 
 So on text that does not loop (no claim twice in a row, at most one repeat, every line one claim)
-the claims are ``parse_claims``'s, line by line, without the repeat (``tests/rubric/test_claim_stop.py``
+the claims are ``parse_claims``'s, line by line, without the repeat (``tests/rubric/scoring/test_claim_stop.py``
 checks ``claims_until_loop == parse_claims`` on generated loop-free lists).
 
 Pure: no model here; ``rubric.scoring.claims`` has the prompts and the line parser.

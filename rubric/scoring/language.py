@@ -19,7 +19,7 @@ Two signals, both cheap and offline:
    the lowest English texts (0.385; 0.600 at the 0.1% quantile).
 
 Measured (``python scripts/language_margin.py``; the examples are ``tests/rubric/language_examples.json``,
-which ``tests/rubric/test_language.py`` checks): over the 36,927 English texts of ``../shared/data`` (WebGLM,
+which ``tests/rubric/scoring/test_language.py`` checks): over the 36,927 English texts of ``../shared/data`` (WebGLM,
 TREC-DL-NF, RAG-QA Arena, SummEval) and the bundled sample with at least 8 words, the lowest English share is
 0.150 (a list of Iowa towns; LaTeX-heavy answers next, 0.20-0.22), the 0.1% quantile 0.408, the median 0.826,
 and none of the 36,933 texts is called another language; answers written in Spanish, French, German,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rubric.errors import InputError
 from rubric.validity._families import FAMILIES
-from rubric.validity._stats import Outcome, ValidityRow, ValidityTable, summary_of
+from rubric.validity._stats import Outcome, ValidityRow, ValidityTable, failing_examples
 
 __all__ = ["OUTCOMES_FILE", "SUMMARY_FILE", "REPORT_FILE", "VALIDATE_KIND", "table_markdown", "validity_page",
            "outcomes_table", "summary_table", "read_validity", "EXPECT_WORDS", "UNINFORMATIVE"]
@@ -140,28 +140,40 @@ def summary_table(table: ValidityTable):
 
 
 def read_validity(folder: str | Path, *, n_boot: int | None = None, seed: int | None = None) -> dict:
-    """A validate output folder's table as its run computed it: summarised again from its published pairs with the
-    run's own bootstrap replicates and seed (its manifest's), so the HTML report's section and the printed table
-    show the run's CIs (``n_boot`` and ``seed`` are accepted for the report's call and not used).
+    """A validate output folder's table as its run computed it: the rows of the table it published
+    (``validity.parquet``: its pass rates, CIs and baselines), each with its failing examples picked from the pairs it
+    published as the run picked them (:func:`failing_examples`). Nothing is summarised again (``n_boot`` and ``seed``
+    are accepted for the HTML report's call and not used): the command prints, and the HTML report shows, the job's
+    own numbers. Both tables are checked against the sha256 the manifest records, so they are one run's.
 
     Raises:
-        InputError: the folder is not one validate run's complete set, or its table cannot be read (read through
-            one open file, ``rubric.io.read_parquet``, as every table of ours: a publish renaming a new table in
-            while it is read cannot make it read half of each).
+        InputError: the folder is not one validate run's complete set, a table is not the one its manifest records (a
+            publish is going on), or a table cannot be read (read through one open file, ``rubric.io.read_parquet``,
+            as every table of ours: a publish renaming a new table in while it is read cannot make it read half of
+            each).
     """
-    from rubric.io import check_published, read_parquet
+    from rubric.io import check_published, published_digests, read_parquet
 
     folder = Path(folder)
     manifest = check_published(folder)
     if manifest.get("kind") != VALIDATE_KIND:
         raise InputError(f"{folder} is not a validate output")
-    v = manifest["validity"]
-    results = [Outcome(**{k: row[k] for k in _OUTCOME_FIELDS})
-               for row in read_parquet(folder / OUTCOMES_FILE).to_pylist()]
-    table = summary_of(results, versions=v["rubrics"], families=v["families"], tolerance=v["tolerance"],
-                       n_boot=int(v["n_boot"]), seed=int(v["seed"]))
+    v, digests = manifest["validity"], published_digests(manifest)
+    by_key: dict[tuple[str, str], list[Outcome]] = {}
+    for row in read_parquet(folder / OUTCOMES_FILE, sha256=digests.get(OUTCOMES_FILE)).to_pylist():
+        o = Outcome(**{k: row[k] for k in _OUTCOME_FIELDS})
+        by_key.setdefault((o.rubric, o.family), []).append(o)
+    rows = [ValidityRow(r["rubric"], r["version"], r["family"], r["expectation"], r["n"], r["passes"], r["ties"],
+                        r["fails"], r["missing"], _nan(r["pass_rate"]), (_nan(r["ci_low"]), _nan(r["ci_high"])),
+                        r["n_questions"], failing_examples(by_key.get((r["rubric"], r["family"]), [])),
+                        _nan(r["constant_pass_rate"]), _nan(r["length_pass_rate"]))
+            for r in read_parquet(folder / SUMMARY_FILE, sha256=digests.get(SUMMARY_FILE)).to_pylist()]
+    table = ValidityTable(rows, float(v["tolerance"]), list(v.get("unchecked", [])))
     return {"folder": str(folder), "table": table, "seed": v["seed"], "n_boot": v["n_boot"], "families": v["families"],
             "descriptions": {f: FAMILIES.get(f).description for f in v["families"] if f in FAMILIES},
             "expect_words": EXPECT_WORDS, "uninformative": UNINFORMATIVE}
 
 
+def _nan(x: float | None) -> float:
+    """A Parquet null (a rate or CI bound with nothing to compute it on) as the table's nan."""
+    return math.nan if x is None else float(x)

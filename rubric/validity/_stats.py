@@ -12,7 +12,7 @@ from rubric.validity._families import FAMILIES, family_names
 from rubric.validity._pairs import MinimalPair
 
 __all__ = ["DEFAULT_TOLERANCE", "Outcome", "ValidityRow", "ValidityTable", "outcomes", "summarise", "summary_of",
-           "N_EXAMPLES", "BASELINES"]
+           "N_EXAMPLES", "BASELINES", "failing_examples"]
 
 #: Two raw scores closer than this are a tie. The measured vLLM batch noise of the LLM rubrics is ~2e-5 on the
 #: 1-5 scale (docs/llm.md, "Batch noise"; tests/tolerances.py:LLM_BATCH_NOISE): 1e-4 on raw scores stays above
@@ -163,6 +163,14 @@ def _baseline_rate(scored: Sequence[Outcome], baseline: str) -> float:
     return passed / len(scored)
 
 
+def failing_examples(results: Sequence[Outcome]) -> tuple[Outcome, ...]:
+    """The pairs of one rubric and family, scored on both sides, that did not pass: the :data:`N_EXAMPLES` worst (the
+    largest difference first), the examples a row shows."""
+    failing = sorted((o for o in results if o.outcome != "missing" and not o.passed),
+                     key=lambda o: (-abs(o.difference or 0.0), o.original_id, o.perturbed_id))
+    return tuple(failing[:N_EXAMPLES])
+
+
 def summary_of(results: Sequence[Outcome], *, versions: Mapping[str, str], families: Sequence[str] | None = None,
                tolerance: float, n_boot: int = 1000, seed: int = 0) -> ValidityTable:
     """The table of ``results`` (a row for every rubric of ``versions`` and every family of ``families`` that has an
@@ -181,12 +189,10 @@ def summary_of(results: Sequence[Outcome], *, versions: Mapping[str, str], famil
             scored = [o for o in got if o.outcome != "missing"]
             m = clustered_mean([1.0 if o.passed else 0.0 for o in scored], groups=[o.question_id for o in scored],
                                n_boot=n_boot, seed=seed)
-            failing = sorted((o for o in scored if not o.passed),
-                             key=lambda o: (-abs(o.difference or 0.0), o.original_id, o.perturbed_id))
             rows.append(ValidityRow(rubric, version, fam, FAMILIES.get(fam).expect[rubric], len(got),
                                     sum(o.passed for o in got), sum(o.outcome == "tie" for o in got),
                                     sum(o.outcome == "fail" for o in got), len(got) - len(scored), m.value, m.ci,
-                                    m.n_questions, tuple(failing[:N_EXAMPLES]), _baseline_rate(scored, "constant"),
+                                    m.n_questions, failing_examples(got), _baseline_rate(scored, "constant"),
                                     _baseline_rate(scored, "length")))
     return ValidityTable(rows, tolerance, unchecked)
 

@@ -69,7 +69,7 @@ def test_a_cpu_version_declared_here_runs_through_score(numbered, tmp_path):
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["rubrics"]["specificity"]["rubric_version"] == VERSION
     assert manifest["rubrics"]["specificity"]["backend"] == "cpu_text"
-    from models.rubric_backends import pipeline_id  # the declared model: spaCy's pipeline, as the pass loads it
+    from models.rubric_backends.text import pipeline_id  # the declared model: spaCy's pipeline, as the pass loads it
     from models.rubric_backends.cpu_rubrics import profile_pipeline
     from rubric.config import ScoringConfig
 

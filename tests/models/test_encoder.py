@@ -358,7 +358,7 @@ def test_perturb_job_on_a_graded_list_changes_each_answer_once(tmp_path):
     P(label) is measured on the texts the copy holds."""
     from rubric.perturbation.attacks import word_budget, words
     from rubric.io import read_graded
-    from tests.rubric.test_perturb import LexiconVictim
+    from tests.rubric.perturbation.test_perturb import LexiconVictim
     from workers.jobs.perturb import changes_path, run_perturb_job
 
     strong = "a rigorous, precise and detailed answer with evidence measured because"

@@ -217,3 +217,25 @@ def test_question_limit_reaches_the_config_and_the_reader(command):
                                       "--max-question-chars", "7"])
     assert scoring_config(args).max_question_chars == 7
     assert reader_options(args)["max_question_chars"] == 7
+
+
+def test_the_dispatch_is_the_one_place_a_run_over_budget_exits_3(capsys):
+    """A command only runs its job; ``run_command`` (``lfqa-rubric`` and ``scripts/run_job.py``) maps a run over its
+    failure budget to its lines and status 3, a project or OS error to one line and status 2, whatever the command."""
+    from rubric.errors import FailureBudgetError, InputError
+    from workers.cli import run_command
+
+    def over():
+        raise FailureBudgetError(["rubric conciseness: 2 of 3 rows failed (67%; --max-failed 5%)",
+                                  "rubric grammar: 3 of 3 rows failed (100%; --max-failed 5%)"])
+
+    def bad():
+        raise InputError("no such file\nsecond line")
+
+    assert run_command(over, "run_job") == 3
+    assert capsys.readouterr().err.splitlines() == [
+        "run_job: over budget: rubric conciseness: 2 of 3 rows failed (67%; --max-failed 5%)",
+        "run_job: over budget: rubric grammar: 3 of 3 rows failed (100%; --max-failed 5%)"]
+    assert run_command(bad, "lfqa-rubric") == 2
+    assert capsys.readouterr().err == "lfqa-rubric: error: no such file; second line\n"
+    assert run_command(lambda: 0, "lfqa-rubric") == 0

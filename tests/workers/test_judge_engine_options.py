@@ -32,7 +32,7 @@ def test_judge_hands_the_engine_options_to_its_ray_step(monkeypatch, tmp_path):
     def fake_run(inputs, fmt, settings, out, *, config, reader_options, seed, progress, ray, force, max_failed):
         seen.update(config=config, ray=ray)
 
-    monkeypatch.setattr("workers.jobs.judge.run_judge_job", fake_run)
+    monkeypatch.setattr("workers.jobs.run_judge_job", fake_run)  # the face the command imports it from
     assert main(["judge", "in.jsonl", "--format", "lfqa-hp", "--out", str(tmp_path / "j"), "--ray",
                  "--llm-batches-in-flight", "3", "--llm-actors", "2", "--tensor-parallel", "2"]) == 0
     llm = seen["ray"].pools["llm"]

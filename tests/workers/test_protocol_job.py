@@ -228,7 +228,7 @@ def test_protocol_flag_errors_are_one_line(argv, message, capsys):
 
 def test_protocol_judges_travel_to_ray_actors_by_name(monkeypatch):
     """The Ray judge actors rebuild JudgeSettings from plain data; the protocol spec and its scorer survive."""
-    import models.llm.engines_cache as llm_scorer
+    import models.llm as llm_scorer  # the face models.backends builds engines through
     from workers.jobs.judge import JudgeSettings, _scorer
 
     settings = JudgeSettings("arena.pairwise.v1,lfqa_e.reference_tie.v1")

@@ -140,7 +140,7 @@ def _run_job_script():
 
 
 def test_run_job_script_judges_on_the_llm_pool_settings(monkeypatch, tmp_path):
-    import workers.jobs.judge as jj
+    import workers.jobs as jj  # the face the command imports its job from
 
     seen = {}
 
@@ -167,7 +167,7 @@ def test_run_job_script_reports_an_unknown_judge_in_one_line(tmp_path, capsys):
 @pytest.mark.parametrize("mode", [["--judges", "plain"], ["--protocol", "lfqa-e"]])
 def test_run_job_script_gives_judge_pools_batches_in_flight(tmp_path, monkeypatch, mode):
     """Judge and protocol actors take --llm-batches-in-flight like the score job's engine pools."""
-    import workers.jobs.judge as jj
+    import workers.jobs as jj  # the face the command imports its job from
     from rubric.errors import InputError
 
     seen = {}

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from rubric.config import ScoringConfig
-from tests.rubric.test_html_report import md_rows, parse
+from tests.rubric.html_report.test_html_report import md_rows, parse
 from workers.cli import main
 
 SAMPLE = resources.files("rubric") / "data" / "sample_pairs.jsonl"

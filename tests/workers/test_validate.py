@@ -302,3 +302,26 @@ def test_a_reader_racing_a_republish_of_a_validate_folder_never_reads_intact_fil
     assert published[0] > 20 and reads > 20, (published[0], reads)
     assert not damaged, damaged[:3]
     assert all("is being written" in e or "does not match" in e for e in refused), refused[:3]
+
+
+def test_validate_prints_the_table_its_job_published_not_a_new_summary(tmp_path, capsys, monkeypatch):
+    """The command prints what its job computed: read back from ``validity.parquet`` (with the failing examples the
+    job picked from its pairs), never summarised again: no bootstrap runs when the folder is read."""
+    import rubric.validity._stats as stats
+    from rubric.validity import summary_table, table_markdown, validity_page
+
+    out = tmp_path / "v"
+    manifest = _run(out, "--max-questions", "6", "--families", "filler,typos,shuffle")
+    printed = capsys.readouterr().out
+
+    def no_bootstrap(*args, **kwargs):
+        raise AssertionError("the table was summarised again")
+
+    monkeypatch.setattr(stats, "clustered_mean", no_bootstrap)
+    shown = read_validity(out)
+    assert table_markdown(shown["table"]) == printed
+    assert summary_table(shown["table"]).to_pylist() == pq.read_table(out / "validity.parquet").to_pylist()
+    assert any(r.examples for r in shown["table"].rows)  # the report's failing examples, as the job picked them
+    v = manifest["validity"]
+    page = validity_page(shown["table"], inputs=[SAMPLE], seed=v["seed"], families=v["families"], n_boot=v["n_boot"])
+    assert page == (out / "report.md").read_text(encoding="utf-8")

@@ -20,15 +20,16 @@ from workers.installed import check_installed
 # Before the imports below: a foreign rubric/ or models/ earlier on sys.path would fail them far from the cause.
 check_installed()
 
-from rubric.errors import RubricError
+from rubric.errors import FailureBudgetError, RubricError
 from workers.cli import report as report_cmd
 from workers.cli.presets import FIXED as PRESET_COMMANDS, add_preset
 from workers.cli import judge, score, serve, tables, tools, validate
 from workers.cli.options import FORMATS, add_scoring_args, reader_options, scoring_config
+from workers.cli.judge import add_ray_job, ray_job
 from workers.cli.score import DEMO_RUBRICS
 
 __all__ = ["main", "build_parser", "Command", "COMMANDS", "run_command", "FORMATS", "DEMO_RUBRICS",
-           "add_scoring_args", "reader_options", "scoring_config"]
+           "add_scoring_args", "reader_options", "scoring_config", "add_ray_job", "ray_job"]
 
 log = logging.getLogger("lfqa_rubric")
 
@@ -87,9 +88,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_command(run: Callable[[], int], prog: str) -> int:
-    """``run()``; a project error or an OS error becomes one line on stderr naming ``prog``, and exit status 2."""
+    """``run()``, the one place that maps what a command raises to its exit status: a run over its failure budget
+    (``--max-failed``; it published) becomes its lines on stderr and exit status 3, so a script tells a run over
+    budget from one that could not run; a project error or an OS error becomes one line on stderr naming ``prog``,
+    and exit status 2."""
     try:
         return run()
+    except FailureBudgetError as e:
+        for line in e.lines:
+            sys.stderr.write(f"{prog}: over budget: {line}\n")
+        return 3
     except (RubricError, OSError) as e:
         # One line, whatever the message holds (a list of problems, a library's multi-line text),
         # so the error is what the user sees last and a log grep finds it whole.

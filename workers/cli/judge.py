@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rubric.errors import RubricError
 from workers.cli.options import (add_budget_args, add_input_args, add_judge_args, add_out_args, add_protocol_args,
-                                 add_ray_args, add_scoring_args, budget_exit, config_for_pools, judge_settings,
+                                 add_ray_args, add_scoring_args, config_for_pools, judge_settings,
                                  protocol_options, ray_step, reader_options, score_kind, scoring_config)
 
 __all__ = ["add_judge", "judge", "add_ray_job", "ray_job", "protocol_flag_errors", "judge_protocol"]
@@ -38,11 +38,12 @@ def judge(args) -> int:
     _check_flags(args)
     if args.format is None:
         raise RubricError("judge needs --format (or --protocol NAME)")
-    from workers.jobs.judge import run_judge_job
+    from workers.jobs import run_judge_job
 
-    return budget_exit(lambda: run_judge_job(
+    run_judge_job(
         args.inputs, args.format, judge_settings(args), args.out, config=config, reader_options=reader_options(args),
-        seed=args.seed, progress=not args.quiet, ray=ray, force=args.force, max_failed=args.max_failed))
+        seed=args.seed, progress=not args.quiet, ray=ray, force=args.force, max_failed=args.max_failed)
+    return 0
 
 
 def protocol_flag_errors(args) -> list[str]:
@@ -85,7 +86,8 @@ def judge_protocol(args, *, ray=None, command: str | None = None, config=None) -
                       seed=args.seed, n_boot=args.n_boot, progress=not args.quiet, command=command, ray=ray,
                       force=args.force)
     # a protocol's judge keeps the default failure budget (``ProtocolRun`` does not carry --max-failed)
-    return budget_exit(lambda: PROTOCOLS.get(args.protocol).run(run, options))
+    PROTOCOLS.get(args.protocol).run(run, options)
+    return 0
 
 
 def add_ray_job(p: argparse.ArgumentParser) -> None:
@@ -115,13 +117,15 @@ def ray_job(args, argv: list[str]) -> int:
     if args.format is None:
         raise RubricError("--format is required (or --protocol NAME)")
     if args.judges:
-        from workers.jobs.judge import run_judge_job
+        from workers.jobs import run_judge_job
 
-        return budget_exit(lambda: run_judge_job(
+        run_judge_job(
             args.inputs, args.format, judge_settings(args), args.out, config=config,
             reader_options=reader_options(args), seed=args.seed, progress=not args.quiet, ray=ray, force=args.force,
-            max_failed=args.max_failed))
+            max_failed=args.max_failed)
+        return 0
     from workers.runner import run
 
-    return budget_exit(lambda: run(score_kind(args, ray=True), args.inputs, args.out, progress=not args.quiet,
-                                   step=ray, force=args.force))
+    run(score_kind(args, ray=True), args.inputs, args.out, progress=not args.quiet,
+        step=ray, force=args.force)
+    return 0

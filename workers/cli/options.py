@@ -14,7 +14,6 @@ import argparse
 import inspect
 import os
 import sys
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -160,23 +159,9 @@ def _fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(f"a fraction between 0 and 1, got {text!r}") from None
 
 
-def budget_exit(run: Callable[[], Any]) -> int:
-    """``run()``; a :class:`rubric.errors.FailureBudgetError` (the run published) becomes its lines on stderr and
-    exit status 3, so a script tells a run over budget (3) from one that could not run (2)."""
-    from rubric.errors import FailureBudgetError
-
-    try:
-        run()
-    except FailureBudgetError as e:
-        for line in e.lines:
-            sys.stderr.write(f"lfqa-rubric: over budget: {line}\n")
-        return 3
-    return 0
-
-
 def add_judge_args(p) -> None:
     """How the judges run (``judge`` and ``scripts/run_job.py --judges``); ``--judges`` itself is the caller's."""
-    from workers.jobs.judge import JudgeSettings
+    from workers.jobs import JudgeSettings
 
     p.add_argument("--mode", choices=("logprob", "vote"), default=_default(JudgeSettings, "mode"),
                    help="logprob: verdict probabilities from one forward pass per order; vote: the paper's "
@@ -265,7 +250,7 @@ def add_ray_args(p, *, rubric_pools: bool = True) -> None:
         rubric_pools: also the rubric pools' options (:data:`RUBRIC_POOL_OPTIONS`); ``judge`` runs its judges
             and protocols on the engine ("llm") pool only.
     """
-    from workers.cluster.pipeline import PoolConfig
+    from workers.cluster import PoolConfig
 
     d = PoolConfig()
     g = p.add_argument_group("Ray")
@@ -350,7 +335,7 @@ def scoring_config(args) -> ScoringConfig:
 
 def judge_settings(args):
     """The ``JudgeSettings`` named by ``--judges`` and :func:`add_judge_args`'s options."""
-    from workers.jobs.judge import JudgeSettings
+    from workers.jobs import JudgeSettings
 
     return JudgeSettings(args.judges, mode=args.mode, tie=args.tie, n_votes=args.n_votes,
                          temperature=args.temperature, seed=args.seed, max_reasoning_tokens=args.max_reasoning_tokens)
@@ -358,7 +343,7 @@ def judge_settings(args):
 
 def pools_from_args(args) -> dict:
     """The pool settings (``workers.cluster.pipeline.PoolConfig`` by pool) named by :func:`add_ray_args`'s options."""
-    from workers.cluster.pipeline import PoolConfig
+    from workers.cluster import PoolConfig
 
     check_range("--tensor-parallel", args.tensor_parallel, low=1)
     common = {"batch_size": args.ray_batch_size, "max_restarts": args.max_restarts,
@@ -392,7 +377,7 @@ def score_kind(args, *, ray: bool):
     """The score job of ``score`` and ``scripts/run_job.py``: ``args``' rubrics, scoring settings (on Ray,
     with the pools' engine settings: :func:`config_for_pools`) and reader options."""
     from rubric.scoring import resolve_rubrics
-    from workers.jobs.score import ScoreKind
+    from workers.jobs import ScoreKind
 
     config = config_for_pools(scoring_config(args), args) if ray else scoring_config(args)
     kind = ScoreKind(args.format, reader_options(args), resolve_rubrics(args.rubrics), config, seed=args.seed)
@@ -402,7 +387,7 @@ def score_kind(args, *, ray: bool):
 
 def ray_step(args):
     """The ``workers.cluster.pipeline.RayStep`` named by :func:`add_ray_args`'s options."""
-    from workers.cluster.pipeline import RayStep
+    from workers.cluster import RayStep
 
     return RayStep(pools=pools_from_args(args), address=args.address, global_dedupe=args.global_dedupe,
                    read_concurrency=args.read_concurrency)

@@ -8,7 +8,7 @@ import sys
 from importlib import resources
 
 from workers.cli.options import (add_budget_args, add_input_args, add_out_args, add_ray_args, add_scoring_args,
-                                 budget_exit, ray_step, score_kind)
+                                 ray_step, score_kind)
 
 __all__ = ["add_score", "score", "add_demo", "demo", "demo_rubrics", "DEMO_RUBRICS", "DEMO_PROFILE_LINES"]
 
@@ -39,12 +39,14 @@ def add_score(p: argparse.ArgumentParser) -> None:
 
 
 def score(args) -> int:
-    """Exit status 0, or 3 when a rubric is over the failure budget (the run published; ``--max-failed``)."""
+    """Exit status 0; a rubric over the failure budget (the run published; ``--max-failed``) raises, and the
+    dispatch (:func:`workers.cli.run_command`) exits 3."""
     from workers.runner import run
 
-    return budget_exit(lambda: run(score_kind(args, ray=args.ray), args.inputs, args.out, progress=not args.quiet,
-                                   step=ray_step(args) if args.ray else None, force=args.force,
-                                   retry_failed=getattr(args, "retry_failed", False)))
+    run(score_kind(args, ray=args.ray), args.inputs, args.out, progress=not args.quiet,
+        step=ray_step(args) if args.ray else None, force=args.force,
+        retry_failed=getattr(args, "retry_failed", False))
+    return 0
 
 
 #: The demo's claim-extraction budget (the job's default is ``DEFAULT_MAX_CLAIM_TOKENS``, 256): on the

@@ -193,7 +193,7 @@ def add_export(x: argparse.ArgumentParser) -> None:
 
 def export(args) -> int:
     from rubric.preference import read_output_table
-    from workers.jobs.export import write_table
+    from workers.jobs import write_table
 
     from workers.storage.outdir import output_file
 
@@ -223,7 +223,7 @@ def add_transfer(t: argparse.ArgumentParser) -> None:
 def transfer(args) -> int:
     from rubric.preference import transfer_markdown
     from rubric.presets import preset_title
-    from workers.jobs.export import run_transfer
+    from workers.jobs import run_transfer
 
     for outdir in dict.fromkeys(args.train):  # every rubric of a training table is fitted on
         _refuse_over_budget(args, outdir, None, features=False)

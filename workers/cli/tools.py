@@ -40,7 +40,7 @@ def add_encoder(en: argparse.ArgumentParser) -> None:
 
 
 def encoder(args) -> int:
-    from workers.jobs.encoder import run_encoder_job
+    from workers.jobs import run_encoder_job
 
     summary = run_encoder_job(args.outdir, out=args.out, head_dir=args.head, predictions=args.predictions,
                               encoder=args.encoder, device=args.device, batch_size=args.batch_size, C=args.C,
@@ -79,7 +79,7 @@ def add_perturb(pt: argparse.ArgumentParser) -> None:
 
 def perturb(args) -> int:
     from rubric.perturbation import word_budget
-    from workers.jobs.perturb import load_victim, run_perturb_job
+    from workers.jobs import load_victim, run_perturb_job
 
     from workers.storage.outdir import OutLock, out_path
 
@@ -109,7 +109,7 @@ def add_lfq(q: argparse.ArgumentParser) -> None:
 
 
 def lfq(args) -> int:
-    from workers.jobs.lfq import run_lfq_job
+    from workers.jobs import run_lfq_job
 
     run_lfq_job(args.input, args.format, args.out, config=scoring_config(args), reader_options=reader_options(args))
     return 0

@@ -21,7 +21,7 @@ VALIDATE_HELP = ("score minimal pairs (an answer and a copy that changes one qua
 
 def add_validate(p: argparse.ArgumentParser) -> None:
     from rubric.validity import DEFAULT_TOLERANCE, FAMILIES, family_names
-    from workers.jobs.validate import N_BOOT
+    from workers.jobs import N_BOOT
 
     add_input_args(p)
     add_scoring_args(p, "conciseness,grammar")
@@ -57,7 +57,7 @@ def _human_options(args) -> dict:
     """Reader options of ``--human``: rated tables map the ratings fields (``rubric.io.RATING_FIELDS``); any other
     format reads as it does everywhere."""
     from rubric.io import mapping_entries
-    from workers.jobs.agreement import RATED_FORMATS
+    from workers.jobs import RATED_FORMATS
 
     if args.format in RATED_FORMATS and args.format != "graded":
         if not args.map:
@@ -74,7 +74,7 @@ def human(args) -> int:
     """``validate --human``: the agreement job, then its summary-level table as the job computed it."""
     from rubric.scoring import resolve_rubrics
     from rubric.validity import agreement_markdown, read_agreement
-    from workers.jobs.agreement import run_agreement_job
+    from workers.jobs import run_agreement_job
 
     if args.families is not None:
         raise ConfigError("--families names minimal-pair families; --human compares with people's ratings instead")
@@ -95,13 +95,13 @@ def validate(args) -> int:
     if args.aspects is not None:
         raise ConfigError("--aspects is --human's: the rating columns to compare the rubrics with")
     from rubric.validity import read_validity, table_markdown
-    from workers.jobs.validate import run_validate_job
+    from workers.jobs import run_validate_job
 
     run_validate_job(args.inputs, args.format, resolve_rubrics(args.rubrics), args.out, config=scoring_config(args),
                      reader_options=reader_options(args), seed=args.seed, families=args.families,
                      tolerance=args.tolerance, max_questions=args.first_questions, n_boot=args.n_boot,
                      progress=not args.quiet, force=args.force)
-    shown = read_validity(args.out, n_boot=args.n_boot, seed=args.seed)
+    shown = read_validity(args.out)  # the table the job published, not computed again
     sys.stdout.write(table_markdown(shown["table"]))
     log.info("the table, the families and failing examples: %s/report.md", args.out)
     return 0

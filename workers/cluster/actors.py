@@ -27,6 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rubric.config import check_range
+# The actor's process starts here: a judge of another package's protocol, named in a job kind's arguments, loads
+# on the judge registry's first miss (workers.protocols hands it the loader).
+import workers.protocols  # noqa: F401,E402
 from workers.runner import check_results
 from workers.storage.codec import encode_provenance, encode_score
 
@@ -65,7 +68,7 @@ class StageActor:
         self._scorer = self.kind.scorer(stage)
         self.batches_in_flight = batches_in_flight
         if batches_in_flight > 1:
-            from models.llm.engines_cache import keep_engines_busy
+            from models.llm import keep_engines_busy
 
             keep_engines_busy(self.kind.config)
         self._provenance = {n: encode_provenance(p) for n, p in self._scorer.provenance.items()}

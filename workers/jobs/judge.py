@@ -64,9 +64,6 @@ class JudgeSettings:
         check_range("temperature", temperature, low=0)
         check_range("max_reasoning_tokens", max_reasoning_tokens, low=1)
         from rubric.judging import resolve_judges
-        from workers.protocols import load_protocols
-
-        load_protocols()  # every protocol declares its pairwise judges (ours and other packages')
 
         names = judges.split(",") if isinstance(judges, str) else list(judges)
         self.specs = resolve_judges(",".join(n.strip() for n in names if n.strip()), tie=tie)

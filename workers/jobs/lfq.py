@@ -35,8 +35,7 @@ def _classify(path, fmt: str, out, tmp, *, config: ScoringConfig, reader_options
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from models.llm.lfq import classify_questions
-    from models.llm.engines_cache import build_engine
+    from models.llm import build_engine, classify_questions
     from rubric.scoring import LFQ_FILTER_VERSION
     from rubric.io import read_input
 

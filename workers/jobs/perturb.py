@@ -89,7 +89,7 @@ def load_victim(path: str | Path, *, device: str | None = None, batch_size: int 
         ConfigError: ``path`` is neither.
         ProvenanceError: the victim's features would be made differently now.
     """
-    from models.baselines.encoder import HEAD_JSON, EncoderVictim, load_encoder_baseline
+    from models.baselines import HEAD_JSON, EncoderVictim, load_encoder_baseline
 
     path = Path(path)
     if path.is_dir() and (path / HEAD_JSON).is_file():

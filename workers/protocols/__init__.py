@@ -33,6 +33,7 @@ from typing import Any
 
 from rubric.config import ScoringConfig, check_range
 from rubric.errors import ConfigError
+from rubric.judging import JUDGES
 from rubric.registry import Registry
 
 __all__ = ["ProtocolSpec", "ProtocolOptions", "ProtocolRun", "option", "PROTOCOLS", "register_protocol",
@@ -297,6 +298,11 @@ def load_protocols() -> Registry[ProtocolSpec]:
         for ep in entry_points(group=ENTRY_POINTS):
             _load_plugin(ep)
     return PROTOCOLS
+
+
+# A judge name the registry does not hold may be a protocol's (ours or another package's): the first miss loads
+# them. The entry points (the CLI's parser, the Ray stage actor) import this package; the judge job never does.
+JUDGES.on_miss(load_protocols)
 
 
 def leave_out_clashing(taken: Collection[str]) -> Registry[ProtocolSpec]:

@@ -20,7 +20,7 @@ from rubric.config import ScoringConfig, check_range
 from rubric.errors import ConfigError, InputError
 from rubric.html_report import HtmlSection, plot_win_rates
 from rubric.protocols import ARENA_PAIRS_FILE, ARENA_REASONING_VERSION, HumanAgreement, RatingInterval, WinRate
-from workers.jobs.judge import JudgeKind, ProtocolPage, protocol_settings
+from workers.jobs import JudgeKind, ProtocolPage, protocol_settings
 from workers.storage.outdir import OutputFolder
 from workers.protocols import ProtocolOptions, ProtocolRun, ProtocolSpec, option, register_protocol
 from workers.runner import prebuilt, run as run_job

@@ -17,7 +17,7 @@ from rubric.config import ScoringConfig
 from rubric.errors import ConfigError, InputError
 from rubric.html_report import HtmlSection
 from rubric.protocols import PairTypeBreakdown
-from workers.jobs.judge import JudgeKind, ProtocolPage, protocol_settings
+from workers.jobs import JudgeKind, ProtocolPage, protocol_settings
 from workers.protocols import ProtocolOptions, ProtocolRun, ProtocolSpec, option, register_protocol
 from workers.runner import prebuilt, run as run_job
 

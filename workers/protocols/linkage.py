@@ -114,8 +114,8 @@ class LinkageSettings:
 
 
 def _reference_generator(settings: LinkageSettings, config: ScoringConfig):
-    from models.linkage.references import ReferenceGenerator
-    from models.llm.engines_cache import build_engine
+    from models.linkage import ReferenceGenerator
+    from models.llm import build_engine
 
     engine = build_engine(config, logprobs_k=config.llm_logprobs_k)  # the scorer's engine (built once per process)
     return ReferenceGenerator(engine, max_tokens=settings.reference_max_tokens, version=settings.reference_template)
@@ -125,7 +125,7 @@ def _generate_references(read, generator, cache) -> tuple[Any, dict]:
     """``read`` with each question's generated list filled in; a failed question's candidates are rejects."""
     from dataclasses import replace
 
-    from models.linkage.references import ReferenceRequest
+    from models.linkage import ReferenceRequest
     from rubric.protocols import LinkageRead
     from rubric.io import Reject
 
@@ -161,7 +161,7 @@ def _lists_digest(questions: Sequence[Any]) -> str:
 
 
 def _linkage_scorer(settings: LinkageSettings, config: ScoringConfig):
-    from models.llm.engines_cache import build_engine
+    from models.llm import build_engine
     from models.linkage import LinkageScorer
 
     engine = build_engine(config, logprobs_k=config.llm_logprobs_k)
@@ -223,7 +223,7 @@ class LinkageKind(JobKind):
             raise InputError(f"{len(failed)} of {len(shards)} input(s) could not be read, so nothing was written: "
                              + "; ".join(f"{u}: {e}" for u, e in failed.items()))
         if self.settings.references == "generated":
-            from models.linkage.references import ReferenceCache
+            from models.linkage import ReferenceCache
 
             generator = self.reference_generator or _reference_generator(self.settings, self.config)
             cache = ReferenceCache(no_link(out / GENERATED_REFERENCES_FILE, "the generated references' cache"))
@@ -283,7 +283,7 @@ class LinkageKind(JobKind):
             raise BatchMismatchError(f"{len(lost)} LINKAGE answers have no score (first: {lost[0]})")
         systems = list(settings.systems)
         if self.signals:
-            from models.linkage.signals import LINKAGE_SIGNALS, reference_signals, signal_provenance
+            from models.linkage import LINKAGE_SIGNALS, reference_signals, signal_provenance
 
             for aid, row in reference_signals(questions).items():
                 scores[aid].update(row)

@@ -196,7 +196,7 @@ def start_service(settings: ServeSettings, *, signals: StopSignals | None = None
             started = True
             with signals.ray_starting() if signals is not None else nullcontext():
                 if settings.address is None:
-                    from workers.cluster.pipeline import init_local_ray
+                    from workers.cluster import init_local_ray
 
                     temp_dir = tempfile.mkdtemp(prefix="lfqa-ray-", dir="/tmp")  # known to the clean-up below
                     init_local_ray(num_cpus=settings.num_cpus, object_store_mb=256, temp_dir=temp_dir)
@@ -233,7 +233,7 @@ def _shut_down(temp_dir: str | None) -> None:
     import ray
     from ray import serve
 
-    from workers.cluster.pipeline import shutdown_ray
+    from workers.cluster import shutdown_ray
 
     try:
         if ray.is_initialized():

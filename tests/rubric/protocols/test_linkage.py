@@ -14,7 +14,7 @@ from rubric.protocols.linkage import (
 )
 from rubric.protocols.linkage_metric import linkage_correlations, question_correlation
 
-WEBGLM = Path(__file__).resolve().parents[3] / "shared" / "data" / "WEBGLM_50.json"
+WEBGLM = Path(__file__).resolve().parents[4] / "shared" / "data" / "WEBGLM_50.json"
 
 
 # --- expected rank and score ---------------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 from rubric.scoring import (ABSTAIN_PREFIX, ENGLISH_ONLY, LANGUAGE_CHECK, MIN_WORDS, RUBRICS, english_share,
                             language_checks, latin_words, letter_scripts, not_english)
 
-EXAMPLES = json.loads((Path(__file__).parent / "language_examples.json").read_text(encoding="utf-8"))
+EXAMPLES = json.loads((Path(__file__).resolve().parents[1] / "language_examples.json").read_text(encoding="utf-8"))
 
 
 def _table(words: dict[str, tuple[float, float]]):
@@ -79,7 +79,7 @@ def test_the_english_only_versions_abstain_on_hindi_and_japanese_and_the_manifes
     from rubric.config import ScoringConfig
     from workers.jobs.score import run_job
 
-    sample = [json.loads(line) for line in (Path(__file__).resolve().parents[2] / "rubric" / "data" /
+    sample = [json.loads(line) for line in (Path(__file__).resolve().parents[3] / "rubric" / "data" /
                                             "sample_pairs.jsonl").read_text(encoding="utf-8").splitlines() if line]
     rows = sample[:4]
     rows[1] = {**rows[1], "answer_2": EXAMPLES["not_english"]["hi"]}

@@ -20,7 +20,7 @@ from rubric.errors import InputError
 from rubric.preference.evaluate import evaluate_model, fit_model, read_pairs, write_report
 from rubric.html_report import build_report, folder_kinds, render_html, spearman_matrix
 from rubric.preference import PreferenceModel
-from tests.rubric.test_analysis import _judge_output, _score_output
+from tests.rubric.analysis.test_analysis import _judge_output, _score_output
 
 N_BOOT = 200
 

@@ -105,7 +105,7 @@ def test_use_of_examples_v2_decides_and_keeps_the_soft_p_yes(probs, value, p_yes
 def test_use_of_examples_v2_is_the_reference_prompt_verbatim():
     from pathlib import Path
 
-    ref = Path(__file__).resolve().parents[2] / "../shared/reference-prompts/lfqa-hp-1m.zero_shot_example_detection.txt"
+    ref = Path(__file__).resolve().parents[3] / "../shared/reference-prompts/lfqa-hp-1m.zero_shot_example_detection.txt"
     if not ref.is_file():
         pytest.skip("../shared/reference-prompts not here")
     text = ref.read_text(encoding="utf-8-sig").replace("Question: {}", "Question: Q?").replace("Answer: {}", "Answer: A.")

@@ -18,7 +18,7 @@ from rubric.protocols.arena_data import (
 )
 from rubric.errors import ConfigError, InputError
 
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "rag-qa-arena"
+SHARED = Path(__file__).resolve().parents[4] / "shared" / "data" / "rag-qa-arena"
 
 
 def _jsonl(path: Path, rows: list) -> Path:

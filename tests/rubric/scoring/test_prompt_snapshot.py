@@ -4,7 +4,7 @@ The hashes are in store keys and provenance columns (a changed hash invalidates 
 ``prompt_snapshot.json`` records, for every prompt version, its ``template_hash`` and the sha256 of
 the chat messages it renders for one fixed input, as the code made them before the prompt classes
 were unified (4b5d404). Regenerate only for a deliberate new version:
-``PYTHONPATH=. python tests/rubric/test_prompt_snapshot.py --write``.
+``PYTHONPATH=. python tests/rubric/scoring/test_prompt_snapshot.py --write``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from rubric.scoring import (
 )
 from rubric.protocols import get_protocol_template, protocol_judge, protocol_judge_versions, protocol_versions
 
-SNAPSHOT = Path(__file__).with_name("prompt_snapshot.json")
+SNAPSHOT = Path(__file__).resolve().parents[1] / "prompt_snapshot.json"
 _VALUES = {"question": "Why is the sky blue?", "answer": "Rayleigh scattering.", "answer_1": "Because of air.",
            "answer_2": "Scattering of light.", "reference": "Sunlight scatters.", "references": "Answer 1:x\n",
            "candidate": "It is blue.", "n_references": 3, "golden": "Light scatters.", "previous": "P.",

@@ -78,7 +78,7 @@ def test_geval_template_renders(layout):
     if "specificity.geval.v1" in TEMPLATE_VERSIONS:  # once registered in rubric.scoring.geval
         tmpl = get_template("specificity.geval.v1", layout)
     else:
-        text = (Path(__file__).resolve().parents[2] / "rubric" / "prompts" / f"specificity.geval.v1.{layout}.j2").read_text()
+        text = (Path(__file__).resolve().parents[3] / "rubric" / "prompts" / f"specificity.geval.v1.{layout}.j2").read_text()
         tmpl = PromptTemplate(name="specificity", version="specificity.geval.v1", layout=layout, text=text,
                               prefill="- Specificity: ", score_tokens=("1", "2", "3", "4", "5"),
                               score_values=(1.0, 2.0, 3.0, 4.0, 5.0))

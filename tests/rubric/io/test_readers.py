@@ -18,7 +18,7 @@ from rubric.io import (
 )
 from rubric.io.records import explode
 
-SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+SHARED_DATA = Path(__file__).resolve().parents[4] / "shared" / "data"
 LONG = "An answer that is long enough to read. " * 3
 
 

@@ -17,7 +17,7 @@ from rubric.protocols import (
     protocol_versions,
 )
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"
+SHARED = Path(__file__).resolve().parents[4] / "shared"
 REFERENCE = SHARED / "reference-prompts"
 ARENA_EXAMPLES = SHARED / "data" / "rag-qa-arena" / "pairwise_lfrqa_examples.json"
 

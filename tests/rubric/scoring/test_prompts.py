@@ -13,7 +13,7 @@ from rubric.judging import JUDGES, JudgeSpec, verdict_probs
 from rubric.scoring import PROMPTS, PromptTemplate, declare_prompt, get_template, read_tokens
 from rubric.protocols import get_protocol_template
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TOY = PromptTemplate(name="toy", version="toy.pairwise.v1", layout="pairwise", text="Q: {{ question }} 1: {{ answer_1 }}"
                      " 2: {{ answer_2 }}", prefill="[[", score_tokens=("A", "B", "C"), score_values=(1.0, 0.0, 0.5),
                      fields=("question", "answer_1", "answer_2"), verdicts=("1", "2", "tie"), verdict_format="[[{}]]")

@@ -79,7 +79,7 @@ def test_every_table_of_ours_is_read_through_the_one_guarded_reader():
     import re
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     by_path = re.compile(r"\bpq\.(read_table|read_metadata|read_schema|ParquetFile|ParquetDataset)\(")
     users = {"rubric/perturbation/rewrite.py", "models/rubric_backends/evidence.py"}
     found = sorted(p.relative_to(root).as_posix() for pkg in ("rubric", "models", "workers")

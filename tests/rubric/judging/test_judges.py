@@ -13,7 +13,7 @@ from rubric.judging.verdicts import (
     ParsedVerdict, VerdictProbs, cot_verdict_prefill, debias, debiased_decision, p_a, pair_outcome, parse_verdict, to_original, verdict_probs, vote_probs,
 )
 
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference-prompts"
+REFERENCE = Path(__file__).resolve().parents[4] / "shared" / "reference-prompts"
 PLAIN = get_judge("judge.plain.v1")
 PLAIN_TIE = get_judge("judge.plain_tie.v1")
 #: The paper's judges (importing rubric.protocols adds the protocols' pairwise judges to JUDGES).

@@ -14,7 +14,7 @@ from rubric.preference.evaluate import fit_model, model_inputs
 from rubric.preference.predict import PREDICTIONS_META_KEY, predict_pairs
 from rubric.preference.model import PreferenceModel
 from rubric.scoring.specs import RUBRICS
-from tests.rubric.test_selection import synthetic_table
+from tests.rubric.preference.test_selection import synthetic_table
 
 LANGUAGETOOL = RUBRICS.get("grammar.languagetool.v1")
 

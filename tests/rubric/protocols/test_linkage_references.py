@@ -17,7 +17,7 @@ from rubric.protocols.linkage_references import (
 )
 from rubric.protocols.templates import get_protocol_template
 
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference-prompts"
+REFERENCE = Path(__file__).resolve().parents[4] / "shared" / "reference-prompts"
 GOLD = "Focus on one task and remove distractions."
 Q = "how can we get concentration on something?"
 

@@ -69,3 +69,22 @@ def test_folder_state_sees_a_replaced_file_and_reads_a_single_file_as_itself(tmp
     single = folder_state(out / "a.parquet")
     assert len(single) == 1 and single[0][0] == "a.parquet"
     assert folder_state(tmp_path / "gone") == ()
+
+
+def test_a_table_read_with_its_manifests_digest_is_that_runs_or_refused(tmp_path):
+    """``read_parquet(sha256=...)`` checks the bytes of the one open file it reads: a table replaced since the
+    manifest was read is refused in one line, never read as the manifest's run."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rubric.io import file_sha256, read_parquet
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"x": [1, 2]}), path)
+    digest = file_sha256(path)
+    assert read_parquet(path, sha256=digest).to_pylist() == [{"x": 1}, {"x": 2}]
+    pq.write_table(pa.table({"x": [3, 4]}), path)  # another run's table under the same name
+    with pytest.raises(InputError, match="does not match the sha256 its folder's manifest records") as e:
+        read_parquet(path, sha256=digest)
+    assert "damaged" not in str(e.value)
+    assert read_parquet(path).to_pylist() == [{"x": 3}, {"x": 4}]  # without a digest: read as it is

@@ -9,7 +9,7 @@ the engine). Recorded by ``scripts/record_claim_completions.py`` (its docstring 
 ``data/claim_completions_pinned.json`` pins, for every recorded completion, what v2's reader
 (``parse_claims``) and v3's (``claims_until_loop``) make of it. A reader change that moves a claim
 fails here; regenerate the pins only for a deliberate change:
-``PYTHONPATH=. python tests/rubric/test_recorded_claims.py --write``.
+``PYTHONPATH=. python tests/rubric/scoring/test_recorded_claims.py --write``.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from rubric.scoring import (
     parse_claims,
 )
 
-DATA = Path(__file__).with_name("data")
+DATA = Path(__file__).resolve().parents[1] / "data"
 RECORDED = DATA / "claim_completions.jsonl"
 PINNED = DATA / "claim_completions_pinned.json"
 

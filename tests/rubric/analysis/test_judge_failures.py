@@ -13,7 +13,7 @@ import pytest
 
 from rubric.analysis import ALWAYS_A, LONGER_WINS, analysis_markdown, analyze, compare_systems, judge_systems
 from rubric.judging.judgments import judgments_table, write_judgments
-from tests.rubric.test_analysis import (JUDGE, TABLE4_PAIRS, _line, _records, _score_output, judgment_rows,
+from tests.rubric.analysis.test_analysis import (JUDGE, TABLE4_PAIRS, _line, _records, _score_output, judgment_rows,
                                         pairs_of)
 
 NO_VOTE = "no parseable vote in 3: no verdict (answer_1/answer_2) in '1. Preheat your oven...'"

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from rubric.html_report import build_report, render_html
 from rubric.preference.evaluate import evaluate_model, fit_model, read_pairs, write_report
-from tests.rubric.test_analysis import _score_output
-from tests.rubric.test_html_report import md_rows, parse
+from tests.rubric.analysis.test_analysis import _score_output
+from tests.rubric.html_report.test_html_report import md_rows, parse
 
 
 def test_a_model_fitted_on_all_pairs_is_in_sample_on_the_page_as_in_evaluate(tmp_path):
