@@ -112,7 +112,8 @@ that was new (validate's repeat family, with other seeds, raised relevance and c
 A run that starts inside a sentence, copying text that starts inside one too, is now a copy only up to that
 sentence's end.
 
-The preset's now (``relevance.minilm.v6``, ``completeness.coverage.v6``, ``coherence.minilm.v7``) read the
+The sixth versions (``relevance.minilm.v6``, ``completeness.coverage.v6``, ``coherence.minilm.v7``; the preset's from
+8542cbd until issue 56) read the
 fifth versions' sentences without every word of the question but its function words (spaCy's stop list and
 punctuation), whatever the tagger calls it, and without the pieces punctuation joins ("mint.com": "mint", "com"). The
 fifth read only the question's nouns, verbs, adjectives and numbers, so a topical non-answer that said the question's

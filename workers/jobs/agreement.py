@@ -27,14 +27,13 @@ from rubric.tables import word_count
 from rubric.validity import (AGREEMENT_ANSWERS_FILE, AGREEMENT_FILE, HUMAN_KIND, REPORT_FILE, Rated, agreement_page,
                              agreement_rows_table, agreement_table)
 from workers.jobs.score import ScoreKind
+from workers.jobs.validate import N_BOOT  # validate's, one default for both
 from workers.runner import JobRun, KindManifest, ScoreIndex
 
 __all__ = ["HumanKind", "run_agreement_job", "N_BOOT", "RATED_FORMATS"]
 
 log = logging.getLogger(__name__)
 
-#: Bootstrap replicates of the CIs.
-N_BOOT = 1000
 #: The formats read as rated answers (with ``--map`` naming ``answer``, for the tables); any other pair format is read
 #: as pairs whose aspect judgements are compared.
 RATED_FORMATS: tuple[str, ...] = ("jsonl", "parquet", "csv", "graded")
