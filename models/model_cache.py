@@ -4,7 +4,9 @@ The embedded judge's fp32 folder (``models.llm.smollm2``, converted from the pac
 ONNX file (``models.rubric_backends.minilm_onnx``, exported from the packaged weights) are made on first use (and
 by ``make setup``) under :func:`cache_root`. :func:`build_once` makes one: a file lock serialises processes that
 ask at once, the model is built in a temporary folder beside it and renamed into place with a marker file
-written last, so nobody ever reads a half-written model and an interrupted build is redone.
+written last, so nobody ever reads a half-written model and an interrupted build (left in its temporary folder) is
+redone. A folder or link at the model's place without the marker is not one of our builds: it is refused, never
+removed.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ def build_once(name: str, done: str, build: Callable[[Path], str], *, what: str,
         root: cache directory.
 
     Raises:
-        BackendUnavailableError: ``filelock`` is missing; whatever ``build`` raises.
+        BackendUnavailableError: ``filelock`` is missing; something that is no finished build of ours (a folder
+            without the marker, a file, a link) stands at ``name``; whatever ``build`` raises.
     """
     root = Path(root) if root is not None else cache_root()
     target = root / name
@@ -64,13 +67,15 @@ def build_once(name: str, done: str, build: Callable[[Path], str], *, what: str,
     with FileLock(str(root / (name + ".lock"))):
         if (target / done).is_file():  # another process finished while we waited
             return target
+        if target.is_symlink() or target.exists():  # ours are renamed in whole, marker included: this is not
+            raise BackendUnavailableError(
+                f"{target} is there but is no finished build of {what} (no {done} file in it): it was not made by "
+                f"lfqa-rubric, so it is left as it is; move it away, or set LFQA_RUBRIC_CACHE to another folder")
         log.info("building %s at %s (once)", what, target)
         tmp = Path(tempfile.mkdtemp(prefix=name + ".", dir=root))
         try:
             marker = build(tmp)
             (tmp / done).write_text(marker, encoding="utf-8")
-            if target.exists():  # a stale, interrupted build
-                shutil.rmtree(target)
             os.replace(tmp, target)
         finally:
             if tmp.exists():
