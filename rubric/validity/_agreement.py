@@ -33,6 +33,7 @@ from rubric.config import check_range
 from rubric.errors import ConfigError
 from rubric.preference import agreement as pair_agreement
 from rubric.preference import question_bootstrap_weights
+from rubric.tables import spearman
 
 __all__ = ["LENGTH_SCORER", "LEVELS", "STATISTICS", "AgreementRow", "AgreementTable", "Rated", "agreement_table"]
 
@@ -111,18 +112,6 @@ class AgreementTable:
                      (scorer, aspect, level, statistic)), None)
 
 
-def _rank(a: np.ndarray) -> np.ndarray:
-    """Average ranks (ties share the mean of their positions), as Spearman's rho reads them."""
-    _, inv, counts = np.unique(a, return_inverse=True, return_counts=True)
-    return (np.cumsum(counts) - (counts - 1) / 2.0)[inv]
-
-
-def _pearson(a: np.ndarray, b: np.ndarray) -> float:
-    a, b = a - a.mean(), b - b.mean()
-    d = math.sqrt(float((a * a).sum() * (b * b).sum()))
-    return float((a * b).sum() / d) if d > 0 else math.nan
-
-
 def _kendall(x: np.ndarray, y: np.ndarray) -> float:
     """Kendall's tau-b (ties in either corrected for); by pairs of answers below 64 of them, else scipy's."""
     if len(x) > 64:
@@ -140,7 +129,7 @@ def _corr(x: np.ndarray, y: np.ndarray, statistic: str) -> float:
     answers."""
     if len(x) < 2 or np.ptp(y) == 0 or np.ptp(x) == 0:
         return math.nan
-    return _pearson(_rank(x), _rank(y)) if statistic == "spearman" else _kendall(x, y)
+    return spearman(x, y) if statistic == "spearman" else _kendall(x, y)
 
 
 def _ci(stats: Sequence[float]) -> tuple[float, float]:
